@@ -1,0 +1,5 @@
+import sys
+
+from phaseaware.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Calibration: measure a model's accuracy by residue and write a profile."""

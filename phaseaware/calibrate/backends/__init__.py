@@ -1,0 +1,1 @@
+"""Model backends for calibration: one small interface, one module per backend."""

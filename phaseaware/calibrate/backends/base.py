@@ -1,0 +1,66 @@
+"""The backend interface every calibration backend implements.
+
+A backend receives *groups* of probes: all residue variants of one base prompt,
+which share a long prefix. Sending a group back to back lets local KV reuse and
+server-side prefix caches work. Backends return raw completions; judging a
+completion against the expected answer is the runner's job (``probes.judge``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = ["ProbeRequest", "Completion", "Backend"]
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """One prompt to send.
+
+    ``prompt`` is the full text the tokenizer sees (BOS/template included) and
+    ``prompt_tokens`` its locally computed length in tokens. ``messages`` is set
+    for chat layouts (what a chat endpoint should receive instead of ``prompt``).
+    ``answer`` is the expected answer text; backends that score log-likelihood
+    use it, generation backends ignore it. ``max_tokens`` bounds generation.
+    """
+
+    probe_id: str
+    prompt: str
+    prompt_tokens: int
+    answer: str
+    messages: tuple[dict[str, str], ...] | None = None
+    max_tokens: int = 8
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the model produced for one probe.
+
+    ``text``: the greedy completion. ``answer_logprob``: total log-probability
+    (natural log) of ``answer`` given the prompt, when the backend can score it.
+    ``reported_prompt_tokens``: the server's ``usage.prompt_tokens`` (HTTP).
+    """
+
+    probe_id: str
+    text: str
+    answer_logprob: float | None = None
+    reported_prompt_tokens: int | None = None
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def complete(self, group: Sequence[ProbeRequest]) -> Iterator[Completion]:
+        """Complete every request of ``group`` (variants of one base prompt).
+
+        Yields one Completion per request, in any order, as each finishes, so
+        the runner can log it at once. Raises ``BackendError`` with a fix.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release connections/threads/models."""
+        ...

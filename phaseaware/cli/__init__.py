@@ -1,0 +1,1 @@
+"""The ``phaseaware`` command line: one module per command."""

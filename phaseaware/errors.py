@@ -1,0 +1,75 @@
+"""Typed errors. Every message says what went wrong and how to fix it.
+
+The command line turns these into a one-line message and exit code 1; usage
+errors (bad flags) exit with code 2.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PhaseawareError",
+    "InputError",
+    "TokenizerError",
+    "TemplateError",
+    "ProfileError",
+    "ProfileNotFoundError",
+    "FingerprintMismatchError",
+    "PeriodMismatchError",
+    "BudgetError",
+    "VerificationError",
+    "CalibrationError",
+    "BackendError",
+    "LogError",
+]
+
+
+class PhaseawareError(Exception):
+    """Base class of every error phaseaware raises on purpose."""
+
+
+class InputError(PhaseawareError, ValueError):
+    """The caller's input (chunks, request file, evidence) cannot be used as given."""
+
+
+class TokenizerError(PhaseawareError):
+    """A tokenizer spec cannot be resolved or loaded."""
+
+
+class TemplateError(PhaseawareError):
+    """A prompt template/layout cannot be rendered."""
+
+
+class ProfileError(PhaseawareError, ValueError):
+    """A profile document is malformed or invalid."""
+
+
+class ProfileNotFoundError(ProfileError, LookupError):
+    """No profile is registered under the requested model name."""
+
+
+class FingerprintMismatchError(ProfileError):
+    """The profile was measured with a different tokenizer than the one in use."""
+
+
+class PeriodMismatchError(ProfileError):
+    """The profile's period differs from the period the caller requires."""
+
+
+class BudgetError(InputError):
+    """The token budget cannot hold the fixed parts of the prompt."""
+
+
+class VerificationError(PhaseawareError):
+    """Re-tokenization did not confirm a planned placement and repair failed."""
+
+
+class CalibrationError(PhaseawareError):
+    """A calibration run cannot proceed (bad settings, mismatched tokenizer, ...)."""
+
+
+class BackendError(CalibrationError):
+    """A model backend failed (unreachable server, auth error, bad response)."""
+
+
+class LogError(CalibrationError):
+    """A calibration log is corrupt or belongs to a different run."""

@@ -1,0 +1,77 @@
+"""The tokenizer protocol every adapter implements.
+
+Convention (the one thing everything else relies on): a prompt is a *string*
+that contains every token the model sees, BOS and template markers included,
+and ``encode(text)`` returns exactly the ids the model sees, in order. Absolute
+position ``t`` of a token is its index in that list (BOS = position 0).
+Special-token strings inside the text (``<|im_start|>``, ``<｜User｜>``) are
+parsed as special tokens; no BOS/EOS is added implicitly.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Tokenizer", "TokenizedText"]
+
+
+@dataclass(frozen=True)
+class TokenizedText:
+    """Token ids of ``text`` with the character offset where each token starts.
+
+    Invariants: ``len(ids) == len(starts)``; ``starts`` is non-decreasing;
+    ``starts[i]`` is the index (in characters of ``text``) of the character that
+    contains the first byte of token ``i``. A character split across several
+    byte-level tokens is shared by them; the first of those tokens starts there.
+    """
+
+    text: str
+    ids: tuple[int, ...]
+    starts: tuple[int, ...]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def token_at_char(self, char_offset: int) -> int:
+        """Index of the token that contains character ``char_offset``."""
+        if not 0 <= char_offset < len(self.text):
+            raise IndexError(f"char offset {char_offset} outside text of {len(self.text)} chars")
+        return bisect.bisect_right(self.starts, char_offset) - 1
+
+    def char_span(self, index: int) -> tuple[int, int]:
+        """Character span ``[start, end)`` covered by token ``index``."""
+        end = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.text)
+        return self.starts[index], max(end, self.starts[index] + 1)
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What phaseaware needs from a tokenizer."""
+
+    @property
+    def spec(self) -> str:
+        """The spec string that loads this tokenizer again (``tiktoken:cl100k_base``)."""
+        ...
+
+    @property
+    def bos_text(self) -> str:
+        """Text of the BOS token, or ``""`` if the tokenizer has none."""
+        ...
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text`` (special-token strings parsed, nothing added)."""
+        ...
+
+    def tokenize(self, text: str) -> TokenizedText:
+        """Ids plus per-token start offsets in characters."""
+        ...
+
+    def decode(self, ids: list[int]) -> str:
+        """Text of ``ids``."""
+        ...
+
+    def fingerprint(self) -> str:
+        """Stable hash of the vocabulary (``sha256:<hex>``); equal iff same tokenizer."""
+        ...

@@ -1,0 +1,105 @@
+"""Adapter from ``tiktoken.Encoding`` to the :class:`Tokenizer` protocol."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from phaseaware.errors import InputError
+from phaseaware.tokenizers.base import TokenizedText
+from phaseaware.tokenizers.offsets import char_starts, utf8_bytes
+
+if TYPE_CHECKING:
+    import tiktoken
+
+__all__ = ["TiktokenTokenizer"]
+
+
+class TiktokenTokenizer:
+    """A tiktoken encoding. Special-token strings in text are parsed (``allowed_special="all"``).
+
+    tiktoken has no BOS token, so ``bos_text`` is ``""``; ``eos_text`` is ``<|endoftext|>``.
+    """
+
+    def __init__(self, encoding: tiktoken.Encoding, *, spec: str) -> None:
+        self._encoding = encoding
+        self._spec = spec
+        self._lock = threading.Lock()
+        self._byte_lengths: np.ndarray | None = None
+        self._fingerprint: str | None = None
+
+    def __repr__(self) -> str:
+        return f"TiktokenTokenizer(spec={self._spec!r})"
+
+    @property
+    def spec(self) -> str:
+        return self._spec
+
+    @property
+    def bos_text(self) -> str:
+        return ""
+
+    @property
+    def eos_text(self) -> str:
+        return "<|endoftext|>" if "<|endoftext|>" in self._encoding.special_tokens_set else ""
+
+    @property
+    def chat_template(self) -> None:
+        return None
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The wrapped ``tiktoken.Encoding`` (read-only use)."""
+        return self._encoding
+
+    def encode(self, text: str) -> list[int]:
+        return self._encoding.encode(text, allowed_special="all", disallowed_special=())
+
+    def decode(self, ids: list[int]) -> str:
+        return self._encoding.decode(list(ids), errors="strict")
+
+    def tokenize(self, text: str) -> TokenizedText:
+        text_bytes = utf8_bytes(text)
+        ids = self.encode(text)
+        if self._encoding.decode_bytes(ids) != text_bytes:
+            raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
+        lengths = self._lengths_table()[np.asarray(ids, dtype=np.int64)]
+        return TokenizedText(text=text, ids=tuple(ids), starts=char_starts(text_bytes, lengths))
+
+    def fingerprint(self) -> str:
+        self._build_tables()
+        assert self._fingerprint is not None
+        return self._fingerprint
+
+    def _lengths_table(self) -> np.ndarray:
+        if self._byte_lengths is None:
+            self._build_tables()
+        assert self._byte_lengths is not None
+        return self._byte_lengths
+
+    def _build_tables(self) -> None:
+        """Byte length per id (for offsets) and the vocabulary hash, in one pass."""
+        with self._lock:
+            if self._fingerprint is not None:
+                return
+            enc = self._encoding
+            lengths = np.zeros(enc.n_vocab, dtype=np.int64)
+            digest = hashlib.sha256(b"phaseaware-vocab-v1\0tiktoken\0")
+            for token_id in range(enc.n_vocab):
+                try:
+                    token = enc.decode_single_token_bytes(token_id)
+                except KeyError:
+                    continue  # gaps in the id space (cl100k_base has some)
+                lengths[token_id] = len(token)
+                digest.update(b"%d:%d:" % (token_id, len(token)) + token)
+            digest.update(b"\0special\0")
+            specials = sorted((enc.encode_single_token(s), s) for s in enc.special_tokens_set)
+            for token_id, text in specials:
+                digest.update(f"{token_id}:{text}\n".encode())
+            # the split regex changes tokenization as much as the vocabulary does
+            digest.update(b"\0pattern\0" + getattr(enc, "_pat_str", "").encode())
+            self._byte_lengths = lengths
+            self._fingerprint = "sha256:" + digest.hexdigest()

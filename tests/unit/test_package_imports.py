@@ -1,0 +1,32 @@
+"""Importing the core must stay light: no torch, transformers or openai at import time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("torch", "transformers", "openai", "tokenizers", "safetensors")
+
+
+def test_core_import_is_light() -> None:
+    code = (
+        "import sys, phaseaware, phaseaware.cli.main as m; m.build_parser();"
+        f"print(','.join(x for x in {HEAVY!r} if x in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"heavy modules imported at import time: {out}"
+
+
+def test_cli_help_exits_zero() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "phaseaware", "--help"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0
+    assert "phaseaware" in proc.stdout
+
+
+def test_cli_without_command_is_usage_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "phaseaware"], capture_output=True, text=True)
+    assert proc.returncode == 2
