@@ -24,13 +24,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from phaseaware.calibrate.stats_dist import binom_two_sided_half, chi2_sf
+from phaseaware.calibrate.stats_outcomes import as_outcomes, complete_rows
+from phaseaware.calibrate.stats_paired import (
+    CochranResult,
+    McNemarResult,
+    cochran_q,
+    holm_adjust,
+    mcnemar_vs_best,
+    weak_residues,
+)
 from phaseaware.calibrate.stats_period import PeriodDetection, detect_period
 from phaseaware.calibrate.stats_plan import CalibrationPlan, plan_calibration
+from phaseaware.calibrate.stats_shrink import BetaPrior, beta_prior, shrink_accuracies
 from phaseaware.errors import InputError
 from phaseaware.stats import Z_95, wilson_interval
 
@@ -48,6 +57,7 @@ __all__ = [
     "cochran_q",
     "mcnemar_vs_best",
     "weak_residues",
+    "holm_adjust",
     "beta_prior",
     "shrink_accuracies",
     "detect_period",
@@ -55,37 +65,6 @@ __all__ = [
     "verdict",
     "calibration_stats",
 ]
-
-#: Bounds on the beta prior's strength (alpha + beta, in pseudo-trials).
-MIN_PRIOR_STRENGTH = 1.0
-MAX_PRIOR_STRENGTH = 1e6
-
-
-def as_outcomes(outcomes: Any) -> np.ndarray:
-    """Return a new float array (base prompts × residues): 0.0, 1.0, or NaN for missing.
-
-    Accepts bools, ints (``-1`` = missing) or floats (``NaN`` = missing).
-    Raises ``InputError`` for anything that is not 2-D or holds other values.
-    """
-    arr = np.array(outcomes, dtype=float, copy=True)
-    if arr.ndim != 2 or arr.shape[1] < 1:
-        raise InputError(
-            f"outcomes must be a 2-D array (base prompts x residues), got shape {arr.shape}; "
-            "pass one row per base prompt and one column per residue"
-        )
-    arr[arr == -1] = np.nan
-    ok = np.isnan(arr) | (arr == 0) | (arr == 1)
-    if not ok.all():
-        bad = np.unique(arr[~ok])[:5].tolist()
-        raise InputError(
-            f"outcomes must be 0/1 (NaN or -1 for missing), found {bad}; "
-            "score each probe as correct (1) or not (0)"
-        )
-    return arr
-
-
-def _complete_rows(arr: np.ndarray) -> np.ndarray:
-    return arr[~np.isnan(arr).any(axis=1)]
 
 
 # --------------------------------------------------------------------------- summary
@@ -195,117 +174,149 @@ def bootstrap_gap_interval(
     return (float(low), float(high))
 
 
-# --------------------------------------------------------------------------- tests
+# --------------------------------------------------------------------------- verdict
 
 
-class CochranResult(NamedTuple):
-    """Cochran's Q test of "accuracy does not depend on the residue"."""
-
-    q: float
-    df: int
-    p_value: float
+def _format_p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
-def cochran_q(outcomes: Any) -> CochranResult:
-    """Cochran's Q over complete rows; ``df = P - 1``; p from the chi-square tail.
+def verdict(
+    *,
+    cochran: CochranResult,
+    weak: tuple[int, ...],
+    gap: float,
+    gap_interval: tuple[float, float] | None,
+    alpha: float = 0.05,
+    level: float = 0.95,
+) -> str:
+    """One-line conclusion of a sweep (gap and interval as fractions, printed in points).
 
-    Rows that are all 0 or all 1 carry no information and do not change Q.
-    Degenerate cases (no complete row, every row constant, or ``P < 2``) give
-    ``Q = 0, p = 1``.
+    Weak residues (Holm-corrected McNemar p < ``alpha``) make the sweep
+    "phase-sensitive"; otherwise a significant Cochran's Q reports an effect
+    no single residue accounts for; otherwise "no significant phase effect".
     """
-    arr = _complete_rows(as_outcomes(outcomes))
-    k = arr.shape[1]
-    df = k - 1
-    if k < 2 or arr.shape[0] == 0:
-        return CochranResult(0.0, df, 1.0)
-    col = arr.sum(axis=0)
-    row = arr.sum(axis=1)
-    total = float(col.sum())
-    denom = k * total - float(np.sum(row**2))
-    if denom <= 0:
-        return CochranResult(0.0, df, 1.0)
-    q = (k - 1) * (k * float(np.sum(col**2)) - total**2) / denom
-    q = max(0.0, q)
-    return CochranResult(q, df, chi2_sf(q, df))
+    q_text = f"Cochran's Q = {cochran.q:.1f}, {_format_p(cochran.p_value)}"
+    gap_text = f"gap {100 * gap:.1f} points"
+    if gap_interval is not None:
+        low, high = gap_interval
+        gap_text += f" [{100 * level:.0f}% CI {100 * low:.1f}, {100 * high:.1f}]"
+    if weak:
+        names = ", ".join(str(r) for r in weak)
+        label = "residue" if len(weak) == 1 else "residues"
+        return (
+            f"phase-sensitive: weak {label} {names} "
+            f"(Holm-corrected McNemar p < {alpha:g}); {gap_text}"
+        )
+    if cochran.p_value < alpha:
+        return (
+            f"phase effect ({q_text}) but no residue is significantly worse than the best "
+            f"(Holm-corrected McNemar p >= {alpha:g}); {gap_text}"
+        )
+    return f"no significant phase effect ({q_text})"
 
 
 @dataclass(frozen=True)
-class McNemarResult:
-    """Exact McNemar test of ``residue`` against ``best_residue`` over complete rows.
+class CalibrationStats:
+    """Everything the calibration reports about one sweep (see ``calibration_stats``).
 
-    ``best_only`` counts rows right at the best residue and wrong at this one,
-    ``residue_only`` the reverse; accuracies are over complete rows (fractions).
-    ``p_value`` is the exact two-sided binomial p-value, ``p_holm`` the
-    Holm-corrected one (family: every residue tested against the best).
+    ``reliability`` holds the shrunken accuracies (fractions) for
+    ``Profile.reliability``; ``n_complete_rows`` is how many base prompts the
+    paired tests used.
     """
 
-    residue: int
-    best_residue: int
-    n_pairs: int
-    best_only: int
-    residue_only: int
-    accuracy: float
-    best_accuracy: float
-    p_value: float
-    p_holm: float
+    summary: ResidueSummary
+    gap_interval: tuple[float, float] | None
+    cochran: CochranResult
+    mcnemar: tuple[McNemarResult, ...]
+    weak_residues: tuple[int, ...]
+    reliability: tuple[float, ...]
+    prior: BetaPrior
+    n_complete_rows: int
+    alpha: float
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict: plain ints/floats/strings/lists; NaN becomes ``None``."""
+        s = self.summary
+        return {
+            "period": s.period,
+            "n": list(s.n),
+            "successes": list(s.successes),
+            "accuracy": _floats(s.accuracy),
+            "ci_low": _floats(s.ci_low),
+            "ci_high": _floats(s.ci_high),
+            "mean": _float(s.mean),
+            "worst": _float(s.worst),
+            "worst_residue": s.worst_residue,
+            "best": _float(s.best),
+            "best_residue": s.best_residue,
+            "gap": _float(s.gap),
+            "gap_interval": None if self.gap_interval is None else _floats(self.gap_interval),
+            "cochran": {
+                "q": _float(self.cochran.q),
+                "df": int(self.cochran.df),
+                "p_value": _float(self.cochran.p_value),
+            },
+            "mcnemar": [
+                {key: _float(v) if isinstance(v, float) else v for key, v in vars(m).items()}
+                for m in self.mcnemar
+            ],
+            "weak_residues": list(self.weak_residues),
+            "reliability": _floats(self.reliability),
+            "prior": {key: _float(v) for key, v in vars(self.prior).items()},
+            "n_complete_rows": self.n_complete_rows,
+            "alpha": self.alpha,
+            "verdict": self.verdict,
+        }
 
 
-def holm_adjust(p_values: list[float]) -> list[float]:
-    """Holm step-down adjusted p-values, in the input order."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [1.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        adjusted[i] = running
-    return adjusted
+def _float(value: float) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
-def mcnemar_vs_best(outcomes: Any) -> tuple[McNemarResult, ...]:
-    """Test every residue against the best one (exact McNemar, Holm-corrected).
+def _floats(values: Any) -> list[float | None]:
+    return [_float(v) for v in values]
 
-    Uses complete rows only; the best residue is the one with the highest
-    accuracy on those rows (lowest residue on ties), so it is not in the result
-    (``P - 1`` entries, in residue order). Because the reference is chosen as
-    the empirical maximum, the comparisons are slightly optimistic under a flat
-    truth; the exact test's conservatism and Holm's correction offset this (the
-    false-positive rate is checked by simulation in the tests).
-    With no complete row every p-value is 1.
+
+def calibration_stats(
+    outcomes: Any,
+    *,
+    alpha: float = 0.05,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> CalibrationStats:
+    """Run every analysis on one sweep's ``outcomes`` (base prompts × residues).
+
+    Raises ``InputError`` when ``outcomes`` hold no observed value.
     """
-    arr = _complete_rows(as_outcomes(outcomes))
-    k = arr.shape[1]
-    rows = arr.shape[0]
-    acc = arr.mean(axis=0) if rows else np.zeros(k)
-    best = int(np.argmax(acc))
-    raw = []
-    for r in range(k):
-        if r == best:
-            continue
-        b = int(np.sum((arr[:, best] == 1) & (arr[:, r] == 0)))
-        c = int(np.sum((arr[:, best] == 0) & (arr[:, r] == 1)))
-        raw.append((r, b, c, binom_two_sided_half(b, b + c)))
-    holm = holm_adjust([p for *_, p in raw])
-    return tuple(
-        McNemarResult(
-            residue=r,
-            best_residue=best,
-            n_pairs=rows,
-            best_only=b,
-            residue_only=c,
-            accuracy=float(acc[r]),
-            best_accuracy=float(acc[best]),
-            p_value=p,
-            p_holm=adj,
-        )
-        for (r, b, c, p), adj in zip(raw, holm, strict=True)
-    )
-
-
-def weak_residues(results: tuple[McNemarResult, ...], *, alpha: float = 0.05) -> tuple[int, ...]:
-    """Residues significantly worse than the best: Holm-corrected p < ``alpha``."""
-    if not 0 < alpha < 1:
-        raise InputError(f"alpha must be a fraction in (0, 1), got {alpha}")
-    return tuple(
-        res.residue for res in results if res.p_holm < alpha and res.best_only > res.residue_only
+    arr = as_outcomes(outcomes)
+    summary = residue_summary(arr)
+    interval = bootstrap_gap_interval(arr, n_boot=n_boot, seed=seed, level=level)
+    cochran = cochran_q(arr)
+    tests = mcnemar_vs_best(arr)
+    weak = weak_residues(tests, alpha=alpha)
+    successes, n = np.array(summary.successes), np.array(summary.n)
+    prior = beta_prior(successes, n)
+    reliability = shrink_accuracies(successes, n)
+    return CalibrationStats(
+        summary=summary,
+        gap_interval=interval,
+        cochran=cochran,
+        mcnemar=tests,
+        weak_residues=weak,
+        reliability=tuple(float(v) for v in reliability),
+        prior=prior,
+        n_complete_rows=int(complete_rows(arr).shape[0]),
+        alpha=alpha,
+        verdict=verdict(
+            cochran=cochran,
+            weak=weak,
+            gap=summary.gap,
+            gap_interval=interval,
+            alpha=alpha,
+            level=level,
+        ),
     )

@@ -76,10 +76,8 @@ def regularized_gamma_q(a: float, x: float) -> float:
         return 1.0
     if math.isinf(x):
         return 0.0
-    if x < a + 1.0:
-        q = 1.0 - _gamma_p_series(a, x)
-    else:
-        q = _gamma_q_continued_fraction(a, x)
+    # The series converges fast below a + 1, the continued fraction above.
+    q = 1.0 - _gamma_p_series(a, x) if x < a + 1.0 else _gamma_q_continued_fraction(a, x)
     return min(1.0, max(0.0, q))
 
 

@@ -73,10 +73,8 @@ def beta_prior(successes: Any, n: Any) -> BetaPrior:
     observed = float(np.var(p, ddof=1))
     noise = spread * float(np.mean(1.0 / k[has]))
     between = max(0.0, observed - noise)
-    if between <= 0.0:
-        strength = MAX_PRIOR_STRENGTH
-    else:
-        strength = spread / min(between, spread) - 1.0
+    # No excess spread over binomial noise: pool completely (clamped below).
+    strength = MAX_PRIOR_STRENGTH if between <= 0.0 else spread / min(between, spread) - 1.0
     strength = float(np.clip(strength, MIN_PRIOR_STRENGTH, MAX_PRIOR_STRENGTH))
     return BetaPrior(mean=mean, strength=strength, between_variance=between)
 

@@ -30,7 +30,9 @@ def utf8_bytes(text: str) -> bytes:
         ) from None
 
 
-def char_starts(text_bytes: bytes, token_byte_lengths: np.ndarray | Sequence[int]) -> tuple[int, ...]:
+def char_starts(
+    text_bytes: bytes, token_byte_lengths: np.ndarray | Sequence[int]
+) -> tuple[int, ...]:
     """Character index where each token starts.
 
     ``token_byte_lengths[i]`` is the number of UTF-8 bytes token ``i`` stands for;

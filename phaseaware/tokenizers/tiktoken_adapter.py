@@ -59,7 +59,7 @@ class TiktokenTokenizer:
         return self._encoding.encode(text, allowed_special="all", disallowed_special=())
 
     def decode(self, ids: list[int]) -> str:
-        return self._encoding.decode(list(ids), errors="strict")
+        return self._encoding.decode(list(ids), errors="replace")
 
     def tokenize(self, text: str) -> TokenizedText:
         text_bytes = utf8_bytes(text)

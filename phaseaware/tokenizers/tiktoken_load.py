@@ -128,7 +128,9 @@ def _files_by_constructor() -> dict[str, tuple[tuple[str, str], ...]]:
             if callee in functions and callee not in seen | {name}:
                 found += files_of(callee, seen | {name})
             strings = [a.value for a in node.args if isinstance(a, ast.Constant)]
-            kwargs = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+            kwargs = {
+                k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)
+            }
             if callee == "load_tiktoken_bpe":
                 url = strings[0] if strings else kwargs.get("tiktoken_bpe_file")
                 found.append((url, kwargs.get("expected_hash")))

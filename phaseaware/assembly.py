@@ -1,0 +1,395 @@
+"""Token-exact, phase-aware assembly of retrieved chunks into one prompt.
+
+``assemble`` tokenizes every chunk once, plans (``planner``), renders the
+prompt through the layout, tokenizes the final prompt once and measures where
+every key token landed (char offset of the key in the prompt → token, via
+``TokenizedText.token_at_char``). It then re-plans from the *measured* base
+positions; if the plan is unchanged (a fixed point) the placement is
+confirmed, otherwise the changed pads are rendered and measured again, at most
+``max_repair_rounds`` times, else ``VerificationError``. Reported positions,
+residues and token counts are always the measured ones.
+
+Context layout (``SEP`` = ``"\\n\\n"``)::
+
+    chunk_1 SEP [pad] chunk_2 SEP ... [pad] chunk_n [SEP repeat-block] [end pad]
+
+Invariants: every admitted chunk text appears verbatim once (plus the declared
+repeat); ``token_count <= budget_tokens``; same input → byte-identical output;
+caller objects are never mutated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from phaseaware import planner
+from phaseaware.assembly_result import (
+    AssemblyOptions,
+    AssemblyResult,
+    Placement,
+    RepeatPlacement,
+    build_result,
+)
+from phaseaware.chunks import Chunk, normalize_chunks
+from phaseaware.errors import BudgetError, InputError, TemplateError, VerificationError
+from phaseaware.evidence import evidence_snippet, find_key_chars, key_token_indices, question_terms
+from phaseaware.filler import CHUNK_SEPARATOR, Filler, PadTable, end_pad, find_filler
+from phaseaware.filler import measure_end_pad, pad_block
+from phaseaware.layouts import PromptLayout
+from phaseaware.profile import Profile
+from phaseaware.tokenizers.base import TokenizedText, Tokenizer
+
+__all__ = ["AssemblyOptions", "AssemblyResult", "Placement", "RepeatPlacement", "assemble"]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    chunk: Chunk
+    tokens: int  # standalone token count
+    key_chars: tuple[int, ...]  # char offsets of keys in the chunk text
+    key_tokens: tuple[int, ...]  # standalone token index of each key
+    empty: bool
+
+
+@dataclass(frozen=True)
+class _Repeat:
+    index: int  # input index of the repeated chunk
+    text: str  # label + snippet
+    key_chars: tuple[int, ...]  # offsets in ``text``
+
+
+@dataclass(frozen=True)
+class _Plan:
+    order: tuple[int, ...]  # input indices, context order
+    pads: tuple[int, ...]  # filler units before each ordered chunk
+    repeat: _Repeat | None
+    end_k: int
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    context: str
+    chunk_starts: tuple[int, ...]  # char offset of each ordered chunk in the context
+    pad_spans: tuple[tuple[int, int], ...]
+    repeat_start: int | None
+    end_span: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class _Setup:
+    tokenizer: Tokenizer
+    layout: PromptLayout
+    system: str | None
+    question: str
+    prefix: str
+    suffix: str
+    n_prefix: int
+    n_suffix: int
+    sep_tokens: int
+    budget: int
+    profile: Profile | None
+    options: AssemblyOptions
+    filler: Filler | None  # None: padding off or no profile
+    end_table: PadTable | None  # None: no length-residue correction
+    prepared: tuple[_Prepared, ...]
+    weights: tuple[float, ...]
+
+
+def assemble(
+    chunks: Sequence[Chunk | str],
+    *,
+    tokenizer: Tokenizer,
+    layout: PromptLayout,
+    question: str,
+    system: str | None = None,
+    profile: Profile | None = None,
+    budget_tokens: int,
+    options: AssemblyOptions | None = None,
+) -> AssemblyResult:
+    """Assemble ``chunks`` into a prompt of at most ``budget_tokens`` tokens.
+
+    Raises ``InputError`` (empty chunk list, bad evidence, bad options),
+    ``BudgetError`` (budget below the template + question),
+    ``FingerprintMismatchError``/``PeriodMismatchError`` (profile vs tokenizer
+    or ``options.period``) and ``VerificationError`` (placement not confirmed).
+    """
+    options = options if options is not None else AssemblyOptions()
+    setup = _setup(chunks, tokenizer, layout, question, system, profile, budget_tokens, options)
+    dropped: dict[int, str] = {}
+    admission = planner.admit(
+        scores=[p.chunk.score for p in setup.prepared],
+        costs=[p.tokens + setup.sep_tokens for p in setup.prepared],
+        empty=[p.empty for p in setup.prepared],
+        budget_left=setup.budget - setup.n_prefix - setup.n_suffix - _end_reserve(setup),
+    )
+    dropped.update(admission.dropped)
+    admitted = list(admission.admitted)
+    if not admitted:
+        return _finish(setup, None, None, None, dropped)
+    while admitted:
+        plan = _initial_plan(setup, admitted)
+        plan, rendered, measured = _verify(setup, plan)
+        if len(measured) <= setup.budget:
+            return _finish(setup, plan, rendered, measured, dropped)
+        # Boundary merges made the prompt longer than estimated: drop the least relevant.
+        dropped[admitted.pop()] = (
+            f"over budget: the prompt measured {len(measured)} tokens with it, "
+            f"budget is {setup.budget}"
+        )
+    return _finish(setup, None, None, None, dropped)
+
+
+def _setup(chunks, tokenizer, layout, question, system, profile, budget, options) -> _Setup:
+    from phaseaware.registry import check_period, check_tokenizer
+
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise InputError(f"budget_tokens must be a positive int, got {budget!r}")
+    normalized = normalize_chunks(chunks)
+    if profile is not None:
+        check_tokenizer(profile, tokenizer, allow_mismatch=options.allow_tokenizer_mismatch)
+        if options.period is not None:
+            check_period(profile, options.period)
+    prefix, suffix = layout.split(system=system, question=question)
+    n_prefix, n_suffix = len(tokenizer.encode(prefix)), len(tokenizer.encode(suffix))
+    if n_prefix + n_suffix > budget:
+        raise BudgetError(
+            f"budget_tokens={budget} cannot hold the template, system prompt and question "
+            f"({n_prefix + n_suffix} tokens); raise budget_tokens to at least "
+            f"{n_prefix + n_suffix + 1} or shorten the question"
+        )
+    terms = question_terms(question)
+    prepared = tuple(_prepare(c, tokenizer, terms, options) for c in normalized)
+    filler = end_table = None
+    if profile is not None and (options.pad or options.length_pad):
+        filler = find_filler(tokenizer, period=profile.period)
+        effect = profile.length_residue_accuracy
+        if options.length_pad and effect is not None:
+            end_filler = filler if effect.period == profile.period else None
+            end_filler = end_filler or find_filler(tokenizer, period=effect.period)
+            end_table = measure_end_pad(
+                tokenizer, end_filler, context_tail="the end.", suffix=suffix,
+                max_k=2 * effect.period,
+            )
+    return _Setup(
+        tokenizer=tokenizer, layout=layout, system=system, question=question,
+        prefix=prefix, suffix=suffix, n_prefix=n_prefix, n_suffix=n_suffix,
+        sep_tokens=len(tokenizer.encode(CHUNK_SEPARATOR)), budget=budget, profile=profile,
+        options=options, filler=filler if options.pad or end_table else None,
+        end_table=end_table, prepared=prepared,
+        weights=planner.relevance_weights([c.score for c in normalized]),
+    )  # fmt: skip
+
+
+def _prepare(chunk: Chunk, tokenizer: Tokenizer, terms, options: AssemblyOptions) -> _Prepared:
+    if not chunk.text.strip():
+        return _Prepared(chunk=chunk, tokens=0, key_chars=(), key_tokens=(), empty=True)
+    tokenized = tokenizer.tokenize(chunk.text)
+    key_chars = find_key_chars(
+        chunk.text,
+        chunk_id=chunk.id or "",
+        evidence=chunk.evidence,
+        terms=terms,
+        max_keys=options.max_keys_per_chunk,
+    )
+    return _Prepared(
+        chunk=chunk,
+        tokens=len(tokenized),
+        key_chars=key_chars,
+        key_tokens=key_token_indices(tokenized, key_chars),
+        empty=False,
+    )
+
+
+def _end_reserve(setup: _Setup) -> int:
+    if setup.end_table is None:
+        return 0
+    period = setup.profile.length_residue_accuracy.period  # type: ignore[union-attr]
+    return max(setup.end_table.shifts[:period])
+
+
+def _initial_plan(setup: _Setup, admitted: Sequence[int]) -> _Plan:
+    """Order, repeat and pads from standalone token counts (verified later)."""
+    scores = [p.chunk.score for p in setup.prepared]
+    order = planner.order_chunks(
+        admitted=admitted,
+        scores=scores,
+        strategy=setup.options.strategy,
+        has_profile=setup.profile is not None,
+    )
+    base = _estimated_base(setup, order)
+    used = setup.n_prefix + setup.n_suffix + base[1] + _end_reserve(setup)
+    repeat = _choose_repeat(setup, order, base[0], used)
+    if repeat is not None:
+        used += setup.sep_tokens + len(setup.tokenizer.encode(repeat.text))
+    length = used - _end_reserve(setup)
+    pads, end_k = _choose_pads(setup, order, base[0], length=length, slack=setup.budget - used)
+    return _Plan(order=order, pads=pads, repeat=repeat, end_k=end_k)
+
+
+def _estimated_base(setup: _Setup, order: Sequence[int]) -> tuple[list[tuple[int, ...]], int]:
+    """Key positions with no padding (from standalone counts) and context tokens."""
+    keys: list[tuple[int, ...]] = []
+    pos = setup.n_prefix
+    for j, i in enumerate(order):
+        if j:
+            pos += setup.sep_tokens
+        keys.append(tuple(pos + t for t in setup.prepared[i].key_tokens))
+        pos += setup.prepared[i].tokens
+    return keys, pos - setup.n_prefix
+
+
+def _choose_repeat(setup: _Setup, order, base_keys, used: int) -> _Repeat | None:
+    """Restate the top chunk's evidence before the question, if useful and affordable."""
+    if not setup.options.repeat:
+        return None
+    ranked = sorted(order, key=lambda i: (-setup.prepared[i].chunk.score, i))
+    top = next((i for i in ranked if setup.prepared[i].key_chars), None)
+    if top is None:
+        return None
+    profile = setup.profile
+    window = profile.local_window if profile is not None else None
+    if window is not None:
+        length = used - _end_reserve(setup)
+        top_keys = base_keys[order.index(top)]
+        if all(length - t <= window for t in top_keys):
+            return None  # already read raw in the local window
+    prep = setup.prepared[top]
+    text = prep.chunk.text
+    start, end = evidence_snippet(text, prep.key_chars[0], max_chars=setup.options.repeat_max_chars)
+    label = setup.options.repeat_label
+    block = label + text[start:end]
+    keys = tuple(len(label) + c - start for c in prep.key_chars if start <= c < end)
+    cost = setup.sep_tokens + len(setup.tokenizer.encode(block))
+    if used + cost > setup.budget:
+        return None
+    if window is not None and cost + setup.n_suffix > window:
+        return None  # would not sit in the raw window anyway
+    return _Repeat(index=top, text=block, key_chars=keys)
+
+
+def _choose_pads(setup: _Setup, order, base_keys, *, length: int, slack: int):
+    """(pads per ordered chunk, end-pad k) for key positions ``base_keys`` (no padding)."""
+    profile = setup.profile
+    pads = tuple(0 for _ in order)
+    if profile is not None and setup.filler is not None and setup.options.pad:
+        rel = _reliability(profile, length)
+        pads = planner.choose_pads(
+            key_positions=base_keys,
+            weights=[setup.weights[i] for i in order],
+            period=profile.period,
+            reliability=rel,
+            pad_table=setup.filler.chunk_pad,
+            pad_cost=setup.options.pad_cost,
+            slack=max(0, slack),
+        )
+    end_k = 0
+    if setup.end_table is not None and profile is not None:
+        added = sum(setup.filler.chunk_pad.shifts[k] for k in pads) if setup.filler else 0
+        end_k = planner.choose_length_pad(
+            length=length + added,
+            length_factor=profile.length_factor,
+            pad_table=setup.end_table,
+            slack=max(0, slack - added + _end_reserve(setup)),
+        )
+    return pads, end_k
+
+
+def _reliability(profile: Profile | None, length: int) -> Callable[[int], float]:
+    if profile is None:
+        return lambda t: planner.default_position_reliability(t, prompt_length=length)
+    return lambda t: profile.position_reliability(min(t, length - 1), prompt_length=length)
+
+
+def _render(setup: _Setup, plan: _Plan) -> _Rendered:
+    parts: list[str] = []
+    pos = 0
+    starts: list[int] = []
+    pad_spans: list[tuple[int, int]] = []
+    unit = setup.filler.unit if setup.filler is not None else ""
+    for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
+        if j:
+            parts.append(CHUNK_SEPARATOR)
+            pos += len(CHUNK_SEPARATOR)
+        if k:
+            pad = pad_block(unit, k)
+            pad_spans.append((pos, pos + len(pad)))
+            parts.append(pad)
+            pos += len(pad)
+        starts.append(pos)
+        parts.append(setup.prepared[i].chunk.text)
+        pos += len(setup.prepared[i].chunk.text)
+    repeat_start = None
+    if plan.repeat is not None:
+        parts.append(CHUNK_SEPARATOR)
+        repeat_start = pos + len(CHUNK_SEPARATOR)
+        parts.append(plan.repeat.text)
+        pos = repeat_start + len(plan.repeat.text)
+    end_span = None
+    if plan.end_k:
+        pad = end_pad(unit, plan.end_k)
+        end_span = (pos, pos + len(pad))
+        parts.append(pad)
+    return _Rendered("".join(parts), tuple(starts), tuple(pad_spans), repeat_start, end_span)
+
+
+def _verify(setup: _Setup, plan: _Plan) -> tuple[_Plan, _Rendered, TokenizedText]:
+    """Render, tokenize, re-plan from measured positions until the plan is a fixed point."""
+    for _ in range(setup.options.max_repair_rounds + 1):
+        rendered = _render(setup, plan)
+        text = setup.prefix + rendered.context + setup.suffix
+        measured = setup.tokenizer.tokenize(text)
+        base_keys = _measured_base(setup, plan, rendered, measured)
+        length = len(measured) - _pad_tokens(setup, plan)
+        slack = setup.budget - length - _end_reserve(setup)
+        pads, end_k = _choose_pads(setup, plan.order, base_keys, length=length, slack=slack)
+        if pads == plan.pads and end_k == plan.end_k:
+            return plan, rendered, measured
+        plan = _Plan(order=plan.order, pads=pads, repeat=plan.repeat, end_k=end_k)
+    ids = [setup.prepared[i].chunk.id for i in plan.order]
+    raise VerificationError(
+        f"re-tokenization did not confirm the padding of chunks {ids} after "
+        f"{setup.options.max_repair_rounds} repair rounds (tokens merge across chunk "
+        "boundaries); assemble with AssemblyOptions(pad=False) or add a separator to the chunks"
+    )
+
+
+def _pad_tokens(setup: _Setup, plan: _Plan) -> int:
+    if setup.filler is None:
+        return 0
+    total = sum(setup.filler.chunk_pad.shifts[k] for k in plan.pads)
+    if setup.end_table is not None:
+        total += setup.end_table.shifts[plan.end_k]
+    return total
+
+
+def _measured_base(setup, plan, rendered, measured) -> list[tuple[int, ...]]:
+    """Measured key positions minus the planned shift of the pads before each key."""
+    offset = len(setup.prefix)
+    out: list[tuple[int, ...]] = []
+    shift = 0
+    for i, k, start in zip(plan.order, plan.pads, rendered.chunk_starts, strict=True):
+        if setup.filler is not None:
+            shift += setup.filler.chunk_pad.shifts[k]
+        keys = setup.prepared[i].key_chars
+        out.append(tuple(measured.token_at_char(offset + start + c) - shift for c in keys))
+    return out
+
+
+def _finish(setup, plan, rendered, measured, dropped) -> AssemblyResult:
+    if plan is None:
+        context = ""
+        rendered_prompt = setup.layout.render(
+            system=setup.system, context=context, question=setup.question
+        )
+        measured = setup.tokenizer.tokenize(rendered_prompt.text)
+    else:
+        rendered_prompt = setup.layout.render(
+            system=setup.system, context=rendered.context, question=setup.question
+        )
+        if rendered_prompt.text != setup.prefix + rendered.context + setup.suffix:
+            raise TemplateError(
+                f"layout {setup.layout.name!r} rendered a prompt that is not prefix + context "
+                "+ suffix; use another --template"
+            )
+    return build_result(setup, plan, rendered, measured, rendered_prompt, dropped)

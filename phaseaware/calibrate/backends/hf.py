@@ -1,0 +1,317 @@
+"""A local transformers model as a calibration backend (greedy answers + answer log-likelihood).
+
+``load_hf_backend(model)`` resolves ``model``: ``None`` → the shipped reference
+model; ``hf:<path>`` or a folder / cached hub name → ``AutoModelForCausalLM``
+(local files only); a ``.gguf`` file → loaded with ``gguf_file=`` (dequantized to
+fp32). Prompts are encoded with the run's phaseaware tokenizer, so the model
+sees exactly the ids whose positions the probes verified.
+
+Prefix reuse: the variants of one base prompt share every token before the
+target record. With a model that returns a KV cache (``DynamicCache``), that
+shared prefix is computed once; each batch of variants gets a deep copy of the
+prefix cache (repeated to the batch size) and only its own suffix is computed.
+Variants of equal length (the key sweep) are batched; identical prompts (key
+offset 0 = length offset 0) are computed once. Models that return no cache
+(the reference model: compressed attention is recomputed from position 0) fall
+back to full recompute, still batched; ``model_info["kv_cache"]`` says which.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from phaseaware.calibrate.backends.base import Completion, ProbeRequest
+from phaseaware.errors import BackendError, CalibrationError
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = ["HFBackend", "load_hf_backend", "resolve_model", "default_tokenizer_spec"]
+
+_DONE = re.compile(r"\d+\D")
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+class HFBackend:
+    """Runs probe groups through ``model`` (a transformers causal LM, eval mode)."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Tokenizer,
+        *,
+        name: str,
+        reuse_prefix: bool = True,
+        batch: bool = True,
+        max_batch: int = 16,
+        threads: int | None = 1,
+    ) -> None:
+        torch = _torch()
+        if threads:
+            torch.set_num_threads(threads)
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.reuse_prefix = reuse_prefix
+        self.max_batch = max_batch if batch else 1
+        config = model.config
+        eos = getattr(config, "eos_token_id", None)
+        self.eos_ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+        self.max_positions = getattr(config, "max_position_embeddings", None)
+        self.kv_cache = self._supports_cache()
+        self.model_info: dict[str, Any] = {
+            "max_position_embeddings": self.max_positions,
+            "kv_cache": self.kv_cache,
+            "local_window": getattr(config, "local_window", None),
+            "compression_stride": getattr(config, "compress_stride", None),
+        }
+
+    def _supports_cache(self) -> bool:
+        torch = _torch()
+        with torch.no_grad():
+            out = self.model(torch.tensor([[0, 0]]), use_cache=True)
+        return getattr(out, "past_key_values", None) is not None
+
+    # ------------------------------------------------------------------ public
+
+    def complete(self, group: Sequence[ProbeRequest]) -> Iterator[Completion]:
+        torch = _torch()
+        sequences: dict[tuple[int, ...], list[ProbeRequest]] = {}
+        for request in group:
+            ids = tuple(self.tokenizer.encode(request.prompt))
+            if len(ids) != request.prompt_tokens:
+                raise BackendError(
+                    f"probe {request.probe_id}: the model's tokenizer gives {len(ids)} tokens, the "
+                    f"probe expects {request.prompt_tokens}; pass the model's tokenizer (--tokenizer)"
+                )
+            self._check_window(len(ids) + request.max_tokens)
+            sequences.setdefault(ids, []).append(request)
+        unique = list(sequences)
+        answers = {
+            ids: tuple(self.tokenizer.encode(reqs[0].answer)) for ids, reqs in sequences.items()
+        }
+        max_new = max(r.max_tokens for r in group)
+        with torch.no_grad():
+            for ids_batch, texts, logprobs, seconds in self._run(unique, answers, max_new):
+                share = seconds / sum(len(sequences[ids]) for ids in ids_batch)
+                for ids, text, logprob in zip(ids_batch, texts, logprobs, strict=True):
+                    for request in sequences[ids]:
+                        yield Completion(request.probe_id, text, logprob)
+
+    def close(self) -> None:
+        self.model = None
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_window(self, needed: int) -> None:
+        if self.max_positions is not None and needed > self.max_positions:
+            raise CalibrationError(
+                f"prompts need {needed} positions (prompt + answer) but model {self.name!r} has a "
+                f"window of {self.max_positions} tokens; lower --context-tokens"
+            )
+
+    def _batches(self, unique: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
+        by_length: dict[int, list[tuple[int, ...]]] = {}
+        for ids in unique:
+            by_length.setdefault(len(ids), []).append(ids)
+        out = []
+        for same in by_length.values():
+            out += [same[i : i + self.max_batch] for i in range(0, len(same), self.max_batch)]
+        return out
+
+    def _run(
+        self,
+        unique: list[tuple[int, ...]],
+        answers: dict[tuple[int, ...], tuple[int, ...]],
+        max_new: int,
+    ) -> Iterator[tuple[list[tuple[int, ...]], list[str], list[float | None], float]]:
+        prefix_len, prefix_cache = 0, None
+        started = time.perf_counter()
+        if self.kv_cache and self.reuse_prefix and len(unique) > 1:
+            prefix_len = _common_prefix(unique)
+            prefix_len = min(prefix_len, min(len(ids) for ids in unique) - 1)
+            if prefix_len > 0:
+                torch = _torch()
+                out = self.model(torch.tensor([unique[0][:prefix_len]]), use_cache=True)
+                prefix_cache = out.past_key_values
+        for batch in self._batches(unique):
+            texts, logprobs = self._complete_batch(
+                batch, answers, prefix_len, prefix_cache, max_new
+            )
+            now = time.perf_counter()
+            yield batch, texts, logprobs, now - started
+            started = now
+
+    def _complete_batch(
+        self,
+        batch: list[tuple[int, ...]],
+        answers: dict[tuple[int, ...], tuple[int, ...]],
+        prefix_len: int,
+        prefix_cache: Any,
+        max_new: int,
+    ) -> tuple[list[str], list[float | None]]:
+        torch = _torch()
+        answer_ids = [answers[ids] for ids in batch]
+        same_answer_len = len({len(a) for a in answer_ids}) == 1 and len(answer_ids[0]) > 0
+        extra = answer_ids[0][:-1] if same_answer_len else ()
+        # Teacher-force all answer tokens but the last together with the prompt: one pass
+        # yields the greedy first token and the answer's log-likelihood.
+        rows = [list(ids[prefix_len:]) + list(a[:-1]) for ids, a in zip(batch, answer_ids)]
+        if not same_answer_len:
+            rows = [list(ids[prefix_len:]) for ids in batch]
+        inputs = torch.tensor(rows)
+        cache = None
+        if self.kv_cache:
+            if prefix_cache is not None:
+                cache = copy.deepcopy(prefix_cache)
+                if len(batch) > 1:
+                    cache.batch_repeat_interleave(len(batch))
+            out = self.model(inputs, past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+        else:
+            out = self.model(inputs)
+        logits = out.logits.float().log_softmax(-1)
+        n_prompt = len(batch[0]) - prefix_len
+        logprobs: list[float | None] = [None] * len(batch)
+        if same_answer_len:
+            for i, a in enumerate(answer_ids):
+                steps = logits[i, n_prompt - 1 : n_prompt - 1 + len(a)]
+                logprobs[i] = float(steps[torch.arange(len(a)), torch.tensor(a)].sum())
+        first = logits[:, n_prompt - 1].argmax(-1)
+        if cache is not None and extra:
+            cache.crop(len(batch[0]))
+        generated = self._greedy(batch, first, cache, max_new)
+        return [self.tokenizer.decode(g) for g in generated], logprobs
+
+    def _greedy(
+        self, batch: list[tuple[int, ...]], first: Any, cache: Any, max_new: int
+    ) -> list[list[int]]:
+        torch = _torch()
+        generated: list[list[int]] = [[] for _ in batch]
+        done = [False] * len(batch)
+        current = first
+        sequences = torch.tensor([list(ids) for ids in batch])
+        for step in range(max_new):
+            for i, token in enumerate(current.tolist()):
+                if done[i]:
+                    continue
+                if token in self.eos_ids:
+                    done[i] = True
+                    continue
+                generated[i].append(token)
+                if _DONE.search(self.tokenizer.decode(generated[i])):
+                    done[i] = True
+            if all(done) or step == max_new - 1:
+                break
+            if cache is not None:
+                out = self.model(current[:, None], past_key_values=cache, use_cache=True)
+                cache = out.past_key_values
+            else:
+                sequences = torch.cat([sequences, current[:, None]], dim=1)
+                out = self.model(sequences)
+            current = out.logits[:, -1].argmax(-1)
+        return generated
+
+
+def _common_prefix(sequences: list[tuple[int, ...]]) -> int:
+    first = sequences[0]
+    n = min(len(s) for s in sequences)
+    for i in range(n):
+        token = first[i]
+        if any(s[i] != token for s in sequences):
+            return i
+    return n
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def resolve_model(model: str | None) -> tuple[str, dict[str, Any]]:
+    """``(path or hub name, from_pretrained kwargs)`` for a ``--model`` value (not the reference)."""
+    if model is None:
+        raise ValueError("resolve_model needs a model; None means the reference model")
+    target = model[3:] if model.startswith("hf:") else model
+    path = Path(target).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise CalibrationError(f"GGUF file {path} does not exist; check --model")
+        return str(path.parent), {"gguf_file": path.name}
+    return (str(path) if path.exists() else target), {"local_files_only": True}
+
+
+def default_tokenizer_spec(model: str | None) -> str:
+    """The tokenizer spec that matches ``--model`` when ``--tokenizer`` is not given."""
+    if model is None:
+        return "reference"
+    target = model[3:] if model.startswith("hf:") else model
+    return f"hf:{target}"
+
+
+def model_display_name(model: str | None) -> str:
+    """A short model name for profiles and file names."""
+    if model is None:
+        from phaseaware.reference.paths import MODEL_NAME
+
+        return MODEL_NAME
+    target = model[3:] if model.startswith("hf:") else model
+    path = Path(target)
+    return path.stem if path.suffix == ".gguf" else (path.name or target)
+
+
+def _load_reference() -> Any:
+    try:
+        from phaseaware.reference.load import load_reference
+    except ImportError:
+        load_reference = None
+    if load_reference is not None:
+        return load_reference()
+    from phaseaware.reference.modeling import PhaseRefForCausalLM
+    from phaseaware.reference.paths import model_dir
+
+    return PhaseRefForCausalLM.from_pretrained(str(model_dir()))
+
+
+def load_hf_backend(
+    model: str | None,
+    tokenizer: Tokenizer,
+    *,
+    threads: int | None = 1,
+    reuse_prefix: bool = True,
+    batch: bool = True,
+) -> HFBackend:
+    """Load ``model`` (``None`` = the reference model) and wrap it in an :class:`HFBackend`."""
+    torch = _torch()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        if model is None:
+            loaded = _load_reference()
+        else:
+            from transformers import AutoModelForCausalLM
+
+            where, kwargs = resolve_model(model)
+            loaded = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+    except CalibrationError:
+        raise
+    except (OSError, ValueError, ImportError) as exc:
+        what = "the reference model" if model is None else repr(model)
+        raise BackendError(
+            f"cannot load {what}: {exc}; pass --model with a local folder, hf:<name> cached "
+            "locally, or a .gguf file"
+        ) from exc
+    return HFBackend(
+        loaded,
+        tokenizer,
+        name=model_display_name(model),
+        reuse_prefix=reuse_prefix,
+        batch=batch,
+        threads=threads,
+    )

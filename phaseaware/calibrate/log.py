@@ -1,0 +1,244 @@
+"""The durable calibration log: one JSON object per line, append-only.
+
+Line 1 is the *header* (schema ``phaseaware.calibration-log/v1``): settings,
+run fingerprint, tokenizer spec + fingerprint, model and backend names. Every
+further line is one completed probe (:class:`ProbeRecord`), written, flushed
+and fsynced before the next probe is logged, so a killed run loses at most the
+line being written. Reading tolerates a torn *last* line (it is ignored and
+cut off before appending); any other damage, a foreign file, or a header from a
+different run raises :class:`~phaseaware.errors.LogError` naming the fix.
+
+The header never holds credentials: :func:`open_log` refuses a header that
+contains the value of ``PHASEAWARE_API_KEY`` or ``OPENAI_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from phaseaware.atomic import atomic_write_text
+from phaseaware.errors import LogError
+
+__all__ = [
+    "SCHEMA",
+    "COMPLETION_CHARS",
+    "LogHeader",
+    "ProbeRecord",
+    "CalibrationLog",
+    "read_log",
+    "open_log",
+]
+
+SCHEMA = "phaseaware.calibration-log/v1"
+COMPLETION_CHARS = 200  # completions are truncated to this many characters in the log
+_SECRET_ENV = ("PHASEAWARE_API_KEY", "OPENAI_API_KEY")
+_FIX = "pass --log with another file to keep it, or --fresh to start this run over"
+
+
+@dataclass(frozen=True)
+class LogHeader:
+    """First line of a log: what was run. ``fingerprint`` identifies the run's settings."""
+
+    fingerprint: str
+    settings: dict[str, Any]
+    tokenizer_spec: str
+    tokenizer_fingerprint: str
+    model: str
+    backend: str
+    created: str
+    tool_version: str
+    model_info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], *, source: str) -> LogHeader:
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            raise LogError(
+                f"{source} is not a phaseaware calibration log (no {SCHEMA} header); {_FIX}"
+            )
+        try:
+            return cls(
+                fingerprint=str(doc["fingerprint"]),
+                settings=dict(doc["settings"]),
+                tokenizer_spec=str(doc["tokenizer_spec"]),
+                tokenizer_fingerprint=str(doc["tokenizer_fingerprint"]),
+                model=str(doc["model"]),
+                backend=str(doc["backend"]),
+                created=str(doc["created"]),
+                tool_version=str(doc["tool_version"]),
+                model_info=dict(doc.get("model_info") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LogError(f"{source} has a malformed header ({exc}); {_FIX}") from None
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """One completed probe. Positions and lengths are in tokens of the run's tokenizer.
+
+    ``key_position``: absolute index of the target key token (BOS = 0);
+    ``prompt_tokens``: prompt length; ``elapsed``: seconds the backend took
+    (for a batched group, the group's time divided among its probes).
+    """
+
+    probe_id: str
+    sweep: str
+    base_index: int
+    offset: int
+    key_position: int
+    prompt_tokens: int
+    correct: bool
+    expected: str
+    completion: str
+    answer_logprob: float | None
+    elapsed: float
+    reported_prompt_tokens: int | None = None
+
+    def to_line(self) -> str:
+        doc = asdict(self)
+        doc["completion"] = self.completion[:COMPLETION_CHARS]
+        return json.dumps(doc, sort_keys=True, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> ProbeRecord:
+        return cls(
+            probe_id=str(doc["probe_id"]),
+            sweep=str(doc["sweep"]),
+            base_index=int(doc["base_index"]),
+            offset=int(doc["offset"]),
+            key_position=int(doc["key_position"]),
+            prompt_tokens=int(doc["prompt_tokens"]),
+            correct=bool(doc["correct"]),
+            expected=str(doc.get("expected", "")),
+            completion=str(doc.get("completion", "")),
+            answer_logprob=None
+            if doc.get("answer_logprob") is None
+            else float(doc["answer_logprob"]),
+            elapsed=float(doc.get("elapsed", 0.0)),
+            reported_prompt_tokens=(
+                None
+                if doc.get("reported_prompt_tokens") is None
+                else int(doc["reported_prompt_tokens"])
+            ),
+        )
+
+
+def _split_lines(data: bytes, source: str) -> tuple[list[bytes], int]:
+    """Complete lines of ``data`` and the byte length they cover (a torn tail is dropped)."""
+    end = data.rfind(b"\n") + 1
+    return data[:end].splitlines(), end
+
+
+def read_log(path: str | os.PathLike[str]) -> tuple[LogHeader, list[ProbeRecord]]:
+    """Header and probe records of the log at ``path`` (first record wins per probe id).
+
+    A torn last line is ignored. Raises ``LogError`` for a missing, foreign or
+    corrupt file.
+    """
+    header, records, _ = _read(Path(path))
+    return header, records
+
+
+def _read(path: Path) -> tuple[LogHeader, list[ProbeRecord], int]:
+    source = str(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise LogError(f"calibration log {source} does not exist; check the path") from None
+    except OSError as exc:
+        raise LogError(f"cannot read calibration log {source}: {exc}") from None
+    lines, good_end = _split_lines(data, source)
+    if not lines:
+        raise LogError(f"{source} is empty or holds no complete header line; {_FIX}")
+    try:
+        header_doc = json.loads(lines[0])
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise LogError(f"{source} is not a phaseaware calibration log; {_FIX}") from None
+    header = LogHeader.from_dict(header_doc, source=source)
+    records: list[ProbeRecord] = []
+    seen: set[str] = set()
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            record = ProbeRecord.from_dict(json.loads(line))
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError):
+            raise LogError(f"{source} line {number} is corrupt; {_FIX}") from None
+        if record.probe_id not in seen:
+            seen.add(record.probe_id)
+            records.append(record)
+    return header, records, good_end
+
+
+class CalibrationLog:
+    """An open log, appending one fsynced line per probe. Use as a context manager."""
+
+    def __init__(self, path: Path, header: LogHeader, done: list[ProbeRecord]) -> None:
+        self.path = path
+        self.header = header
+        self.done: dict[str, ProbeRecord] = {r.probe_id: r for r in done}
+        self._handle = path.open("ab")
+
+    def append(self, record: ProbeRecord) -> None:
+        """Write one record durably (flush + fsync). A probe id is logged at most once."""
+        if record.probe_id in self.done:
+            raise LogError(
+                f"probe {record.probe_id} is already in {self.path}; it must not run twice"
+            )
+        self._handle.write(record.to_line().encode("utf-8"))
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self.done[record.probe_id] = record
+
+    def close(self) -> None:
+        if not self._handle.closed:
+            self._handle.close()
+
+    def __enter__(self) -> CalibrationLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_no_secret(text: str) -> None:
+    for name in _SECRET_ENV:
+        value = os.environ.get(name)
+        if value and len(value) >= 8 and value in text:
+            raise LogError(f"refusing to write the value of ${name} into a calibration log")
+
+
+def open_log(
+    path: str | os.PathLike[str], header: LogHeader, *, fresh: bool = False
+) -> CalibrationLog:
+    """Open ``path`` for this run: create it, resume it, or (``fresh``) start it over.
+
+    Resuming requires the stored header's fingerprint to equal ``header``'s;
+    a torn last line is cut off first. Raises ``LogError`` with the fix otherwise.
+    """
+    target = Path(path)
+    header_line = json.dumps(header.to_dict(), sort_keys=True, ensure_ascii=False) + "\n"
+    _check_no_secret(header_line)
+    if fresh or not target.exists() or target.stat().st_size == 0:
+        if target.parent and not target.parent.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(target, header_line)
+        return CalibrationLog(target, header, [])
+    stored, records, good_end = _read(target)
+    if stored.fingerprint != header.fingerprint:
+        raise LogError(
+            f"{target} belongs to a different run (fingerprint {stored.fingerprint[:19]}, "
+            f"model {stored.model!r}; this run is {header.fingerprint[:19]}); {_FIX}"
+        )
+    if good_end < target.stat().st_size:
+        with target.open("r+b") as handle:  # drop the torn tail so appends start on a new line
+            handle.truncate(good_end)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return CalibrationLog(target, stored, records)

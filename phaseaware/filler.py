@@ -1,0 +1,172 @@
+"""Filler: text whose token count is exact, used to shift later tokens by k.
+
+A *pad block* before a chunk is ``unit * k + "\\n"`` (nothing for k = 0),
+inserted between the chunk separator and the chunk text; the *end pad* after
+the context is ``"\\n" + unit * k``. The unit is never whitespace-only (some
+frameworks strip whitespace) and is qualified per tokenizer by tokenizing it
+in real contexts for k = 0..2·period: the tokens it adds must be exactly
+``shift(k) = k·unit_tokens + c`` (one constant ``c`` for all k ≥ 1) and the
+tokens of the neighbours must be unchanged. Results are cached per
+(tokenizer fingerprint, period) in memory only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from phaseaware.errors import TokenizerError
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = [
+    "FILLER_CANDIDATES",
+    "CHUNK_SEPARATOR",
+    "PadTable",
+    "Filler",
+    "find_filler",
+    "pad_block",
+    "end_pad",
+    "measure_end_pad",
+]
+
+CHUNK_SEPARATOR = "\n\n"
+PAD_TERMINATOR = "\n"
+FILLER_CANDIDATES: tuple[str, ...] = (" .", " ·", " -", " ~", " |", "·", " *", " =", " +", " _")
+# Starts of chunk text the pad block is tested against (letters, digits, quotes, bullets).
+_SAMPLE_NEXT: tuple[str, ...] = ("The report", "1990 was", "(a) first", "“Quoted”", "- item", "é")
+_SAMPLE_PREV = "previous chunk ends here." + CHUNK_SEPARATOR
+
+_lock = threading.Lock()
+_cache: dict[tuple[str, int], Filler] = {}
+
+
+@dataclass(frozen=True)
+class PadTable:
+    """Tokens added by a pad of k units: ``shifts[k]`` for k = 0..len(shifts)-1."""
+
+    shifts: tuple[int, ...]
+
+    def smallest_k_for(self, residue_shift: int, period: int) -> int | None:
+        """Smallest k whose shift ≡ ``residue_shift`` (mod ``period``), or None."""
+        for k, shift in enumerate(self.shifts):
+            if (shift - residue_shift) % period == 0:
+                return k
+        return None
+
+
+@dataclass(frozen=True)
+class Filler:
+    """A qualified filler unit for one tokenizer and period."""
+
+    unit: str
+    unit_tokens: int
+    period: int
+    chunk_pad: PadTable  # shifts of ``pad_block(k)`` before a chunk
+
+    def pad_block(self, k: int) -> str:
+        return pad_block(self.unit, k)
+
+    def end_pad(self, k: int) -> str:
+        return end_pad(self.unit, k)
+
+
+def pad_block(unit: str, k: int) -> str:
+    """Pad text inserted right before a chunk's text (``""`` for k = 0)."""
+    return unit * k + PAD_TERMINATOR if k > 0 else ""
+
+
+def end_pad(unit: str, k: int) -> str:
+    """Pad text appended at the end of the context (``""`` for k = 0)."""
+    return PAD_TERMINATOR + unit * k if k > 0 else ""
+
+
+def _insertion_shift(tokenizer: Tokenizer, before: str, pad: str, after: str) -> int | None:
+    """Tokens added by inserting ``pad`` between ``before`` and ``after``.
+
+    None when the insertion changes the tokens of ``before`` or ``after``.
+    """
+    base = tokenizer.encode(before + after)
+    padded = tokenizer.encode(before + pad + after)
+    n_before = len(tokenizer.encode(before))
+    n_after = len(base) - n_before
+    if base[:n_before] != tokenizer.encode(before):
+        return None  # ``before`` itself merges with ``after``; cannot judge this context
+    if padded[:n_before] != base[:n_before]:
+        return None
+    if n_after and padded[-n_after:] != base[n_before:]:
+        return None
+    return len(padded) - len(base)
+
+
+def _linear_table(shifts: Sequence[int | None]) -> PadTable | None:
+    if any(s is None for s in shifts) or shifts[0] != 0:
+        return None
+    if len(shifts) < 3:
+        return PadTable(tuple(shifts))  # type: ignore[arg-type]
+    unit = shifts[2] - shifts[1]
+    if unit < 1:
+        return None
+    const = shifts[1] - unit
+    if any(shifts[k] != k * unit + const for k in range(1, len(shifts))):
+        return None
+    return PadTable(tuple(shifts))  # type: ignore[arg-type]
+
+
+def _qualify(tokenizer: Tokenizer, unit: str, period: int) -> Filler | None:
+    max_k = 2 * period
+    table: PadTable | None = None
+    for nxt in _SAMPLE_NEXT:
+        shifts = [
+            _insertion_shift(tokenizer, _SAMPLE_PREV, pad_block(unit, k), nxt)
+            for k in range(max_k + 1)
+        ]
+        candidate = _linear_table(shifts)
+        if candidate is None or (table is not None and candidate != table):
+            return None
+        table = candidate
+    assert table is not None
+    unit_tokens = table.shifts[2] - table.shifts[1] if len(table.shifts) > 2 else 1
+    # Every residue must be reachable, or padding cannot steer phases.
+    reachable = {s % period for s in table.shifts}
+    if len(reachable) != period:
+        return None
+    return Filler(unit=unit, unit_tokens=unit_tokens, period=period, chunk_pad=table)
+
+
+def find_filler(tokenizer: Tokenizer, *, period: int) -> Filler:
+    """The first candidate unit that qualifies for ``tokenizer`` (cached).
+
+    Raises ``TokenizerError`` naming the tokenizer when no candidate qualifies.
+    """
+    if period < 1:
+        raise ValueError(f"period must be >= 1, got {period}")
+    key = (tokenizer.fingerprint(), period)
+    with _lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    for unit in FILLER_CANDIDATES:
+        filler = _qualify(tokenizer, unit, period)
+        if filler is not None:
+            with _lock:
+                _cache[key] = filler
+            return filler
+    raise TokenizerError(
+        f"no filler unit has an exact token count with tokenizer {tokenizer.spec!r} "
+        f"(tried {', '.join(repr(u) for u in FILLER_CANDIDATES)}); "
+        "assemble with options pad=False and repeat only"
+    )
+
+
+def measure_end_pad(
+    tokenizer: Tokenizer, filler: Filler, *, context_tail: str, suffix: str, max_k: int
+) -> PadTable | None:
+    """Shifts of ``end_pad(k)`` between ``context_tail`` and ``suffix`` (None if unstable)."""
+    shifts = [
+        _insertion_shift(tokenizer, context_tail, end_pad(filler.unit, k), suffix)
+        for k in range(max_k + 1)
+    ]
+    if any(s is None for s in shifts):
+        return None
+    return PadTable(tuple(shifts))  # type: ignore[arg-type]

@@ -1,0 +1,83 @@
+"""Seeded synthetic retrieval sequences for training and probing the reference model.
+
+A sequence is exactly what the chat template renders for one user turn plus
+the answer: ``<bos> <|user|> CONTEXT QUESTION <|assistant|> NUMBER <eos>``.
+CONTEXT mixes filler sentences with 2-4 records (distinct names); a short
+filler fragment absorbs the leftover length so key positions cover every
+residue. All positions and lengths are in tokens (one word = one token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from phaseaware.calibrate.task import (
+    FILLER_WORDS,
+    NAMES,
+    NUMBERS,
+    filler_sentence,
+    question_text,
+    record_text,
+)
+from phaseaware.reference.tokenizer_build import ASSISTANT, BOS, EOS, USER
+
+__all__ = ["Example", "make_example", "PREFIX_TOKENS"]
+
+PREFIX_TOKENS = 2  # "<bos> <|user|>"
+_FIXED_TOKENS = PREFIX_TOKENS + 8 + 1 + 2  # question, <|assistant|>, number, <eos>
+
+
+@dataclass(frozen=True)
+class Example:
+    """One sequence; ``key_position`` = absolute index of the target name token."""
+
+    text: str
+    prompt: str
+    answer: str
+    key_position: int
+    answer_position: int  # index of the answer token in the full sequence
+
+
+def _fragment(rng: np.random.Generator, n_tokens: int) -> str:
+    words = [str(rng.choice(FILLER_WORDS["noun"])) for _ in range(n_tokens - 1)]
+    return " ".join([*words, "."])
+
+
+def make_example(rng: np.random.Generator, *, total_tokens: int, n_records: int = 3) -> Example:
+    """A sequence of exactly ``total_tokens`` tokens (>= about 48)."""
+    names = rng.choice(len(NAMES), size=n_records, replace=False)
+    numbers = rng.choice(len(NUMBERS), size=n_records, replace=False)
+    records = [record_text(NAMES[n], NUMBERS[v]) for n, v in zip(names, numbers, strict=True)]
+    budget = total_tokens - _FIXED_TOKENS - 8 * n_records
+    if budget < 0:
+        raise ValueError(f"total_tokens={total_tokens} too small for {n_records} records")
+    units = [filler_sentence(rng) for _ in range(budget // 9)]
+    if budget % 9 >= 2:
+        units.insert(int(rng.integers(len(units) + 1)), _fragment(rng, budget % 9))
+    elif budget % 9 == 1:
+        units.insert(int(rng.integers(len(units) + 1)), ".")
+    slots = sorted(rng.choice(len(units) + n_records, size=n_records, replace=False))
+    order = list(rng.permutation(n_records))
+    target = int(rng.integers(n_records))
+    pieces: list[str] = []
+    key_position = -1
+    pos = PREFIX_TOKENS
+    unit_iter = iter(units)
+    for i in range(len(units) + n_records):
+        if i in slots:
+            r = order[slots.index(i)]
+            if r == target:
+                key_position = pos + 4  # "The access code for <name>"
+            piece = records[r]
+        else:
+            piece = next(unit_iter)
+        pieces.append(piece)
+        pos += len(piece.split())
+    prompt = " ".join([BOS, USER, *pieces, question_text(NAMES[names[target]]), ASSISTANT])
+    answer = NUMBERS[numbers[target]]
+    text = f"{prompt} {answer} {EOS}"
+    n_prompt = len(prompt.split())
+    assert len(text.split()) == total_tokens, (len(text.split()), total_tokens)
+    return Example(text, prompt, answer, key_position, n_prompt)

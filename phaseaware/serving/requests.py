@@ -1,0 +1,153 @@
+"""Validation of OpenAI completion requests for the local server.
+
+Turns a decoded JSON body into :class:`CompletionParams` or raises
+:class:`RequestError` carrying the HTTP status, a message that names the bad
+field, the OpenAI ``param`` and ``code``. Unknown fields are ignored (clients
+send many optional ones); fields the server cannot honour (``stream``,
+``n > 1``) are rejected rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CompletionParams", "RequestError", "parse_chat_request", "parse_completion_request"]
+
+DEFAULT_MAX_TOKENS = 16
+_MAX_STOP = 4
+
+
+@dataclass(frozen=True)
+class CompletionParams:
+    """A validated request: ``messages`` for chat, ``prompt`` for completions."""
+
+    model: str
+    prompt: str
+    messages: tuple[dict[str, str], ...] | None
+    max_tokens: int
+    temperature: float
+    stop: tuple[str, ...]
+
+
+class RequestError(Exception):
+    """A request the server answers with an error (HTTP ``status``)."""
+
+    def __init__(
+        self, status: int, message: str, *, param: str | None, code: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.code = code
+
+
+def _bad(message: str, param: str | None, code: str | None = None) -> RequestError:
+    return RequestError(400, message, param=param, code=code)
+
+
+def parse_chat_request(body: Mapping[str, Any], *, model_name: str) -> CompletionParams:
+    """Validate a ``/v1/chat/completions`` body for the model ``model_name``."""
+    model = _model(body, model_name)
+    if "messages" not in body:
+        raise _bad("Missing required parameter: 'messages'.", "messages", "missing_required_parameter")
+    raw = body["messages"]
+    if not isinstance(raw, list) or not raw:
+        raise _bad("'messages' must be a non-empty array of message objects.", "messages")
+    messages = tuple(_message(m, i) for i, m in enumerate(raw))
+    max_tokens = _max_tokens(body, ("max_completion_tokens", "max_tokens"))
+    return CompletionParams(model, "", messages, max_tokens, _temperature(body), _stop(body))
+
+
+def parse_completion_request(body: Mapping[str, Any], *, model_name: str) -> CompletionParams:
+    """Validate a ``/v1/completions`` body for the model ``model_name``."""
+    model = _model(body, model_name)
+    if "prompt" not in body:
+        raise _bad("Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter")
+    prompt = body["prompt"]
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise _bad("'prompt' must be a string (or a list holding one string).", "prompt")
+    max_tokens = _max_tokens(body, ("max_tokens",))
+    return CompletionParams(model, prompt, None, max_tokens, _temperature(body), _stop(body))
+
+
+def _model(body: Mapping[str, Any], model_name: str) -> str:
+    _unsupported(body)
+    if "model" not in body:
+        raise _bad("Missing required parameter: 'model'.", "model", "missing_required_parameter")
+    model = body["model"]
+    if not isinstance(model, str) or not model:
+        raise _bad("'model' must be a non-empty string.", "model")
+    if model != model_name:
+        raise RequestError(
+            404,
+            f"The model '{model}' does not exist; this server serves '{model_name}'.",
+            param="model",
+            code="model_not_found",
+        )
+    return model
+
+
+def _unsupported(body: Mapping[str, Any]) -> None:
+    if body.get("stream") not in (None, False):
+        raise _bad("'stream' is not supported by this server; send stream=false.", "stream")
+    n = body.get("n", 1)
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n != 1):
+        raise _bad(f"Only n=1 is supported, got n={n!r}.", "n")
+
+
+def _message(value: Any, index: int) -> dict[str, str]:
+    param = f"messages[{index}]"
+    if not isinstance(value, dict):
+        raise _bad(f"'{param}' must be an object with 'role' and 'content'.", param)
+    role = value.get("role")
+    if role not in ("system", "developer", "user", "assistant"):
+        raise _bad(f"'{param}.role' must be system, developer, user or assistant.", f"{param}.role")
+    content = value.get("content")
+    if isinstance(content, list):  # content parts: only text parts are meaningful here
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        if len(texts) != len(content) or not all(isinstance(t, str) for t in texts):
+            raise _bad(f"'{param}.content' parts must all be text parts.", f"{param}.content")
+        content = "".join(texts)
+    if not isinstance(content, str):
+        raise _bad(f"'{param}.content' must be a string.", f"{param}.content")
+    return {"role": str(role), "content": content}
+
+
+def _max_tokens(body: Mapping[str, Any], names: tuple[str, ...]) -> int:
+    for name in names:
+        value = body.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _bad(f"'{name}' must be a positive integer, got {value!r}.", name)
+        return value
+    return DEFAULT_MAX_TOKENS
+
+
+def _temperature(body: Mapping[str, Any]) -> float:
+    value = body.get("temperature")
+    if value is None:
+        return 1.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 2:
+        raise _bad(f"'temperature' must be a number in [0, 2], got {value!r}.", "temperature")
+    return float(value)
+
+
+def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
+    value = body.get("stop")
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if (
+        not isinstance(value, list)
+        or len(value) > _MAX_STOP
+        or not all(isinstance(s, str) and s for s in value)
+    ):
+        raise _bad(f"'stop' must be a string or up to {_MAX_STOP} non-empty strings.", "stop")
+    return tuple(value)

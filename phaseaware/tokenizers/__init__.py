@@ -1,0 +1,8 @@
+"""Tokenizer adapters: one spec string -> an object with exact ids and char offsets."""
+
+from __future__ import annotations
+
+from phaseaware.tokenizers.base import TokenizedText, Tokenizer
+from phaseaware.tokenizers.registry import load_tokenizer
+
+__all__ = ["Tokenizer", "TokenizedText", "load_tokenizer"]
