@@ -34,13 +34,27 @@ from phaseaware.assembly_result import (
 from phaseaware.chunks import Chunk, normalize_chunks
 from phaseaware.errors import BudgetError, InputError, TemplateError, VerificationError
 from phaseaware.evidence import evidence_snippet, find_key_chars, key_token_indices, question_terms
-from phaseaware.filler import CHUNK_SEPARATOR, Filler, PadTable, end_pad, find_filler
-from phaseaware.filler import measure_end_pad, pad_block
+from phaseaware.filler import (
+    CHUNK_SEPARATOR,
+    Filler,
+    PadTable,
+    end_pad,
+    find_filler,
+    measure_end_pad,
+    pad_block,
+)
 from phaseaware.layouts import PromptLayout
 from phaseaware.profile import Profile
 from phaseaware.tokenizers.base import TokenizedText, Tokenizer
 
-__all__ = ["AssemblyOptions", "AssemblyResult", "Placement", "RepeatPlacement", "assemble"]
+__all__ = [
+    "AssemblyOptions",
+    "AssemblyResult",
+    "Placement",
+    "RepeatPlacement",
+    "assemble",
+    "assemble_from_specs",
+]
 
 
 @dataclass(frozen=True)
@@ -168,7 +182,10 @@ def _setup(chunks, tokenizer, layout, question, system, profile, budget, options
             end_filler = filler if effect.period == profile.period else None
             end_filler = end_filler or find_filler(tokenizer, period=effect.period)
             end_table = measure_end_pad(
-                tokenizer, end_filler, context_tail="the end.", suffix=suffix,
+                tokenizer,
+                end_filler,
+                context_tail="the end.",
+                suffix=suffix,
                 max_k=2 * effect.period,
             )
     return _Setup(
@@ -393,3 +410,38 @@ def _finish(setup, plan, rendered, measured, dropped) -> AssemblyResult:
                 "+ suffix; use another --template"
             )
     return build_result(setup, plan, rendered, measured, rendered_prompt, dropped)
+
+
+def assemble_from_specs(
+    chunks: Sequence[Chunk | str],
+    *,
+    tokenizer: str | Tokenizer,
+    layout: str | PromptLayout = "none",
+    question: str,
+    system: str | None = None,
+    profile: str | Profile | None = None,
+    budget_tokens: int,
+    options: AssemblyOptions | None = None,
+    thinking: bool = False,
+) -> AssemblyResult:
+    """``assemble`` with a tokenizer spec, layout name and profile name/path accepted.
+
+    ``thinking`` selects the thinking variant of the layout (``deepseek-v4``, ``hf``).
+    """
+    from phaseaware.layouts import get_layout
+    from phaseaware.registry import get_profile
+    from phaseaware.tokenizers import load_tokenizer
+
+    tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    lay = get_layout(layout, tok, thinking=thinking) if isinstance(layout, str) else layout
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    return assemble(
+        chunks,
+        tokenizer=tok,
+        layout=lay,
+        question=question,
+        system=system,
+        profile=prof,
+        budget_tokens=budget_tokens,
+        options=options,
+    )

@@ -65,7 +65,9 @@ class AssemblyOptions:
             if getattr(self, name) < 1:
                 raise InputError(f"options.{name} must be >= 1, got {getattr(self, name)!r}")
         if self.max_repair_rounds < 0:
-            raise InputError(f"options.max_repair_rounds must be >= 0, got {self.max_repair_rounds}")
+            raise InputError(
+                f"options.max_repair_rounds must be >= 0, got {self.max_repair_rounds}"
+            )
         if self.period is not None and (isinstance(self.period, bool) or self.period < 1):
             raise InputError(f"options.period must be an int >= 1, got {self.period!r}")
 
@@ -190,8 +192,9 @@ def build_result(setup, plan, rendered, measured, rendered_prompt, dropped) -> A
             padding += end_padding
         if repeat is not None:
             start = offset + rendered.repeat_start - len(CHUNK_SEPARATOR)
-            repeated = _tokens_in(measured, start, offset + rendered.repeat_start + len(
-                plan.repeat.text))
+            repeated = _tokens_in(
+                measured, start, offset + rendered.repeat_start + len(plan.repeat.text)
+            )
     effect = profile.length_residue_accuracy if profile is not None else None
     return AssemblyResult(
         prompt=rendered_prompt.text,

@@ -67,7 +67,9 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
         evidence = tuple(evidence)
         for item in evidence:
             if not isinstance(item, str) or not item:
-                raise InputError(f"chunks[{index}].evidence must hold non-empty strings, got {item!r}")
+                raise InputError(
+                    f"chunks[{index}].evidence must hold non-empty strings, got {item!r}"
+                )
         chunk_id = chunk.id if chunk.id is not None else f"chunk-{index}"
         if not isinstance(chunk_id, str):
             raise InputError(f"chunks[{index}].id must be a str, got {chunk_id!r}")

@@ -25,16 +25,15 @@ __all__ = [
     "evidence_snippet",
 ]
 
-STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be been before being
+_STOPWORD_TEXT = """a about above after again all also am an and any are as at be been before being
     between both but by can could did do does doing done during each few for from had has
     have having he her here hers him his how i if in into is it its itself just me more most
     my no nor not now of off on once only or other our out over own same she should so some
     such than that the their them then there these they this those through to too under
     until up very was we were what when where which while who whom why will with would you
     your tell give find name list show please according text document context question
-    answer""".split()
-)
+    answer"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?。！？](?=\s)|\n")
 

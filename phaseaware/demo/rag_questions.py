@@ -52,7 +52,10 @@ def make_questions(
         numbers = rng.choice(len(task.NUMBERS), size=chunks_per_question, replace=False)
         chunks = []
         for slot, (name_i, number_i) in enumerate(zip(names, numbers, strict=True)):
-            sentences = [task.filler_sentence(rng) for _ in range(1 + int(rng.integers(max_filler_sentences)))]
+            sentences = [
+                task.filler_sentence(rng)
+                for _ in range(1 + int(rng.integers(max_filler_sentences)))
+            ]
             record = task.record_text(task.NAMES[name_i], task.NUMBERS[number_i])
             sentences.insert(int(rng.integers(len(sentences) + 1)), record)
             is_evidence = slot == 0

@@ -17,7 +17,8 @@ Test hooks: ``faults`` is called once per request, before anything else,
 with a :class:`RequestInfo`; it may return a :class:`Fault` to delay the
 request and/or answer it with a fixed status and body. Every request is
 appended to :attr:`RunningServer.request_log` (method, path, parsed body,
-status), so tests can count what reached the server and in which order.
+status; the latest ``request_log_limit``), so tests can count what reached
+the server and in which order.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import itertools
 import json
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -135,6 +137,7 @@ class _State:
         api_key: str | None,
         faults: FaultHook | None,
         engine_parallelism: int | None,
+        request_log_limit: int | None,
     ) -> None:
         self.engine = engine
         self.api_key = api_key
@@ -142,7 +145,8 @@ class _State:
         self.gate = threading.BoundedSemaphore(engine_parallelism) if engine_parallelism else None
         self.lock = threading.Lock()
         self.counter = itertools.count()
-        self.log: list[LoggedRequest] = []
+        self.log: deque[LoggedRequest] = deque(maxlen=request_log_limit)
+        self.handled = 0
         self.in_flight = 0
         self.max_in_flight = 0
         self.created = int(time.time())
@@ -176,9 +180,18 @@ class RunningServer:
 
     @property
     def request_log(self) -> list[LoggedRequest]:
-        """A copy of every request handled so far, in arrival order."""
+        """A copy of the logged requests (the latest ``request_log_limit``) in arrival order.
+
+        A request the client abandoned (timeout) is logged with the status the
+        server meant to send."""
         with self._state.lock:
             return sorted(self._state.log, key=lambda r: r.index)
+
+    @property
+    def requests_handled(self) -> int:
+        """Requests answered (or abandoned by the client) so far, logged or not."""
+        with self._state.lock:
+            return self._state.handled
 
     @property
     def max_in_flight(self) -> int:
@@ -213,17 +226,19 @@ def start_server(
     api_key: str | None = None,
     faults: FaultHook | None = None,
     engine_parallelism: int | None = 1,
+    request_log_limit: int | None = 1000,
 ) -> RunningServer:
     """Serve ``engine`` on ``host:port`` (port 0 picks a free port) in a thread.
 
     ``api_key``: when set, requests must carry ``Authorization: Bearer <key>``
     (401 otherwise); ``None`` disables the check. ``engine_parallelism``: most
     concurrent ``generate`` calls (``None`` = unlimited; 1 for engines that
-    are not thread-safe).
+    are not thread-safe). ``request_log_limit``: how many of the latest
+    requests (with their bodies) the request log keeps (``None``: all, 0: none).
     """
     if engine_parallelism is not None and engine_parallelism < 1:
         raise ValueError(f"engine_parallelism must be >= 1 or None, got {engine_parallelism}")
-    state = _State(engine, api_key, faults, engine_parallelism)
+    state = _State(engine, api_key, faults, engine_parallelism, request_log_limit)
 
     class Handler(_Handler):
         pass
@@ -266,11 +281,12 @@ class _Handler(BaseHTTPRequestHandler):
             body = _parse_json_object(raw)
             status, payload, headers = self._respond_to(index, method, raw, body)
             self._send_json(status, payload, headers)
-        except (BrokenPipeError, ConnectionResetError):
+        except ConnectionError:
             self.close_connection = True  # the client gave up (timeout): nothing to answer
         finally:
             with state.lock:
                 state.in_flight -= 1
+                state.handled += 1
                 state.log.append(
                     LoggedRequest(index, method, self.path, body, status, started, time.monotonic())
                 )
@@ -290,18 +306,29 @@ class _Handler(BaseHTTPRequestHandler):
             message = "Incorrect API key provided (send it as 'Authorization: Bearer <key>')."
             return (
                 401,
-                _error(401, message, type_="invalid_request_error", param=None, code="invalid_api_key"),
+                _error(
+                    401, message, type_="invalid_request_error", param=None, code="invalid_api_key"
+                ),
                 {},
             )
         try:
             status, payload = self._route(method, raw, body)
         except RequestError as exc:
-            status, payload = exc.status, _error(
-                exc.status, exc.message, type_="invalid_request_error", param=exc.param, code=exc.code
+            status, payload = (
+                exc.status,
+                _error(
+                    exc.status,
+                    exc.message,
+                    type_="invalid_request_error",
+                    param=exc.param,
+                    code=exc.code,
+                ),
             )
         except Exception as exc:  # the engine failed: report it, keep serving
             status = 500
-            payload = _error(500, f"engine error: {exc}", type_="server_error", param=None, code=None)
+            payload = _error(
+                500, f"engine error: {exc}", type_="server_error", param=None, code=None
+            )
         return status, payload, {}
 
     def _route(
@@ -355,7 +382,10 @@ class _Handler(BaseHTTPRequestHandler):
             gate.acquire()
         try:
             result = engine.generate(
-                prompt, max_tokens=params.max_tokens, temperature=params.temperature, stop=params.stop
+                prompt,
+                max_tokens=params.max_tokens,
+                temperature=params.temperature,
+                stop=params.stop,
             )
         finally:
             if gate is not None:
@@ -380,7 +410,9 @@ class _Handler(BaseHTTPRequestHandler):
             return b""
         return self.rfile.read(size)
 
-    def _send_json(self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str]) -> None:
+    def _send_json(
+        self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> None:
         data = json.dumps(payload).encode("utf-8")
         try:
             reason = HTTPStatus(status).phrase

@@ -52,7 +52,9 @@ def parse_chat_request(body: Mapping[str, Any], *, model_name: str) -> Completio
     """Validate a ``/v1/chat/completions`` body for the model ``model_name``."""
     model = _model(body, model_name)
     if "messages" not in body:
-        raise _bad("Missing required parameter: 'messages'.", "messages", "missing_required_parameter")
+        raise _bad(
+            "Missing required parameter: 'messages'.", "messages", "missing_required_parameter"
+        )
     raw = body["messages"]
     if not isinstance(raw, list) or not raw:
         raise _bad("'messages' must be a non-empty array of message objects.", "messages")

@@ -101,9 +101,12 @@ def test_happy_path_returns_every_answer_with_server_usage(endpoint):
 def test_prompt_token_mismatch_names_both_counts():
     probe = make_probe(1)
     wrong = ProbeRequest(**{**probe.__dict__, "prompt_tokens": probe.prompt_tokens - 2})
-    with start_server(TaskLookupEngine()) as server, backend(server) as b:
-        with pytest.raises(BackendError) as info:
-            list(b.complete([wrong]))
+    with (
+        start_server(TaskLookupEngine()) as server,
+        backend(server) as b,
+        pytest.raises(BackendError) as info,
+    ):
+        list(b.complete([wrong]))
     message = str(info.value)
     assert f"server counted {probe.prompt_tokens}" in message
     assert f"phaseaware counted {probe.prompt_tokens - 2}" in message
@@ -150,13 +153,17 @@ def test_429_and_500_are_retried_with_backoff():
 def test_retry_after_header_is_honoured():
     def faults(info):
         if info.index == 0:
-            return Fault(status=429, body={"error": {"message": "wait"}}, headers={"Retry-After": "2"})
+            return Fault(
+                status=429, body={"error": {"message": "wait"}}, headers={"Retry-After": "2"}
+            )
         return None
 
     sleeps = Sleeps()
-    with start_server(TaskLookupEngine(), faults=faults) as server:
-        with backend(server, sleep=sleeps, backoff_base_s=0.01) as b:
-            list(b.complete([make_probe(4)]))
+    with (
+        start_server(TaskLookupEngine(), faults=faults) as server,
+        backend(server, sleep=sleeps, backoff_base_s=0.01) as b,
+    ):
+        list(b.complete([make_probe(4)]))
     assert sleeps.delays == [2.0]
 
 
@@ -175,20 +182,25 @@ def test_timeout_is_retried():
         return Fault(delay_s=1.0) if info.index == 0 else None
 
     probe = make_probe(6)
-    with start_server(TaskLookupEngine(), faults=faults) as server:
-        with backend(server, timeout=0.3) as b:
-            start = time.monotonic()
-            (completion,) = b.complete([probe])
-            elapsed = time.monotonic() - start
-            assert b.retry_count == 1
+    with (
+        start_server(TaskLookupEngine(), faults=faults) as server,
+        backend(server, timeout=0.3) as b,
+    ):
+        start = time.monotonic()
+        (completion,) = b.complete([probe])
+        elapsed = time.monotonic() - start
+        assert b.retry_count == 1
     assert extract_answer(completion.text) == probe.answer
     assert elapsed < 1.0  # gave up on the slow attempt instead of waiting it out
 
 
 def test_timeouts_exhausted_name_timeout_flag():
-    with start_server(TaskLookupEngine(), faults=lambda info: Fault(delay_s=0.6)) as server:
-        with backend(server, timeout=0.2, max_retries=1) as b, pytest.raises(BackendError) as info:
-            list(b.complete([make_probe(7)]))
+    with (
+        start_server(TaskLookupEngine(), faults=lambda info: Fault(delay_s=0.6)) as server,
+        backend(server, timeout=0.2, max_retries=1) as b,
+        pytest.raises(BackendError) as info,
+    ):
+        list(b.complete([make_probe(7)]))
     assert "timed out" in str(info.value) and "--timeout" in str(info.value)
 
 
@@ -230,9 +242,14 @@ def test_key_echoed_by_server_is_redacted(monkeypatch):
     monkeypatch.delenv("PHASEAWARE_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     body = {"error": {"message": f"quota exceeded for key {secret}", "type": "x"}}
-    with start_server(TaskLookupEngine(), faults=lambda info: Fault(status=402, body=body)) as server:
-        with backend(server, api_key=secret) as b, pytest.raises(BackendError) as info:
-            list(b.complete([make_probe(10)]))
+    with (
+        start_server(
+            TaskLookupEngine(), faults=lambda info: Fault(status=402, body=body)
+        ) as server,
+        backend(server, api_key=secret) as b,
+        pytest.raises(BackendError) as info,
+    ):
+        list(b.complete([make_probe(10)]))
     assert "HTTP 402" in str(info.value) and secret not in str(info.value)
 
 
@@ -240,18 +257,23 @@ def test_key_falls_back_to_openai_api_key(monkeypatch):
     monkeypatch.delenv("PHASEAWARE_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "the-right-key")
     probe = make_probe(11)
-    with start_server(TaskLookupEngine(), api_key="the-right-key") as server:
-        with backend(server) as b:
-            (completion,) = b.complete([probe])
+    with (
+        start_server(TaskLookupEngine(), api_key="the-right-key") as server,
+        backend(server) as b,
+    ):
+        (completion,) = b.complete([probe])
     assert extract_answer(completion.text) == probe.answer
 
 
 def test_missing_key_says_which_env_var_to_set(monkeypatch):
     monkeypatch.delenv("PHASEAWARE_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with start_server(TaskLookupEngine(), api_key="k") as server:
-        with backend(server) as b, pytest.raises(BackendError, match="no API key is set"):
-            list(b.complete([make_probe(12)]))
+    with (
+        start_server(TaskLookupEngine(), api_key="k") as server,
+        backend(server) as b,
+        pytest.raises(BackendError, match="no API key is set"),
+    ):
+        list(b.complete([make_probe(12)]))
 
 
 def test_unknown_model_names_model_flag():
@@ -366,3 +388,22 @@ def test_importing_http_modules_does_not_import_openai():
         "assert 'torch' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_completions_finished_before_a_failure_are_yielded():
+    def faults(info):
+        content = info.body["messages"][0]["content"] if info.body else ""
+        if "Bruno" in content:
+            return Fault(status=400, body={"error": {"message": "rejected", "type": "x"}})
+        return None
+
+    group = [make_probe(i) for i in range(3)]  # Alice, Bruno, Carla
+    got = []
+    with (
+        start_server(TaskLookupEngine(), faults=faults) as server,
+        backend(server, concurrency=1) as b,
+        pytest.raises(BackendError, match="HTTP 400"),
+    ):
+        for completion in b.complete(group):
+            got.append(completion.probe_id)
+    assert got == [group[0].probe_id]

@@ -100,8 +100,18 @@ BAD_REQUESTS = [
     ("messages not a list", "/v1/chat/completions", _chat(messages="hi"), "messages"),
     ("empty messages", "/v1/chat/completions", _chat(messages=[]), "messages"),
     ("message not an object", "/v1/chat/completions", _chat(messages=["hi"]), "messages[0]"),
-    ("bad role", "/v1/chat/completions", _chat(messages=[{"role": "x", "content": "hi"}]), "messages[0].role"),
-    ("content not text", "/v1/chat/completions", _chat(messages=[{"role": "user", "content": 5}]), "messages[0].content"),
+    (
+        "bad role",
+        "/v1/chat/completions",
+        _chat(messages=[{"role": "x", "content": "hi"}]),
+        "messages[0].role",
+    ),
+    (
+        "content not text",
+        "/v1/chat/completions",
+        _chat(messages=[{"role": "user", "content": 5}]),
+        "messages[0].content",
+    ),
     ("n > 1", "/v1/chat/completions", _chat(n=2), "n"),
     ("stream", "/v1/chat/completions", _chat(stream=True), "stream"),
     ("max_tokens zero", "/v1/chat/completions", _chat(max_tokens=0), "max_tokens"),
@@ -192,7 +202,9 @@ def test_fault_hook_sees_requests_and_can_answer_or_delay():
     def faults(info: RequestInfo):
         seen.append(info)
         if info.index == 0:
-            return Fault(status=503, body={"error": {"message": "busy"}}, headers={"Retry-After": "1"})
+            return Fault(
+                status=503, body={"error": {"message": "busy"}}, headers={"Retry-After": "1"}
+            )
         if info.index == 1:
             return Fault(delay_s=0.2)
         return None
@@ -223,3 +235,11 @@ def test_port_zero_reports_bound_port_and_close_releases_it():
     server.close()  # idempotent
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         pass
+
+
+def test_request_log_keeps_the_latest_and_counts_all():
+    with start_server(TaskLookupEngine(), request_log_limit=2) as server:
+        for _ in range(3):
+            _request(server, "GET", "/v1/models")
+        assert [r.index for r in server.request_log] == [1, 2]
+        assert server.requests_handled == 3

