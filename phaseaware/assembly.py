@@ -20,6 +20,7 @@ caller objects are never mutated.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -33,7 +34,13 @@ from phaseaware.assembly_result import (
 )
 from phaseaware.chunks import Chunk, normalize_chunks
 from phaseaware.errors import BudgetError, InputError, TemplateError, VerificationError
-from phaseaware.evidence import evidence_snippet, find_key_chars, key_token_indices, question_terms
+from phaseaware.evidence import (
+    evidence_snippet,
+    find_key_chars,
+    first_token_at_char,
+    key_token_indices,
+    question_terms,
+)
 from phaseaware.filler import (
     CHUNK_SEPARATOR,
     Filler,
@@ -46,6 +53,8 @@ from phaseaware.filler import (
 from phaseaware.layouts import PromptLayout
 from phaseaware.profile import Profile
 from phaseaware.tokenizers.base import TokenizedText, Tokenizer
+
+NO_PAD = PadTable((0,))
 
 __all__ = [
     "AssemblyOptions",
@@ -108,6 +117,10 @@ class _Setup:
     end_table: PadTable | None  # None: no length-residue correction
     prepared: tuple[_Prepared, ...]
     weights: tuple[float, ...]
+    chunk_tables: tuple[PadTable, ...]  # tokens added by k units before each input chunk
+
+    def table(self, index: int) -> PadTable:
+        return self.chunk_tables[index]
 
 
 def assemble(
@@ -143,7 +156,7 @@ def assemble(
         return _finish(setup, None, None, None, dropped)
     while admitted:
         plan = _initial_plan(setup, admitted)
-        plan, rendered, measured = _verify(setup, plan)
+        setup, plan, rendered, measured = _verify(setup, plan)
         if len(measured) <= setup.budget:
             return _finish(setup, plan, rendered, measured, dropped)
         # Boundary merges made the prompt longer than estimated: drop the least relevant.
@@ -195,7 +208,35 @@ def _setup(chunks, tokenizer, layout, question, system, profile, budget, options
         options=options, filler=filler if options.pad or end_table else None,
         end_table=end_table, prepared=prepared,
         weights=planner.relevance_weights([c.score for c in normalized]),
+        chunk_tables=_chunk_tables(tokenizer, filler if options.pad else None, prepared),
     )  # fmt: skip
+
+
+def _chunk_tables(tokenizer, filler: Filler | None, prepared) -> tuple[PadTable, ...]:
+    """The filler's pad table, re-measured for chunks whose first char could merge with it.
+
+    A chunk starting with whitespace or punctuation (``"\n\nText"``) may merge
+    with the pad's last token; its table is measured on its own first 48 chars.
+    When that table cannot reach every residue, the chunk is never padded.
+    """
+    if filler is None:
+        return tuple(NO_PAD for _ in prepared)
+    out = []
+    for prep in prepared:
+        text = prep.chunk.text
+        if prep.empty or text[:1].isalnum():
+            out.append(filler.chunk_pad)
+            continue
+        head = CHUNK_SEPARATOR + text[:48]
+        base = len(tokenizer.encode(head))
+        shifts = tuple(
+            len(tokenizer.encode(CHUNK_SEPARATOR + pad_block(filler.unit, k) + text[:48])) - base
+            for k in range(len(filler.chunk_pad.shifts))
+        )
+        reachable = {x % filler.period for x in shifts}
+        ok = len(reachable) == filler.period and all(x >= 0 for x in shifts)
+        out.append(PadTable(shifts) if ok else NO_PAD)
+    return tuple(out)
 
 
 def _prepare(chunk: Chunk, tokenizer: Tokenizer, terms, options: AssemblyOptions) -> _Prepared:
@@ -296,13 +337,13 @@ def _choose_pads(setup: _Setup, order, base_keys, *, length: int, slack: int):
             weights=[setup.weights[i] for i in order],
             period=profile.period,
             reliability=rel,
-            pad_table=setup.filler.chunk_pad,
+            pad_tables=[setup.table(i) for i in order],
             pad_cost=setup.options.pad_cost,
             slack=max(0, slack),
         )
     end_k = 0
     if setup.end_table is not None and profile is not None:
-        added = sum(setup.filler.chunk_pad.shifts[k] for k in pads) if setup.filler else 0
+        added = sum(setup.table(i).shifts[k] for i, k in zip(order, pads, strict=True))
         end_k = planner.choose_length_pad(
             length=length + added,
             length_factor=profile.length_factor,
@@ -350,31 +391,49 @@ def _render(setup: _Setup, plan: _Plan) -> _Rendered:
     return _Rendered("".join(parts), tuple(starts), tuple(pad_spans), repeat_start, end_span)
 
 
-def _verify(setup: _Setup, plan: _Plan) -> tuple[_Plan, _Rendered, TokenizedText]:
-    """Render, tokenize, re-plan from measured positions until the plan is a fixed point."""
-    for _ in range(setup.options.max_repair_rounds + 1):
+def _verify(setup: _Setup, plan: _Plan) -> tuple[_Setup, _Plan, _Rendered, TokenizedText]:
+    """Render, tokenize, re-plan from measured positions until the plan is a fixed point.
+
+    After ``max_repair_rounds`` rounds, chunks whose padding still moves are
+    frozen unpadded (and the end pad dropped if it moves), then checked again.
+    """
+    rounds = setup.options.max_repair_rounds
+    for round_ in range(rounds + 3):
         rendered = _render(setup, plan)
-        text = setup.prefix + rendered.context + setup.suffix
-        measured = setup.tokenizer.tokenize(text)
+        measured = setup.tokenizer.tokenize(setup.prefix + rendered.context + setup.suffix)
         base_keys = _measured_base(setup, plan, rendered, measured)
         length = len(measured) - _pad_tokens(setup, plan)
         slack = setup.budget - length - _end_reserve(setup)
         pads, end_k = _choose_pads(setup, plan.order, base_keys, length=length, slack=slack)
         if pads == plan.pads and end_k == plan.end_k:
-            return plan, rendered, measured
+            return setup, plan, rendered, measured
+        if round_ >= rounds:
+            setup = _freeze(setup, plan, pads, end_k)
+            base_keys = _measured_base(setup, plan, rendered, measured)
+            pads, end_k = _choose_pads(setup, plan.order, base_keys, length=length, slack=slack)
         plan = _Plan(order=plan.order, pads=pads, repeat=plan.repeat, end_k=end_k)
     ids = [setup.prepared[i].chunk.id for i in plan.order]
     raise VerificationError(
         f"re-tokenization did not confirm the padding of chunks {ids} after "
-        f"{setup.options.max_repair_rounds} repair rounds (tokens merge across chunk "
-        "boundaries); assemble with AssemblyOptions(pad=False) or add a separator to the chunks"
+        f"{rounds} repair rounds (tokens merge across chunk boundaries); assemble with "
+        "AssemblyOptions(pad=False) or start the chunks with a letter or digit"
     )
+
+
+def _freeze(setup: _Setup, plan: _Plan, pads, end_k: int) -> _Setup:
+    """Setup where the chunks (and end pad) whose padding still moves get no padding."""
+    tables = list(setup.chunk_tables)
+    for i, old, new in zip(plan.order, plan.pads, pads, strict=True):
+        if old != new:
+            tables[i] = NO_PAD
+    end_table = setup.end_table if end_k == plan.end_k else None
+    return dataclasses.replace(setup, chunk_tables=tuple(tables), end_table=end_table)
 
 
 def _pad_tokens(setup: _Setup, plan: _Plan) -> int:
     if setup.filler is None:
         return 0
-    total = sum(setup.filler.chunk_pad.shifts[k] for k in plan.pads)
+    total = sum(setup.table(i).shifts[k] for i, k in zip(plan.order, plan.pads, strict=True))
     if setup.end_table is not None:
         total += setup.end_table.shifts[plan.end_k]
     return total
@@ -386,10 +445,9 @@ def _measured_base(setup, plan, rendered, measured) -> list[tuple[int, ...]]:
     out: list[tuple[int, ...]] = []
     shift = 0
     for i, k, start in zip(plan.order, plan.pads, rendered.chunk_starts, strict=True):
-        if setup.filler is not None:
-            shift += setup.filler.chunk_pad.shifts[k]
+        shift += setup.table(i).shifts[k]
         keys = setup.prepared[i].key_chars
-        out.append(tuple(measured.token_at_char(offset + start + c) - shift for c in keys))
+        out.append(tuple(first_token_at_char(measured, offset + start + c) - shift for c in keys))
     return out
 
 

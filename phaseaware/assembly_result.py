@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from phaseaware import planner
 from phaseaware.errors import InputError
+from phaseaware.evidence import first_token_at_char
 from phaseaware.filler import CHUNK_SEPARATOR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -223,13 +224,13 @@ def _placement(setup, measured, rel, period, order, i, rendered, rank) -> Placem
     start = len(setup.prefix) + rendered.chunk_starts[order]
     end = start + len(prep.chunk.text)
     chars = tuple(start + c for c in prep.key_chars)
-    positions = tuple(measured.token_at_char(c) for c in chars)
+    positions = tuple(first_token_at_char(measured, c) for c in chars)
     return Placement(
         chunk_id=prep.chunk.id,
         order=order,
         rank=rank,
         score=prep.chunk.score,
-        token_start=measured.token_at_char(start),
+        token_start=first_token_at_char(measured, start),
         token_end=measured.token_at_char(end - 1) + 1,
         char_start=start,
         char_end=end,
@@ -259,11 +260,11 @@ def _repeat_placement(setup, plan, rendered, measured, rel, period) -> RepeatPla
     start = len(setup.prefix) + rendered.repeat_start
     end = start + len(plan.repeat.text)
     chars = tuple(start + c for c in plan.repeat.key_chars)
-    positions = tuple(measured.token_at_char(c) for c in chars)
+    positions = tuple(first_token_at_char(measured, c) for c in chars)
     return RepeatPlacement(
         chunk_id=setup.prepared[plan.repeat.index].chunk.id,
         text=plan.repeat.text,
-        token_start=measured.token_at_char(start),
+        token_start=first_token_at_char(measured, start),
         token_end=measured.token_at_char(end - 1) + 1,
         key_token_positions=positions,
         key_char_offsets=chars,

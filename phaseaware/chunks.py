@@ -8,15 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from phaseaware.errors import InputError
 
 __all__ = ["Chunk", "normalize_chunks"]
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
-
 
 @dataclass(frozen=True)
 class Chunk:
@@ -31,7 +27,7 @@ class Chunk:
     text: str
     score: float = 0.0
     id: str | None = None
-    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False, hash=False)
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     evidence: tuple[str, ...] = ()
 
 
@@ -84,7 +80,7 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
                 text=chunk.text,
                 score=float(score),
                 id=chunk_id,
-                metadata=MappingProxyType(dict(chunk.metadata)),
+                metadata=dict(chunk.metadata),
                 evidence=evidence,
             )
         )

@@ -88,9 +88,10 @@ def _insertion_shift(tokenizer: Tokenizer, before: str, pad: str, after: str) ->
     """
     base = tokenizer.encode(before + after)
     padded = tokenizer.encode(before + pad + after)
-    n_before = len(tokenizer.encode(before))
+    alone = tokenizer.encode(before)
+    n_before = len(alone)
     n_after = len(base) - n_before
-    if base[:n_before] != tokenizer.encode(before):
+    if base[:n_before] != alone:
         return None  # ``before`` itself merges with ``after``; cannot judge this context
     if padded[:n_before] != base[:n_before]:
         return None
@@ -162,11 +163,18 @@ def find_filler(tokenizer: Tokenizer, *, period: int) -> Filler:
 def measure_end_pad(
     tokenizer: Tokenizer, filler: Filler, *, context_tail: str, suffix: str, max_k: int
 ) -> PadTable | None:
-    """Shifts of ``end_pad(k)`` between ``context_tail`` and ``suffix`` (None if unstable)."""
-    shifts = [
-        _insertion_shift(tokenizer, context_tail, end_pad(filler.unit, k), suffix)
+    """Tokens added by ``end_pad(k)`` between ``context_tail`` and ``suffix``, k = 0..max_k.
+
+    The suffix may merge with the pad's last unit (``" .\n\n"``), so only the
+    total count is tabulated; assembly re-measures the real prompt length and
+    re-plans until the end pad is a fixed point. None if some residue mod
+    ``filler.period`` cannot be reached.
+    """
+    base = len(tokenizer.encode(context_tail + suffix))
+    shifts = tuple(
+        len(tokenizer.encode(context_tail + end_pad(filler.unit, k) + suffix)) - base
         for k in range(max_k + 1)
-    ]
-    if any(s is None for s in shifts):
+    )
+    if len({s % filler.period for s in shifts}) != filler.period:
         return None
-    return PadTable(tuple(shifts))  # type: ignore[arg-type]
+    return PadTable(shifts)

@@ -148,7 +148,7 @@ def choose_pads(
     weights: Sequence[float],
     period: int,
     reliability: Callable[[int], float],
-    pad_table: PadTable,
+    pad_tables: Sequence[PadTable],
     pad_cost: float,
     slack: int,
 ) -> tuple[int, ...]:
@@ -156,16 +156,20 @@ def choose_pads(
 
     ``key_positions[i]`` are chunk i's key token positions when no chunk is
     padded; ``reliability(position)`` is the expected accuracy of a key token
-    there; ``slack`` is the number of tokens the budget leaves for padding.
+    there; ``pad_tables[i]`` gives the tokens added by k filler units before
+    chunk i; ``slack`` is the number of tokens the budget leaves for padding.
     Each chunk's k is one of the smallest k reaching each residue mod ``period``.
     """
-    options = _pad_options(pad_table, period)
+    cache: dict[int, tuple[tuple[int, int], ...]] = {}
     ks: list[int] = []
     shift_so_far = 0
-    for keys, weight in zip(key_positions, weights, strict=True):
+    for keys, weight, table in zip(key_positions, weights, pad_tables, strict=True):
         if not keys or weight <= 0:
             ks.append(0)
             continue
+        if id(table) not in cache:
+            cache[id(table)] = _pad_options(table, period)
+        options = cache[id(table)]
         per_key = weight / len(keys)
         best_k, best_value, best_shift = 0, None, 0
         for k, shift in options:

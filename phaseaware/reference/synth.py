@@ -2,9 +2,9 @@
 
 A sequence is exactly what the chat template renders for one user turn plus
 the answer: ``<bos> <|user|> CONTEXT QUESTION <|assistant|> NUMBER <eos>``.
-CONTEXT mixes filler sentences with 2-4 records (distinct names); a short
-filler fragment absorbs the leftover length so key positions cover every
-residue. All positions and lengths are in tokens (one word = one token).
+CONTEXT mixes filler sentences with records (distinct names); 1-3 short
+fragments of filler nouns ending in ``.`` (like calibration's pad zones)
+absorb the leftover length, so key positions cover every residue. All positions and lengths are in tokens (one word = one token).
 """
 
 from __future__ import annotations
@@ -45,6 +45,15 @@ def _fragment(rng: np.random.Generator, n_tokens: int) -> str:
     return " ".join([*words, "."])
 
 
+def _split(rng: np.random.Generator, total: int) -> list[int]:
+    """``total`` tokens as 1-3 positive fragment sizes (none when ``total`` is 0)."""
+    if total <= 0:
+        return []
+    parts = min(total, int(rng.integers(1, 4)))
+    cuts = sorted(rng.choice(np.arange(1, total), size=parts - 1, replace=False).tolist())
+    return [b - a for a, b in zip([0, *cuts], [*cuts, total], strict=True)]
+
+
 def make_example(rng: np.random.Generator, *, total_tokens: int, n_records: int = 3) -> Example:
     """A sequence of exactly ``total_tokens`` tokens (>= about 48)."""
     names = rng.choice(len(NAMES), size=n_records, replace=False)
@@ -53,11 +62,10 @@ def make_example(rng: np.random.Generator, *, total_tokens: int, n_records: int 
     budget = total_tokens - _FIXED_TOKENS - 8 * n_records
     if budget < 0:
         raise ValueError(f"total_tokens={total_tokens} too small for {n_records} records")
-    units = [filler_sentence(rng) for _ in range(budget // 9)]
-    if budget % 9 >= 2:
-        units.insert(int(rng.integers(len(units) + 1)), _fragment(rng, budget % 9))
-    elif budget % 9 == 1:
-        units.insert(int(rng.integers(len(units) + 1)), ".")
+    n_sentences = max(0, budget // 9 - int(rng.integers(0, 2)))
+    units = [filler_sentence(rng) for _ in range(n_sentences)]
+    for size in _split(rng, budget - 9 * n_sentences):
+        units.insert(int(rng.integers(len(units) + 1)), _fragment(rng, size))
     slots = sorted(rng.choice(len(units) + n_records, size=n_records, replace=False))
     order = list(rng.permutation(n_records))
     target = int(rng.integers(n_records))

@@ -37,9 +37,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from phaseaware.serving.requests import (
     CompletionParams,
+    GenerationResult,
     RequestError,
+    completion_body,
+    error_body,
     parse_chat_request,
     parse_completion_request,
+    parse_json_object,
 )
 
 __all__ = [
@@ -53,19 +57,6 @@ __all__ = [
 ]
 
 _MAX_BODY_BYTES = 64 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class GenerationResult:
-    """One greedy generation: ``text`` (decoded, stop sequence removed),
-    ``completion_tokens`` (generated tokens), ``finish_reason`` (``"stop"`` or
-    ``"length"``) and optional ``logprobs`` already in OpenAI's shape for the
-    endpoint (passed through unchanged)."""
-
-    text: str
-    completion_tokens: int
-    finish_reason: str = "stop"
-    logprobs: Mapping[str, Any] | None = None
 
 
 @runtime_checkable
@@ -249,10 +240,6 @@ def start_server(
     return RunningServer(httpd, state)
 
 
-def _error(status: int, message: str, *, type_: str, param: str | None, code: str | None) -> dict:
-    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "phaseaware-openai/1"
@@ -275,21 +262,25 @@ class _Handler(BaseHTTPRequestHandler):
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         body: Mapping[str, Any] | None = None
-        status = 500
+        status, payload, headers = 500, error_body(500, "internal error", type_="server_error"), {}
         try:
             raw = self._read_body() if method == "POST" else b""
-            body = _parse_json_object(raw)
+            body = parse_json_object(raw)
             status, payload, headers = self._respond_to(index, method, raw, body)
-            self._send_json(status, payload, headers)
-        except ConnectionError:
-            self.close_connection = True  # the client gave up (timeout): nothing to answer
+        except Exception as exc:  # a failing fault hook or a broken read: answer 500
+            payload = error_body(500, f"server error: {type(exc).__name__}", type_="server_error")
         finally:
+            # Log before answering: a client that has its answer can rely on the log.
             with state.lock:
                 state.in_flight -= 1
                 state.handled += 1
                 state.log.append(
                     LoggedRequest(index, method, self.path, body, status, started, time.monotonic())
                 )
+        try:
+            self._send_json(status, payload, headers)
+        except ConnectionError:
+            self.close_connection = True  # the client gave up (timeout): nothing to answer
 
     def _respond_to(
         self, index: int, method: str, raw: bytes, body: Mapping[str, Any] | None
@@ -306,7 +297,7 @@ class _Handler(BaseHTTPRequestHandler):
             message = "Incorrect API key provided (send it as 'Authorization: Bearer <key>')."
             return (
                 401,
-                _error(
+                error_body(
                     401, message, type_="invalid_request_error", param=None, code="invalid_api_key"
                 ),
                 {},
@@ -316,7 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
         except RequestError as exc:
             status, payload = (
                 exc.status,
-                _error(
+                error_body(
                     exc.status,
                     exc.message,
                     type_="invalid_request_error",
@@ -326,7 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         except Exception as exc:  # the engine failed: report it, keep serving
             status = 500
-            payload = _error(
+            payload = error_body(
                 500, f"engine error: {exc}", type_="server_error", param=None, code=None
             )
         return status, payload, {}
@@ -390,7 +381,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             if gate is not None:
                 gate.release()
-        return _completion_payload(params, result, prompt_tokens, self.state.created)
+        return completion_body(params, result, prompt_tokens, self.state.created)
 
     def _authorized(self, api_key: str) -> bool:
         header = self.headers.get("Authorization", "")
@@ -426,43 +417,3 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
-
-
-def _parse_json_object(raw: bytes) -> Mapping[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-_ids = itertools.count(1)
-
-
-def _completion_payload(
-    params: CompletionParams, result: GenerationResult, prompt_tokens: int, created: int
-) -> Mapping[str, Any]:
-    serial = next(_ids)
-    choice: dict[str, Any] = {"index": 0, "finish_reason": result.finish_reason}
-    if params.messages is not None:
-        choice["message"] = {"role": "assistant", "content": result.text}
-        kind, prefix = "chat.completion", "chatcmpl"
-    else:
-        choice["text"] = result.text
-        kind, prefix = "text_completion", "cmpl"
-    choice["logprobs"] = dict(result.logprobs) if result.logprobs is not None else None
-    completion_tokens = int(result.completion_tokens)
-    return {
-        "id": f"{prefix}-{created}-{serial}",
-        "object": kind,
-        "created": int(time.time()),
-        "model": params.model,
-        "choices": [choice],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }

@@ -1,4 +1,4 @@
-"""Validation of OpenAI completion requests for the local server.
+"""The OpenAI wire protocol of the local server: request validation, response bodies.
 
 Turns a decoded JSON body into :class:`CompletionParams` or raises
 :class:`RequestError` carrying the HTTP status, a message that names the bad
@@ -9,14 +9,39 @@ send many optional ones); fields the server cannot honour (``stream``,
 
 from __future__ import annotations
 
+import itertools
+import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CompletionParams", "RequestError", "parse_chat_request", "parse_completion_request"]
+__all__ = [
+    "CompletionParams",
+    "GenerationResult",
+    "RequestError",
+    "completion_body",
+    "error_body",
+    "parse_chat_request",
+    "parse_completion_request",
+    "parse_json_object",
+]
 
 DEFAULT_MAX_TOKENS = 16
 _MAX_STOP = 4
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """One greedy generation: ``text`` (decoded, stop sequence removed),
+    ``completion_tokens`` (generated tokens), ``finish_reason`` (``"stop"`` or
+    ``"length"``) and optional ``logprobs`` already in OpenAI's shape for the
+    endpoint (passed through unchanged)."""
+
+    text: str
+    completion_tokens: int
+    finish_reason: str = "stop"
+    logprobs: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,3 +178,50 @@ def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
     ):
         raise _bad(f"'stop' must be a string or up to {_MAX_STOP} non-empty strings.", "stop")
     return tuple(value)
+
+
+def error_body(
+    status: int, message: str, *, type_: str, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    """The OpenAI error object for an HTTP ``status`` answer."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def parse_json_object(raw: bytes) -> Mapping[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+_ids = itertools.count(1)
+
+
+def completion_body(
+    params: CompletionParams, result: GenerationResult, prompt_tokens: int, created: int
+) -> Mapping[str, Any]:
+    serial = next(_ids)
+    choice: dict[str, Any] = {"index": 0, "finish_reason": result.finish_reason}
+    if params.messages is not None:
+        choice["message"] = {"role": "assistant", "content": result.text}
+        kind, prefix = "chat.completion", "chatcmpl"
+    else:
+        choice["text"] = result.text
+        kind, prefix = "text_completion", "cmpl"
+    choice["logprobs"] = dict(result.logprobs) if result.logprobs is not None else None
+    completion_tokens = int(result.completion_tokens)
+    return {
+        "id": f"{prefix}-{created}-{serial}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": params.model,
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }

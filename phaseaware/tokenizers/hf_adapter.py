@@ -232,9 +232,10 @@ def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) ->
             )
     except TokenizerError:
         raise
-    except (OSError, ValueError, ImportError) as exc:
+    except Exception as exc:  # transformers/tokenizers raise many unrelated types here
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise TokenizerError(
-            f"cannot load Hugging Face tokenizer {target!r} from local files ({exc}); "
+            f"cannot load Hugging Face tokenizer {target!r} from local files ({reason}); "
             "pass a local folder holding tokenizer.json (--tokenizer hf:/path/to/folder); "
             "phaseaware never downloads tokenizers"
         ) from exc

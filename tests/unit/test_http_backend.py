@@ -179,7 +179,7 @@ def test_retries_exhausted_reports_attempts_and_status():
 
 def test_timeout_is_retried():
     def faults(info):
-        return Fault(delay_s=1.0) if info.index == 0 else None
+        return Fault(delay_s=2.0) if info.index == 0 else None
 
     probe = make_probe(6)
     with (
@@ -191,7 +191,7 @@ def test_timeout_is_retried():
         elapsed = time.monotonic() - start
         assert b.retry_count == 1
     assert extract_answer(completion.text) == probe.answer
-    assert elapsed < 1.0  # gave up on the slow attempt instead of waiting it out
+    assert elapsed < 1.8  # gave up on the slow attempt instead of waiting it out
 
 
 def test_timeouts_exhausted_name_timeout_flag():

@@ -1,0 +1,65 @@
+"""Load the shipped reference model (package data, offline) as transformers objects.
+
+Nothing here runs at import: :func:`register` adds the model classes to
+transformers' Auto registries when first needed, so that
+``AutoModelForCausalLM.from_pretrained(model_dir())`` works afterwards.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from phaseaware.errors import PhaseawareError
+from phaseaware.reference.paths import model_dir
+
+__all__ = ["register", "load_reference", "reference_profile_defaults"]
+
+_INSTALL_HINT = "install the extra: pip install 'phaseaware[reference]'"
+
+
+def register() -> None:
+    """Register ``phaseaware-ref`` with AutoConfig/AutoModelForCausalLM (idempotent)."""
+    try:
+        from transformers import AutoConfig, AutoModelForCausalLM
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise PhaseawareError(
+            f"the reference model needs transformers and torch; {_INSTALL_HINT}"
+        ) from exc
+
+    from phaseaware.reference.configuration import PhaseRefConfig
+    from phaseaware.reference.modeling import PhaseRefForCausalLM
+
+    AutoConfig.register(PhaseRefConfig.model_type, PhaseRefConfig, exist_ok=True)
+    AutoModelForCausalLM.register(PhaseRefConfig, PhaseRefForCausalLM, exist_ok=True)
+
+
+def load_reference(device: str = "cpu", *, directory: str | Path | None = None) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of the reference model, in eval mode on ``device``.
+
+    ``directory`` defaults to the package data folder (:func:`model_dir`);
+    nothing is downloaded.
+    """
+    folder = Path(directory) if directory is not None else model_dir()
+    missing = [
+        n
+        for n in ("config.json", "model.safetensors", "tokenizer.json")
+        if not (folder / n).is_file()
+    ]
+    if missing:
+        raise PhaseawareError(
+            f"reference model files {missing} are missing in {folder}; reinstall phaseaware or "
+            "train one with `python -m phaseaware.reference.train --out DIR` and pass directory=DIR"
+        )
+    register()
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True)
+    model = model.to(device).eval()
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
+    return model, tokenizer
+
+
+def reference_profile_defaults() -> dict[str, int]:
+    """The compression geometry the reference model was built with (tokens)."""
+    return {"period": 8, "compress_stride": 8, "compress_window": 8, "local_window": 16}

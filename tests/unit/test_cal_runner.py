@@ -1,0 +1,167 @@
+"""Durable log and runner: resume, torn lines, foreign logs, secrets, planted weak residue."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from phaseaware.calibrate.backends.callable import CallableBackend
+from phaseaware.calibrate.log import read_log
+from phaseaware.calibrate.probes import ProbeSettings
+from phaseaware.calibrate.runner import build_profile_from_log, calibrate
+from phaseaware.cli.main import main
+from phaseaware.errors import BackendError, LogError
+from phaseaware.layouts import get_layout
+from phaseaware.profile_io import load_profile
+from phaseaware.tokenizers import load_tokenizer
+
+TOK = load_tokenizer("tiktoken:cl100k_base")
+LAYOUT = get_layout("chatml", TOK)
+SETTINGS = ProbeSettings(context_tokens=160, n_offsets=8, base_prompts=40, seed=1)
+WEAK = 5
+
+
+def responder(weak: int = WEAK, *, seed: int = 0, log: list[str] | None = None):
+    """Answers right with p=0.95, but p=0.3 when the key token's residue (read by tokenizing
+    the prompt, as a real model would see it) equals ``weak``."""
+    rng = np.random.default_rng(seed)
+
+    def answer(prompt: str) -> str:
+        name = re.findall(r"access code for (\w+) \?", prompt)[-1]
+        match = re.search(rf"access code for {name} is (\d+)", prompt)
+        key = TOK.tokenize(prompt).token_at_char(match.start() + len("access code for "))
+        if log is not None:
+            log.append(prompt)
+        p = 0.3 if key % 8 == weak else 0.95
+        return f"It is {match.group(1)}." if rng.random() < p else "I am not sure."
+
+    return answer
+
+
+def run(tmp_path, fn, **kw):
+    settings = kw.pop("settings", SETTINGS)
+    return calibrate(
+        backend=CallableBackend(fn, name="sim"),
+        tokenizer=TOK,
+        layout=LAYOUT,
+        settings=settings,
+        model="sim-model",
+        template="chatml",
+        log_path=tmp_path / "run.jsonl",
+        period=settings.n_offsets,
+        out_path=tmp_path / "sim.json",
+        **kw,
+    )
+
+
+def test_planted_weak_residue_found(tmp_path):
+    result = run(tmp_path, responder())
+    assert result.analysis.stats.weak_residues == (WEAK,)
+    profile = load_profile(tmp_path / "sim.json")
+    assert profile.provenance.kind == "measured"
+    assert profile.tokenizer.fingerprint == TOK.fingerprint()
+    assert min(range(8), key=lambda r: profile.reliability[r]) == WEAK
+    assert profile.n == (40,) * 8
+    assert profile.length_residue_accuracy.kind == "measured"
+    assert "stats" in profile.extra
+    assert (
+        build_profile_from_log(tmp_path / "run.jsonl").residue_accuracy == profile.residue_accuracy
+    )
+
+
+def test_resume_skips_done_and_tolerates_torn_line(tmp_path):
+    small = ProbeSettings(context_tokens=160, n_offsets=4, base_prompts=3)
+    calls: list[str] = []
+
+    def flaky(prompt: str) -> str:
+        if len(calls) == 10:
+            raise KeyboardInterrupt
+        calls.append(prompt)
+        return "123"
+
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, flaky, settings=small)
+    log = tmp_path / "run.jsonl"
+    _, records = read_log(log)
+    assert len(records) == 10
+    with log.open("a") as handle:  # a kill mid-write leaves half a line
+        handle.write('{"probe_id": "key:2:0", "swe')
+    seen: list[str] = []
+    result = run(tmp_path, responder(log=seen), settings=small)
+    assert result.n_skipped == 10 and result.n_run == 24 - 10 and len(seen) == 14
+    _, records = read_log(log)
+    ids = [r.probe_id for r in records]
+    assert len(ids) == len(set(ids)) == 24
+    again = run(tmp_path, responder(log=seen), settings=small)  # complete: nothing re-runs
+    assert again.n_run == 0 and len(seen) == 14
+
+
+def test_foreign_and_mismatched_logs(tmp_path):
+    log = tmp_path / "run.jsonl"
+    log.write_text("hello world\n")
+    with pytest.raises(LogError, match="--fresh"):
+        run(tmp_path, responder())
+    small = ProbeSettings(context_tokens=160, n_offsets=4, base_prompts=1)
+    run(tmp_path, responder(), settings=small, fresh=True)
+    other = ProbeSettings(context_tokens=160, n_offsets=4, base_prompts=1, seed=9)
+    with pytest.raises(LogError, match="different run.*--log"):
+        run(tmp_path, responder(), settings=other)
+    lines = log.read_text().splitlines()
+    lines.insert(2, "{not json")
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(LogError, match="corrupt"):
+        run(tmp_path, responder(), settings=small)
+
+
+def test_no_api_key_in_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-1234567890")
+    monkeypatch.setenv("PHASEAWARE_API_KEY", "pa-test-SECRET-0987654321")
+    small = ProbeSettings(context_tokens=160, n_offsets=2, base_prompts=1)
+    run(tmp_path, responder(), settings=small)
+    text = (tmp_path / "run.jsonl").read_text()
+    assert "SECRET" not in text
+    header = json.loads(text.splitlines()[0])
+    assert header["schema"] == "phaseaware.calibration-log/v1"
+    assert "api_key" not in json.dumps(header).lower()
+
+
+def test_backend_error_wrapped(tmp_path):
+    def broken(prompt: str) -> str:
+        raise RuntimeError("boom")
+
+    with pytest.raises(BackendError, match="boom"):
+        run(
+            tmp_path,
+            broken,
+            settings=ProbeSettings(context_tokens=160, n_offsets=2, base_prompts=1),
+        )
+
+
+def test_cli_callable_json(tmp_path, monkeypatch, capsys):
+    import sys
+    import types
+
+    module = types.ModuleType("cal_sim_module")
+    module.answer = responder(weak=2)
+    monkeypatch.setitem(sys.modules, "cal_sim_module", module)
+    args = [
+        "calibrate", "--backend", "callable", "--model", "cal_sim_module:answer",
+        "--tokenizer", "tiktoken:cl100k_base", "--template", "chatml",
+        "--context-tokens", "160", "--base-prompts", "40", "--sweeps", "key",
+        "--out", str(tmp_path / "p.json"), "--json",
+    ]  # fmt: skip
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["weak_residues"] == [2] and doc["probes_run"] == 320
+    assert (tmp_path / "p.calibration.jsonl").is_file()
+    assert main(args) == 0  # resumes: nothing left to run
+    assert json.loads(capsys.readouterr().out)["probes_run"] == 0
+
+
+def test_cli_plan(capsys):
+    assert main(["calibrate", "--plan", "--detect-gap", "0.3", "--json", "--sweeps", "key"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["n_probes"] == doc["n_base_prompts"] * 8

@@ -1,0 +1,200 @@
+"""assemble(): errors, budget, determinism, no mutation, measured placements."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+
+import pytest
+
+from phaseaware.assembly import AssemblyOptions, assemble, assemble_from_specs
+from phaseaware.chunks import Chunk
+from phaseaware.errors import (
+    BudgetError,
+    FingerprintMismatchError,
+    InputError,
+    PeriodMismatchError,
+)
+from phaseaware.evidence import first_token_at_char
+from phaseaware.layouts import get_layout
+from phaseaware.profile import TokenizerRef
+from phaseaware.registry import get_profile
+from phaseaware.tokenizers import load_tokenizer
+
+QUESTION = "What is the launch code of Project Tamarind?"
+
+
+@pytest.fixture(scope="module")
+def cl100k():
+    return load_tokenizer("tiktoken:cl100k_base")
+
+
+@pytest.fixture(scope="module")
+def base_profile():
+    return get_profile("deepseek-v4-flash-base")
+
+
+def make_chunks(n: int = 6) -> list[Chunk]:
+    out = []
+    for i in range(n):
+        filler = "Background material about unrelated logistics. " * (3 + 2 * i)
+        out.append(
+            Chunk(
+                text=f"{filler}The launch code of Project Tamarind is {7000 + i}. {filler}",
+                score=round(1.0 - i * 0.1, 2),
+                id=f"doc-{i}",
+            )
+        )
+    return out
+
+
+def run(tokenizer, profile, chunks, **kw):
+    layout = get_layout(kw.pop("layout", "chatml"), tokenizer)
+    kw.setdefault("budget_tokens", 4000)
+    return assemble(
+        chunks, tokenizer=tokenizer, layout=layout, question=QUESTION, profile=profile, **kw
+    )
+
+
+def test_placements_are_measured(cl100k, base_profile) -> None:
+    result = run(cl100k, base_profile, make_chunks())
+    measured = cl100k.tokenize(result.prompt)
+    assert len(measured) == result.token_count <= 4000
+    assert result.prompt.count("<|im_start|>user\n") == 1
+    for p in result.placements:
+        assert p.key_token_positions
+        for t, c, r in zip(p.key_token_positions, p.key_char_offsets, p.residues, strict=True):
+            assert first_token_at_char(measured, c) == t
+            assert t % 8 == r
+        assert result.prompt[p.char_start : p.char_end] in {c.text for c in make_chunks()}
+    # the most relevant chunk sits closest to the question
+    assert result.placements[-1].chunk_id == "doc-0"
+    assert result.expected_accuracy > result.naive_expected_accuracy
+    # keys outside the raw local window avoid the weak residues 3 and 7
+    for p in result.placements:
+        for t, r in zip(p.key_token_positions, p.residues, strict=True):
+            if result.token_count - t > base_profile.local_window:
+                assert r not in (3, 7)
+
+
+def test_deterministic_and_no_mutation(cl100k, base_profile) -> None:
+    chunks = make_chunks()
+    snapshot = copy.deepcopy(chunks)
+    first = run(cl100k, base_profile, chunks)
+    second = run(cl100k, base_profile, list(chunks))
+    assert chunks == snapshot and [c.id for c in chunks] == [c.id for c in snapshot]
+    a = json.dumps(first.to_dict(), ensure_ascii=False)
+    b = json.dumps(second.to_dict(), ensure_ascii=False)
+    assert a == b
+
+
+def test_empty_list_and_whitespace_chunks(cl100k, base_profile) -> None:
+    with pytest.raises(InputError, match="chunks is empty"):
+        run(cl100k, base_profile, [])
+    result = run(cl100k, base_profile, [Chunk("   \n\t", id="blank"), *make_chunks(2)])
+    assert [(d.chunk_id, d.reason) for d in result.dropped] == [("blank", "empty")]
+    only_blank = run(cl100k, base_profile, [Chunk(" ", id="blank")])
+    assert only_blank.placements == () and only_blank.dropped[0].reason == "empty"
+
+
+def test_budget_drops_with_reasons(cl100k, base_profile) -> None:
+    chunks = make_chunks()
+    huge = Chunk("word " * 3000, score=5.0, id="huge")
+    result = run(cl100k, base_profile, [huge, *chunks], budget_tokens=600)
+    assert result.token_count <= 600
+    reasons = {d.chunk_id: d.reason for d in result.dropped}
+    assert reasons["huge"].startswith("over budget: needs 30")
+    placed = {p.chunk_id for p in result.placements}
+    assert placed | set(reasons) == {"huge"} | {c.id for c in chunks}
+    assert not placed & set(reasons)
+    for reason in reasons.values():
+        assert reason.startswith("over budget: needs ")
+
+
+def test_budget_smaller_than_template(cl100k, base_profile) -> None:
+    with pytest.raises(BudgetError, match="budget_tokens=5"):
+        run(cl100k, base_profile, make_chunks(1), budget_tokens=5)
+
+
+def test_evidence_not_found(cl100k, base_profile) -> None:
+    with pytest.raises(InputError, match="'absent' does not occur in chunk 'c1'"):
+        run(cl100k, base_profile, [Chunk("some text", id="c1", evidence=("absent",))])
+
+
+def test_fingerprint_and_period_mismatch(cl100k, base_profile) -> None:
+    wrong = dataclasses.replace(
+        base_profile, tokenizer=TokenizerRef(spec="deepseek-v4", fingerprint="sha256:00")
+    )
+    with pytest.raises(FingerprintMismatchError):
+        run(cl100k, wrong, make_chunks(2))
+    allowed = run(
+        cl100k, wrong, make_chunks(2), options=AssemblyOptions(allow_tokenizer_mismatch=True)
+    )
+    assert allowed.placements
+    with pytest.raises(PeriodMismatchError):
+        run(cl100k, base_profile, make_chunks(2), options=AssemblyOptions(period=4))
+
+
+def test_bad_options() -> None:
+    with pytest.raises(InputError, match="strategy"):
+        AssemblyOptions(strategy="best")
+    with pytest.raises(InputError, match="pad_cost"):
+        AssemblyOptions(pad_cost=-1)
+
+
+def test_length_residue_avoided() -> None:
+    tok = load_tokenizer("deepseek-v4")
+    profile = get_profile("deepseek-v4-flash-0731")
+    effect = profile.length_residue_accuracy
+    bad = {r for r in range(effect.period) if profile.length_factor(1000 * effect.period + r) < 1}
+    assert bad == {3}
+    for n in range(1, 7):  # several lengths so at least one needs the end pad
+        result = run(tok, profile, make_chunks(n), layout="deepseek-v4")
+        assert result.token_count % effect.period not in bad
+        assert result.length_residue == result.token_count % effect.period
+
+
+def test_repeat_restates_top_evidence(cl100k, base_profile) -> None:
+    chunks = make_chunks(4)
+    # given order keeps the top chunk first, far from the question: repeat is worth it
+    result = run(cl100k, base_profile, chunks, options=AssemblyOptions(strategy="none"))
+    assert result.repeat is not None and result.repeat.chunk_id == "doc-0"
+    assert "7000" in result.repeat.text and result.repeated_tokens > 0
+    measured = cl100k.tokenize(result.prompt)
+    for t, c in zip(result.repeat.key_token_positions, result.repeat.key_char_offsets, strict=True):
+        assert first_token_at_char(measured, c) == t
+        assert result.token_count - t <= base_profile.local_window
+    off = run(cl100k, base_profile, chunks, options=AssemblyOptions(strategy="none", repeat=False))
+    assert off.repeat is None and result.expected_accuracy >= off.expected_accuracy
+
+
+def test_no_profile_and_pad_off(cl100k) -> None:
+    result = run(cl100k, None, make_chunks(5), layout="none")
+    assert result.padding_tokens == 0 and result.profile is None
+    assert result.placements[-1].chunk_id == "doc-0" and result.placements[0].chunk_id == "doc-1"
+    assert result.messages is None
+    base = get_profile("deepseek-v4-flash-base")
+    off = run(cl100k, base, make_chunks(5), options=AssemblyOptions(pad=False, repeat=False))
+    assert off.padding_tokens == 0
+
+
+def test_from_specs_and_dict_keys() -> None:
+    result = assemble_from_specs(
+        make_chunks(3),
+        tokenizer="tiktoken:o200k_base",
+        layout="chatml",
+        question=QUESTION,
+        profile="deepseek-v4-flash-base",
+        budget_tokens=3000,
+        options=AssemblyOptions(allow_tokenizer_mismatch=True),
+    )
+    d = result.to_dict()
+    for key in (
+        "prompt", "messages", "token_count", "placements", "padding_tokens", "dropped",
+        "expected_accuracy", "naive_expected_accuracy", "tokenizer", "fingerprint", "layout",
+    ):  # fmt: skip
+        assert key in d
+    assert d["messages"][0]["role"] == "user"
+    for p in d["placements"]:
+        assert {"chunk_id", "key_token_positions", "key_char_offsets", "residues"} <= set(p)
