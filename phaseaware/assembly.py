@@ -148,7 +148,7 @@ def assemble(
         scores=[p.chunk.score for p in setup.prepared],
         costs=[p.tokens + setup.sep_tokens for p in setup.prepared],
         empty=[p.empty for p in setup.prepared],
-        budget_left=setup.budget - setup.n_prefix - setup.n_suffix - _end_reserve(setup),
+        budget_left=max(0, setup.budget - setup.n_prefix - setup.n_suffix - _end_reserve(setup)),
     )
     dropped.update(admission.dropped)
     admitted = list(admission.admitted)
@@ -408,8 +408,7 @@ def _verify(setup: _Setup, plan: _Plan) -> tuple[_Setup, _Plan, _Rendered, Token
         if pads == plan.pads and end_k == plan.end_k:
             return setup, plan, rendered, measured
         if round_ >= rounds:
-            setup = _freeze(setup, plan, pads, end_k)
-            base_keys = _measured_base(setup, plan, rendered, measured)
+            setup = _freeze(setup, plan, pads, end_k)  # base_keys stay measured ones
             pads, end_k = _choose_pads(setup, plan.order, base_keys, length=length, slack=slack)
         plan = _Plan(order=plan.order, pads=pads, repeat=plan.repeat, end_k=end_k)
     ids = [setup.prepared[i].chunk.id for i in plan.order]

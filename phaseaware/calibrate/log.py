@@ -129,7 +129,7 @@ class ProbeRecord:
         )
 
 
-def _split_lines(data: bytes, source: str) -> tuple[list[bytes], int]:
+def _split_lines(data: bytes) -> tuple[list[bytes], int]:
     """Complete lines of ``data`` and the byte length they cover (a torn tail is dropped)."""
     end = data.rfind(b"\n") + 1
     return data[:end].splitlines(), end
@@ -153,7 +153,7 @@ def _read(path: Path) -> tuple[LogHeader, list[ProbeRecord], int]:
         raise LogError(f"calibration log {source} does not exist; check the path") from None
     except OSError as exc:
         raise LogError(f"cannot read calibration log {source}: {exc}") from None
-    lines, good_end = _split_lines(data, source)
+    lines, good_end = _split_lines(data)
     if not lines:
         raise LogError(f"{source} is empty or holds no complete header line; {_FIX}")
     try:

@@ -134,6 +134,8 @@ class HFTokenizer:
         return rendered
 
     def fingerprint(self) -> str:
+        """sha256 over ``(id, token string)`` of the whole vocabulary plus the added tokens
+        (content and special flag); post-processing and chat template are not included."""
         with self._lock:
             if self._fingerprint is None:
                 self._fingerprint = _vocab_fingerprint(self._backend)

@@ -1,0 +1,59 @@
+"""The reference tokenizer and the synthetic training sequences (no weights needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+from phaseaware.calibrate.task import vocabulary  # noqa: E402
+from phaseaware.reference.synth import make_example  # noqa: E402
+from phaseaware.reference.tokenizer_build import SPECIAL_TOKENS, build_tokenizer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
+
+
+def test_every_task_word_and_special_is_one_token(tok):
+    for word in [*vocabulary(), *SPECIAL_TOKENS]:
+        ids = tok(word, add_special_tokens=False)["input_ids"]
+        assert len(ids) == 1, word
+        assert ids[0] != tok.unk_token_id or word == "<unk>", word
+    assert [tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS] == list(range(6))
+
+
+def test_specials_are_parsed_and_nothing_is_added(tok):
+    text = "<bos> <|user|> The access code for Alice is 123 . <|assistant|> 123 <eos>"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert len(ids) == len(text.split())
+    assert tok.decode(ids) == text
+    assert tok(text)["input_ids"] == ids  # the tokenizer never adds BOS/EOS itself
+
+
+def test_chat_template_renders_the_training_prompt(tok):
+    messages = [{"role": "user", "content": "A quiet river . What is the access code for Mina ?"}]
+    rendered = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert rendered == (
+        "<bos> <|user|> A quiet river . What is the access code for Mina ? <|assistant|>"
+    )
+    with pytest.raises(Exception, match="role"):
+        tok.apply_chat_template([{"role": "system", "content": "x"}], tokenize=False)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_synthetic_examples_are_token_exact(tok, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        total = int(rng.integers(96, 257))
+        e = make_example(rng, total_tokens=total, n_records=int(rng.integers(2, 6)))
+        ids = tok(e.text, add_special_tokens=False)["input_ids"]
+        tokens = tok.convert_ids_to_tokens(ids)
+        assert len(ids) == total and tok.unk_token_id not in ids
+        assert tokens[e.key_position] == e.prompt.split()[-3]  # the question's name
+        assert tokens[e.key_position + 2] == e.answer == tokens[e.answer_position]
+        assert tokens[e.answer_position - 1] == "<|assistant|>"
+        assert e.text.startswith(e.prompt) and tokens[-1] == "<eos>"
