@@ -32,13 +32,18 @@ from phaseaware.assembly_result import (
     RepeatPlacement,
     build_result,
 )
-from phaseaware.chunks import Chunk, normalize_chunks
+from phaseaware.chunks import (
+    NO_PAD,
+    Chunk,
+    MeasuredChunk,
+    chunk_pad_tables,
+    measure_chunks,
+    normalize_chunks,
+)
 from phaseaware.errors import BudgetError, InputError, TemplateError, VerificationError
 from phaseaware.evidence import (
     evidence_snippet,
-    find_key_chars,
     first_token_at_char,
-    key_token_indices,
     question_terms,
 )
 from phaseaware.filler import (
@@ -54,8 +59,6 @@ from phaseaware.layouts import PromptLayout
 from phaseaware.profile import Profile
 from phaseaware.tokenizers.base import TokenizedText, Tokenizer
 
-NO_PAD = PadTable((0,))
-
 __all__ = [
     "AssemblyOptions",
     "AssemblyResult",
@@ -64,15 +67,6 @@ __all__ = [
     "assemble",
     "assemble_from_specs",
 ]
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    chunk: Chunk
-    tokens: int  # standalone token count
-    key_chars: tuple[int, ...]  # char offsets of keys in the chunk text
-    key_tokens: tuple[int, ...]  # standalone token index of each key
-    empty: bool
 
 
 @dataclass(frozen=True)
@@ -115,7 +109,7 @@ class _Setup:
     options: AssemblyOptions
     filler: Filler | None  # None: padding off or no profile
     end_table: PadTable | None  # None: no length-residue correction
-    prepared: tuple[_Prepared, ...]
+    prepared: tuple[MeasuredChunk, ...]
     weights: tuple[float, ...]
     chunk_tables: tuple[PadTable, ...]  # tokens added by k units before each input chunk
 
@@ -146,7 +140,7 @@ def assemble(
     dropped: dict[int, str] = {}
     admission = planner.admit(
         scores=[p.chunk.score for p in setup.prepared],
-        costs=[p.tokens + setup.sep_tokens for p in setup.prepared],
+        costs=[p.tokens for p in setup.prepared],
         empty=[p.empty for p in setup.prepared],
         budget_left=max(0, setup.budget - setup.n_prefix - setup.n_suffix - _end_reserve(setup)),
     )
@@ -186,7 +180,9 @@ def _setup(chunks, tokenizer, layout, question, system, profile, budget, options
             f"{n_prefix + n_suffix + 1} or shorten the question"
         )
     terms = question_terms(question)
-    prepared = tuple(_prepare(c, tokenizer, terms, options) for c in normalized)
+    prepared = measure_chunks(
+        normalized, tokenizer=tokenizer, terms=terms, max_keys=options.max_keys_per_chunk
+    )
     filler = end_table = None
     if profile is not None and (options.pad or options.length_pad):
         filler = find_filler(tokenizer, period=profile.period)
@@ -208,55 +204,8 @@ def _setup(chunks, tokenizer, layout, question, system, profile, budget, options
         options=options, filler=filler if options.pad or end_table else None,
         end_table=end_table, prepared=prepared,
         weights=planner.relevance_weights([c.score for c in normalized]),
-        chunk_tables=_chunk_tables(tokenizer, filler if options.pad else None, prepared),
+        chunk_tables=chunk_pad_tables(tokenizer, filler if options.pad else None, prepared),
     )  # fmt: skip
-
-
-def _chunk_tables(tokenizer, filler: Filler | None, prepared) -> tuple[PadTable, ...]:
-    """The filler's pad table, re-measured for chunks whose first char could merge with it.
-
-    A chunk starting with whitespace or punctuation (``"\n\nText"``) may merge
-    with the pad's last token; its table is measured on its own first 48 chars.
-    When that table cannot reach every residue, the chunk is never padded.
-    """
-    if filler is None:
-        return tuple(NO_PAD for _ in prepared)
-    out = []
-    for prep in prepared:
-        text = prep.chunk.text
-        if prep.empty or text[:1].isalnum():
-            out.append(filler.chunk_pad)
-            continue
-        head = CHUNK_SEPARATOR + text[:48]
-        base = len(tokenizer.encode(head))
-        shifts = tuple(
-            len(tokenizer.encode(CHUNK_SEPARATOR + pad_block(filler.unit, k) + text[:48])) - base
-            for k in range(len(filler.chunk_pad.shifts))
-        )
-        reachable = {x % filler.period for x in shifts}
-        ok = len(reachable) == filler.period and all(x >= 0 for x in shifts)
-        out.append(PadTable(shifts) if ok else NO_PAD)
-    return tuple(out)
-
-
-def _prepare(chunk: Chunk, tokenizer: Tokenizer, terms, options: AssemblyOptions) -> _Prepared:
-    if not chunk.text.strip():
-        return _Prepared(chunk=chunk, tokens=0, key_chars=(), key_tokens=(), empty=True)
-    tokenized = tokenizer.tokenize(chunk.text)
-    key_chars = find_key_chars(
-        chunk.text,
-        chunk_id=chunk.id or "",
-        evidence=chunk.evidence,
-        terms=terms,
-        max_keys=options.max_keys_per_chunk,
-    )
-    return _Prepared(
-        chunk=chunk,
-        tokens=len(tokenized),
-        key_chars=key_chars,
-        key_tokens=key_token_indices(tokenized, key_chars),
-        empty=False,
-    )
 
 
 def _end_reserve(setup: _Setup) -> int:
@@ -267,7 +216,7 @@ def _end_reserve(setup: _Setup) -> int:
 
 
 def _initial_plan(setup: _Setup, admitted: Sequence[int]) -> _Plan:
-    """Order, repeat and pads from standalone token counts (verified later)."""
+    """Order, repeat and pads from the in-context token counts (verified later)."""
     scores = [p.chunk.score for p in setup.prepared]
     order = planner.order_chunks(
         admitted=admitted,
@@ -286,15 +235,13 @@ def _initial_plan(setup: _Setup, admitted: Sequence[int]) -> _Plan:
 
 
 def _estimated_base(setup: _Setup, order: Sequence[int]) -> tuple[list[tuple[int, ...]], int]:
-    """Key positions with no padding (from standalone counts) and context tokens."""
+    """Key positions with no padding (from in-context counts) and context tokens."""
     keys: list[tuple[int, ...]] = []
     pos = setup.n_prefix
-    for j, i in enumerate(order):
-        if j:
-            pos += setup.sep_tokens
+    for i in order:
         keys.append(tuple(pos + t for t in setup.prepared[i].key_tokens))
         pos += setup.prepared[i].tokens
-    return keys, pos - setup.n_prefix
+    return keys, pos - setup.n_prefix - setup.sep_tokens  # the last chunk has no separator
 
 
 def _choose_repeat(setup: _Setup, order, base_keys, used: int) -> _Repeat | None:
@@ -354,9 +301,25 @@ def _choose_pads(setup: _Setup, order, base_keys, *, length: int, slack: int):
 
 
 def _reliability(profile: Profile | None, length: int) -> Callable[[int], float]:
+    """Expected accuracy of a key token at position t in a prompt of ``length`` tokens.
+
+    Equals ``profile.position_reliability(min(t, length - 1), prompt_length=length)``
+    (a unit test checks this), from per-residue tables so planning stays O(1) per key.
+    """
     if profile is None:
         return lambda t: planner.default_position_reliability(t, prompt_length=length)
-    return lambda t: profile.position_reliability(min(t, length - 1), prompt_length=length)
+    factor = profile.length_factor(length)
+    values = [profile.residue_reliability(r) * factor for r in range(profile.period)]
+    best, period, window = max(values), profile.period, profile.local_window
+    last = length - 1
+
+    def reliability(t: int) -> float:
+        t = min(t, last)
+        if window is not None and length - t <= window:
+            return best
+        return values[t % period]
+
+    return reliability
 
 
 def _render(setup: _Setup, plan: _Plan) -> _Rendered:

@@ -4,7 +4,7 @@
 final prompt into an ``AssemblyResult``; every position it reports comes from
 that tokenization. ``naive_expected_accuracy`` is the baseline of the same
 chunks in the given order, no padding, no repeat, same budget; its positions
-are estimated from per-chunk token counts (the naive prompt is not rendered).
+are estimated from the in-context per-chunk token counts (the naive prompt is not rendered).
 """
 
 from __future__ import annotations
@@ -291,16 +291,15 @@ def _naive(setup) -> float | None:
     prep = setup.prepared
     admission = planner.admit(
         scores=[p.chunk.score for p in prep],
-        costs=[p.tokens + setup.sep_tokens for p in prep],
+        costs=[p.tokens for p in prep],
         empty=[p.empty for p in prep],
         budget_left=setup.budget - setup.n_prefix - setup.n_suffix,
         in_given_order=True,
     )
     positions: dict[int, list[int]] = {}
     pos = setup.n_prefix
-    for j, i in enumerate(admission.admitted):
-        pos += setup.sep_tokens if j else 0
+    for i in admission.admitted:
         positions[i] = [pos + t for t in prep[i].key_tokens]
         pos += prep[i].tokens
-    rel = _reliability(setup.profile, pos + setup.n_suffix)
+    rel = _reliability(setup.profile, max(1, pos - setup.sep_tokens + setup.n_suffix))
     return _overall(setup, {i: _mean([rel(t) for t in ts]) for i, ts in positions.items()})

@@ -1,4 +1,4 @@
-"""The input type of assembly: one retrieved chunk of text.
+"""The input type of assembly (one retrieved chunk) and its in-context measurement.
 
 Framework-free on purpose: the LangChain and LlamaIndex adapters build
 ``Chunk`` objects from their Documents/Nodes and map results back by ``id``.
@@ -11,8 +11,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phaseaware.errors import InputError
+from phaseaware.evidence import find_key_chars, first_token_at_char
+from phaseaware.filler import CHUNK_SEPARATOR, Filler, PadTable, pad_block
+from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["Chunk", "normalize_chunks"]
+__all__ = [
+    "Chunk",
+    "MeasuredChunk",
+    "NO_PAD",
+    "normalize_chunks",
+    "measure_chunks",
+    "chunk_pad_tables",
+]
+
+NO_PAD = PadTable((0,))  # a chunk that must not be padded
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -84,4 +97,93 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
                 evidence=evidence,
             )
         )
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class MeasuredChunk:
+    """A chunk measured in context: its token cost and key tokens (see ``measure_chunks``)."""
+
+    chunk: Chunk
+    tokens: int  # standalone token count
+    key_chars: tuple[int, ...]  # char offsets of keys in the chunk text
+    key_tokens: tuple[int, ...]  # standalone token index of each key
+    empty: bool
+
+
+def measure_chunks(
+    chunks: Sequence[Chunk], *, tokenizer: Tokenizer, terms: Sequence[str], max_keys: int
+) -> tuple[MeasuredChunk, ...]:
+    """Token cost and key tokens of every chunk from ONE tokenization.
+
+    The non-empty chunks are joined as ``SEP c0 SEP c1 ... SEP`` and tokenized
+    once, so each chunk is measured in the context it will have (after a
+    separator, followed by one). ``tokens`` counts the chunk plus its trailing
+    separator; ``key_tokens`` are relative to the chunk's first token.
+    """
+    key_chars: list[tuple[int, ...]] = []
+    parts: list[str] = [CHUNK_SEPARATOR]
+    starts: list[int] = []
+    pos = len(CHUNK_SEPARATOR)
+    for chunk in chunks:
+        empty = not chunk.text.strip()
+        key_chars.append(
+            ()
+            if empty
+            else find_key_chars(
+                chunk.text,
+                chunk_id=chunk.id or "",
+                evidence=chunk.evidence,
+                terms=terms,
+                max_keys=max_keys,
+            )
+        )
+        starts.append(-1 if empty else pos)
+        if not empty:
+            parts += [chunk.text, CHUNK_SEPARATOR]
+            pos += len(chunk.text) + len(CHUNK_SEPARATOR)
+    joined = tokenizer.tokenize("".join(parts))
+    first = [first_token_at_char(joined, s) if s >= 0 else -1 for s in starts]
+    following = [t for t in first if t >= 0][1:] + [len(joined)]
+    out: list[MeasuredChunk] = []
+    nonempty = 0
+    for chunk, start, first_token, keys in zip(chunks, starts, first, key_chars, strict=True):
+        if start < 0:
+            out.append(
+                MeasuredChunk(chunk=chunk, tokens=0, key_chars=(), key_tokens=(), empty=True)
+            )
+            continue
+        key_tokens = tuple(first_token_at_char(joined, start + c) - first_token for c in keys)
+        tokens = following[nonempty] - first_token
+        nonempty += 1
+        out.append(MeasuredChunk(chunk, tokens, keys, key_tokens, empty=False))
+    return tuple(out)
+
+
+def chunk_pad_tables(
+    tokenizer: Tokenizer, filler: Filler | None, prepared: Sequence[MeasuredChunk]
+) -> tuple[PadTable, ...]:
+    """The filler's pad table, re-measured for chunks whose first char could merge with it.
+
+    A chunk starting with whitespace or punctuation (``"\n\nText"``) may merge
+    with the pad's last token; its table is measured on its own first 48 chars.
+    When that table cannot reach every residue, the chunk is never padded.
+    """
+    if filler is None:
+        return tuple(NO_PAD for _ in prepared)
+    out = []
+    for prep in prepared:
+        text = prep.chunk.text
+        if prep.empty or text[:1].isalnum():
+            out.append(filler.chunk_pad)
+            continue
+        head = CHUNK_SEPARATOR + text[:48]
+        base = len(tokenizer.encode(head))
+        shifts = tuple(
+            len(tokenizer.encode(CHUNK_SEPARATOR + pad_block(filler.unit, k) + text[:48])) - base
+            for k in range(len(filler.chunk_pad.shifts))
+        )
+        reachable = {x % filler.period for x in shifts}
+        ok = len(reachable) == filler.period and all(x >= 0 for x in shifts)
+        out.append(PadTable(shifts) if ok else NO_PAD)
     return tuple(out)

@@ -19,12 +19,17 @@ pytestmark = pytest.mark.slow
 
 CONTEXT = (
     "A quiet river waits near the old garden . "
+    "Every bright station fades beyond every silver valley . "
+    "That late tower rests behind one narrow market . "
+    "One small kitchen turns beside that open harbor . "
     "The access code for Priya is 317 . "
     "The busy market moves beyond that cold tower . "
     "The access code for Hugo is 204 . "
     "One green lamp rests under every silver bridge . "
     "Every narrow station sleeps across a wooden valley . "
     "That early meadow grows behind the heavy window . "
+    "The wooden letter falls across one busy station . "
+    "A distant train drifts under that gentle forest . "
 )
 
 

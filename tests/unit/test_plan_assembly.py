@@ -198,3 +198,14 @@ def test_from_specs_and_dict_keys() -> None:
     assert d["messages"][0]["role"] == "user"
     for p in d["placements"]:
         assert {"chunk_id", "key_token_positions", "key_char_offsets", "residues"} <= set(p)
+
+
+@pytest.mark.parametrize("name", ["deepseek-v4-flash-base", "deepseek-v4-flash-0731"])
+def test_fast_reliability_matches_profile(name) -> None:
+    from phaseaware.assembly import _reliability
+
+    profile = get_profile(name)
+    for length in (50, 131, 1003):
+        rel = _reliability(profile, length)
+        for t in range(length):
+            assert rel(t) == pytest.approx(profile.position_reliability(t, prompt_length=length))

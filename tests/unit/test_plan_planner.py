@@ -38,7 +38,11 @@ def test_admit_chunk_longer_than_budget_dropped_not_raised() -> None:
 
 def test_admit_in_given_order() -> None:
     adm = planner.admit(
-        scores=[0.1, 0.9], costs=[60, 60], empty=[False, False], budget_left=100, in_given_order=True
+        scores=[0.1, 0.9],
+        costs=[60, 60],
+        empty=[False, False],
+        budget_left=100,
+        in_given_order=True,
     )
     assert adm.admitted == (0,)
     assert adm.dropped == ((1, "over budget: needs 60 tokens, 40 left"),)
@@ -47,12 +51,20 @@ def test_admit_in_given_order() -> None:
 def test_order_strategies() -> None:
     scores = [0.2, 0.9, 0.5, 0.7, 0.1]
     admitted = [1, 3, 2, 0, 4]
-    assert planner.order_chunks(admitted=admitted, scores=scores, strategy="none", has_profile=True) == (0, 1, 2, 3, 4)
-    assert planner.order_chunks(admitted=admitted, scores=scores, strategy="relevance", has_profile=True) == (1, 3, 2, 0, 4)
+    assert planner.order_chunks(
+        admitted=admitted, scores=scores, strategy="none", has_profile=True
+    ) == (0, 1, 2, 3, 4)
+    assert planner.order_chunks(
+        admitted=admitted, scores=scores, strategy="relevance", has_profile=True
+    ) == (1, 3, 2, 0, 4)
     # with a profile the most relevant sits next to the question (last)
-    assert planner.order_chunks(admitted=admitted, scores=scores, strategy="reorder", has_profile=True) == (4, 0, 2, 3, 1)
+    assert planner.order_chunks(
+        admitted=admitted, scores=scores, strategy="reorder", has_profile=True
+    ) == (4, 0, 2, 3, 1)
     # without: relevance at both ends, least relevant in the middle, top last
-    lost = planner.order_chunks(admitted=admitted, scores=scores, strategy="reorder", has_profile=False)
+    lost = planner.order_chunks(
+        admitted=admitted, scores=scores, strategy="reorder", has_profile=False
+    )
     assert lost[-1] == 1 and lost[0] == 3 and lost[2] == 4
     with pytest.raises(InputError, match="strategy"):
         planner.order_chunks(admitted=admitted, scores=scores, strategy="magic", has_profile=False)
@@ -136,12 +148,18 @@ def test_choose_length_pad_avoids_bad_residue() -> None:
         length=103, length_factor=lambda n: factor[n % 4], pad_table=LINEAR, slack=10
     )
     assert k == 1
-    assert planner.choose_length_pad(
-        length=102, length_factor=lambda n: factor[n % 4], pad_table=LINEAR, slack=10
-    ) == 0
-    assert planner.choose_length_pad(
-        length=103, length_factor=lambda n: factor[n % 4], pad_table=LINEAR, slack=0
-    ) == 0
+    assert (
+        planner.choose_length_pad(
+            length=102, length_factor=lambda n: factor[n % 4], pad_table=LINEAR, slack=10
+        )
+        == 0
+    )
+    assert (
+        planner.choose_length_pad(
+            length=103, length_factor=lambda n: factor[n % 4], pad_table=LINEAR, slack=0
+        )
+        == 0
+    )
 
 
 def test_relevance_weights() -> None:

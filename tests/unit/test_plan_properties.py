@@ -26,7 +26,11 @@ from phaseaware.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
 
 SPECS = ("tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4")
-LAYOUTS = {"tiktoken:cl100k_base": "chatml", "tiktoken:o200k_base": "none", "deepseek-v4": "deepseek-v4"}
+LAYOUTS = {
+    "tiktoken:cl100k_base": "chatml",
+    "tiktoken:o200k_base": "none",
+    "deepseek-v4": "deepseek-v4",
+}
 QUESTION = "Where was the Zorbia treaty of 1848 signed?"
 
 
@@ -112,7 +116,9 @@ chunk_text = st.one_of(
         st.sampled_from([" Zorbia ", "treaty", " 1848.", "ZORBIA", "\n\nZorbia"]),
     ),
 )
-chunk_lists = st.lists(st.tuples(chunk_text, st.floats(0, 1, allow_nan=False)), min_size=1, max_size=7)
+chunk_lists = st.lists(
+    st.tuples(chunk_text, st.floats(0, 1, allow_nan=False)), min_size=1, max_size=7
+)
 
 
 def check(spec: str, items, budget: int, strategy: str) -> None:
@@ -141,7 +147,11 @@ def check(spec: str, items, budget: int, strategy: str) -> None:
     for j, p in enumerate(result.placements):
         assert result.prompt[p.char_start : p.char_end] == texts[p.chunk_id]
         between = result.prompt[cursor : p.char_start]
-        assert (between == "" or re.fullmatch(f"(?:{unit})+\n", between)) if j == 0 else gap.fullmatch(between)
+        assert (
+            (between == "" or re.fullmatch(f"(?:{unit})+\n", between))
+            if j == 0
+            else gap.fullmatch(between)
+        )
         cursor = p.char_end
         for t, c, r in zip(p.key_token_positions, p.key_char_offsets, p.residues, strict=True):
             assert char_to_token[c] == t and t % 8 == r
@@ -152,7 +162,9 @@ def check(spec: str, items, budget: int, strategy: str) -> None:
     if result.repeat is not None:
         assert tail.startswith(CHUNK_SEPARATOR + result.repeat.text)
         tail = tail[len(CHUNK_SEPARATOR + result.repeat.text) :]
-        for t, c in zip(result.repeat.key_token_positions, result.repeat.key_char_offsets, strict=True):
+        for t, c in zip(
+            result.repeat.key_token_positions, result.repeat.key_char_offsets, strict=True
+        ):
             assert char_to_token[c] == t
     assert tail == "" or re.fullmatch(f"\n(?:{unit})+", tail)
     again = assemble(chunks, budget_tokens=budget, **kw)

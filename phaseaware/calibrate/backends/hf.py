@@ -285,7 +285,8 @@ def _load_reference() -> Any:
     except ImportError:
         load_reference = None
     if load_reference is not None:
-        return load_reference()
+        loaded = load_reference()
+        return loaded[0] if isinstance(loaded, tuple) else loaded
     from phaseaware.reference.modeling import PhaseRefForCausalLM
     from phaseaware.reference.paths import model_dir
 
