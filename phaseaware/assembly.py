@@ -1,17 +1,21 @@
 """Token-exact, phase-aware assembly of retrieved chunks into one prompt.
 
-``assemble`` tokenizes every chunk once, plans (``planner``), renders the
+``assemble`` tokenizes all chunks once (in one call, each in the context it
+will have: after a separator, followed by one), plans (``planner``), renders the
 prompt through the layout, tokenizes the final prompt once and measures where
 every key token landed (char offset of the key in the prompt → token, via
 ``TokenizedText.token_at_char``). It then re-plans from the *measured* base
 positions; if the plan is unchanged (a fixed point) the placement is
-confirmed, otherwise the changed pads are rendered and measured again, at most
-``max_repair_rounds`` times, else ``VerificationError``. Reported positions,
-residues and token counts are always the measured ones.
+confirmed, otherwise the changed pads are rendered and measured again. After
+``max_repair_rounds`` rounds, chunks whose padding still moves are frozen
+unpadded; if no fixed point is reached then, ``VerificationError``. Reported
+positions, residues and token counts are always the measured ones.
 
 Context layout (``SEP`` = ``"\\n\\n"``)::
 
-    chunk_1 SEP [pad] chunk_2 SEP ... [pad] chunk_n [SEP repeat-block] [end pad]
+    [pad] chunk_1 SEP [pad] chunk_2 SEP ... [pad] chunk_n [SEP repeat-block] [end pad]
+
+    pad = filler_unit * k + "\n"    end pad = "\n" + filler_unit * k
 
 Invariants: every admitted chunk text appears verbatim once (plus the declared
 repeat); ``token_count <= budget_tokens``; same input → byte-identical output;
@@ -43,7 +47,6 @@ from phaseaware.chunks import (
 from phaseaware.errors import BudgetError, InputError, TemplateError, VerificationError
 from phaseaware.evidence import (
     evidence_snippet,
-    first_token_at_char,
     question_terms,
 )
 from phaseaware.filler import (
@@ -188,11 +191,10 @@ def _setup(chunks, tokenizer, layout, question, system, profile, budget, options
         filler = find_filler(tokenizer, period=profile.period)
         effect = profile.length_residue_accuracy
         if options.length_pad and effect is not None:
-            end_filler = filler if effect.period == profile.period else None
-            end_filler = end_filler or find_filler(tokenizer, period=effect.period)
             end_table = measure_end_pad(
                 tokenizer,
-                end_filler,
+                unit=filler.unit,
+                period=effect.period,
                 context_tail="the end.",
                 suffix=suffix,
                 max_k=2 * effect.period,
@@ -409,7 +411,7 @@ def _measured_base(setup, plan, rendered, measured) -> list[tuple[int, ...]]:
     for i, k, start in zip(plan.order, plan.pads, rendered.chunk_starts, strict=True):
         shift += setup.table(i).shifts[k]
         keys = setup.prepared[i].key_chars
-        out.append(tuple(first_token_at_char(measured, offset + start + c) - shift for c in keys))
+        out.append(tuple(measured.token_at_char(offset + start + c) - shift for c in keys))
     return out
 
 

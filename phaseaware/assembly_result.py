@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from phaseaware import planner
 from phaseaware.errors import InputError
-from phaseaware.evidence import first_token_at_char
 from phaseaware.filler import CHUNK_SEPARATOR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,7 +54,20 @@ class AssemblyOptions:
     max_repair_rounds: int = 3
 
     def __post_init__(self) -> None:
-        if self.strategy not in planner.STRATEGIES:
+        for name in ("pad", "repeat", "length_pad", "allow_tokenizer_mismatch"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(
+                    f"options.{name} must be true or false, got {getattr(self, name)!r}"
+                )
+        for name in ("max_keys_per_chunk", "repeat_max_chars", "max_repair_rounds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"options.{name} must be an integer, got {value!r}")
+        if isinstance(self.pad_cost, bool) or not isinstance(self.pad_cost, int | float):
+            raise InputError(f"options.pad_cost must be a number, got {self.pad_cost!r}")
+        if not isinstance(self.repeat_label, str):
+            raise InputError(f"options.repeat_label must be a string, got {self.repeat_label!r}")
+        if not isinstance(self.strategy, str) or self.strategy not in planner.STRATEGIES:
             raise InputError(
                 f"options.strategy={self.strategy!r} is unknown; use one of "
                 f"{', '.join(planner.STRATEGIES)}"
@@ -69,7 +81,9 @@ class AssemblyOptions:
             raise InputError(
                 f"options.max_repair_rounds must be >= 0, got {self.max_repair_rounds}"
             )
-        if self.period is not None and (isinstance(self.period, bool) or self.period < 1):
+        if self.period is not None and (
+            isinstance(self.period, bool) or not isinstance(self.period, int) or self.period < 1
+        ):
             raise InputError(f"options.period must be an int >= 1, got {self.period!r}")
 
 
@@ -224,14 +238,15 @@ def _placement(setup, measured, rel, period, order, i, rendered, rank) -> Placem
     start = len(setup.prefix) + rendered.chunk_starts[order]
     end = start + len(prep.chunk.text)
     chars = tuple(start + c for c in prep.key_chars)
-    positions = tuple(first_token_at_char(measured, c) for c in chars)
+    positions = tuple(measured.token_at_char(c) for c in chars)
+    span = measured.token_span(start, end)
     return Placement(
         chunk_id=prep.chunk.id,
         order=order,
         rank=rank,
         score=prep.chunk.score,
-        token_start=first_token_at_char(measured, start),
-        token_end=measured.token_at_char(end - 1) + 1,
+        token_start=span[0],
+        token_end=span[1],
         char_start=start,
         char_end=end,
         padding_tokens=0,
@@ -260,12 +275,13 @@ def _repeat_placement(setup, plan, rendered, measured, rel, period) -> RepeatPla
     start = len(setup.prefix) + rendered.repeat_start
     end = start + len(plan.repeat.text)
     chars = tuple(start + c for c in plan.repeat.key_chars)
-    positions = tuple(first_token_at_char(measured, c) for c in chars)
+    positions = tuple(measured.token_at_char(c) for c in chars)
+    span = measured.token_span(start, end)
     return RepeatPlacement(
         chunk_id=setup.prepared[plan.repeat.index].chunk.id,
         text=plan.repeat.text,
-        token_start=first_token_at_char(measured, start),
-        token_end=measured.token_at_char(end - 1) + 1,
+        token_start=span[0],
+        token_end=span[1],
         key_token_positions=positions,
         key_char_offsets=chars,
         residues=tuple(t % period for t in positions) if period else (),

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from phaseaware.errors import InputError
-from phaseaware.evidence import first_token_at_char
 from phaseaware.profile import Profile
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -111,7 +110,7 @@ def audit_prompt(
         occurrences: list[Occurrence] = []
         start = prompt_text.find(item)
         while start >= 0 and len(occurrences) < max_occurrences:
-            position = first_token_at_char(tokenized, start)
+            position = tokenized.token_at_char(start)
             occurrences.append(
                 Occurrence(
                     char_offset=start,

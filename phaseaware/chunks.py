@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phaseaware.errors import InputError
-from phaseaware.evidence import find_key_chars, first_token_at_char
+from phaseaware.evidence import find_key_chars
 from phaseaware.filler import CHUNK_SEPARATOR, Filler, PadTable, pad_block
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -143,7 +143,7 @@ def measure_chunks(
             parts += [chunk.text, CHUNK_SEPARATOR]
             pos += len(chunk.text) + len(CHUNK_SEPARATOR)
     joined = tokenizer.tokenize("".join(parts))
-    first = [first_token_at_char(joined, s) if s >= 0 else -1 for s in starts]
+    first = [joined.token_at_char(s) if s >= 0 else -1 for s in starts]
     following = [t for t in first if t >= 0][1:] + [len(joined)]
     out: list[MeasuredChunk] = []
     nonempty = 0
@@ -153,7 +153,7 @@ def measure_chunks(
                 MeasuredChunk(chunk=chunk, tokens=0, key_chars=(), key_tokens=(), empty=True)
             )
             continue
-        key_tokens = tuple(first_token_at_char(joined, start + c) - first_token for c in keys)
+        key_tokens = tuple(joined.token_at_char(start + c) - first_token for c in keys)
         tokens = following[nonempty] - first_token
         nonempty += 1
         out.append(MeasuredChunk(chunk, tokens, keys, key_tokens, empty=False))

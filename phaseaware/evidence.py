@@ -21,7 +21,6 @@ __all__ = [
     "STOPWORDS",
     "question_terms",
     "find_key_chars",
-    "first_token_at_char",
     "key_token_indices",
     "evidence_snippet",
 ]
@@ -91,22 +90,9 @@ def find_key_chars(
     return tuple(sorted(offsets)[:max_keys])
 
 
-def first_token_at_char(tokenized: TokenizedText, char_offset: int) -> int:
-    """Index of the token holding the *first byte* of character ``char_offset``.
-
-    Same as ``tokenized.token_at_char`` except when byte-level tokens split
-    that character: then several tokens start at it and this returns the first.
-    """
-    index = tokenized.token_at_char(char_offset)
-    starts = tokenized.starts
-    while index > 0 and starts[index - 1] == char_offset:
-        index -= 1
-    return index
-
-
 def key_token_indices(tokenized: TokenizedText, char_offsets: Sequence[int]) -> tuple[int, ...]:
     """Token index (within ``tokenized``) holding the first byte of each char offset."""
-    return tuple(first_token_at_char(tokenized, offset) for offset in char_offsets)
+    return tuple(tokenized.token_at_char(offset) for offset in char_offsets)
 
 
 def evidence_snippet(text: str, char_offset: int, *, max_chars: int) -> tuple[int, int]:

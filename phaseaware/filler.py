@@ -161,20 +161,20 @@ def find_filler(tokenizer: Tokenizer, *, period: int) -> Filler:
 
 
 def measure_end_pad(
-    tokenizer: Tokenizer, filler: Filler, *, context_tail: str, suffix: str, max_k: int
+    tokenizer: Tokenizer, *, unit: str, period: int, context_tail: str, suffix: str, max_k: int
 ) -> PadTable | None:
     """Tokens added by ``end_pad(k)`` between ``context_tail`` and ``suffix``, k = 0..max_k.
 
     The suffix may merge with the pad's last unit (``" .\n\n"``), so only the
     total count is tabulated; assembly re-measures the real prompt length and
     re-plans until the end pad is a fixed point. None if some residue mod
-    ``filler.period`` cannot be reached.
+    ``period`` cannot be reached.
     """
     base = len(tokenizer.encode(context_tail + suffix))
     shifts = tuple(
-        len(tokenizer.encode(context_tail + end_pad(filler.unit, k) + suffix)) - base
+        len(tokenizer.encode(context_tail + end_pad(unit, k) + suffix)) - base
         for k in range(max_k + 1)
     )
-    if len({s % filler.period for s in shifts}) != filler.period:
+    if len({s % period for s in shifts}) != period:
         return None
     return PadTable(shifts)

@@ -41,9 +41,9 @@ from phaseaware.filler import PadTable
 
 __all__ = [
     "STRATEGIES",
-    "Dropped",
     "Admission",
     "relevance_weights",
+    "relevance_rank",
     "admit",
     "order_chunks",
     "choose_pads",
@@ -52,14 +52,6 @@ __all__ = [
 ]
 
 STRATEGIES = ("reorder", "relevance", "none")
-
-
-@dataclass(frozen=True)
-class Dropped:
-    """A chunk left out of the prompt and why."""
-
-    chunk_id: str
-    reason: str
 
 
 @dataclass(frozen=True)

@@ -82,8 +82,10 @@ class LogHeader:
 class ProbeRecord:
     """One completed probe. Positions and lengths are in tokens of the run's tokenizer.
 
-    ``key_position``: absolute index of the target key token (BOS = 0);
-    ``prompt_tokens``: prompt length; ``elapsed``: seconds the backend took
+    ``key_position``: absolute index of the target key token (BOS = 0) as the
+    model sees it, i.e. phaseaware's count plus the header's
+    ``settings["position_offset"]`` (tokens a server adds itself, e.g. BOS);
+    ``prompt_tokens``: prompt length, shifted the same way; ``elapsed``: seconds the backend took
     (for a batched group, the group's time divided among its probes).
     """
 

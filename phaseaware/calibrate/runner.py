@@ -7,6 +7,16 @@ per line) and, at the end, builds the profile from the log and saves it
 atomically. Interrupting a run (Ctrl-C, a crash) leaves a usable log; running
 the same command again resumes it.
 
+Server-added tokens (``position_offset``): when the server puts
+``position_offset`` tokens of its own (typically a BOS) in front of the prompt
+phaseaware rendered, the model sees every token ``position_offset`` positions
+later, so every residue shifts. The log therefore stores positions *as the
+model sees them*: ``key_position`` and ``prompt_tokens`` of each record are
+phaseaware's counts plus ``position_offset`` (which the header's settings
+record, so a resume with another offset is refused as a different run, and the
+profile's ``extra["position_offset"]`` repeats). A profile measured this way
+is in the model's absolute positions: apply it to prompts served the same way.
+
 ``build_profile_from_log`` is the single place where outcomes become
 statistics: key-sweep outcomes by key residue (``key_position mod period``),
 length-sweep outcomes by length residue (``prompt_tokens mod period``), both as
@@ -69,13 +79,18 @@ def make_header(
     template: str,
     period: int | None,
     model_info: dict[str, Any] | None = None,
+    position_offset: int = 0,
 ) -> LogHeader:
-    """The log header of a run; ``period=None`` means detect it (offsets = ``n_offsets``)."""
+    """The log header of a run; ``period=None`` means detect it (offsets = ``n_offsets``).
+
+    ``position_offset``: tokens the server adds before the prompt (see module docstring).
+    """
     doc = {
         **settings.to_dict(),
         "period": period if period is not None else "auto",
         "template": template,
         "backend": backend,
+        "position_offset": int(position_offset),
     }
     return LogHeader(
         fingerprint=run_fingerprint(
@@ -128,14 +143,26 @@ def calibrate(
     fresh: bool = False,
     progress: ProgressFn | None = None,
     allow_missing: bool = False,
+    position_offset: int | None = None,
 ) -> CalibrationResult:
     """Run (or resume) a calibration and return its profile (saved to ``out_path`` if given).
 
     ``period=None`` sweeps offsets ``0..settings.n_offsets-1`` and detects the period.
     ``allow_missing``: probes the backend gives no completion for stay pending
     (batch ingestion) instead of raising ``CalibrationError``.
+    ``position_offset``: tokens the server adds before each prompt (BOS); ``None``
+    takes the backend's ``prompt_token_offset`` (0 if it has none). Logged
+    positions are shifted by it (see module docstring).
     """
     from phaseaware.profile_io import save_profile
+
+    if position_offset is None:
+        position_offset = int(getattr(backend, "prompt_token_offset", 0) or 0)
+    if position_offset < 0:
+        raise CalibrationError(
+            f"the prompt token offset must be >= 0 (tokens the server adds, e.g. 1 for a BOS), "
+            f"got {position_offset} (--prompt-token-offset)"
+        )
 
     if period is not None and period > settings.n_offsets:
         raise CalibrationError(
@@ -150,6 +177,7 @@ def calibrate(
         template=template,
         period=period,
         model_info=getattr(backend, "model_info", None),
+        position_offset=position_offset,
     )
     total = settings.base_prompts * settings.probes_per_base
     n_run = 0
@@ -177,8 +205,8 @@ def calibrate(
                     sweep=probe.sweep,
                     base_index=probe.base_index,
                     offset=probe.offset,
-                    key_position=probe.key_position,
-                    prompt_tokens=probe.prompt_tokens,
+                    key_position=probe.key_position + position_offset,
+                    prompt_tokens=probe.prompt_tokens + position_offset,
                     correct=judge(probe, completion.text),
                     expected=probe.answer,
                     completion=completion.text,
@@ -287,7 +315,11 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
         f"{settings['distractors']} distractors, template {settings['template']!r}, "
         f"seed {settings['seed']}; greedy answer judged by its first number"
     )
-    extra: dict[str, Any] = {"stats": stats.to_dict(), "run_fingerprint": header.fingerprint}
+    extra: dict[str, Any] = {
+        "stats": stats.to_dict(),
+        "run_fingerprint": header.fingerprint,
+        "position_offset": int(settings.get("position_offset", 0)),
+    }
     if analysis.length_stats is not None:
         extra["length_stats"] = analysis.length_stats.to_dict()
     if analysis.detection is not None:

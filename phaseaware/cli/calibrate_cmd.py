@@ -87,6 +87,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
     add("--endpoint", choices=("chat", "completions"), default="chat", help="openai endpoint")
     add("--concurrency", type=int, default=4, help="--backend openai: requests in flight")
+    add(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="--backend openai: seconds per HTTP attempt (default 60)",
+    )
+    add(
+        "--max-retries",
+        type=int,
+        default=5,
+        help="--backend openai: retries of 408/409/429/5xx/timeouts per request (default 5)",
+    )
+    add(
+        "--prompt-token-offset",
+        type=int,
+        default=0,
+        help="openai/--ingest: tokens the server adds before each prompt itself (e.g. 1 for "
+        "a BOS); logged positions shift by it (default 0)",
+    )
+    add(
+        "--no-prompt-token-check",
+        action="store_true",
+        help="openai/--ingest: do not compare the server's usage.prompt_tokens with "
+        "phaseaware's count (unsafe: a template mismatch then goes unnoticed)",
+    )
     add("--emit-batch", help="write pending probes as an OpenAI batch input file and exit")
     add("--ingest", help="read an OpenAI batch output file instead of calling a model")
 
@@ -95,8 +120,19 @@ def run(args: argparse.Namespace) -> int:
     from phaseaware.calibrate.probes import ProbeSettings
     from phaseaware.errors import CalibrationError
 
+    served = args.backend == "openai" or bool(args.ingest or args.emit_batch)
     if args.backend == "openai" and not args.tokenizer:
         raise CalibrationError("--backend openai needs --tokenizer (the served model's tokenizer)")
+    if args.prompt_token_offset < 0:
+        raise CalibrationError(
+            f"--prompt-token-offset must be >= 0 (tokens the server adds, e.g. 1 for a BOS), "
+            f"got {args.prompt_token_offset}"
+        )
+    if args.prompt_token_offset and not served:
+        raise CalibrationError(
+            f"--prompt-token-offset applies to --backend openai and batch files only; "
+            f"--backend {args.backend} sees exactly phaseaware's tokens"
+        )
     sweeps = tuple(s.strip() for s in args.sweeps.split(",") if s.strip())
     reference = args.backend == "hf" and args.model is None
     settings = ProbeSettings(
@@ -191,7 +227,14 @@ def _backend(args: argparse.Namespace, tokenizer: Any) -> Any:
         from phaseaware.calibrate.backends.openai_http import OpenAIBackend
 
         return OpenAIBackend(
-            args.base_url, args.model, endpoint=args.endpoint, concurrency=args.concurrency
+            args.base_url,
+            args.model,
+            endpoint=args.endpoint,
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+            prompt_token_offset=args.prompt_token_offset,
+            expected_prompt_tokens_check=not args.no_prompt_token_check,
         )
     import importlib
 
@@ -202,19 +245,6 @@ def _backend(args: argparse.Namespace, tokenizer: Any) -> Any:
         raise CalibrationError("--backend callable needs --model module:function")
     fn = getattr(importlib.import_module(module_name), attr)
     return CallableBackend(fn, name=args.model)
-
-
-class _Results:
-    """A backend that replays completions read from a batch output file."""
-
-    def __init__(self, completions: dict[str, Any], name: str) -> None:
-        self.completions, self.name, self.model_info = completions, name, {}
-
-    def complete(self, group: Any) -> Any:
-        return (self.completions[r.probe_id] for r in group if r.probe_id in self.completions)
-
-    def close(self) -> None:
-        return None
 
 
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
@@ -228,30 +258,33 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     layout = get_layout(template, tokenizer)
     out = Path(args.out) if args.out else DEFAULT_FOLDER / profile_filename(name)
     log = Path(args.log) if args.log else out.with_name(out.stem + ".calibration.jsonl")
+    run = {
+        "tokenizer": tokenizer,
+        "layout": layout,
+        "settings": settings,
+        "model": name,
+        "template": template,
+        "log_path": log,
+        "period": args.period,
+        "fresh": args.fresh,
+    }
     if args.emit_batch:
-        return _emit(args, settings, tokenizer, layout, name)
-    if args.ingest:
-        from phaseaware.calibrate.backends.batch import read_batch_results
+        from phaseaware.cli.calibrate_batch import emit
 
-        results = read_batch_results(args.ingest)
-        backend: Any = _Results(dict(results.completions), "openai-batch")
-    else:
-        backend = _backend(args, tokenizer)
+        return emit(args, run)
+    if args.ingest:
+        from phaseaware.cli.calibrate_batch import ingest
+
+        return ingest(args, run, out)
+    backend = _backend(args, tokenizer)
     progress = _Progress()
     try:
         result = calibrate(
             backend=backend,
-            tokenizer=tokenizer,
-            layout=layout,
-            settings=settings,
-            model=name,
-            template=template,
-            log_path=log,
-            period=args.period,
             out_path=out,
-            fresh=args.fresh,
             progress=progress,
-            allow_missing=bool(args.ingest),
+            position_offset=args.prompt_token_offset,
+            **run,
         )
     except KeyboardInterrupt:
         progress.finish()
@@ -267,23 +300,6 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     from phaseaware.cli.calibrate_report import print_report
 
     print_report(result, as_json=args.json, plot=args.plot)
-    return 0
-
-
-def _emit(args: argparse.Namespace, settings: Any, tokenizer: Any, layout: Any, name: str) -> int:
-    from phaseaware.calibrate.backends.batch import emit_batch
-    from phaseaware.calibrate.probes import iter_groups
-
-    requests = [
-        p.request(max_tokens=settings.max_tokens)
-        for g in iter_groups(tokenizer=tokenizer, layout=layout, settings=settings)
-        for p in g.probes
-    ]
-    count = emit_batch(requests, args.emit_batch, model=args.model or name, endpoint=args.endpoint)
-    print(
-        f"wrote {count} requests to {args.emit_batch}; after the batch finishes run the same "
-        f"command with --ingest <output file> instead of --emit-batch"
-    )
     return 0
 
 

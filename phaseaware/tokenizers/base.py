@@ -35,10 +35,30 @@ class TokenizedText:
         return len(self.ids)
 
     def token_at_char(self, char_offset: int) -> int:
-        """Index of the token that contains character ``char_offset``."""
+        """Index of the first token that contains character ``char_offset``.
+
+        A character split across several byte-level tokens belongs to all of
+        them; the first one (holding its first byte) is returned, which is the
+        token a key beginning at that character starts in.
+        """
         if not 0 <= char_offset < len(self.text):
             raise IndexError(f"char offset {char_offset} outside text of {len(self.text)} chars")
+        first = bisect.bisect_left(self.starts, char_offset)
+        if first < len(self.starts) and self.starts[first] == char_offset:
+            return first
         return bisect.bisect_right(self.starts, char_offset) - 1
+
+    def token_span(self, char_start: int, char_end: int) -> tuple[int, int]:
+        """Tokens ``[first, end)`` that cover characters ``[char_start, char_end)``.
+
+        ``first`` holds the first byte of ``char_start``; ``end - 1`` is the last
+        token holding a byte of ``char_end - 1``. The span is non-empty.
+        """
+        if not 0 <= char_start < char_end <= len(self.text):
+            raise IndexError(
+                f"char span [{char_start}, {char_end}) invalid for text of {len(self.text)} chars"
+            )
+        return self.token_at_char(char_start), bisect.bisect_right(self.starts, char_end - 1)
 
     def char_span(self, index: int) -> tuple[int, int]:
         """Character span ``[start, end)`` covered by token ``index``."""

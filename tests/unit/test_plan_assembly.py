@@ -16,7 +16,6 @@ from phaseaware.errors import (
     InputError,
     PeriodMismatchError,
 )
-from phaseaware.evidence import first_token_at_char
 from phaseaware.layouts import get_layout
 from phaseaware.profile import TokenizerRef
 from phaseaware.registry import get_profile
@@ -65,7 +64,7 @@ def test_placements_are_measured(cl100k, base_profile) -> None:
     for p in result.placements:
         assert p.key_token_positions
         for t, c, r in zip(p.key_token_positions, p.key_char_offsets, p.residues, strict=True):
-            assert first_token_at_char(measured, c) == t
+            assert measured.token_at_char(c) == t
             assert t % 8 == r
         assert result.prompt[p.char_start : p.char_end] in {c.text for c in make_chunks()}
     # the most relevant chunk sits closest to the question
@@ -141,6 +140,12 @@ def test_bad_options() -> None:
         AssemblyOptions(strategy="best")
     with pytest.raises(InputError, match="pad_cost"):
         AssemblyOptions(pad_cost=-1)
+    with pytest.raises(InputError, match="pad_cost must be a number"):
+        AssemblyOptions(pad_cost="cheap")
+    with pytest.raises(InputError, match="options.pad must be true or false"):
+        AssemblyOptions(pad="yes")
+    with pytest.raises(InputError, match="options.period"):
+        AssemblyOptions(period=2.5)
 
 
 def test_length_residue_avoided() -> None:
@@ -163,7 +168,7 @@ def test_repeat_restates_top_evidence(cl100k, base_profile) -> None:
     assert "7000" in result.repeat.text and result.repeated_tokens > 0
     measured = cl100k.tokenize(result.prompt)
     for t, c in zip(result.repeat.key_token_positions, result.repeat.key_char_offsets, strict=True):
-        assert first_token_at_char(measured, c) == t
+        assert measured.token_at_char(c) == t
         assert result.token_count - t <= base_profile.local_window
     off = run(cl100k, base_profile, chunks, options=AssemblyOptions(strategy="none", repeat=False))
     assert off.repeat is None and result.expected_accuracy >= off.expected_accuracy
@@ -209,3 +214,37 @@ def test_fast_reliability_matches_profile(name) -> None:
         rel = _reliability(profile, length)
         for t in range(length):
             assert rel(t) == pytest.approx(profile.position_reliability(t, prompt_length=length))
+
+
+@pytest.mark.parametrize("spec", ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4"])
+def test_filler_is_exact_and_cached(spec) -> None:
+    from phaseaware.filler import CHUNK_SEPARATOR, find_filler, pad_block
+
+    tok = load_tokenizer(spec)
+    filler = find_filler(tok, period=8)
+    assert filler.unit.strip() and find_filler(tok, period=8) is filler
+    assert len(filler.chunk_pad.shifts) == 17
+    before, after = "Some text." + CHUNK_SEPARATOR, "Next chunk"
+    base = tok.encode(before + after)
+    for k, shift in enumerate(filler.chunk_pad.shifts):
+        padded = tok.encode(before + pad_block(filler.unit, k) + after)
+        assert len(padded) - len(base) == shift
+        assert padded[-len(tok.encode(after)) :] == tok.encode(after)
+
+
+def test_audit_prompt_reports_missing_and_length(cl100k) -> None:
+    from phaseaware.audit import audit_prompt
+
+    profile = get_profile("deepseek-v4-flash-0731")
+    text = "alpha beta gamma. The code is 4471. " * 3
+    result = audit_prompt(text, tokenizer=cl100k, profile=profile, evidence=["4471", "absent"])
+    found, missing = result.evidence
+    assert missing.found is False and missing.occurrences == ()
+    assert len(found.occurrences) == 3
+    measured = cl100k.tokenize(text)
+    for occ in found.occurrences:
+        assert measured.token_at_char(occ.char_offset) == occ.token_position
+        assert occ.residue == occ.token_position % profile.period
+    assert result.length.residue == len(measured) % 4
+    with pytest.raises(InputError, match="evidence"):
+        audit_prompt(text, tokenizer=cl100k, profile=profile, evidence=[])

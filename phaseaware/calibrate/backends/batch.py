@@ -122,12 +122,14 @@ def read_batch_results(
     *,
     requests: Iterable[ProbeRequest] | None = None,
     prompt_token_offset: int = 0,
+    check_prompt_tokens: bool = True,
 ) -> BatchResults:
     """Read a batch output file (lines in any order) into completions and errors.
 
-    With ``requests``, each line's ``usage.prompt_tokens`` (when present) must
-    equal the request's ``prompt_tokens + prompt_token_offset``, unknown
-    custom_ids are errors and absent ones are listed in ``missing``.
+    With ``requests``, each line's ``usage.prompt_tokens`` (when present and
+    ``check_prompt_tokens``) must equal the request's ``prompt_tokens +
+    prompt_token_offset``, unknown custom_ids are errors and absent ones are
+    listed in ``missing``.
     """
     expected = {r.probe_id: r for r in requests} if requests is not None else None
     try:
@@ -141,7 +143,8 @@ def read_batch_results(
             continue
         custom_id, outcome = _parse_line(raw)
         if isinstance(outcome, Completion):
-            outcome = _check(outcome, expected, prompt_token_offset, completions)
+            offset = prompt_token_offset if check_prompt_tokens else None
+            outcome = _check(outcome, expected, offset, completions)
         if isinstance(outcome, str):
             errors.append(BatchLineError(number, custom_id, outcome))
         else:
@@ -230,9 +233,10 @@ def _completion_from_body(custom_id: str, body: Mapping[str, Any]) -> Completion
 def _check(
     completion: Completion,
     expected: Mapping[str, ProbeRequest] | None,
-    offset: int,
+    offset: int | None,
     seen: Mapping[str, Completion],
 ) -> Completion | str:
+    """``completion`` if usable, else why not; ``offset=None`` skips the token check."""
     previous = seen.get(completion.probe_id)
     if previous is not None and previous != completion:
         return "duplicate custom_id with a different result"
@@ -242,7 +246,7 @@ def _check(
     if request is None:
         return "custom_id matches no probe of this run"
     reported = completion.reported_prompt_tokens
-    if reported is not None and reported != request.prompt_tokens + offset:
+    if offset is not None and reported is not None and reported != request.prompt_tokens + offset:
         shown = f"{request.prompt_tokens}" + (f" (+{offset} offset)" if offset else "")
         return (
             f"server counted {reported} prompt tokens, phaseaware counted {shown}: wrong "

@@ -16,8 +16,9 @@ Token check: the server's ``usage.prompt_tokens`` must equal
 ``request.prompt_tokens + prompt_token_offset``. A mismatch means the server
 tokenizes or templates the prompt differently from phaseaware, so every
 measured position (and residue) would be wrong. An offset of 1 is for
-servers that add BOS themselves; note that it also shifts every absolute
-position by one.
+servers that add BOS themselves; it also shifts every absolute position,
+so the runner logs key positions and prompt lengths shifted by it (see
+:mod:`phaseaware.calibrate.runner`). Negative offsets are refused.
 
 The API key comes from ``api_key``, else ``PHASEAWARE_API_KEY``, else
 ``OPENAI_API_KEY``. It is never stored on the backend, logged, or put in a
@@ -90,6 +91,15 @@ class OpenAIBackend:
         seed: int | None = None,
     ) -> None:
         _validate(base_url, model, endpoint, concurrency, max_retries, timeout, backoff_base_s)
+        if isinstance(prompt_token_offset, bool) or not isinstance(prompt_token_offset, int):
+            raise BackendError(
+                f"--prompt-token-offset must be an integer, got {prompt_token_offset!r}"
+            )
+        if prompt_token_offset < 0:
+            raise BackendError(
+                f"--prompt-token-offset must be >= 0 (tokens the server adds itself, e.g. 1 "
+                f"for a BOS), got {prompt_token_offset}"
+            )
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.endpoint = endpoint
