@@ -30,3 +30,16 @@ def test_cli_help_exits_zero() -> None:
 def test_cli_without_command_is_usage_error() -> None:
     proc = subprocess.run([sys.executable, "-m", "phaseaware"], capture_output=True, text=True)
     assert proc.returncode == 2
+
+
+def test_public_names_resolve() -> None:
+    import phaseaware
+
+    for name in phaseaware.__all__:
+        assert getattr(phaseaware, name) is not None, name
+
+
+def test_all_lists_every_lazy_export() -> None:
+    import phaseaware
+
+    assert sorted(phaseaware._EXPORTS) == sorted(set(phaseaware.__all__) - {"__version__"})
