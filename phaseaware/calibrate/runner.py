@@ -205,7 +205,7 @@ def calibrate(
                     sweep=probe.sweep,
                     base_index=probe.base_index,
                     offset=probe.offset,
-                    key_position=probe.key_position,
+                    key_position=probe.key_position + position_offset,
                     prompt_tokens=probe.prompt_tokens + position_offset,
                     correct=judge(probe, completion.text),
                     expected=probe.answer,

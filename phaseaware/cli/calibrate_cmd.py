@@ -8,6 +8,13 @@ paths are printed. Re-running the same command resumes from the log. Install a
 profile for lookup by name with ``phaseaware profile`` (user profile folder).
 API keys for ``--backend openai`` come from ``PHASEAWARE_API_KEY`` or
 ``OPENAI_API_KEY`` and are never written to the log.
+
+``--backend openai`` checks every answer's ``usage.prompt_tokens`` against
+phaseaware's count (``--no-prompt-token-check`` turns that off). A server that
+adds tokens itself (a BOS) needs ``--prompt-token-offset N``; the model then
+sees every token N positions later, so the log and profile record positions
+shifted by N (``profile.extra["position_offset"]``). ``--emit-batch`` and
+``--ingest`` (see :mod:`phaseaware.cli.calibrate_batch`) do the same offline.
 """
 
 from __future__ import annotations

@@ -165,3 +165,25 @@ def test_cli_plan(capsys):
     assert main(["calibrate", "--plan", "--detect-gap", "0.3", "--json", "--sweeps", "key"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["n_probes"] == doc["n_base_prompts"] * 8
+
+
+def test_negative_position_offset_refused(tmp_path):
+    from phaseaware.errors import CalibrationError
+
+    small = ProbeSettings(context_tokens=160, n_offsets=2, base_prompts=1)
+    with pytest.raises(CalibrationError, match="--prompt-token-offset"):
+        run(tmp_path, responder(), settings=small, position_offset=-1)
+
+
+def test_position_offset_shifts_logged_positions(tmp_path):
+    small = ProbeSettings(context_tokens=160, n_offsets=4, base_prompts=2, sweeps=("key",))
+    plain = run(tmp_path / "a", responder(), settings=small)
+    shifted = run(tmp_path / "b", responder(), settings=small, position_offset=3)
+    _, a = read_log(plain.log_path)
+    _, b = read_log(shifted.log_path)
+    pairs = {r.probe_id: r for r in a}
+    for r in b:
+        assert r.key_position == pairs[r.probe_id].key_position + 3
+        assert r.prompt_tokens == pairs[r.probe_id].prompt_tokens + 3
+    assert shifted.profile.extra["position_offset"] == 3
+    assert plain.profile.extra["position_offset"] == 0
