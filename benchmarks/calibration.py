@@ -1,8 +1,13 @@
 """Calibration throughput: probes/second for a full key-residue sweep, with and without
 prefix-cache reuse + batching (HF backend, CPU, one thread).
 
-    python benchmarks/calibration.py [--model PATH|reference] [--context-tokens N]
+    python benchmarks/calibration.py [--model PATH|reference] [--context-tokens N [N ...]]
         [--base-prompts B] [--period P] [--max-tokens T]
+
+One table row per (context length, mode); lengths the model's window cannot hold
+are reported as skipped. Generation stops as soon as the answer's number is
+complete, and the expected answer is teacher-forced as an exact speculative
+draft (see ``phaseaware.calibrate.backends.hf``), in both modes alike.
 
 Uses the reference model when its weights are shipped, else the SmolLM2-135M GGUF.
 Both modes run the same probes; the script checks they give the same answers.
@@ -14,6 +19,7 @@ import argparse
 import importlib.util
 import time
 from pathlib import Path
+from typing import Any
 
 
 def _default_model() -> str | None:
@@ -29,7 +35,7 @@ def _default_model() -> str | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="auto")
-    parser.add_argument("--context-tokens", type=int, default=400)
+    parser.add_argument("--context-tokens", type=int, nargs="+", default=[400, 1000])
     parser.add_argument("--base-prompts", type=int, default=2)
     parser.add_argument("--period", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=12)
@@ -44,15 +50,28 @@ def main() -> None:
     model = {"auto": _default_model(), "reference": None}.get(args.model, args.model)
     tokenizer = load_tokenizer(default_tokenizer_spec(model))
     layout = get_layout("hf", tokenizer)
-    settings = ProbeSettings(
-        context_tokens=args.context_tokens,
-        n_offsets=args.period,
-        base_prompts=args.base_prompts,
-        sweeps=("key",),
-        max_tokens=args.max_tokens,
-    )
-    groups = list(iter_groups(tokenizer=tokenizer, layout=layout, settings=settings))
     backend = load_hf_backend(model, tokenizer, threads=args.threads)
+    window = backend.max_positions
+    print(f"model: {backend.name}  kv_cache: {backend.kv_cache}  period: {args.period}  "
+          f"base prompts: {args.base_prompts}  max tokens: {args.max_tokens}")  # fmt: skip
+    print(f"{'context':>7} {'mode':<28} {'probes':>6} {'seconds':>8} {'probes/s':>9} "
+          f"{'speed-up':>8} {'same answers':>12}")  # fmt: skip
+    for context in args.context_tokens:
+        if window is not None and context + args.max_tokens > window:
+            print(f"{context:>7} skipped: the model's window is {window} tokens")
+            continue
+        settings = ProbeSettings(
+            context_tokens=context,
+            n_offsets=args.period,
+            base_prompts=args.base_prompts,
+            sweeps=("key",),
+            max_tokens=args.max_tokens,
+        )
+        groups = list(iter_groups(tokenizer=tokenizer, layout=layout, settings=settings))
+        _measure(backend, groups, args.max_tokens, context)
+
+
+def _measure(backend: Any, groups: list[Any], max_tokens: int, context: int) -> None:
     rows, answers = [], {}
     for label, reuse, batch in (("full recompute, one by one", False, False),
                                 ("prefix reuse + batching", True, True)):  # fmt: skip
@@ -60,7 +79,7 @@ def main() -> None:
         count, start = 0, time.perf_counter()
         texts = {}
         for group in groups:
-            requests = [p.request(max_tokens=args.max_tokens) for p in group.probes]
+            requests = [p.request(max_tokens=max_tokens) for p in group.probes]
             for completion in backend.complete(requests):
                 texts[completion.probe_id] = completion.text
                 count += 1
@@ -68,12 +87,10 @@ def main() -> None:
         rows.append((label, count, seconds, count / seconds))
         answers[label] = texts
     same = len({tuple(sorted(t.items())) for t in answers.values()}) == 1
-    print(f"model: {backend.name}  kv_cache: {backend.kv_cache}  context: {args.context_tokens} "
-          f"tokens  period: {args.period}  base prompts: {args.base_prompts}")  # fmt: skip
-    print(f"{'mode':<28} {'probes':>6} {'seconds':>8} {'probes/s':>9}")
     for label, count, seconds, rate in rows:
-        print(f"{label:<28} {count:>6} {seconds:>8.2f} {rate:>9.3f}")
-    print(f"speed-up: {rows[1][3] / rows[0][3]:.2f}x   identical answers: {same}")
+        speed = rate / rows[0][3]
+        print(f"{context:>7} {label:<28} {count:>6} {seconds:>8.2f} {rate:>9.3f} "
+              f"{speed:>7.2f}x {str(same):>12}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

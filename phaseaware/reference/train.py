@@ -32,7 +32,7 @@ def _batch(rng: np.random.Generator, tok, size: int, min_len: int, max_len: int)
         make_example(
             rng,
             total_tokens=int(rng.integers(min_len, max_len + 1)),
-            n_records=int(rng.integers(2, 6)),
+            n_records=int(rng.integers(2, 9)),
         )
         for _ in range(size)
     ]
@@ -98,7 +98,7 @@ def heldout(seed: int, n: int, min_len: int, max_len: int, local_window: int = 1
         e = make_example(
             rng,
             total_tokens=int(rng.integers(min_len, max_len + 1)),
-            n_records=int(rng.integers(2, 6)),
+            n_records=int(rng.integers(2, 9)),
         )
         if e.answer_position - 1 - e.key_position >= local_window + PERIOD:
             out.append(e)

@@ -11,7 +11,15 @@ target record. With a model that returns a KV cache (``DynamicCache``), that
 shared prefix is computed once; each batch of variants gets a deep copy of the
 prefix cache (repeated to the batch size) and only its own suffix is computed.
 Variants of equal length (the key sweep) are batched; identical prompts (key
-offset 0 = length offset 0) are computed once. Models that return no cache
+offset 0 = length offset 0) are computed once.
+
+Answer draft (exact speculative decoding): the expected answer is fed after the
+prompt in the same pass that scores its log-likelihood. Greedy tokens are read
+off that pass for as long as they agree with the answer, plus the next one;
+they are exactly what step-by-step greedy decoding would produce, so a reply
+that completes within them ("104 .") needs no decode step, and any other reply
+continues decoding from where it diverged. Judging is unchanged: the greedy
+text's first number must equal the answer. Models that return no cache
 (the reference model: compressed attention is recomputed from position 0) fall
 back to full recompute, still batched; ``model_info["kv_cache"]`` says which.
 """
@@ -181,10 +189,11 @@ class HFBackend:
         torch = _torch()
         answer_ids = [answers[ids] for ids in batch]
         same_answer_len = len({len(a) for a in answer_ids}) == 1 and len(answer_ids[0]) > 0
-        extra = answer_ids[0][:-1] if same_answer_len else ()
-        # Teacher-force all answer tokens but the last together with the prompt: one pass
-        # yields the greedy first token and the answer's log-likelihood.
-        rows = [list(ids[prefix_len:]) + list(extra) for ids in batch]
+        draft = answer_ids[0] if same_answer_len else ()
+        # Teacher-force the answer after the prompt: one pass yields the answer's
+        # log-likelihood and, read as a speculative draft, the exact greedy tokens as far
+        # as the model agrees with the answer (plus the one after), often the whole reply.
+        rows = [list(ids[prefix_len:]) + list(draft) for ids in batch]
         inputs = torch.tensor(rows)
         cache = None
         if self.kv_cache and prefix_cache is not None:
@@ -199,30 +208,60 @@ class HFBackend:
             for i, a in enumerate(answer_ids):
                 steps = logits[i, n_prompt - 1 : n_prompt - 1 + len(a)]
                 logprobs[i] = float(steps[torch.arange(len(a)), torch.tensor(a)].sum())
-        first = logits[:, n_prompt - 1].argmax(-1)
-        if cache is not None and extra:
-            _crop(cache, len(batch[0]))
-        generated = self._greedy(batch, first, cache, max_new)
+        greedy = logits[:, n_prompt - 1 : n_prompt + len(draft)].argmax(-1).tolist()
+        known = [_accepted(row, draft) for row in greedy]
+        generated = self._greedy(batch, known, cache, len(batch[0]) + len(draft), max_new)
         return [self.tokenizer.decode(g) for g in generated], logprobs
 
+    def _take(self, generated: list[int], token: int) -> bool:
+        """Append a greedy ``token``; True when the reply is complete (EOS or a whole number)."""
+        if token in self.eos_ids:
+            return True
+        generated.append(token)
+        return bool(_DONE.search(self.tokenizer.decode(generated)))
+
     def _greedy(
-        self, batch: list[tuple[int, ...]], first: Any, cache: Any, max_new: int
+        self,
+        batch: list[tuple[int, ...]],
+        known: list[list[int]],
+        cache: Any,
+        cache_len: int,
+        max_new: int,
     ) -> list[list[int]]:
+        """Greedy replies; ``known[i]``: row i's first greedy tokens (already exact).
+
+        Rows whose reply completes within their known tokens need no decode step.
+        The others restart from the shortest known run ``m`` (those tokens equal the
+        draft in every row, so the cache is cropped to prompt + ``m - 1`` tokens).
+        """
         torch = _torch()
         generated: list[list[int]] = [[] for _ in batch]
-        done = [False] * len(batch)
-        current = first
-        sequences = torch.tensor([list(ids) for ids in batch])
-        for step in range(max_new):
-            for i, token in enumerate(current.tolist()):
-                if done[i]:
-                    continue
-                if token in self.eos_ids:
-                    done[i] = True
-                    continue
-                generated[i].append(token)
-                if _DONE.search(self.tokenizer.decode(generated[i])):
-                    done[i] = True
+        open_rows = []
+        for i, tokens in enumerate(known):
+            trial: list[int] = []
+            done = any(self._take(trial, t) for t in tokens[:max_new]) or len(trial) >= max_new
+            if done:
+                generated[i] = trial
+            else:
+                open_rows.append(i)
+        if not open_rows:
+            return generated
+        m = min(len(known[i]) for i in open_rows)
+        for i in open_rows:
+            generated[i] = list(known[i][: m - 1])
+        keep = len(batch[0]) + m - 1
+        if cache is not None:
+            if len(open_rows) < len(batch):
+                cache.batch_select_indices(torch.tensor(open_rows))
+            if cache_len > keep:
+                _crop(cache, keep)
+        sequences = torch.tensor([list(batch[i]) + known[i][: m - 1] for i in open_rows])
+        current = torch.tensor([known[i][m - 1] for i in open_rows])
+        done = [False] * len(open_rows)
+        for step in range(m - 1, max_new):
+            for j, token in enumerate(current.tolist()):
+                if not done[j]:
+                    done[j] = self._take(generated[open_rows[j]], token)
             if all(done) or step == max_new - 1:
                 break
             if cache is not None:
@@ -232,6 +271,17 @@ class HFBackend:
                 logits, _ = _forward(self.model, sequences, use_cache=False)
             current = logits[:, -1].argmax(-1)
         return generated
+
+
+def _accepted(greedy: list[int], draft: tuple[int, ...]) -> list[int]:
+    """The greedy tokens a teacher-forced pass proves: up to and including the first
+    disagreement with ``draft`` (or the token after the whole draft)."""
+    out = []
+    for j, token in enumerate(greedy):
+        out.append(token)
+        if j < len(draft) and token != draft[j]:
+            break
+    return out
 
 
 def _common_prefix(sequences: list[tuple[int, ...]]) -> int:
