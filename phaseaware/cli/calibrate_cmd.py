@@ -70,7 +70,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add(
         "--context-tokens",
         type=int,
-        help="prompt length in tokens (default 256 reference, 1024 others)",
+        help="prompt length in tokens (default 192 reference, 1024 others)",
     )
     add(
         "--base-prompts",
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     sweeps = tuple(s.strip() for s in args.sweeps.split(",") if s.strip())
     reference = args.backend == "hf" and args.model is None
     settings = ProbeSettings(
-        context_tokens=args.context_tokens or (256 if reference else 1024),
+        context_tokens=args.context_tokens or (192 if reference else 1024),
         n_offsets=args.period if args.period is not None else args.max_period,
         base_prompts=args.base_prompts,
         sweeps=sweeps,

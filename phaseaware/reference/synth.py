@@ -38,6 +38,7 @@ class Example:
     answer: str
     key_position: int
     answer_position: int  # index of the answer token in the full sequence
+    repeat_answer_positions: tuple[int, ...] = ()  # numbers of repeated records
 
 
 def _fragment(rng: np.random.Generator, n_tokens: int) -> str:
@@ -54,29 +55,41 @@ def _split(rng: np.random.Generator, total: int) -> list[int]:
     return [b - a for a, b in zip([0, *cuts], [*cuts, total], strict=True)]
 
 
-def make_example(rng: np.random.Generator, *, total_tokens: int, n_records: int = 3) -> Example:
-    """A sequence of exactly ``total_tokens`` tokens (>= about 48)."""
+def make_example(
+    rng: np.random.Generator, *, total_tokens: int, n_records: int = 3, repeats: int = 0
+) -> Example:
+    """A sequence of exactly ``total_tokens`` tokens (>= about 48).
+
+    ``repeats`` records are stated a second time after every first statement;
+    the positions of their numbers (predictable only by recalling the first
+    statement) are ``repeat_answer_positions`` (a denser training signal).
+    """
     names = rng.choice(len(NAMES), size=n_records, replace=False)
     numbers = rng.choice(len(NUMBERS), size=n_records, replace=False)
     records = [record_text(NAMES[n], NUMBERS[v]) for n, v in zip(names, numbers, strict=True)]
-    budget = total_tokens - _FIXED_TOKENS - 8 * n_records
+    budget = total_tokens - _FIXED_TOKENS - 8 * (n_records + repeats)
     if budget < 0:
         raise ValueError(f"total_tokens={total_tokens} too small for {n_records} records")
     n_sentences = max(0, budget // 9 - int(rng.integers(0, 2)))
     units = [filler_sentence(rng) for _ in range(n_sentences)]
     for size in _split(rng, budget - 9 * n_sentences):
         units.insert(int(rng.integers(len(units) + 1)), _fragment(rng, size))
-    slots = sorted(rng.choice(len(units) + n_records, size=n_records, replace=False))
-    order = list(rng.permutation(n_records))
+    n_slots = n_records + repeats
+    slots = sorted(rng.choice(len(units) + n_slots, size=n_slots, replace=False))
+    order = [*rng.permutation(n_records), *rng.integers(n_records, size=repeats)]
     target = int(rng.integers(n_records))
     pieces: list[str] = []
     key_position = -1
     pos = PREFIX_TOKENS
     unit_iter = iter(units)
-    for i in range(len(units) + n_records):
+    repeat_positions: list[int] = []
+    for i in range(len(units) + n_slots):
         if i in slots:
-            r = order[slots.index(i)]
-            if r == target:
+            k = slots.index(i)
+            r = order[k]
+            if k >= n_records:
+                repeat_positions.append(pos + 6)  # "The access code for <name> is <number>"
+            elif r == target:
                 key_position = pos + 4  # "The access code for <name>"
             piece = records[r]
         else:
@@ -88,4 +101,4 @@ def make_example(rng: np.random.Generator, *, total_tokens: int, n_records: int 
     text = f"{prompt} {answer} {EOS}"
     n_prompt = len(prompt.split())
     assert len(text.split()) == total_tokens, (len(text.split()), total_tokens)
-    return Example(text, prompt, answer, key_position, n_prompt)
+    return Example(text, prompt, answer, key_position, n_prompt, tuple(repeat_positions))

@@ -27,12 +27,15 @@ from phaseaware.reference.synth import Example, make_example
 PERIOD = 8
 
 
-def _batch(rng: np.random.Generator, tok, size: int, min_len: int, max_len: int) -> list[Example]:
+def _batch(
+    rng: np.random.Generator, tok, size: int, min_len: int, max_len: int, repeats: int = 0
+) -> list[Example]:
     return [
         make_example(
             rng,
             total_tokens=int(rng.integers(min_len, max_len + 1)),
             n_records=int(rng.integers(2, 9)),
+            repeats=int(rng.integers(0, repeats + 1)),
         )
         for _ in range(size)
     ]
@@ -48,10 +51,11 @@ def _tensors(examples: list[Example], tok):
     for row, seq in enumerate(ids):
         x[row, : len(seq)] = torch.tensor(seq)
     ans = torch.tensor([e.answer_position for e in examples])
-    return x, ans
+    aux = [(row, p) for row, e in enumerate(examples) for p in e.repeat_answer_positions]
+    return x, ans, aux
 
 
-def _loss(model, x, ans):
+def _loss(model, x, ans, aux=()):
     import torch
     from torch.nn import functional as F
 
@@ -62,6 +66,10 @@ def _loss(model, x, ans):
     tgt = torch.stack([x[rows, ans], x[rows, ans + 1]], dim=1)
     logits = model.lm_head(hidden[rows.unsqueeze(1), pos])
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
+    if aux:
+        r, p = (torch.tensor(v) for v in zip(*aux, strict=True))
+        # Repeated records: their number is predictable only by recall.
+        loss = loss + F.cross_entropy(model.lm_head(hidden[r, p - 1]), x[r, p])
     correct = logits[:, 0].argmax(-1) == tgt[:, 0]
     return loss, correct
 
@@ -76,7 +84,7 @@ def evaluate(model, tok, examples: list[Example], batch_size: int = 64) -> dict:
     with torch.no_grad():
         for i in range(0, len(examples), batch_size):
             chunk = examples[i : i + batch_size]
-            x, ans = _tensors(chunk, tok)
+            x, ans, _ = _tensors(chunk, tok)
             _, correct = _loss(model, x, ans)
             for e, ok in zip(chunk, correct.tolist(), strict=True):
                 counts[e.key_position % PERIOD] += 1
@@ -121,7 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--min-len", type=int, default=112)
     p.add_argument("--max-len", type=int, default=192)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--init-std", type=float, default=0.08, help="weight init std (0.02 stalls at chance)"
+    )
+    p.add_argument("--repeats", type=int, default=3, help="most repeated records per sequence")
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-size", type=int, default=1024)
     args = p.parse_args(argv)
@@ -140,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
+        initializer_range=args.init_std,
     )
     model = PhaseRefForCausalLM(config)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
@@ -151,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     for step in range(args.steps):
         for group in opt.param_groups:
             group["lr"] = _lr(step, args.steps, args.lr, warmup=100)
-        x, ans = _tensors(_batch(rng, tok, args.batch_size, args.min_len, args.max_len), tok)
-        loss, correct = _loss(model, x, ans)
+        batch = _batch(rng, tok, args.batch_size, args.min_len, args.max_len, args.repeats)
+        x, ans, aux = _tensors(batch, tok)
+        loss, correct = _loss(model, x, ans, aux)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -193,6 +207,8 @@ def _write_report(args, history: list[dict], wall_s: float, n_params: int) -> No
         "lr": args.lr,
         "lengths_tokens": [args.min_len, args.max_len],
         "threads": args.threads,
+        "repeats": args.repeats,
+        "init_std": args.init_std,
         "wall_time_s": round(wall_s, 1),
         "n_parameters": n_params,
         "final": final,

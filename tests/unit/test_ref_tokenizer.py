@@ -57,3 +57,15 @@ def test_synthetic_examples_are_token_exact(tok, seed):
         assert tokens[e.key_position + 2] == e.answer == tokens[e.answer_position]
         assert tokens[e.answer_position - 1] == "<|assistant|>"
         assert e.text.startswith(e.prompt) and tokens[-1] == "<eos>"
+
+
+def test_repeated_records_mark_recallable_numbers(tok):
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        e = make_example(rng, total_tokens=int(rng.integers(112, 193)), n_records=4, repeats=3)
+        tokens = tok.convert_ids_to_tokens(tok(e.text, add_special_tokens=False)["input_ids"])
+        assert len(e.repeat_answer_positions) == 3
+        for p in e.repeat_answer_positions:
+            name = tokens[p - 2]
+            first = tokens.index(name)
+            assert first < p - 2 and tokens[first + 2] == tokens[p] and tokens[p].isdigit()

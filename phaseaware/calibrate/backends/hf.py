@@ -330,17 +330,10 @@ def model_display_name(model: str | None) -> str:
 
 
 def _load_reference() -> Any:
-    try:
-        from phaseaware.reference.load import load_reference
-    except ImportError:
-        load_reference = None
-    if load_reference is not None:
-        loaded = load_reference()
-        return loaded[0] if isinstance(loaded, tuple) else loaded
-    from phaseaware.reference.modeling import PhaseRefForCausalLM
-    from phaseaware.reference.paths import model_dir
+    from phaseaware.reference.load import load_reference
 
-    return PhaseRefForCausalLM.from_pretrained(str(model_dir()))
+    model, _tokenizer = load_reference()
+    return model
 
 
 def load_hf_backend(
