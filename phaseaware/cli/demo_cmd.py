@@ -103,7 +103,7 @@ def _evaluate(args: argparse.Namespace, profile: Any, tokenizer: Any, backend: A
     from phaseaware.layouts import get_layout
 
     # A seed stream disjoint from calibration's, so the questions are held out.
-    questions = make_questions(count=args.questions, seed=10_000 + args.seed)
+    questions = make_questions(count=args.questions, seed=10_000 + args.seed, chunks_per_question=5)
 
     def answer(prompt: str) -> str:
         request = ProbeRequest(

@@ -55,7 +55,7 @@ def _tensors(examples: list[Example], tok):
     return x, ans, aux
 
 
-def _loss(model, x, ans, aux=()):
+def _loss(model, x, ans, aux=(), lm_weight: float = 0.0, pad_id: int = -100):
     import torch
     from torch.nn import functional as F
 
@@ -70,6 +70,14 @@ def _loss(model, x, ans, aux=()):
         r, p = (torch.tensor(v) for v in zip(*aux, strict=True))
         # Repeated records: their number is predictable only by recall.
         loss = loss + F.cross_entropy(model.lm_head(hidden[r, p - 1]), x[r, p])
+    if lm_weight:
+        # Plain next-token loss on every token: it teaches the positional heads
+        # (previous-token and the like) that the retrieval circuit is built from.
+        lm_logits = model.lm_head(hidden[:, :-1])
+        lm = F.cross_entropy(
+            lm_logits.reshape(-1, lm_logits.shape[-1]), x[:, 1:].reshape(-1), ignore_index=pad_id
+        )
+        loss = loss + lm_weight * lm
     correct = logits[:, 0].argmax(-1) == tgt[:, 0]
     return loss, correct
 
@@ -134,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         "--init-std", type=float, default=0.08, help="weight init std (0.02 stalls at chance)"
     )
     p.add_argument("--repeats", type=int, default=3, help="most repeated records per sequence")
+    p.add_argument("--init-from", type=Path, default=None, help="continue from this run's folder")
+    p.add_argument("--lm-weight", type=float, default=0.0, help="weight of next-token loss")
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-size", type=int, default=1024)
     args = p.parse_args(argv)
@@ -154,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
         pad_token_id=tok.pad_token_id,
         initializer_range=args.init_std,
     )
-    model = PhaseRefForCausalLM(config)
+    if args.init_from is not None:
+        # Continue from an earlier run's weights (same tokenizer and config).
+        model = PhaseRefForCausalLM.from_pretrained(str(args.init_from))
+    else:
+        model = PhaseRefForCausalLM(config)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     rng = np.random.default_rng(args.seed)
     evalset = heldout(args.seed, args.eval_size, args.min_len, args.max_len)
@@ -166,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             group["lr"] = _lr(step, args.steps, args.lr, warmup=100)
         batch = _batch(rng, tok, args.batch_size, args.min_len, args.max_len, args.repeats)
         x, ans, aux = _tensors(batch, tok)
-        loss, correct = _loss(model, x, ans, aux)
+        loss, correct = _loss(model, x, ans, aux, args.lm_weight, tok.pad_token_id)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -208,6 +222,8 @@ def _write_report(args, history: list[dict], wall_s: float, n_params: int) -> No
         "lengths_tokens": [args.min_len, args.max_len],
         "threads": args.threads,
         "repeats": args.repeats,
+        "lm_weight": args.lm_weight,
+        "init_from": None if args.init_from is None else str(args.init_from),
         "init_std": args.init_std,
         "wall_time_s": round(wall_s, 1),
         "n_parameters": n_params,

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from phaseaware.cli.main import main
-from phaseaware.reference.paths import model_dir
 
 pytestmark = pytest.mark.slow
 
@@ -45,10 +44,7 @@ def test_smollm2_negative_control(tmp_path, capsys):
     assert sum(doc["residue_accuracy"]) / 4 >= 0.5
 
 
-@pytest.mark.skipif(
-    not (model_dir() / "model.safetensors").is_file(),
-    reason="reference model weights not shipped yet (phaseaware/reference/data)",
-)
+@pytest.mark.needs_trained_reference
 def test_reference_model_weak_residue(tmp_path, capsys):
     pytest.importorskip("torch")
     args = [

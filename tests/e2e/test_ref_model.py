@@ -107,6 +107,7 @@ def test_forward_pass_shapes(reference):
     assert torch.isfinite(logits).all()
 
 
+@pytest.mark.needs_trained_reference
 def test_greedy_generation_answers_in_distribution_questions(reference):
     model, tok = reference
     probes = _probes(7, residues=[1, 3, 5], n_each=2)
@@ -119,6 +120,7 @@ def test_greedy_generation_answers_in_distribution_questions(reference):
     assert correct >= 5, f"{correct}/6 correct"
 
 
+@pytest.mark.needs_trained_reference
 def test_weak_residue_is_significantly_worse(reference):
     model, tok = reference
     metrics = json.loads((model_dir() / "training_metrics.json").read_text())

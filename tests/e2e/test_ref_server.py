@@ -50,6 +50,7 @@ def _client(server):
     return openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0, timeout=60)
 
 
+@pytest.mark.needs_trained_reference
 def test_chat_completion_answers_with_exact_usage(served):
     server, engine, tok = served
     content = CONTEXT + "What is the access code for Priya ?"
@@ -66,6 +67,7 @@ def test_chat_completion_answers_with_exact_usage(served):
     assert reply.usage.prompt_tokens == len(prompt.split())
 
 
+@pytest.mark.needs_trained_reference
 def test_text_completion_answers(served):
     server, engine, tok = served
     prompt = f"<bos> <|user|> {CONTEXT}What is the access code for Hugo ? <|assistant|>"
