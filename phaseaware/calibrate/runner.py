@@ -308,7 +308,7 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
     analysis = analyze_log(log_path)
     header, stats = analysis.header, analysis.stats
     s, settings, info = stats.summary, header.settings, header.model_info
-    source = f"phaseaware calibrate --backend {header.backend} (log {Path(log_path).name})"
+    source = f"phaseaware calibrate, backend {header.backend!r} (log {Path(log_path).name})"
     protocol = (
         f"needle-in-a-haystack key sweep: {settings['base_prompts']} base prompts x "
         f"{settings['n_offsets']} key offsets, {settings['context_tokens']}-token prompts, "
