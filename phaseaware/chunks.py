@@ -6,6 +6,7 @@ Framework-free on purpose: the LangChain and LlamaIndex adapters build
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from phaseaware.errors import InputError
 from phaseaware.evidence import find_key_chars
 from phaseaware.filler import CHUNK_SEPARATOR, Filler, PadTable, pad_block
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.base import TokenizedText, Tokenizer
 
 __all__ = [
     "Chunk",
@@ -114,50 +115,71 @@ class MeasuredChunk:
 def measure_chunks(
     chunks: Sequence[Chunk], *, tokenizer: Tokenizer, terms: Sequence[str], max_keys: int
 ) -> tuple[MeasuredChunk, ...]:
-    """Token cost and key tokens of every chunk from ONE tokenization.
+    """Token cost and key tokens of every chunk, each measured in the context it will have.
 
-    The non-empty chunks are joined as ``SEP c0 SEP c1 ... SEP`` and tokenized
-    once, so each chunk is measured in the context it will have (after a
-    separator, followed by one). ``tokens`` counts the chunk plus its trailing
-    separator; ``key_tokens`` are relative to the chunk's first token.
+    Every non-empty chunk is measured after a separator and followed by one:
+    tokenizers with a parallel ``tokenize_batch`` (``parallel_batch`` true) get one
+    batch of ``SEP c_i SEP`` pieces; others get ONE call on ``SEP c0 SEP c1 ... SEP``.
+    ``tokens`` counts the chunk plus its trailing separator; ``key_tokens`` are
+    relative to the chunk's first token. These are estimates for planning:
+    assembly re-measures the rendered prompt and repairs any boundary merge.
     """
-    key_chars: list[tuple[int, ...]] = []
-    parts: list[str] = [CHUNK_SEPARATOR]
-    starts: list[int] = []
-    pos = len(CHUNK_SEPARATOR)
-    for chunk in chunks:
-        empty = not chunk.text.strip()
-        key_chars.append(
-            ()
-            if empty
-            else find_key_chars(
-                chunk.text,
-                chunk_id=chunk.id or "",
-                evidence=chunk.evidence,
-                terms=terms,
-                max_keys=max_keys,
-            )
+    key_chars = [
+        ()
+        if not chunk.text.strip()
+        else find_key_chars(
+            chunk.text,
+            chunk_id=chunk.id or "",
+            evidence=chunk.evidence,
+            terms=terms,
+            max_keys=max_keys,
         )
-        starts.append(-1 if empty else pos)
-        if not empty:
-            parts += [chunk.text, CHUNK_SEPARATOR]
-            pos += len(chunk.text) + len(CHUNK_SEPARATOR)
-    joined = tokenizer.tokenize("".join(parts))
-    first = [joined.token_at_char(s) if s >= 0 else -1 for s in starts]
-    following = [t for t in first if t >= 0][1:] + [len(joined)]
+        for chunk in chunks
+    ]
+    texts = [c.text for c in chunks if c.text.strip()]
+    if getattr(tokenizer, "parallel_batch", False) and len(texts) > 1:
+        counts = _measure_pieces(tokenizer, texts)
+    else:
+        counts = _measure_joined(tokenizer, texts)
     out: list[MeasuredChunk] = []
-    nonempty = 0
-    for chunk, start, first_token, keys in zip(chunks, starts, first, key_chars, strict=True):
-        if start < 0:
+    measured = iter(counts)
+    for chunk, keys in zip(chunks, key_chars, strict=True):
+        if not chunk.text.strip():
             out.append(
                 MeasuredChunk(chunk=chunk, tokens=0, key_chars=(), key_tokens=(), empty=True)
             )
             continue
-        key_tokens = tuple(joined.token_at_char(start + c) - first_token for c in keys)
-        tokens = following[nonempty] - first_token
-        nonempty += 1
-        out.append(MeasuredChunk(chunk, tokens, keys, key_tokens, empty=False))
+        tokens, locate = next(measured)
+        out.append(MeasuredChunk(chunk, tokens, keys, tuple(locate(c) for c in keys), False))
     return tuple(out)
+
+
+def _measure_joined(tokenizer: Tokenizer, texts: Sequence[str]):
+    """(tokens, char → relative token) per text from one call on ``SEP t0 SEP t1 ... SEP``."""
+    sep = len(CHUNK_SEPARATOR)
+    starts = list(itertools.accumulate((len(t) + sep for t in texts), initial=sep))
+    joined = tokenizer.tokenize(CHUNK_SEPARATOR + "".join(t + CHUNK_SEPARATOR for t in texts))
+    first = [joined.token_at_char(s) for s in starts[:-1]] + [len(joined)]
+    return [
+        (first[k + 1] - first[k], _locator(joined, starts[k], first[k]))
+        for k in range(len(texts))
+    ]
+
+
+def _measure_pieces(tokenizer: Tokenizer, texts: Sequence[str]):
+    """(tokens, char → relative token) per text from one batch of ``SEP t SEP`` pieces."""
+    sep = len(CHUNK_SEPARATOR)
+    batch = [CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts]
+    pieces = tokenizer.tokenize_batch(batch)  # type: ignore[attr-defined]
+    out = []
+    for piece in pieces:
+        first = piece.token_at_char(sep)
+        out.append((len(piece) - first, _locator(piece, sep, first)))
+    return out
+
+
+def _locator(tokenized: TokenizedText, char_base: int, token_base: int):
+    return lambda c: tokenized.token_at_char(char_base + c) - token_base
 
 
 def chunk_pad_tables(

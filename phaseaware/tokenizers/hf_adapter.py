@@ -47,6 +47,8 @@ def byte_level_alphabet() -> dict[str, int]:
 class HFTokenizer:
     """A ``transformers`` fast tokenizer behind the phaseaware :class:`Tokenizer` protocol."""
 
+    parallel_batch: bool = True  # tokenize_batch encodes in parallel (Rust threads)
+
     def __init__(self, tokenizer: Any, *, spec: str, bos_text: str | None = None) -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise TokenizerError(
@@ -89,23 +91,44 @@ class HFTokenizer:
         return self._tok
 
     def encode(self, text: str) -> list[int]:
-        return list(self._backend.encode(text, add_special_tokens=False).ids)
+        return list(self._backend.encode_batch_fast([text], add_special_tokens=False)[0].ids)
 
     def decode(self, ids: list[int]) -> str:
         return self._backend.decode(list(ids), skip_special_tokens=False)
 
     def tokenize(self, text: str) -> TokenizedText:
-        text_bytes = utf8_bytes(text)
-        encoding = self._backend.encode(text, add_special_tokens=False)
-        ids = tuple(encoding.ids)
+        return self.tokenize_batch([text])[0]
+
+    def tokenize_batch(self, texts: Sequence[str]) -> list[TokenizedText]:
+        """``[tokenize(t) for t in texts]``, encoded in parallel by the Rust backend.
+
+        Byte-level vocabularies skip the backend's offset tracking (``encode_batch_fast``,
+        about 2x faster) and take starts from exact byte lengths; a text whose bytes do
+        not round-trip (a normalizer changed it) falls back to the offset mapping.
+        """
+        texts = list(texts)
+        text_bytes = [utf8_bytes(t) for t in texts]
         pieces, lengths = self._byte_tables()
-        if pieces is not None and lengths is not None:
-            if ids and max(ids) >= len(pieces):
-                pieces = None
-            elif b"".join([pieces[i] for i in ids]) == text_bytes:
-                starts = char_starts(text_bytes, lengths[np.asarray(ids, dtype=np.int64)])
-                return TokenizedText(text=text, ids=ids, starts=starts)
-        return TokenizedText(text=text, ids=ids, starts=_starts_from_offsets(encoding.offsets))
+        if pieces is None or lengths is None:
+            return self._tokenize_with_offsets(texts)
+        encodings = self._backend.encode_batch_fast(texts, add_special_tokens=False)
+        out: list[TokenizedText] = []
+        for text, raw, encoding in zip(texts, text_bytes, encodings, strict=True):
+            ids = tuple(encoding.ids)
+            if not ids or max(ids) < len(pieces):
+                if b"".join([pieces[i] for i in ids]) == raw:
+                    starts = char_starts(raw, lengths[np.asarray(ids, dtype=np.int64)])
+                    out.append(TokenizedText(text=text, ids=ids, starts=starts))
+                    continue
+            out.extend(self._tokenize_with_offsets([text]))
+        return out
+
+    def _tokenize_with_offsets(self, texts: list[str]) -> list[TokenizedText]:
+        encodings = self._backend.encode_batch(texts, add_special_tokens=False)
+        return [
+            TokenizedText(text=t, ids=tuple(e.ids), starts=_starts_from_offsets(e.offsets))
+            for t, e in zip(texts, encodings, strict=True)
+        ]
 
     def render_chat(
         self,

@@ -15,7 +15,7 @@ import numpy as np
 
 from phaseaware.errors import InputError
 
-__all__ = ["utf8_bytes", "char_starts"]
+__all__ = ["utf8_bytes", "char_starts", "char_starts_array", "split_starts"]
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -38,19 +38,52 @@ def char_starts(
     ``token_byte_lengths[i]`` is the number of UTF-8 bytes token ``i`` stands for;
     the lengths must sum to ``len(text_bytes)`` (callers verify the bytes match).
     A token that starts inside a multi-byte character starts at that character.
-    Runs in O(bytes) with numpy; no Python loop over tokens.
+    Runs in O(bytes + tokens log bytes) with numpy; no Python loop over tokens.
     """
+    return tuple(char_starts_array(text_bytes, token_byte_lengths).tolist())
+
+
+def char_starts_array(
+    text_bytes: bytes, token_byte_lengths: np.ndarray | Sequence[int]
+) -> np.ndarray:
+    """``char_starts`` as an int64 array (no conversion to Python ints)."""
     lengths = np.asarray(token_byte_lengths, dtype=np.int64)
     if lengths.size == 0:
-        return ()
+        return np.zeros(0, dtype=np.int64)
     byte_starts = np.empty_like(lengths)
     byte_starts[0] = 0
     np.cumsum(lengths[:-1], out=byte_starts[1:])
     raw = np.frombuffer(text_bytes, dtype=np.uint8)
-    is_char_start = (raw & 0xC0) != 0x80
-    # char index of every byte, plus one past the end for zero-length trailing tokens
-    char_of_byte = np.empty(raw.size + 1, dtype=np.int64)
-    np.cumsum(is_char_start, out=char_of_byte[:-1])
-    char_of_byte[:-1] -= 1
-    char_of_byte[-1] = char_of_byte[-2] + 1 if raw.size else 0
-    return tuple(char_of_byte[byte_starts].tolist())
+    continuation = np.flatnonzero((raw & 0xC0) == 0x80)  # bytes that do not start a char
+    if continuation.size == 0:  # ASCII-like: char index == byte index
+        return byte_starts
+    # char of byte b = b - (continuation bytes before b) - (1 if b itself continues a char)
+    before = np.searchsorted(continuation, byte_starts)
+    inside = continuation[np.minimum(before, continuation.size - 1)] == byte_starts
+    return byte_starts - before - inside
+
+
+def split_starts(
+    texts: Sequence[str], texts_bytes: Sequence[bytes], token_byte_lengths: np.ndarray,
+    counts: Sequence[int],
+) -> list[tuple[int, ...]] | None:
+    """Per-text char starts for many texts from ONE vectorized pass over their concatenation.
+
+    ``token_byte_lengths`` holds the byte lengths of all tokens, text after text;
+    ``counts[k]`` tokens belong to text ``k``. None when the tokens of some text
+    do not cover exactly its bytes (the caller then falls back per text).
+    """
+    lengths = np.asarray(token_byte_lengths, dtype=np.int64)
+    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    covered = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=covered[1:])
+    text_ends = np.cumsum([len(b) for b in texts_bytes], dtype=np.int64)
+    if not np.array_equal(covered[bounds[1:]], text_ends):
+        return None
+    starts = char_starts_array(b"".join(texts_bytes), lengths)
+    char_base = np.zeros(len(texts), dtype=np.int64)
+    np.cumsum([len(t) for t in texts[:-1]], out=char_base[1:])
+    starts -= np.repeat(char_base, counts)
+    flat = starts.tolist()
+    return [tuple(flat[bounds[k] : bounds[k + 1]]) for k in range(len(texts))]
