@@ -161,8 +161,7 @@ def _measure_joined(tokenizer: Tokenizer, texts: Sequence[str]):
     joined = tokenizer.tokenize(CHUNK_SEPARATOR + "".join(t + CHUNK_SEPARATOR for t in texts))
     first = [joined.token_at_char(s) for s in starts[:-1]] + [len(joined)]
     return [
-        (first[k + 1] - first[k], _locator(joined, starts[k], first[k]))
-        for k in range(len(texts))
+        (first[k + 1] - first[k], _locator(joined, starts[k], first[k])) for k in range(len(texts))
     ]
 
 

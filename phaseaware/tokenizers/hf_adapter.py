@@ -17,6 +17,7 @@ with gaps before a token assigned to that token.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ import numpy as np
 
 from phaseaware.errors import TemplateError, TokenizerError
 from phaseaware.tokenizers.base import TokenizedText
-from phaseaware.tokenizers.offsets import char_starts, utf8_bytes
+from phaseaware.tokenizers.offsets import split_starts, utf8_bytes
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
 
@@ -111,17 +112,22 @@ class HFTokenizer:
         pieces, lengths = self._byte_tables()
         if pieces is None or lengths is None:
             return self._tokenize_with_offsets(texts)
-        encodings = self._backend.encode_batch_fast(texts, add_special_tokens=False)
-        out: list[TokenizedText] = []
-        for text, raw, encoding in zip(texts, text_bytes, encodings, strict=True):
-            ids = tuple(encoding.ids)
-            if not ids or max(ids) < len(pieces):
-                if b"".join([pieces[i] for i in ids]) == raw:
-                    starts = char_starts(raw, lengths[np.asarray(ids, dtype=np.int64)])
-                    out.append(TokenizedText(text=text, ids=ids, starts=starts))
-                    continue
-            out.extend(self._tokenize_with_offsets([text]))
-        return out
+        ids_list = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
+        flat = list(itertools.chain.from_iterable(ids_list))
+        starts = None
+        if (not flat or max(flat) < len(pieces)) and b"".join(
+            [pieces[i] for i in flat]
+        ) == b"".join(text_bytes):
+            lengths_flat = lengths[np.asarray(flat, dtype=np.int64)]
+            starts = split_starts(texts, text_bytes, lengths_flat, [len(x) for x in ids_list])
+        if starts is None:  # some text does not round-trip: fall back per text
+            if len(texts) > 1:
+                return [self.tokenize(t) for t in texts]
+            return self._tokenize_with_offsets(texts)
+        return [
+            TokenizedText(text=t, ids=tuple(ids), starts=st)
+            for t, ids, st in zip(texts, ids_list, starts, strict=True)
+        ]
 
     def _tokenize_with_offsets(self, texts: list[str]) -> list[TokenizedText]:
         encodings = self._backend.encode_batch(texts, add_special_tokens=False)

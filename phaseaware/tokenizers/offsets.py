@@ -64,7 +64,9 @@ def char_starts_array(
 
 
 def split_starts(
-    texts: Sequence[str], texts_bytes: Sequence[bytes], token_byte_lengths: np.ndarray,
+    texts: Sequence[str],
+    texts_bytes: Sequence[bytes],
+    token_byte_lengths: np.ndarray,
     counts: Sequence[int],
 ) -> list[tuple[int, ...]] | None:
     """Per-text char starts for many texts from ONE vectorized pass over their concatenation.
