@@ -316,7 +316,8 @@ def _reliability(profile: Profile | None, length: int) -> Callable[[int], float]
     last = length - 1
 
     def reliability(t: int) -> float:
-        t = min(t, last)
+        if t > last:  # min(t, last) without the builtin call (hot: once per key per option)
+            t = last
         if window is not None and length - t <= window:
             return best
         return values[t % period]

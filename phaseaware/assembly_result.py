@@ -194,13 +194,13 @@ def build_result(setup, plan, rendered, measured, rendered_prompt, dropped) -> A
         for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
             pad_tokens = _tokens_in(measured, *(offset + c for c in next(pads))) if k else 0
             padding += pad_tokens
-            placement = _placement(setup, measured, rel, period, j, i, rendered, ranks[i])
-            acc = placement.expected_accuracy
-            if repeat is not None and i == plan.repeat.index and acc is not None:
-                acc = max(acc, repeat.expected_accuracy or 0.0)
-                placement = _replace_accuracy(placement, acc)
-            placement = _with_padding(placement, pad_tokens)
-            accuracy[i] = acc
+            floor = None  # the repeat lifts its chunk's accuracy to at least its own
+            if repeat is not None and i == plan.repeat.index:
+                floor = repeat.expected_accuracy or 0.0
+            placement = _placement(
+                setup, measured, rel, period, j, i, rendered, ranks[i], pad_tokens, floor
+            )
+            accuracy[i] = placement.expected_accuracy
             placements.append(placement)
         if rendered.end_span is not None:
             end_padding = _tokens_in(measured, *(offset + c for c in rendered.end_span))
@@ -233,13 +233,19 @@ def build_result(setup, plan, rendered, measured, rendered_prompt, dropped) -> A
     )
 
 
-def _placement(setup, measured, rel, period, order, i, rendered, rank) -> Placement:
+def _placement(
+    setup, measured, rel, period, order, i, rendered, rank, pad_tokens: int, floor: float | None
+) -> Placement:
+    """Measured placement of ordered chunk ``order``; accuracy at least ``floor`` (if any)."""
     prep = setup.prepared[i]
     start = len(setup.prefix) + rendered.chunk_starts[order]
     end = start + len(prep.chunk.text)
     chars = tuple(start + c for c in prep.key_chars)
     positions = tuple(measured.token_at_char(c) for c in chars)
     span = measured.token_span(start, end)
+    accuracy = _mean([rel(t) for t in positions])
+    if floor is not None and accuracy is not None:
+        accuracy = max(accuracy, floor)
     return Placement(
         chunk_id=prep.chunk.id,
         order=order,
@@ -249,24 +255,12 @@ def _placement(setup, measured, rel, period, order, i, rendered, rank) -> Placem
         token_end=span[1],
         char_start=start,
         char_end=end,
-        padding_tokens=0,
+        padding_tokens=pad_tokens,
         key_token_positions=positions,
         key_char_offsets=chars,
         residues=tuple(t % period for t in positions) if period else (),
-        expected_accuracy=_mean([rel(t) for t in positions]),
+        expected_accuracy=accuracy,
     )
-
-
-def _replace_accuracy(placement: Placement, accuracy: float) -> Placement:
-    from dataclasses import replace
-
-    return replace(placement, expected_accuracy=accuracy)
-
-
-def _with_padding(placement: Placement, tokens: int) -> Placement:
-    from dataclasses import replace
-
-    return replace(placement, padding_tokens=tokens)
 
 
 def _repeat_placement(setup, plan, rendered, measured, rel, period) -> RepeatPlacement | None:

@@ -15,6 +15,7 @@ from phaseaware.errors import InputError
 from phaseaware.evidence import find_key_chars
 from phaseaware.filler import CHUNK_SEPARATOR, Filler, PadTable, pad_block
 from phaseaware.tokenizers.base import TokenizedText, Tokenizer
+from phaseaware.tokenizers.offsets import CharIndex
 
 __all__ = [
     "Chunk",
@@ -158,7 +159,9 @@ def _measure_joined(tokenizer: Tokenizer, texts: Sequence[str]):
     """(tokens, char → relative token) per text from one call on ``SEP t0 SEP t1 ... SEP``."""
     sep = len(CHUNK_SEPARATOR)
     starts = list(itertools.accumulate((len(t) + sep for t in texts), initial=sep))
-    joined = tokenizer.tokenize(CHUNK_SEPARATOR + "".join(t + CHUNK_SEPARATOR for t in texts))
+    text = CHUNK_SEPARATOR + "".join(t + CHUNK_SEPARATOR for t in texts)
+    char_index = getattr(tokenizer, "char_index", None)  # optional: lookups without tuples
+    joined = char_index(text) if char_index is not None else tokenizer.tokenize(text)
     first = [joined.token_at_char(s) for s in starts[:-1]] + [len(joined)]
     return [
         (first[k + 1] - first[k], _locator(joined, starts[k], first[k])) for k in range(len(texts))
@@ -177,7 +180,7 @@ def _measure_pieces(tokenizer: Tokenizer, texts: Sequence[str]):
     return out
 
 
-def _locator(tokenized: TokenizedText, char_base: int, token_base: int):
+def _locator(tokenized: TokenizedText | CharIndex, char_base: int, token_base: int):
     return lambda c: tokenized.token_at_char(char_base + c) - token_base
 
 

@@ -163,11 +163,16 @@ def choose_pads(
             cache[id(table)] = _pad_options(table, period)
         options = cache[id(table)]
         per_key = weight / len(keys)
+        single = keys[0] if len(keys) == 1 else None
         best_k, best_value, best_shift = 0, None, 0
         for k, shift in options:
             if shift > slack:
                 continue
-            value = sum(per_key * reliability(t + shift_so_far + shift) for t in keys)
+            offset = shift_so_far + shift
+            if single is not None:  # == sum([x]) exactly; skips the generator
+                value = per_key * reliability(single + offset)
+            else:
+                value = sum(per_key * reliability(t + offset) for t in keys)
             value -= pad_cost * shift
             if best_value is None or value > best_value + 1e-12:
                 best_k, best_value, best_shift = k, value, shift

@@ -10,12 +10,13 @@ offset quirks (leading spaces, characters split across tokens, special tokens).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from phaseaware.errors import InputError
 
-__all__ = ["utf8_bytes", "char_starts", "char_starts_array", "split_starts"]
+__all__ = ["utf8_bytes", "char_starts", "char_starts_array", "split_starts", "CharIndex"]
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -89,3 +90,27 @@ def split_starts(
     starts -= np.repeat(char_base, counts)
     flat = starts.tolist()
     return [tuple(flat[bounds[k] : bounds[k + 1]]) for k in range(len(texts))]
+
+
+@dataclass(frozen=True, eq=False)
+class CharIndex:
+    """Token count and ``TokenizedText.token_at_char`` lookups over a starts array.
+
+    For callers that only locate a few characters in a long text: no tuples of
+    ids/starts are built. ``starts`` is ``char_starts_array`` of the text.
+    """
+
+    starts: np.ndarray
+    text_length: int
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+    def token_at_char(self, char_offset: int) -> int:
+        """Same result as ``TokenizedText.token_at_char`` (first token holding the char)."""
+        if not 0 <= char_offset < self.text_length:
+            raise IndexError(f"char offset {char_offset} outside text of {self.text_length} chars")
+        first = int(np.searchsorted(self.starts, char_offset, side="left"))
+        if first < self.starts.size and self.starts[first] == char_offset:
+            return first
+        return first - 1  # no start equals the offset: bisect_right == bisect_left here

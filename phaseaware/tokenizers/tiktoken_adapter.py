@@ -12,7 +12,7 @@ import numpy as np
 
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import TokenizedText
-from phaseaware.tokenizers.offsets import char_starts, split_starts, utf8_bytes
+from phaseaware.tokenizers.offsets import CharIndex, char_starts_array, split_starts, utf8_bytes
 
 if TYPE_CHECKING:
     import tiktoken
@@ -66,12 +66,34 @@ class TiktokenTokenizer:
         return self._encoding.decode(list(ids), errors="replace")
 
     def tokenize(self, text: str) -> TokenizedText:
+        """Ids and char starts; ids stay in numpy until the end (no per-token Python work).
+
+        tiktoken is byte-level BPE, so its tokens always cover the text's bytes
+        exactly; the check that their byte lengths sum to the text's length is the
+        cheap guard that the offsets below are exact.
+        """
         text_bytes = utf8_bytes(text)
-        ids = self.encode(text)
-        if self._encoding.decode_bytes(ids) != text_bytes:
+        ids = self._encode_array(text)
+        lengths = self._lengths_table()[ids]
+        if int(lengths.sum()) != len(text_bytes):
             raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
-        lengths = self._lengths_table()[np.asarray(ids, dtype=np.int64)]
-        return TokenizedText(text=text, ids=tuple(ids), starts=char_starts(text_bytes, lengths))
+        starts = char_starts_array(text_bytes, lengths)
+        return TokenizedText(text=text, ids=tuple(ids.tolist()), starts=tuple(starts.tolist()))
+
+    def char_index(self, text: str) -> CharIndex:
+        """Token count and char → token lookups of ``text`` (as ``tokenize``, minus the tuples)."""
+        text_bytes = utf8_bytes(text)
+        lengths = self._lengths_table()[self._encode_array(text)]
+        if int(lengths.sum()) != len(text_bytes):
+            raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
+        return CharIndex(starts=char_starts_array(text_bytes, lengths), text_length=len(text))
+
+    def _encode_array(self, text: str) -> np.ndarray:
+        """``encode(text)`` as a numpy array (skips building a Python list of ints)."""
+        to_numpy = getattr(self._encoding, "encode_to_numpy", None)
+        if to_numpy is None:  # tiktoken < 0.4
+            return np.asarray(self.encode(text), dtype=np.int64)
+        return to_numpy(text, allowed_special="all", disallowed_special=())
 
     def tokenize_batch(self, texts: Sequence[str]) -> list[TokenizedText]:
         """``[tokenize(t) for t in texts]``; offsets of all texts in one numpy pass.
