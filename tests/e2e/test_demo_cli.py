@@ -1,0 +1,30 @@
+"""``phaseaware demo`` runs the whole story on the shipped reference model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from phaseaware.cli.main import main
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+
+def test_demo_runs_end_to_end_and_resumes(tmp_path, capsys) -> None:
+    args = ["demo", "--questions", "6", "--base-prompts", "2", "--out", str(tmp_path), "--json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [row["strategy"] for row in doc["rag"]] == ["naive", "lost-in-the-middle", "phase-aware"]
+    for row in doc["rag"]:
+        assert row["total"] == 6 and 0 <= row["correct"] <= 6
+        assert row["ci_low"] <= row["accuracy"] <= row["ci_high"]
+    assert doc["calibration"]["probes_run"] == 16
+    assert (tmp_path / "phaseaware-reference.json").is_file()
+    # A second run resumes the calibration log instead of probing again.
+    assert main(args) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["calibration"]["probes_run"] == 0
+    assert again["calibration"]["probes_skipped"] == 16
+    assert again["rag"] == doc["rag"]

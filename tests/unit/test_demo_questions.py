@@ -1,0 +1,30 @@
+"""The demo's held-out RAG questions and the LongContextReorder arrangement."""
+
+from __future__ import annotations
+
+from phaseaware.calibrate import task
+from phaseaware.chunks import Chunk
+from phaseaware.demo.evaluate import long_context_reorder
+from phaseaware.demo.rag_questions import make_questions
+
+
+def test_long_context_reorder_matches_langchain_semantics() -> None:
+    # LangChain's LongContextReorder on best-first [1..5] gives [1, 3, 5, 4, 2]:
+    # the most relevant at the ends, the least relevant in the middle.
+    chunks = [Chunk(text=f"t{i}", id=str(i)) for i in range(1, 6)]
+    assert [c.id for c in long_context_reorder(chunks)] == ["1", "3", "5", "4", "2"]
+    assert [c.id for c in chunks] == ["1", "2", "3", "4", "5"]  # input untouched
+
+
+def test_questions_are_deterministic_and_hold_their_evidence() -> None:
+    first = make_questions(count=20, seed=3, chunks_per_question=5)
+    assert first == make_questions(count=20, seed=3, chunks_per_question=5)
+    for q in first:
+        assert len(q.chunks) == 5
+        scores = [c.score for c in q.chunks]
+        assert scores == sorted(scores, reverse=True)  # retrieval order
+        holders = [c for c in q.chunks if task.record_text(q.key_name, q.answer) in c.text]
+        assert [c.id for c in holders] == [q.evidence_chunk_id]
+        assert q.question == task.question_text(q.key_name)
+        vocab = set(task.vocabulary())
+        assert all(word in vocab for c in q.chunks for word in c.text.split())
