@@ -105,9 +105,9 @@ def _evaluate(args: argparse.Namespace, profile: Any, tokenizer: Any, backend: A
     # A seed stream disjoint from calibration's, so the questions are held out.
     questions = make_questions(count=args.questions, seed=10_000 + args.seed, chunks_per_question=5)
 
-    def answer(prompt: str) -> str:
+    def answer(prompt: str, prompt_tokens: int) -> str:
         request = ProbeRequest(
-            probe_id="rag", prompt=prompt, prompt_tokens=len(tokenizer.encode(prompt)), answer=""
+            probe_id="rag", prompt=prompt, prompt_tokens=prompt_tokens, answer=""
         )
         return next(iter(backend.complete([request]))).text
 

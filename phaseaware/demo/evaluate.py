@@ -105,14 +105,18 @@ def _assemble_for(
 def evaluate_strategies(
     questions: Sequence[RagQuestion],
     *,
-    answer: Callable[[str], str],
+    answer: Callable[[str, int], str],
     tokenizer: Tokenizer,
     layout: PromptLayout,
     profile: Profile,
     budget_tokens: int,
     strategies: Sequence[str] = STRATEGIES,
 ) -> list[StrategyResult]:
-    """Assemble every question under every strategy, ask ``answer(prompt)``, score."""
+    """Assemble every question under every strategy, ask ``answer(prompt, prompt_tokens)``, score.
+
+    ``prompt_tokens`` is the assembled prompt's measured length, so the answerer
+    need not tokenize it again.
+    """
     results = []
     for strategy in strategies:
         correct = tokens = padding = repeated = context = 0
@@ -129,7 +133,9 @@ def evaluate_strategies(
             if assembled.dropped:
                 reasons = "; ".join(f"{d.chunk_id}: {d.reason}" for d in assembled.dropped)
                 raise ValueError(f"budget_tokens={budget_tokens} dropped chunks ({reasons})")
-            correct += task.extract_answer(answer(assembled.prompt)) == q.answer
+            correct += (
+                task.extract_answer(answer(assembled.prompt, assembled.token_count)) == q.answer
+            )
             tokens += assembled.token_count
             padding += assembled.padding_tokens
             repeated += assembled.repeated_tokens
