@@ -19,8 +19,6 @@ earlier positions); ``attention_mask`` is accepted and ignored.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -97,17 +95,20 @@ class CompressedAttention(nn.Module):
         k = rope(self._heads(self.k_proj(x)).transpose(1, 2), positions, self.theta)
         v = self._heads(self.v_proj(x)).transpose(1, 2)
         ck, cv = self.compress(x)
-        scale = 1.0 / math.sqrt(self.hd)
-        neg = torch.finfo(q.dtype).min
-        local = (q @ k.transpose(-1, -2)) * scale
-        local = local.masked_fill(~local_mask(t, local_window=self.local_window).to(x.device), neg)
-        comp = (q @ ck.transpose(-1, -2)) * scale
-        cmask = compressed_mask(
-            t, stride=self.stride, window=self.window, local_window=self.local_window
+        # One joint softmax over [compressed windows | raw keys]: a fused
+        # attention kernel with a boolean mask (True = may attend).
+        visible = torch.cat(
+            [
+                compressed_mask(
+                    t, stride=self.stride, window=self.window, local_window=self.local_window
+                ),
+                local_mask(t, local_window=self.local_window),
+            ],
+            dim=1,
+        ).to(x.device)
+        out = F.scaled_dot_product_attention(
+            q, torch.cat([ck, k], dim=2), torch.cat([cv, v], dim=2), attn_mask=visible
         )
-        comp = comp.masked_fill(~cmask.to(x.device), neg)
-        probs = torch.cat([comp, local], dim=-1).softmax(dim=-1)
-        out = probs @ torch.cat([cv, v], dim=2)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 

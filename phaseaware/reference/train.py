@@ -30,15 +30,14 @@ PERIOD = 8
 def _batch(
     rng: np.random.Generator, tok, size: int, min_len: int, max_len: int, repeats: int = 0
 ) -> list[Example]:
-    return [
-        make_example(
-            rng,
-            total_tokens=int(rng.integers(min_len, max_len + 1)),
-            n_records=int(rng.integers(2, 9)),
-            repeats=int(rng.integers(0, repeats + 1)),
-        )
-        for _ in range(size)
-    ]
+    out = []
+    for _ in range(size):
+        total = int(rng.integers(min_len, max_len + 1))
+        fit = (total - 16) // 8  # records (8 tokens each) that fit beside the question
+        n_records = min(int(rng.integers(2, 9)), fit)
+        n_repeats = min(int(rng.integers(0, repeats + 1)), fit - n_records)
+        out.append(make_example(rng, total_tokens=total, n_records=n_records, repeats=n_repeats))
+    return out
 
 
 def _tensors(examples: list[Example], tok):
@@ -111,14 +110,43 @@ def heldout(seed: int, n: int, min_len: int, max_len: int, local_window: int = 1
     rng = np.random.default_rng([seed, 99991])
     out: list[Example] = []
     while len(out) < n:
+        total = int(rng.integers(min_len, max_len + 1))
         e = make_example(
             rng,
-            total_tokens=int(rng.integers(min_len, max_len + 1)),
-            n_records=int(rng.integers(2, 9)),
+            total_tokens=total,
+            n_records=min(int(rng.integers(2, 9)), (total - 16) // 8),
         )
         if e.answer_position - 1 - e.key_position >= local_window + PERIOD:
             out.append(e)
     return out
+
+
+def _class_init(model, tok, std: float, seed: int) -> None:
+    """Give each word class a shared direction in the initial embeddings.
+
+    Names, numbers and the remaining words each get one random vector added
+    to their rows; the rows stay random otherwise. Classes are what the
+    retrieval circuit must tell apart (attend to names, copy numbers); with
+    purely random rows that has to be learned token by token, which is the
+    long plateau of training from scratch.
+    """
+    import torch
+
+    from phaseaware.calibrate.task import NAMES, NUMBERS
+
+    vocab = tok.get_vocab()
+    classes = {
+        "names": [vocab[w] for w in NAMES],
+        "numbers": [vocab[w] for w in NUMBERS],
+    }
+    taken = {i for ids in classes.values() for i in ids}
+    classes["other"] = [i for i in vocab.values() if i not in taken]
+    gen = torch.Generator().manual_seed(seed + 7)
+    emb = model.get_input_embeddings().weight
+    with torch.no_grad():
+        for ids in classes.values():
+            shared = torch.randn(emb.shape[1], generator=gen) * std
+            emb[torch.tensor(ids)] += shared
 
 
 def _lr(step: int, steps: int, peak: float, warmup: int) -> float:
@@ -144,6 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="most repeated records per sequence")
     p.add_argument("--init-from", type=Path, default=None, help="continue from this run's folder")
     p.add_argument("--lm-weight", type=float, default=0.0, help="weight of next-token loss")
+    p.add_argument(
+        "--tie-embeddings",
+        action="store_true",
+        help="share input embeddings and output head (copying needs no per-token mapping)",
+    )
+    p.add_argument("--local-window", type=int, default=16, help="raw local window (tokens)")
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument(
+        "--class-init",
+        action="store_true",
+        help="add one shared random vector per word class (names, numbers, other) to the "
+        "initial embeddings",
+    )
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-size", type=int, default=1024)
     args = p.parse_args(argv)
@@ -163,12 +204,17 @@ def main(argv: list[str] | None = None) -> int:
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
         initializer_range=args.init_std,
+        tie_word_embeddings=args.tie_embeddings,
+        local_window=args.local_window,
+        num_hidden_layers=args.layers,
     )
     if args.init_from is not None:
         # Continue from an earlier run's weights (same tokenizer and config).
         model = PhaseRefForCausalLM.from_pretrained(str(args.init_from))
     else:
         model = PhaseRefForCausalLM(config)
+    if args.class_init and args.init_from is None:
+        _class_init(model, tok, args.init_std, args.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     rng = np.random.default_rng(args.seed)
     evalset = heldout(args.seed, args.eval_size, args.min_len, args.max_len)
