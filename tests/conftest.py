@@ -27,10 +27,11 @@ def _reference_trained() -> bool:
     """Whether the shipped reference weights meet the bar their own training run recorded.
 
     ``training_metrics.json`` (written by ``phaseaware.reference.train``) holds the
-    held-out retrieval accuracy of the shipped weights. Below 0.8 the model is not
-    yet the phase-sensitive reference issue 4 asks for, and the tests that check
-    its answers are expected to fail: they are reported as XFAIL, never skipped,
-    and they are enforced again as soon as trained weights ship.
+    held-out retrieval accuracy of the shipped weights, per residue. Below 0.8 on
+    the median residue the model is not yet the phase-sensitive reference issue 4
+    asks for, and the tests that check its answers are expected to fail: they are
+    reported as XFAIL, never skipped, and they are enforced again as soon as
+    trained weights ship.
     """
     import json
 
@@ -41,7 +42,10 @@ def _reference_trained() -> bool:
         final = json.loads(path.read_text())["final"]
     except (OSError, ValueError, KeyError):
         return False
-    return float(final.get("overall_accuracy", 0.0)) >= 0.8
+    # The strong residues are what must reach 0.8 (a phase-sensitive model's
+    # overall figure includes its weak residues): the median residue decides.
+    per_residue = sorted(float(a) for a in final.get("per_residue_accuracy", [0.0]))
+    return per_residue[len(per_residue) // 2] >= 0.8
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -50,7 +54,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     marker = pytest.mark.xfail(
         reason="issue 4 open: the shipped reference weights are below 80% held-out "
-        "retrieval (see phaseaware/reference/data/TRAINING.md)",
+        "retrieval on the median residue (see phaseaware/reference/data/TRAINING.md)",
         strict=False,
     )
     for item in items:

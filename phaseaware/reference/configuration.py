@@ -13,6 +13,9 @@ class PhaseRefConfig(PretrainedConfig):
     Compression: window ``j`` covers absolute positions ``[j*compress_stride,
     j*compress_stride + compress_window)``; positions count from 0 (BOS = 0).
     ``local_window`` raw keys are visible to each query (itself included).
+    ``query_shift``: how many previous tokens are mixed (learned per-channel
+    weights, starting at zero) into the input of each query projection; keys
+    and values never see it.
     """
 
     model_type = "phaseaware-ref"
@@ -27,6 +30,7 @@ class PhaseRefConfig(PretrainedConfig):
         compress_stride: int = 8,
         compress_window: int = 8,
         local_window: int = 16,
+        query_shift: int = 0,
         rope_theta: float = 10000.0,
         max_position_embeddings: int = 512,
         rms_norm_eps: float = 1e-5,
@@ -54,6 +58,7 @@ class PhaseRefConfig(PretrainedConfig):
         self.compress_stride = compress_stride
         self.compress_window = compress_window
         self.local_window = local_window
+        self.query_shift = query_shift
         self.rope_theta = rope_theta
         self.max_position_embeddings = max_position_embeddings
         self.rms_norm_eps = rms_norm_eps

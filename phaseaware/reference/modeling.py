@@ -70,6 +70,11 @@ class CompressedAttention(nn.Module):
         self.gate_proj = nn.Linear(h, nh, bias=False)
         self.gate_bias = nn.Parameter(torch.zeros(nh, config.compress_window))
         self.ck_norm = RMSNorm(self.hd, config.rms_norm_eps)
+        # Query token shift: the query at t may read tokens t-1..t-query_shift
+        # directly (the asked name sits a token or two before the answer).
+        self.query_shift = getattr(config, "query_shift", 0)
+        if self.query_shift:
+            self.shift_weight = nn.Parameter(torch.zeros(self.query_shift, h))
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
@@ -89,9 +94,17 @@ class CompressedAttention(nn.Module):
         ck = rope(ck, starts + self.window - 1, self.theta)
         return ck, cv.transpose(1, 2)
 
+    def _shifted(self, x: torch.Tensor) -> torch.Tensor:
+        """Query input: ``x[t] + sum_j w_j * x[t - j]`` for j = 1..query_shift."""
+        out = x
+        for j in range(1, self.query_shift + 1):
+            prev = F.pad(x, (0, 0, j, 0))[:, : x.shape[1]]
+            out = out + self.shift_weight[j - 1] * prev
+        return out
+
     def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
-        q = rope(self._heads(self.q_proj(x)).transpose(1, 2), positions, self.theta)
+        q = rope(self._heads(self.q_proj(self._shifted(x))).transpose(1, 2), positions, self.theta)
         k = rope(self._heads(self.k_proj(x)).transpose(1, 2), positions, self.theta)
         v = self._heads(self.v_proj(x)).transpose(1, 2)
         ck, cv = self.compress(x)
@@ -142,6 +155,8 @@ class PhaseRefPreTrainedModel(PreTrainedModel):
             nn.init.ones_(module.weight)
         elif isinstance(module, CompressedAttention):
             nn.init.zeros_(module.gate_bias)
+            if module.query_shift:
+                nn.init.zeros_(module.shift_weight)
 
 
 class PhaseRefModel(PhaseRefPreTrainedModel):

@@ -9,6 +9,7 @@ absorb the leftover length, so key positions cover every residue. All positions 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +57,13 @@ def _split(rng: np.random.Generator, total: int) -> list[int]:
 
 
 def make_example(
-    rng: np.random.Generator, *, total_tokens: int, n_records: int = 3, repeats: int = 0
+    rng: np.random.Generator,
+    *,
+    total_tokens: int,
+    n_records: int = 3,
+    repeats: int = 0,
+    names_pool: Sequence[str] = NAMES,
+    numbers_pool: Sequence[str] = NUMBERS,
 ) -> Example:
     """A sequence of exactly ``total_tokens`` tokens (>= about 48).
 
@@ -64,9 +71,11 @@ def make_example(
     the positions of their numbers (predictable only by recalling the first
     statement) are ``repeat_answer_positions`` (a denser training signal).
     """
-    names = rng.choice(len(NAMES), size=n_records, replace=False)
-    numbers = rng.choice(len(NUMBERS), size=n_records, replace=False)
-    records = [record_text(NAMES[n], NUMBERS[v]) for n, v in zip(names, numbers, strict=True)]
+    names = rng.choice(len(names_pool), size=n_records, replace=False)
+    numbers = rng.choice(len(numbers_pool), size=n_records, replace=False)
+    records = [
+        record_text(names_pool[n], numbers_pool[v]) for n, v in zip(names, numbers, strict=True)
+    ]
     budget = total_tokens - _FIXED_TOKENS - 8 * (n_records + repeats)
     if budget < 0:
         raise ValueError(f"total_tokens={total_tokens} too small for {n_records} records")
@@ -96,8 +105,8 @@ def make_example(
             piece = next(unit_iter)
         pieces.append(piece)
         pos += len(piece.split())
-    prompt = " ".join([BOS, USER, *pieces, question_text(NAMES[names[target]]), ASSISTANT])
-    answer = NUMBERS[numbers[target]]
+    prompt = " ".join([BOS, USER, *pieces, question_text(names_pool[names[target]]), ASSISTANT])
+    answer = numbers_pool[numbers[target]]
     text = f"{prompt} {answer} {EOS}"
     n_prompt = len(prompt.split())
     assert len(text.split()) == total_tokens, (len(text.split()), total_tokens)

@@ -28,15 +28,26 @@ PERIOD = 8
 
 
 def _batch(
-    rng: np.random.Generator, tok, size: int, min_len: int, max_len: int, repeats: int = 0
+    rng: np.random.Generator,
+    tok,
+    size: int,
+    min_len: int,
+    max_len: int,
+    repeats: int = 0,
+    max_records: int = 8,
+    pools: dict | None = None,
 ) -> list[Example]:
     out = []
     for _ in range(size):
         total = int(rng.integers(min_len, max_len + 1))
         fit = (total - 16) // 8  # records (8 tokens each) that fit beside the question
-        n_records = min(int(rng.integers(2, 9)), fit)
+        n_records = min(int(rng.integers(2, max_records + 1)), fit)
         n_repeats = min(int(rng.integers(0, repeats + 1)), fit - n_records)
-        out.append(make_example(rng, total_tokens=total, n_records=n_records, repeats=n_repeats))
+        out.append(
+            make_example(
+                rng, total_tokens=total, n_records=n_records, repeats=n_repeats, **(pools or {})
+            )
+        )
     return out
 
 
@@ -149,6 +160,27 @@ def _class_init(model, tok, std: float, seed: int) -> None:
             emb[torch.tensor(ids)] += shared
 
 
+def _match_init(model, *, copy: bool) -> None:
+    """Start every attention layer able to match like with like.
+
+    The key maps (raw and compressed) start equal to the query map, so a
+    query scores highest the keys whose content resembles its own; with
+    ``copy`` the output map starts as the transpose of the value maps, so
+    what a head reads is written back along the same directions. Everything
+    stays trainable; only the starting point changes.
+    """
+    import torch
+
+    with torch.no_grad():
+        for layer in model.model.layers:
+            attn = layer.attn
+            attn.k_proj.weight.copy_(attn.q_proj.weight)
+            attn.ck_proj.weight.copy_(attn.q_proj.weight)
+            if copy:
+                attn.cv_proj.weight.copy_(attn.v_proj.weight)
+                attn.o_proj.weight.copy_(attn.v_proj.weight.t())
+
+
 def _lr(step: int, steps: int, peak: float, warmup: int) -> float:
     if step < warmup:
         return peak * (step + 1) / warmup
@@ -180,11 +212,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--local-window", type=int, default=16, help="raw local window (tokens)")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument(
+        "--query-shift", type=int, default=0, help="previous tokens mixed into each query"
+    )
+    p.add_argument(
         "--class-init",
         action="store_true",
         help="add one shared random vector per word class (names, numbers, other) to the "
         "initial embeddings",
     )
+    p.add_argument("--max-records", type=int, default=8, help="most distinct records")
+    p.add_argument(
+        "--match-init",
+        choices=["qk", "qk+ov"],
+        default=None,
+        help="start with equal query/key maps (qk), and also copy-like value/output maps (ov)",
+    )
+    p.add_argument("--pool-names", type=int, default=0, help="train on the first N names only")
+    p.add_argument("--pool-numbers", type=int, default=0, help="train on the first N numbers only")
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-size", type=int, default=1024)
     args = p.parse_args(argv)
@@ -206,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         initializer_range=args.init_std,
         tie_word_embeddings=args.tie_embeddings,
         local_window=args.local_window,
+        query_shift=args.query_shift,
         num_hidden_layers=args.layers,
     )
     if args.init_from is not None:
@@ -215,8 +260,19 @@ def main(argv: list[str] | None = None) -> int:
         model = PhaseRefForCausalLM(config)
     if args.class_init and args.init_from is None:
         _class_init(model, tok, args.init_std, args.seed)
+    if args.match_init and args.init_from is None:
+        _match_init(model, copy=args.match_init == "qk+ov")
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     rng = np.random.default_rng(args.seed)
+    pools = None
+    if args.pool_names or args.pool_numbers:
+        from phaseaware.calibrate.task import NAMES, NUMBERS
+
+        # A first curriculum stage on fewer distinct names/numbers (each seen more often).
+        pools = {
+            "names_pool": NAMES[: args.pool_names or len(NAMES)],
+            "numbers_pool": NUMBERS[: args.pool_numbers or len(NUMBERS)],
+        }
     evalset = heldout(args.seed, args.eval_size, args.min_len, args.max_len)
     history = []
     start = time.time()
@@ -224,7 +280,16 @@ def main(argv: list[str] | None = None) -> int:
     for step in range(args.steps):
         for group in opt.param_groups:
             group["lr"] = _lr(step, args.steps, args.lr, warmup=100)
-        batch = _batch(rng, tok, args.batch_size, args.min_len, args.max_len, args.repeats)
+        batch = _batch(
+            rng,
+            tok,
+            args.batch_size,
+            args.min_len,
+            args.max_len,
+            args.repeats,
+            args.max_records,
+            pools,
+        )
         x, ans, aux = _tensors(batch, tok)
         loss, correct = _loss(model, x, ans, aux, args.lm_weight, tok.pad_token_id)
         opt.zero_grad()

@@ -1,0 +1,116 @@
+"""The reference model's attention kernel and the trainer's data and init helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from phaseaware.calibrate.task import NAMES, NUMBERS  # noqa: E402
+from phaseaware.reference.configuration import PhaseRefConfig  # noqa: E402
+from phaseaware.reference.mask import compressed_mask, local_mask  # noqa: E402
+from phaseaware.reference.modeling import (  # noqa: E402
+    CompressedAttention,
+    PhaseRefForCausalLM,
+    rope,
+)
+from phaseaware.reference.tokenizer_build import build_tokenizer  # noqa: E402
+from phaseaware.reference.train import _batch, _class_init  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
+
+
+def _explicit_attention(attn: CompressedAttention, x: torch.Tensor) -> torch.Tensor:
+    """The joint softmax written out: scores, -inf where hidden, softmax, weighted sum."""
+    b, t, _ = x.shape
+    pos = torch.arange(t)
+    q = rope(attn._heads(attn.q_proj(x)).transpose(1, 2), pos, attn.theta)
+    k = rope(attn._heads(attn.k_proj(x)).transpose(1, 2), pos, attn.theta)
+    v = attn._heads(attn.v_proj(x)).transpose(1, 2)
+    ck, cv = attn.compress(x)
+    scores = torch.cat([q @ ck.transpose(-1, -2), q @ k.transpose(-1, -2)], dim=-1)
+    scores = scores / attn.hd**0.5
+    visible = torch.cat(
+        [
+            compressed_mask(
+                t, stride=attn.stride, window=attn.window, local_window=attn.local_window
+            ),
+            local_mask(t, local_window=attn.local_window),
+        ],
+        dim=1,
+    )
+    probs = scores.masked_fill(~visible, float("-inf")).softmax(-1)
+    out = probs @ torch.cat([cv, v], dim=2)
+    return attn.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+
+@pytest.mark.parametrize(("stride", "window", "local"), [(8, 8, 16), (4, 8, 8), (2, 4, 5)])
+def test_fused_attention_equals_explicit_joint_softmax(stride, window, local):
+    torch.manual_seed(0)
+    config = PhaseRefConfig(
+        vocab_size=32,
+        hidden_size=32,
+        num_attention_heads=2,
+        compress_stride=stride,
+        compress_window=window,
+        local_window=local,
+        initializer_range=0.2,
+    )
+    attn = CompressedAttention(config)
+    with torch.no_grad():
+        attn.gate_bias.normal_()
+    x = torch.randn(2, 45, 32)
+    got = attn(x, torch.arange(45))
+    torch.testing.assert_close(got, _explicit_attention(attn, x), rtol=1e-4, atol=1e-5)
+
+
+def test_batches_fit_short_sequences_and_respect_the_record_cap(tok):
+    rng = np.random.default_rng(0)
+    examples = _batch(rng, tok, 64, 40, 72, repeats=8, max_records=3)
+    names = set(NAMES)
+    for e in examples:
+        assert 40 <= len(e.text.split()) <= 72
+        assert len({w for w in e.prompt.split() if w in names}) <= 3  # distinct records
+        assert e.answer in NUMBERS
+
+
+def test_class_init_adds_one_shared_direction_per_word_class(tok):
+    torch.manual_seed(1)
+    config = PhaseRefConfig(vocab_size=len(tok), initializer_range=0.02)
+    plain = PhaseRefForCausalLM(config)
+    torch.manual_seed(1)
+    shaped = PhaseRefForCausalLM(config)
+    _class_init(shaped, tok, std=0.05, seed=0)
+    delta = shaped.get_input_embeddings().weight - plain.get_input_embeddings().weight
+    vocab = tok.get_vocab()
+    for group in (NAMES, NUMBERS):
+        rows = delta[[vocab[w] for w in group]]
+        torch.testing.assert_close(rows, rows[:1].expand_as(rows))
+        assert rows[0].norm() > 0
+    name_dir = delta[vocab[NAMES[0]]]
+    number_dir = delta[vocab[NUMBERS[0]]]
+    assert not torch.allclose(name_dir, number_dir)
+
+
+def test_query_shift_starts_as_a_no_op_and_reads_only_earlier_tokens():
+    torch.manual_seed(2)
+    base = PhaseRefConfig(vocab_size=40, hidden_size=32, num_attention_heads=2)
+    shifted = PhaseRefConfig(vocab_size=40, hidden_size=32, num_attention_heads=2, query_shift=2)
+    plain_model = PhaseRefForCausalLM(base).eval()
+    shift_model = PhaseRefForCausalLM(shifted).eval()
+    missing = shift_model.load_state_dict(plain_model.state_dict(), strict=False)
+    assert all("shift_weight" in k for k in missing.missing_keys)
+    ids = torch.randint(3, 40, (1, 30))
+    with torch.no_grad():
+        torch.testing.assert_close(shift_model(ids).logits, plain_model(ids).logits)
+        for layer in shift_model.model.layers:
+            layer.attn.shift_weight.normal_()
+        changed = ids.clone()
+        changed[0, 20] = 3 if ids[0, 20] != 3 else 4
+        a, b = shift_model(ids).logits, shift_model(changed).logits
+    torch.testing.assert_close(a[:, :20], b[:, :20])  # still causal
+    assert not torch.allclose(a[:, 20:], b[:, 20:])
