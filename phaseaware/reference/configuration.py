@@ -15,7 +15,9 @@ class PhaseRefConfig(PretrainedConfig):
     ``local_window`` raw keys are visible to each query (itself included).
     ``query_shift``: how many previous tokens are mixed (learned per-channel
     weights, starting at zero) into the input of each query projection; keys
-    and values never see it.
+    and values never see it. ``rope_dims``: how many dimensions of each head
+    are rotated (the first ones; the rest carry content only, as in DeepSeek's
+    decoupled RoPE); ``None`` rotates all of them.
     """
 
     model_type = "phaseaware-ref"
@@ -31,6 +33,7 @@ class PhaseRefConfig(PretrainedConfig):
         compress_window: int = 8,
         local_window: int = 16,
         query_shift: int = 0,
+        rope_dims: int | None = None,
         rope_theta: float = 10000.0,
         max_position_embeddings: int = 512,
         rms_norm_eps: float = 1e-5,
@@ -59,6 +62,7 @@ class PhaseRefConfig(PretrainedConfig):
         self.compress_window = compress_window
         self.local_window = local_window
         self.query_shift = query_shift
+        self.rope_dims = rope_dims
         self.rope_theta = rope_theta
         self.max_position_embeddings = max_position_embeddings
         self.rms_norm_eps = rms_norm_eps

@@ -42,8 +42,12 @@ class RMSNorm(nn.Module):
         return x * scale * self.weight
 
 
-def rope(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
-    """Rotate ``x`` (..., n, head_dim) by absolute ``positions`` (n,) in tokens."""
+def rope(
+    x: torch.Tensor, positions: torch.Tensor, theta: float, dims: int | None = None
+) -> torch.Tensor:
+    """Rotate the first ``dims`` of ``x`` (..., n, head_dim) by absolute ``positions`` (n,)."""
+    if dims is not None and dims < x.shape[-1]:
+        return torch.cat([rope(x[..., :dims], positions, theta), x[..., dims:]], dim=-1)
     half = x.shape[-1] // 2
     inv_freq = theta ** (-torch.arange(half, dtype=torch.float32, device=x.device) / half)
     angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq
@@ -61,6 +65,7 @@ class CompressedAttention(nn.Module):
         self.nh, self.hd = nh, h // nh
         self.stride, self.window = config.compress_stride, config.compress_window
         self.local_window, self.theta = config.local_window, config.rope_theta
+        self.rope_dims = getattr(config, "rope_dims", None)
         self.q_proj = nn.Linear(h, h, bias=False)
         self.k_proj = nn.Linear(h, h, bias=False)
         self.v_proj = nn.Linear(h, h, bias=False)
@@ -91,7 +96,7 @@ class CompressedAttention(nn.Module):
         ck = (weights * self._heads(self.ck_proj(x))[:, idx]).sum(2)  # (B, n, nh, hd)
         cv = (weights * self._heads(self.cv_proj(x))[:, idx]).sum(2)
         ck = self.ck_norm(ck).transpose(1, 2)
-        ck = rope(ck, starts + self.window - 1, self.theta)
+        ck = rope(ck, starts + self.window - 1, self.theta, self.rope_dims)
         return ck, cv.transpose(1, 2)
 
     def _shifted(self, x: torch.Tensor) -> torch.Tensor:
@@ -104,8 +109,9 @@ class CompressedAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
-        q = rope(self._heads(self.q_proj(self._shifted(x))).transpose(1, 2), positions, self.theta)
-        k = rope(self._heads(self.k_proj(x)).transpose(1, 2), positions, self.theta)
+        q = self._heads(self.q_proj(self._shifted(x))).transpose(1, 2)
+        q = rope(q, positions, self.theta, self.rope_dims)
+        k = rope(self._heads(self.k_proj(x)).transpose(1, 2), positions, self.theta, self.rope_dims)
         v = self._heads(self.v_proj(x)).transpose(1, 2)
         ck, cv = self.compress(x)
         # One joint softmax over [compressed windows | raw keys]: a fused

@@ -212,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--local-window", type=int, default=16, help="raw local window (tokens)")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument(
+        "--rope-dims", type=int, default=None, help="rotated dims per head (rest: content)"
+    )
+    p.add_argument(
         "--query-shift", type=int, default=0, help="previous tokens mixed into each query"
     )
     p.add_argument(
@@ -229,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--pool-names", type=int, default=0, help="train on the first N names only")
     p.add_argument("--pool-numbers", type=int, default=0, help="train on the first N numbers only")
+    p.add_argument(
+        "--shift-init", type=float, default=0.0, help="initial query-shift weight (all tokens)"
+    )
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-size", type=int, default=1024)
     args = p.parse_args(argv)
@@ -251,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         tie_word_embeddings=args.tie_embeddings,
         local_window=args.local_window,
         query_shift=args.query_shift,
+        rope_dims=args.rope_dims,
         num_hidden_layers=args.layers,
     )
     if args.init_from is not None:
@@ -262,6 +269,12 @@ def main(argv: list[str] | None = None) -> int:
         _class_init(model, tok, args.init_std, args.seed)
     if args.match_init and args.init_from is None:
         _match_init(model, copy=args.match_init == "qk+ov")
+    if args.shift_init and args.query_shift and args.init_from is None:
+        import torch
+
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.attn.shift_weight.fill_(args.shift_init)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     rng = np.random.default_rng(args.seed)
     pools = None

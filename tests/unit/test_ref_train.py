@@ -114,3 +114,12 @@ def test_query_shift_starts_as_a_no_op_and_reads_only_earlier_tokens():
         a, b = shift_model(ids).logits, shift_model(changed).logits
     torch.testing.assert_close(a[:, :20], b[:, :20])  # still causal
     assert not torch.allclose(a[:, 20:], b[:, 20:])
+
+
+def test_partial_rope_rotates_only_the_first_dims():
+    x = torch.randn(2, 3, 10, 16)
+    pos = torch.arange(10)
+    out = rope(x, pos, 10000.0, dims=4)
+    torch.testing.assert_close(out[..., 4:], x[..., 4:])
+    torch.testing.assert_close(out[..., :4], rope(x[..., :4], pos, 10000.0))
+    torch.testing.assert_close(rope(x, pos, 10000.0, dims=16), rope(x, pos, 10000.0))
