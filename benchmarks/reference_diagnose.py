@@ -40,13 +40,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args()
 
-    from transformers import AutoTokenizer
-
-    from phaseaware.reference.modeling import PhaseRefForCausalLM
+    from phaseaware.reference.load import load_reference
 
     torch.set_num_threads(1)
-    model = PhaseRefForCausalLM.from_pretrained(str(args.model)).eval()
-    tok = AutoTokenizer.from_pretrained(str(args.model))
+    model, tok = load_reference(directory=args.model)
+    model.eval()
     pools = {
         "names_pool": NAMES[: args.pool_names or len(NAMES)],
         "numbers_pool": NUMBERS[: args.pool_numbers or len(NUMBERS)],
