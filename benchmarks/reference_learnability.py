@@ -93,6 +93,11 @@ def main() -> None:
     p.add_argument("--init-std", type=float, default=0.02)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--every", type=int, default=100)
+    p.add_argument(
+        "--class-init",
+        action="store_true",
+        help="add one shared random direction per symbol class (keys, values, filler)",
+    )
     args = p.parse_args()
 
     torch.set_num_threads(1)
@@ -100,6 +105,12 @@ def main() -> None:
     gen = torch.Generator().manual_seed(args.seed)
     vocab = FIRST + N_KEYS + args.values + N_FILLER
     model = build_model(args.model, vocab, args.init_std)
+    if args.class_init:
+        emb = model.get_input_embeddings().weight
+        lo_val, lo_fill = FIRST + N_KEYS, FIRST + N_KEYS + args.values
+        with torch.no_grad():
+            for lo, hi in [(FIRST, lo_val), (lo_val, lo_fill), (lo_fill, vocab)]:
+                emb[lo:hi] += torch.randn(emb.shape[1], generator=gen) * args.init_std
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     print(f"model={args.model} task={args.task} values={args.values} lr={args.lr}")
     print(f"{'step':>6} {'loss':>7} {'accuracy':>9} {'chance':>7} {'seconds':>8}")
