@@ -111,3 +111,42 @@ def make_example(
     n_prompt = len(prompt.split())
     assert len(text.split()) == total_tokens, (len(text.split()), total_tokens)
     return Example(text, prompt, answer, key_position, n_prompt, tuple(repeat_positions))
+
+
+def make_recall_example(rng: np.random.Generator, *, total_tokens: int, pairs: int = 8) -> Example:
+    """A dense recall sequence for a first curriculum stage (no prose, no question).
+
+    ``<bos> <|user|>`` then filler words with ``pairs`` adjacent ``Name Number``
+    pairs in the first half and the same pairs again, shuffled, in the second
+    half, then ``<eos>``. Every repeated number is predicted at its repeated
+    name (``repeat_answer_positions``); ``answer_position`` is the last one.
+    """
+    body = total_tokens - PREFIX_TOKENS - 1
+    half = body // 2
+    if half < 3 * pairs:
+        raise ValueError(f"total_tokens={total_tokens} too small for {pairs} pairs")
+    fillers = FILLER_WORDS["noun"] + FILLER_WORDS["adj"]
+    words = [str(w) for w in rng.choice(fillers, size=body)]
+    names = rng.choice(len(NAMES), size=pairs, replace=False)
+    numbers = rng.choice(len(NUMBERS), size=pairs, replace=False)
+    first = sorted(rng.choice(half // 3, size=pairs, replace=False) * 3)
+    second = sorted(half + rng.choice((body - half) // 3, size=pairs, replace=False) * 3)
+    key_of = {}
+    for slot, i in zip(first, range(pairs), strict=True):
+        words[slot], words[slot + 1] = NAMES[names[i]], NUMBERS[numbers[i]]
+        key_of[i] = PREFIX_TOKENS + slot
+    order = rng.permutation(pairs)
+    for slot, i in zip(second, order, strict=True):
+        words[slot], words[slot + 1] = NAMES[names[i]], NUMBERS[numbers[i]]
+    answers = tuple(PREFIX_TOKENS + s + 1 for s in second)
+    words = words[: second[-1] + 2]  # end right after the last repeated number
+    text = " ".join([BOS, USER, *words, EOS])
+    last = int(order[-1])
+    return Example(
+        text=text,
+        prompt=" ".join([BOS, USER, *words[: second[-1] + 1]]),
+        answer=NUMBERS[numbers[last]],
+        key_position=key_of[last],
+        answer_position=answers[-1],
+        repeat_answer_positions=answers[:-1],
+    )

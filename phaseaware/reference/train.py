@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from phaseaware.reference.synth import Example, make_example
+from phaseaware.reference.synth import Example, make_example, make_recall_example
 
 PERIOD = 8
 
@@ -40,6 +40,9 @@ def _batch(
     out = []
     for _ in range(size):
         total = int(rng.integers(min_len, max_len + 1))
+        if pools and pools.get("recall"):
+            out.append(make_recall_example(rng, total_tokens=total))
+            continue
         fit = (total - 16) // 8  # records (8 tokens each) that fit beside the question
         n_records = min(int(rng.integers(2, max_records + 1)), fit)
         n_repeats = min(int(rng.integers(0, repeats + 1)), fit - n_records)
@@ -230,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="start with equal query/key maps (qk), and also copy-like value/output maps (ov)",
     )
+    p.add_argument(
+        "--recall-stage",
+        action="store_true",
+        help="train on dense Name-Number recall sequences (a first curriculum stage)",
+    )
     p.add_argument("--pool-names", type=int, default=0, help="train on the first N names only")
     p.add_argument("--pool-numbers", type=int, default=0, help="train on the first N numbers only")
     p.add_argument(
@@ -277,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                 layer.attn.shift_weight.fill_(args.shift_init)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     rng = np.random.default_rng(args.seed)
-    pools = None
+    pools = {"recall": True} if args.recall_stage else None
     if args.pool_names or args.pool_numbers:
         from phaseaware.calibrate.task import NAMES, NUMBERS
 

@@ -123,3 +123,23 @@ def test_partial_rope_rotates_only_the_first_dims():
     torch.testing.assert_close(out[..., 4:], x[..., 4:])
     torch.testing.assert_close(out[..., :4], rope(x[..., :4], pos, 10000.0))
     torch.testing.assert_close(rope(x, pos, 10000.0, dims=16), rope(x, pos, 10000.0))
+
+
+def test_recall_examples_repeat_each_pair_and_point_at_the_numbers(tok):
+    from phaseaware.reference.synth import make_recall_example
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        e = make_recall_example(rng, total_tokens=int(rng.integers(64, 113)))
+        words = e.text.split()
+        assert len(tok(e.text, add_special_tokens=False)["input_ids"]) == len(words)
+        assert words[-1] == "<eos>" and e.answer_position == len(words) - 2
+        targets = [*e.repeat_answer_positions, e.answer_position]
+        assert len(targets) == 8
+        for p in targets:
+            name, number = words[p - 1], words[p]
+            assert name in NAMES and number in NUMBERS
+            first = words.index(name)
+            assert first < p - 1 and words[first + 1] == number  # stated earlier, same number
+        assert words[e.key_position] == words[e.answer_position - 1]
+        assert e.answer == words[e.answer_position]
