@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from phaseaware.calibrate.task import NAMES, NUMBERS
+from phaseaware.calibrate.task import NAMES, NUMBERS, question_text
 from phaseaware.reference.synth import make_example
+from phaseaware.reference.tokenizer_build import ASSISTANT
 
 RECORD = re.compile(r"for (\S+) is (\S+) \.")
 
@@ -55,10 +56,11 @@ def main() -> None:
     for _ in range(args.contexts):
         e = make_example(rng, total_tokens=args.tokens, n_records=args.records, **pools)
         records = RECORD.findall(e.prompt)
-        context = e.prompt.rsplit(" What is ", 1)[0]
+        asked = next(name for name, number in records if number == e.answer)
+        context = e.prompt.rsplit(f" {question_text(asked)} ", 1)[0]
         answers = {}
         for name, _number in records:
-            prompt = f"{context} What is the access code for {name} ? <|assistant|>"
+            prompt = f"{context} {question_text(name)} {ASSISTANT}"
             ids = torch.tensor([tok(prompt, add_special_tokens=False)["input_ids"]])
             with torch.no_grad():
                 top = int(model(input_ids=ids).logits[0, -1].argmax())

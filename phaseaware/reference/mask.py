@@ -16,9 +16,11 @@ Rules for a query at position ``t``:
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 
-__all__ = ["num_windows", "local_mask", "compressed_mask"]
+__all__ = ["num_windows", "local_mask", "compressed_mask", "joint_mask"]
 
 
 def num_windows(seq_len: int, *, stride: int, window: int) -> int:
@@ -43,3 +45,19 @@ def compressed_mask(seq_len: int, *, stride: int, window: int, local_window: int
     complete = start + window - 1 <= t
     older_than_local = start <= t - local_window
     return complete & older_than_local
+
+
+@lru_cache(maxsize=64)
+def joint_mask(seq_len: int, *, stride: int, window: int, local_window: int) -> torch.Tensor:
+    """Bool ``(seq_len, n_windows + seq_len)``: ``[compressed | local]``, as attention reads them.
+
+    Cached (a pure function of its arguments, shared by every layer and step);
+    callers must not modify the returned tensor.
+    """
+    return torch.cat(
+        [
+            compressed_mask(seq_len, stride=stride, window=window, local_window=local_window),
+            local_mask(seq_len, local_window=local_window),
+        ],
+        dim=1,
+    )

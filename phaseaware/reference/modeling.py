@@ -26,7 +26,7 @@ from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from phaseaware.reference.configuration import PhaseRefConfig
-from phaseaware.reference.mask import compressed_mask, local_mask, num_windows
+from phaseaware.reference.mask import joint_mask, num_windows
 
 __all__ = ["PhaseRefForCausalLM", "PhaseRefModel"]
 
@@ -65,7 +65,7 @@ class CompressedAttention(nn.Module):
         self.nh, self.hd = nh, h // nh
         self.stride, self.window = config.compress_stride, config.compress_window
         self.local_window, self.theta = config.local_window, config.rope_theta
-        self.rope_dims = getattr(config, "rope_dims", None)
+        self.rope_dims = config.rope_dims
         self.q_proj = nn.Linear(h, h, bias=False)
         self.k_proj = nn.Linear(h, h, bias=False)
         self.v_proj = nn.Linear(h, h, bias=False)
@@ -77,7 +77,7 @@ class CompressedAttention(nn.Module):
         self.ck_norm = RMSNorm(self.hd, config.rms_norm_eps)
         # Query token shift: the query at t may read tokens t-1..t-query_shift
         # directly (the asked name sits a token or two before the answer).
-        self.query_shift = getattr(config, "query_shift", 0)
+        self.query_shift = config.query_shift
         if self.query_shift:
             self.shift_weight = nn.Parameter(torch.zeros(self.query_shift, h))
 
@@ -116,14 +116,8 @@ class CompressedAttention(nn.Module):
         ck, cv = self.compress(x)
         # One joint softmax over [compressed windows | raw keys]: a fused
         # attention kernel with a boolean mask (True = may attend).
-        visible = torch.cat(
-            [
-                compressed_mask(
-                    t, stride=self.stride, window=self.window, local_window=self.local_window
-                ),
-                local_mask(t, local_window=self.local_window),
-            ],
-            dim=1,
+        visible = joint_mask(
+            t, stride=self.stride, window=self.window, local_window=self.local_window
         ).to(x.device)
         out = F.scaled_dot_product_attention(
             q, torch.cat([ck, k], dim=2), torch.cat([cv, v], dim=2), attn_mask=visible

@@ -131,10 +131,8 @@ def make_recall_example(rng: np.random.Generator, *, total_tokens: int, pairs: i
     numbers = rng.choice(len(NUMBERS), size=pairs, replace=False)
     first = sorted(rng.choice(half // 3, size=pairs, replace=False) * 3)
     second = sorted(half + rng.choice((body - half) // 3, size=pairs, replace=False) * 3)
-    key_of = {}
-    for slot, i in zip(first, range(pairs), strict=True):
+    for i, slot in enumerate(first):
         words[slot], words[slot + 1] = NAMES[names[i]], NUMBERS[numbers[i]]
-        key_of[i] = PREFIX_TOKENS + slot
     order = rng.permutation(pairs)
     for slot, i in zip(second, order, strict=True):
         words[slot], words[slot + 1] = NAMES[names[i]], NUMBERS[numbers[i]]
@@ -146,7 +144,7 @@ def make_recall_example(rng: np.random.Generator, *, total_tokens: int, pairs: i
         text=text,
         prompt=" ".join([BOS, USER, *words[: second[-1] + 1]]),
         answer=NUMBERS[numbers[last]],
-        key_position=key_of[last],
+        key_position=PREFIX_TOKENS + first[last],
         answer_position=answers[-1],
         repeat_answer_positions=answers[:-1],
     )

@@ -27,23 +27,31 @@ from phaseaware.reference.synth import Example, make_example, make_recall_exampl
 PERIOD = 8
 
 
+def _records_that_fit(total_tokens: int) -> int:
+    """Records (8 tokens each) that fit in a sequence beside the question and answer."""
+    return (total_tokens - 16) // 8
+
+
 def _batch(
     rng: np.random.Generator,
     tok,
     size: int,
     min_len: int,
     max_len: int,
+    *,
     repeats: int = 0,
     max_records: int = 8,
+    recall: bool = False,
     pools: dict | None = None,
 ) -> list[Example]:
+    """``size`` training sequences; ``recall`` draws dense recall sequences instead."""
     out = []
     for _ in range(size):
         total = int(rng.integers(min_len, max_len + 1))
-        if pools and pools.get("recall"):
+        if recall:
             out.append(make_recall_example(rng, total_tokens=total))
             continue
-        fit = (total - 16) // 8  # records (8 tokens each) that fit beside the question
+        fit = _records_that_fit(total)
         n_records = min(int(rng.integers(2, max_records + 1)), fit)
         n_repeats = min(int(rng.integers(0, repeats + 1)), fit - n_records)
         out.append(
@@ -128,7 +136,7 @@ def heldout(seed: int, n: int, min_len: int, max_len: int, local_window: int = 1
         e = make_example(
             rng,
             total_tokens=total,
-            n_records=min(int(rng.integers(2, 9)), (total - 16) // 8),
+            n_records=min(int(rng.integers(2, 9)), _records_that_fit(total)),
         )
         if e.answer_position - 1 - e.key_position >= local_window + PERIOD:
             out.append(e)
@@ -182,6 +190,20 @@ def _match_init(model, *, copy: bool) -> None:
             if copy:
                 attn.cv_proj.weight.copy_(attn.v_proj.weight)
                 attn.o_proj.weight.copy_(attn.v_proj.weight.t())
+
+
+def _starting_point(model, tok, args) -> None:
+    """Apply the optional initialisations of a fresh run (none when continuing one)."""
+    if args.class_init:
+        _class_init(model, tok, args.init_std, args.seed)
+    if args.match_init:
+        _match_init(model, copy=args.match_init == "qk+ov")
+    if args.shift_init and args.query_shift:
+        import torch
+
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.attn.shift_weight.fill_(args.shift_init)
 
 
 def _lr(step: int, steps: int, peak: float, warmup: int) -> float:
@@ -273,19 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         model = PhaseRefForCausalLM.from_pretrained(str(args.init_from))
     else:
         model = PhaseRefForCausalLM(config)
-    if args.class_init and args.init_from is None:
-        _class_init(model, tok, args.init_std, args.seed)
-    if args.match_init and args.init_from is None:
-        _match_init(model, copy=args.match_init == "qk+ov")
-    if args.shift_init and args.query_shift and args.init_from is None:
-        import torch
-
-        with torch.no_grad():
-            for layer in model.model.layers:
-                layer.attn.shift_weight.fill_(args.shift_init)
+    if args.init_from is None:
+        _starting_point(model, tok, args)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     rng = np.random.default_rng(args.seed)
-    pools = {"recall": True} if args.recall_stage else None
+    pools = None
     if args.pool_names or args.pool_numbers:
         from phaseaware.calibrate.task import NAMES, NUMBERS
 
@@ -307,9 +321,10 @@ def main(argv: list[str] | None = None) -> int:
             args.batch_size,
             args.min_len,
             args.max_len,
-            args.repeats,
-            args.max_records,
-            pools,
+            repeats=args.repeats,
+            max_records=args.max_records,
+            recall=args.recall_stage,
+            pools=pools,
         )
         x, ans, aux = _tensors(batch, tok)
         loss, correct = _loss(model, x, ans, aux, args.lm_weight, tok.pad_token_id)

@@ -72,21 +72,20 @@ class TiktokenTokenizer:
         exactly; the check that their byte lengths sum to the text's length is the
         cheap guard that the offsets below are exact.
         """
+        ids, starts = self._ids_and_starts(text)
+        return TokenizedText(text=text, ids=tuple(ids.tolist()), starts=tuple(starts.tolist()))
+
+    def char_index(self, text: str) -> CharIndex:
+        """Token count and char → token lookups of ``text`` (as ``tokenize``, minus the tuples)."""
+        return CharIndex(starts=self._ids_and_starts(text)[1], text_length=len(text))
+
+    def _ids_and_starts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         text_bytes = utf8_bytes(text)
         ids = self._encode_array(text)
         lengths = self._lengths_table()[ids]
         if int(lengths.sum()) != len(text_bytes):
             raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
-        starts = char_starts_array(text_bytes, lengths)
-        return TokenizedText(text=text, ids=tuple(ids.tolist()), starts=tuple(starts.tolist()))
-
-    def char_index(self, text: str) -> CharIndex:
-        """Token count and char → token lookups of ``text`` (as ``tokenize``, minus the tuples)."""
-        text_bytes = utf8_bytes(text)
-        lengths = self._lengths_table()[self._encode_array(text)]
-        if int(lengths.sum()) != len(text_bytes):
-            raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
-        return CharIndex(starts=char_starts_array(text_bytes, lengths), text_length=len(text))
+        return ids, char_starts_array(text_bytes, lengths)
 
     def _encode_array(self, text: str) -> np.ndarray:
         """``encode(text)`` as a numpy array (skips building a Python list of ints)."""
