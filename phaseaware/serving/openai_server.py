@@ -185,6 +185,12 @@ class RunningServer:
             return self._state.handled
 
     @property
+    def in_flight(self) -> int:
+        """Requests being handled right now (read but not yet logged)."""
+        with self._state.lock:
+            return self._state.in_flight
+
+    @property
     def max_in_flight(self) -> int:
         """Most requests the server was handling at the same time."""
         with self._state.lock:
