@@ -41,14 +41,14 @@ def _batch(
     *,
     repeats: int = 0,
     max_records: int = 8,
-    recall: bool = False,
+    recall: float = 0.0,
     pools: dict | None = None,
 ) -> list[Example]:
-    """``size`` training sequences; ``recall`` draws dense recall sequences instead."""
+    """``size`` training sequences; a ``recall`` fraction are dense recall sequences."""
     out = []
     for _ in range(size):
         total = int(rng.integers(min_len, max_len + 1))
-        if recall:
+        if recall and rng.random() < recall:
             out.append(make_recall_example(rng, total_tokens=total))
             continue
         fit = _records_that_fit(total)
@@ -171,21 +171,24 @@ def _class_init(model, tok, std: float, seed: int) -> None:
             emb[torch.tensor(ids)] += shared
 
 
-def _match_init(model, *, copy: bool) -> None:
+def _match_init(model, *, raw: bool, copy: bool) -> None:
     """Start every attention layer able to match like with like.
 
-    The key maps (raw and compressed) start equal to the query map, so a
-    query scores highest the keys whose content resembles its own; with
-    ``copy`` the output map starts as the transpose of the value maps, so
-    what a head reads is written back along the same directions. Everything
-    stays trainable; only the starting point changes.
+    The compressed-key map (and with ``raw`` the raw key map too) starts equal
+    to the query map, so a query scores highest the windows whose content
+    resembles its own. ``raw`` also makes every token match itself in the
+    local window, which stalls training; the compressed-only variant does not
+    (a token never sees its own window compressed). With ``copy`` the output
+    map starts as the transpose of the value maps, so what a head reads is
+    written back along the same directions. Everything stays trainable.
     """
     import torch
 
     with torch.no_grad():
         for layer in model.model.layers:
             attn = layer.attn
-            attn.k_proj.weight.copy_(attn.q_proj.weight)
+            if raw:
+                attn.k_proj.weight.copy_(attn.q_proj.weight)
             attn.ck_proj.weight.copy_(attn.q_proj.weight)
             if copy:
                 attn.cv_proj.weight.copy_(attn.v_proj.weight)
@@ -197,7 +200,9 @@ def _starting_point(model, tok, args) -> None:
     if args.class_init:
         _class_init(model, tok, args.init_std, args.seed)
     if args.match_init:
-        _match_init(model, copy=args.match_init == "qk+ov")
+        _match_init(
+            model, raw=args.match_init.startswith("qk"), copy=args.match_init.endswith("+ov")
+        )
     if args.shift_init and args.query_shift:
         import torch
 
@@ -251,20 +256,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-records", type=int, default=8, help="most distinct records")
     p.add_argument(
         "--match-init",
-        choices=["qk", "qk+ov"],
+        choices=["qk", "qk+ov", "ck", "ck+ov"],
         default=None,
-        help="start with equal query/key maps (qk), and also copy-like value/output maps (ov)",
+        help="start with the query map copied into the key maps (qk: raw and compressed, ck: "
+        "compressed only), and also copy-like value/output maps (+ov)",
     )
     p.add_argument(
         "--recall-stage",
         action="store_true",
         help="train on dense Name-Number recall sequences (a first curriculum stage)",
     )
+    p.add_argument(
+        "--recall-mix",
+        type=float,
+        default=0.0,
+        help="fraction of each batch drawn as dense recall sequences (keeps stage 1 alive)",
+    )
     p.add_argument("--pool-names", type=int, default=0, help="train on the first N names only")
     p.add_argument("--pool-numbers", type=int, default=0, help="train on the first N numbers only")
     p.add_argument(
         "--shift-init", type=float, default=0.0, help="initial query-shift weight (all tokens)"
     )
+    p.add_argument(
+        "--constant-lr", action="store_true", help="no warmup or cosine decay (peak lr throughout)"
+    )
+    p.add_argument("--clip", type=float, default=1.0, help="gradient-norm clip (0: none)")
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-size", type=int, default=1024)
     args = p.parse_args(argv)
@@ -314,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     running = []
     for step in range(args.steps):
         for group in opt.param_groups:
-            group["lr"] = _lr(step, args.steps, args.lr, warmup=100)
+            group["lr"] = args.lr if args.constant_lr else _lr(step, args.steps, args.lr, 100)
         batch = _batch(
             rng,
             tok,
@@ -323,14 +339,15 @@ def main(argv: list[str] | None = None) -> int:
             args.max_len,
             repeats=args.repeats,
             max_records=args.max_records,
-            recall=args.recall_stage,
+            recall=1.0 if args.recall_stage else args.recall_mix,
             pools=pools,
         )
         x, ans, aux = _tensors(batch, tok)
         loss, correct = _loss(model, x, ans, aux, args.lm_weight, tok.pad_token_id)
         opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if args.clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         opt.step()
         running.append((loss.item(), correct.float().mean().item()))
         if (step + 1) % 50 == 0:

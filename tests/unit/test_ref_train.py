@@ -143,3 +143,34 @@ def test_recall_examples_repeat_each_pair_and_point_at_the_numbers(tok):
             assert first < p - 1 and words[first + 1] == number  # stated earlier, same number
         assert words[e.key_position] == words[e.answer_position - 1]
         assert e.answer == words[e.answer_position]
+
+
+@pytest.mark.parametrize(("mode", "raw", "copy"), [("ck", False, False), ("qk+ov", True, True)])
+def test_match_init_copies_the_query_map_into_the_chosen_key_maps(mode, raw, copy):
+    from phaseaware.reference.train import _match_init
+
+    torch.manual_seed(4)
+    model = PhaseRefForCausalLM(
+        PhaseRefConfig(vocab_size=40, hidden_size=32, num_attention_heads=2)
+    )
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    _match_init(model, raw=raw, copy=copy)
+    for layer in model.model.layers:
+        a = layer.attn
+        torch.testing.assert_close(a.ck_proj.weight, a.q_proj.weight)
+        assert torch.equal(a.k_proj.weight, a.q_proj.weight) is raw
+        assert torch.equal(a.cv_proj.weight, a.v_proj.weight) is copy
+        assert torch.equal(a.o_proj.weight, a.v_proj.weight.t()) is copy
+    after = model.state_dict()
+    untouched = [
+        k for k in before if not any(p in k for p in ("ck_proj", "k_proj", "cv_proj", "o_proj"))
+    ]
+    assert all(torch.equal(before[k], after[k]) for k in untouched)
+
+
+def test_recall_mix_draws_that_fraction_of_dense_recall_sequences(tok):
+    rng = np.random.default_rng(5)
+    examples = _batch(rng, tok, 400, 64, 112, repeats=2, recall=0.25)
+    dense = sum("?" not in e.prompt for e in examples)  # recall sequences have no question
+    assert 70 <= dense <= 130
+    assert all(len(e.text.split()) <= 112 for e in examples)
