@@ -28,6 +28,7 @@ __all__ = ["Example", "make_example", "PREFIX_TOKENS"]
 
 PREFIX_TOKENS = 2  # "<bos> <|user|>"
 _FIXED_TOKENS = PREFIX_TOKENS + 8 + 1 + 2  # question, <|assistant|>, number, <eos>
+_TURN_TOKENS = 1 + 8 + 1 + 2  # a follow-up turn: <|user|> question <|assistant|> number <eos>
 
 
 @dataclass(frozen=True)
@@ -64,19 +65,28 @@ def make_example(
     repeats: int = 0,
     names_pool: Sequence[str] = NAMES,
     numbers_pool: Sequence[str] = NUMBERS,
+    questions: int = 1,
 ) -> Example:
     """A sequence of exactly ``total_tokens`` tokens (>= about 48).
 
     ``repeats`` records are stated a second time after every first statement;
     the positions of their numbers (predictable only by recalling the first
     statement) are ``repeat_answer_positions`` (a denser training signal).
+    ``questions`` > 1 adds follow-up chat turns, each asking about another
+    record (``<|user|> QUESTION <|assistant|> NUMBER <eos>``, 12 tokens); their
+    answers' positions join ``repeat_answer_positions``. The first question and
+    ``key_position`` are unchanged by them.
     """
+    if not 1 <= questions <= n_records:
+        raise ValueError(f"questions={questions} must be between 1 and n_records={n_records}")
     names = rng.choice(len(names_pool), size=n_records, replace=False)
     numbers = rng.choice(len(numbers_pool), size=n_records, replace=False)
     records = [
         record_text(names_pool[n], numbers_pool[v]) for n, v in zip(names, numbers, strict=True)
     ]
-    budget = total_tokens - _FIXED_TOKENS - 8 * (n_records + repeats)
+    budget = (
+        total_tokens - _FIXED_TOKENS - 8 * (n_records + repeats) - _TURN_TOKENS * (questions - 1)
+    )
     if budget < 0:
         raise ValueError(f"total_tokens={total_tokens} too small for {n_records} records")
     n_sentences = max(0, budget // 9 - int(rng.integers(0, 2)))
@@ -109,6 +119,11 @@ def make_example(
     answer = numbers_pool[numbers[target]]
     text = f"{prompt} {answer} {EOS}"
     n_prompt = len(prompt.split())
+    others = [r for r in rng.permutation(n_records) if r != target][: questions - 1]
+    for r in others:
+        turn = f"{USER} {question_text(names_pool[names[r]])} {ASSISTANT}"
+        repeat_positions.append(len(text.split()) + len(turn.split()))
+        text = f"{text} {turn} {numbers_pool[numbers[r]]} {EOS}"
     assert len(text.split()) == total_tokens, (len(text.split()), total_tokens)
     return Example(text, prompt, answer, key_position, n_prompt, tuple(repeat_positions))
 

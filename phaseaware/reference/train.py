@@ -43,6 +43,7 @@ def _batch(
     max_records: int = 8,
     recall: float = 0.0,
     pools: dict | None = None,
+    questions: int = 1,
 ) -> list[Example]:
     """``size`` training sequences; a ``recall`` fraction are dense recall sequences."""
     out = []
@@ -53,10 +54,21 @@ def _batch(
             continue
         fit = _records_that_fit(total)
         n_records = min(int(rng.integers(2, max_records + 1)), fit)
-        n_repeats = min(int(rng.integers(0, repeats + 1)), fit - n_records)
+        n_questions = 1
+        if questions > 1:
+            # Follow-up turns take 12 tokens each, about 1.5 records' room.
+            room = (total - 16 - 8 * n_records) // 12
+            n_questions = 1 + min(questions - 1, n_records - 1, max(room, 0))
+        fit -= (12 * (n_questions - 1) + 7) // 8
+        n_repeats = min(int(rng.integers(0, repeats + 1)), max(fit - n_records, 0))
         out.append(
             make_example(
-                rng, total_tokens=total, n_records=n_records, repeats=n_repeats, **(pools or {})
+                rng,
+                total_tokens=total,
+                n_records=n_records,
+                repeats=n_repeats,
+                questions=n_questions,
+                **(pools or {}),
             )
         )
     return out
@@ -204,11 +216,23 @@ def _starting_point(model, tok, args) -> None:
             model, raw=args.match_init.startswith("qk"), copy=args.match_init.endswith("+ov")
         )
     if args.shift_init and args.query_shift:
+        weights = _shift_weights(args.shift_init, args.query_shift)
         import torch
 
         with torch.no_grad():
             for layer in model.model.layers:
-                layer.attn.shift_weight.fill_(args.shift_init)
+                for j, w in enumerate(weights):
+                    layer.attn.shift_weight[j].fill_(w)
+
+
+def _shift_weights(spec: str, query_shift: int) -> list[float]:
+    """``"1.0"`` -> the same weight at every offset; ``"0,2"`` -> one weight per offset."""
+    values = [float(v) for v in spec.split(",")]
+    if len(values) == 1:
+        return values * query_shift
+    if len(values) != query_shift:
+        raise SystemExit(f"--shift-init needs 1 or {query_shift} values, got {spec!r}")
+    return values
 
 
 def _lr(step: int, steps: int, peak: float, warmup: int) -> float:
@@ -272,10 +296,19 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="fraction of each batch drawn as dense recall sequences (keeps stage 1 alive)",
     )
+    p.add_argument(
+        "--questions",
+        type=int,
+        default=1,
+        help="most questions per training sequence (follow-up chat turns about other records)",
+    )
     p.add_argument("--pool-names", type=int, default=0, help="train on the first N names only")
     p.add_argument("--pool-numbers", type=int, default=0, help="train on the first N numbers only")
     p.add_argument(
-        "--shift-init", type=float, default=0.0, help="initial query-shift weight (all tokens)"
+        "--shift-init",
+        default="",
+        help="initial query-shift weights: one value for every previous token, or one per "
+        "offset (comma-separated, offset 1 first)",
     )
     p.add_argument(
         "--constant-lr", action="store_true", help="no warmup or cosine decay (peak lr throughout)"
@@ -341,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             max_records=args.max_records,
             recall=1.0 if args.recall_stage else args.recall_mix,
             pools=pools,
+            questions=args.questions,
         )
         x, ans, aux = _tensors(batch, tok)
         loss, correct = _loss(model, x, ans, aux, args.lm_weight, tok.pad_token_id)

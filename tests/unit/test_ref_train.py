@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -174,3 +176,25 @@ def test_recall_mix_draws_that_fraction_of_dense_recall_sequences(tok):
     dense = sum("?" not in e.prompt for e in examples)  # recall sequences have no question
     assert 70 <= dense <= 130
     assert all(len(e.text.split()) <= 112 for e in examples)
+
+
+def test_follow_up_questions_ask_other_records_and_keep_the_first_question(tok):
+    from phaseaware.reference.synth import make_example
+
+    rng = np.random.default_rng(6)
+    for _ in range(30):
+        total = int(rng.integers(96, 177))
+        e = make_example(rng, total_tokens=total, n_records=4, questions=3)
+        words = e.text.split()
+        assert len(words) == total == len(tok(e.text, add_special_tokens=False)["input_ids"])
+        assert e.prompt.split()[-1] == "<|assistant|>" and words[e.answer_position] == e.answer
+        assert words[e.key_position + 1 : e.key_position + 3] == ["is", e.answer]
+        stated = dict(re.findall(r"for (\S+) is (\S+) \.", e.text))
+        asked = [words[e.answer_position - 3]]
+        for p in e.repeat_answer_positions:
+            assert words[p - 1] == "<|assistant|>" and words[p + 1] == "<eos>"
+            assert stated[words[p - 3]] == words[p]
+            asked.append(words[p - 3])
+        assert len(set(asked)) == 3
+    with pytest.raises(ValueError, match="questions"):
+        make_example(rng, total_tokens=120, n_records=2, questions=3)
