@@ -128,36 +128,50 @@ def make_example(
     return Example(text, prompt, answer, key_position, n_prompt, tuple(repeat_positions))
 
 
-def make_recall_example(rng: np.random.Generator, *, total_tokens: int, pairs: int = 8) -> Example:
-    """A dense recall sequence for a first curriculum stage (no prose, no question).
+def make_recall_example(
+    rng: np.random.Generator, *, total_tokens: int, pairs: int = 8, qa: bool = False
+) -> Example:
+    """A dense recall sequence for a first curriculum stage (no prose).
 
     ``<bos> <|user|>`` then filler words with ``pairs`` adjacent ``Name Number``
     pairs in the first half and the same pairs again, shuffled, in the second
     half, then ``<eos>``. Every repeated number is predicted at its repeated
     name (``repeat_answer_positions``); ``answer_position`` is the last one.
+
+    ``qa`` gives the pairs the task's shape instead: ``Name is Number`` in the
+    first half and ``Name ? <|assistant|> Number`` in the second, so each
+    number is predicted at an assistant marker two tokens after the name, as
+    in a real question.
     """
+    stated = ["{name}", "is", "{number}"] if qa else ["{name}", "{number}"]
+    asked = ["{name}", "?", ASSISTANT, "{number}"] if qa else stated
+    step1, step2 = len(stated) + 1, len(asked) + 1
     body = total_tokens - PREFIX_TOKENS - 1
-    half = body // 2
-    if half < 3 * pairs:
+    half = body * step1 // (step1 + step2)
+    if half // step1 < pairs or (body - half) // step2 < pairs:
         raise ValueError(f"total_tokens={total_tokens} too small for {pairs} pairs")
     fillers = FILLER_WORDS["noun"] + FILLER_WORDS["adj"]
     words = [str(w) for w in rng.choice(fillers, size=body)]
     names = rng.choice(len(NAMES), size=pairs, replace=False)
     numbers = rng.choice(len(NUMBERS), size=pairs, replace=False)
-    first = sorted(rng.choice(half // 3, size=pairs, replace=False) * 3)
-    second = sorted(half + rng.choice((body - half) // 3, size=pairs, replace=False) * 3)
+    first = sorted(rng.choice(half // step1, size=pairs, replace=False) * step1)
+    second = sorted(half + rng.choice((body - half) // step2, size=pairs, replace=False) * step2)
+
+    def put(slot: int, shape: list[str], i: int) -> int:
+        for k, w in enumerate(shape):
+            words[slot + k] = w.format(name=NAMES[names[i]], number=NUMBERS[numbers[i]])
+        return slot + len(shape) - 1  # the number's index
+
     for i, slot in enumerate(first):
-        words[slot], words[slot + 1] = NAMES[names[i]], NUMBERS[numbers[i]]
+        put(slot, stated, i)
     order = rng.permutation(pairs)
-    for slot, i in zip(second, order, strict=True):
-        words[slot], words[slot + 1] = NAMES[names[i]], NUMBERS[numbers[i]]
-    answers = tuple(PREFIX_TOKENS + s + 1 for s in second)
-    words = words[: second[-1] + 2]  # end right after the last repeated number
+    answers = tuple(PREFIX_TOKENS + put(slot, asked, i) for slot, i in zip(second, order, strict=True))
+    words = words[: answers[-1] - PREFIX_TOKENS + 1]  # end right after the last repeated number
     text = " ".join([BOS, USER, *words, EOS])
     last = int(order[-1])
     return Example(
         text=text,
-        prompt=" ".join([BOS, USER, *words[: second[-1] + 1]]),
+        prompt=" ".join([BOS, USER, *words[:-1]]),
         answer=NUMBERS[numbers[last]],
         key_position=PREFIX_TOKENS + first[last],
         answer_position=answers[-1],

@@ -44,13 +44,14 @@ def _batch(
     recall: float = 0.0,
     pools: dict | None = None,
     questions: int = 1,
+    recall_qa: bool = False,
 ) -> list[Example]:
     """``size`` training sequences; a ``recall`` fraction are dense recall sequences."""
     out = []
     for _ in range(size):
         total = int(rng.integers(min_len, max_len + 1))
         if recall and rng.random() < recall:
-            out.append(make_recall_example(rng, total_tokens=total))
+            out.append(make_recall_example(rng, total_tokens=total, qa=recall_qa))
             continue
         fit = _records_that_fit(total)
         n_records = min(int(rng.integers(2, max_records + 1)), fit)
@@ -302,6 +303,11 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="most questions per training sequence (follow-up chat turns about other records)",
     )
+    p.add_argument(
+        "--recall-qa",
+        action="store_true",
+        help="recall sequences in the task's shape (Name is Number / Name ? <|assistant|> Number)",
+    )
     p.add_argument("--pool-names", type=int, default=0, help="train on the first N names only")
     p.add_argument("--pool-numbers", type=int, default=0, help="train on the first N numbers only")
     p.add_argument(
@@ -375,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             recall=1.0 if args.recall_stage else args.recall_mix,
             pools=pools,
             questions=args.questions,
+            recall_qa=args.recall_qa,
         )
         x, ans, aux = _tensors(batch, tok)
         loss, correct = _loss(model, x, ans, aux, args.lm_weight, tok.pad_token_id)
