@@ -74,8 +74,11 @@ def main() -> None:
     p1, p2 = acc[weak], rest_hits / rest_n
     pooled = (acc[weak] * counts[weak] + rest_hits) / (counts[weak] + rest_n)
     se = math.sqrt(pooled * (1 - pooled) * (1 / counts[weak] + 1 / rest_n)) or 1.0
-    print(f"overall {metrics['overall_accuracy']:.3f}; weakest residue {weak}: {p1:.3f} vs ")
-    print(f"the rest {p2:.3f} (gap {100 * (p2 - p1):.1f} points, z = {(p2 - p1) / se:.2f})")
+    print(f"overall {metrics['overall_accuracy']:.3f}")
+    print(
+        f"weakest residue {weak}: {p1:.3f} vs the rest {p2:.3f} "
+        f"(gap {100 * (p2 - p1):.1f} points, z = {(p2 - p1) / se:.2f})"
+    )
     if args.write_final is not None:
         doc = json.loads(args.write_final.read_text()) if args.write_final.exists() else {}
         metrics["probes"] = {
