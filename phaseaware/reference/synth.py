@@ -66,6 +66,7 @@ def make_example(
     names_pool: Sequence[str] = NAMES,
     numbers_pool: Sequence[str] = NUMBERS,
     questions: int = 1,
+    target_last: bool = False,
 ) -> Example:
     """A sequence of exactly ``total_tokens`` tokens (>= about 48).
 
@@ -75,7 +76,9 @@ def make_example(
     ``questions`` > 1 adds follow-up chat turns, each asking about another
     record (``<|user|> QUESTION <|assistant|> NUMBER <eos>``, 12 tokens); their
     answers' positions join ``repeat_answer_positions``. The first question and
-    ``key_position`` are unchanged by them.
+    ``key_position`` are unchanged by them. ``target_last`` puts the asked
+    record (or its restatement) last, right before the question, so that its
+    key sits inside the raw local window of the answer.
     """
     if not 1 <= questions <= n_records:
         raise ValueError(f"questions={questions} must be between 1 and n_records={n_records}")
@@ -94,9 +97,13 @@ def make_example(
     for size in _split(rng, budget - 9 * n_sentences):
         units.insert(int(rng.integers(len(units) + 1)), _fragment(rng, size))
     n_slots = n_records + repeats
-    slots = sorted(rng.choice(len(units) + n_slots, size=n_slots, replace=False))
+    last = len(units) + n_slots - 1
+    if target_last:
+        slots = [*sorted(rng.choice(last, size=n_slots - 1, replace=False)), last]
+    else:
+        slots = sorted(rng.choice(last + 1, size=n_slots, replace=False))
     order = [*rng.permutation(n_records), *rng.integers(n_records, size=repeats)]
-    target = int(rng.integers(n_records))
+    target = int(order[-1]) if target_last else int(rng.integers(n_records))
     pieces: list[str] = []
     key_position = -1
     pos = PREFIX_TOKENS
@@ -110,6 +117,8 @@ def make_example(
                 repeat_positions.append(pos + 6)  # "The access code for <name> is <number>"
             elif r == target:
                 key_position = pos + 4  # "The access code for <name>"
+            if target_last and k == n_slots - 1:
+                key_position = pos + 4  # the statement right before the question
             piece = records[r]
         else:
             piece = next(unit_iter)
@@ -165,7 +174,9 @@ def make_recall_example(
     for i, slot in enumerate(first):
         put(slot, stated, i)
     order = rng.permutation(pairs)
-    answers = tuple(PREFIX_TOKENS + put(slot, asked, i) for slot, i in zip(second, order, strict=True))
+    answers = tuple(
+        PREFIX_TOKENS + put(slot, asked, i) for slot, i in zip(second, order, strict=True)
+    )
     words = words[: answers[-1] - PREFIX_TOKENS + 1]  # end right after the last repeated number
     text = " ".join([BOS, USER, *words, EOS])
     last = int(order[-1])

@@ -45,6 +45,7 @@ def _batch(
     pools: dict | None = None,
     questions: int = 1,
     recall_qa: bool = False,
+    near: float = 0.0,
 ) -> list[Example]:
     """``size`` training sequences; a ``recall`` fraction are dense recall sequences."""
     out = []
@@ -69,6 +70,7 @@ def _batch(
                 n_records=n_records,
                 repeats=n_repeats,
                 questions=n_questions,
+                target_last=bool(near) and rng.random() < near,
                 **(pools or {}),
             )
         )
@@ -308,6 +310,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="recall sequences in the task's shape (Name is Number / Name ? <|assistant|> Number)",
     )
+    p.add_argument(
+        "--near-question",
+        type=float,
+        default=0.0,
+        help="fraction of sequences whose asked record comes right before the question "
+        "(its key inside the raw local window)",
+    )
     p.add_argument("--pool-names", type=int, default=0, help="train on the first N names only")
     p.add_argument("--pool-numbers", type=int, default=0, help="train on the first N numbers only")
     p.add_argument(
@@ -382,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
             pools=pools,
             questions=args.questions,
             recall_qa=args.recall_qa,
+            near=args.near_question,
         )
         x, ans, aux = _tensors(batch, tok)
         loss, correct = _loss(model, x, ans, aux, args.lm_weight, tok.pad_token_id)

@@ -198,3 +198,20 @@ def test_follow_up_questions_ask_other_records_and_keep_the_first_question(tok):
         assert len(set(asked)) == 3
     with pytest.raises(ValueError, match="questions"):
         make_example(rng, total_tokens=120, n_records=2, questions=3)
+
+
+def test_target_last_puts_the_asked_record_right_before_the_question(tok):
+    from phaseaware.reference.synth import make_example
+
+    rng = np.random.default_rng(8)
+    for repeats in (0, 2):
+        for _ in range(20):
+            total = int(rng.integers(80, 193))
+            e = make_example(
+                rng, total_tokens=total, n_records=4, repeats=repeats, target_last=True
+            )
+            words = e.prompt.split()
+            # "... for NAME is NUMBER . What is the access code for NAME ? <|assistant|>"
+            assert words[e.key_position] == words[-3]
+            assert words[e.key_position + 1 : e.key_position + 3] == ["is", e.answer]
+            assert e.answer_position - 1 - e.key_position == 12
