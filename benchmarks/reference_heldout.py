@@ -19,25 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
-
-
-def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def _write_atomic(path: Path, doc: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(doc, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def main() -> None:
@@ -52,8 +34,10 @@ def main() -> None:
 
     import torch
 
+    from phaseaware.atomic import atomic_write_text
     from phaseaware.reference.load import load_reference
     from phaseaware.reference.train import PERIOD, evaluate, heldout
+    from phaseaware.stats import wilson_interval
 
     torch.set_num_threads(1)
     model, tok = load_reference(directory=args.model)
@@ -66,7 +50,7 @@ def main() -> None:
     print(f"{'residue':>7} {'accuracy':>9} {'95% interval':>15} {'probes':>7}")
     for r in range(PERIOD):
         hits = round(acc[r] * counts[r])
-        lo, hi = wilson(hits, counts[r])
+        lo, hi = wilson_interval(hits, counts[r])
         print(f"{r:>7} {acc[r]:>9.3f} {f'[{lo:.3f}, {hi:.3f}]':>15} {counts[r]:>7}")
     weak = min(range(PERIOD), key=lambda r: acc[r])
     rest_hits = sum(acc[r] * counts[r] for r in range(PERIOD) if r != weak)
@@ -90,7 +74,7 @@ def main() -> None:
             f"--min-len {args.min_len} --max-len {args.max_len}",
         }
         doc["final"] = metrics
-        _write_atomic(args.write_final, doc)
+        atomic_write_text(args.write_final, json.dumps(doc, indent=2) + "\n")
         print(f"wrote final metrics to {args.write_final}")
 
 

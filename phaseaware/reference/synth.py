@@ -24,11 +24,11 @@ from phaseaware.calibrate.task import (
 )
 from phaseaware.reference.tokenizer_build import ASSISTANT, BOS, EOS, USER
 
-__all__ = ["Example", "make_example", "PREFIX_TOKENS"]
+__all__ = ["Example", "make_example", "make_recall_example", "PREFIX_TOKENS", "TURN_TOKENS"]
 
 PREFIX_TOKENS = 2  # "<bos> <|user|>"
 _FIXED_TOKENS = PREFIX_TOKENS + 8 + 1 + 2  # question, <|assistant|>, number, <eos>
-_TURN_TOKENS = 1 + 8 + 1 + 2  # a follow-up turn: <|user|> question <|assistant|> number <eos>
+TURN_TOKENS = 1 + 8 + 1 + 2  # a follow-up turn: <|user|> question <|assistant|> number <eos>
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def make_example(
         record_text(names_pool[n], numbers_pool[v]) for n, v in zip(names, numbers, strict=True)
     ]
     budget = (
-        total_tokens - _FIXED_TOKENS - 8 * (n_records + repeats) - _TURN_TOKENS * (questions - 1)
+        total_tokens - _FIXED_TOKENS - 8 * (n_records + repeats) - TURN_TOKENS * (questions - 1)
     )
     if budget < 0:
         raise ValueError(f"total_tokens={total_tokens} too small for {n_records} records")
@@ -115,7 +115,7 @@ def make_example(
             r = order[k]
             if k >= n_records:
                 repeat_positions.append(pos + 6)  # "The access code for <name> is <number>"
-            elif r == target:
+            elif r == target and not target_last:
                 key_position = pos + 4  # "The access code for <name>"
             if target_last and k == n_slots - 1:
                 key_position = pos + 4  # the statement right before the question

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from phaseaware.reference.synth import Example, make_example, make_recall_example
+from phaseaware.reference.synth import TURN_TOKENS, Example, make_example, make_recall_example
 
 PERIOD = 8
 
@@ -58,10 +58,10 @@ def _batch(
         n_records = min(int(rng.integers(2, max_records + 1)), fit)
         n_questions = 1
         if questions > 1:
-            # Follow-up turns take 12 tokens each, about 1.5 records' room.
-            room = (total - 16 - 8 * n_records) // 12
+            # Follow-up turns take TURN_TOKENS (12) each, about 1.5 records' room.
+            room = (total - 16 - 8 * n_records) // TURN_TOKENS
             n_questions = 1 + min(questions - 1, n_records - 1, max(room, 0))
-        fit -= (12 * (n_questions - 1) + 7) // 8
+        fit -= -(-TURN_TOKENS * (n_questions - 1) // 8)  # records' room the turns take
         n_repeats = min(int(rng.integers(0, repeats + 1)), max(fit - n_records, 0))
         out.append(
             make_example(
@@ -219,9 +219,9 @@ def _starting_point(model, tok, args) -> None:
             model, raw=args.match_init.startswith("qk"), copy=args.match_init.endswith("+ov")
         )
     if args.shift_init and args.query_shift:
-        weights = _shift_weights(args.shift_init, args.query_shift)
         import torch
 
+        weights = _shift_weights(args.shift_init, args.query_shift)
         with torch.no_grad():
             for layer in model.model.layers:
                 for j, w in enumerate(weights):
