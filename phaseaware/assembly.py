@@ -189,15 +189,15 @@ def _setup(chunks, tokenizer, layout, question, system, profile, budget, options
     filler = end_table = None
     if profile is not None and (options.pad or options.length_pad):
         filler = find_filler(tokenizer, period=profile.period)
-        effect = profile.length_residue_accuracy
-        if options.length_pad and effect is not None:
+        max_k = _end_pad_reach(profile, options)
+        if max_k:
             end_table = measure_end_pad(
                 tokenizer,
                 unit=filler.unit,
-                period=effect.period,
+                period=profile.period,
                 context_tail="the end.",
                 suffix=suffix,
-                max_k=2 * effect.period,
+                max_k=max_k,
             )
     return _Setup(
         tokenizer=tokenizer, layout=layout, system=system, question=question,
@@ -210,11 +210,31 @@ def _setup(chunks, tokenizer, layout, question, system, profile, budget, options
     )  # fmt: skip
 
 
+def _end_pad_reach(profile: Profile, options: AssemblyOptions) -> int:
+    """Largest end pad (filler units) worth trying; 0: no end pad.
+
+    The end pad moves the prompt length's residue (``length_pad`` with a
+    length effect in the profile: up to two periods) and pushes keys out of
+    the raw local window (``pad``, when the profile measured the window worse
+    than the best residue: up to the window plus a period).
+    """
+    reach = 0
+    effect = profile.length_residue_accuracy
+    if options.length_pad and effect is not None:
+        reach = 2 * effect.period
+    values = profile.reliability if profile.reliability is not None else profile.residue_accuracy
+    window = profile.local_window
+    if options.pad and window is not None and profile.window_reliability() < max(values):
+        reach = max(reach, window + profile.period)
+    return reach
+
+
 def _end_reserve(setup: _Setup) -> int:
-    if setup.end_table is None:
+    """Tokens kept free for the end pad of a length-residue correction."""
+    effect = setup.profile.length_residue_accuracy if setup.profile is not None else None
+    if setup.end_table is None or effect is None or not setup.options.length_pad:
         return 0
-    period = setup.profile.length_residue_accuracy.period  # type: ignore[union-attr]
-    return max(setup.end_table.shifts[:period])
+    return max(setup.end_table.shifts[: effect.period])
 
 
 def _initial_plan(setup: _Setup, admitted: Sequence[int]) -> _Plan:
@@ -231,8 +251,27 @@ def _initial_plan(setup: _Setup, admitted: Sequence[int]) -> _Plan:
     repeat = _choose_repeat(setup, order, base[0], used)
     if repeat is not None:
         used += setup.sep_tokens + len(setup.tokenizer.encode(repeat.text))
-    length = used - _end_reserve(setup)
-    pads, end_k = _choose_pads(setup, order, base[0], length=length, slack=setup.budget - used)
+    length, slack = used - _end_reserve(setup), setup.budget - used
+    profile = setup.profile
+    if (
+        setup.options.strategy == "reorder"
+        and profile is not None
+        and setup.filler is not None
+        and setup.options.pad
+    ):
+        prep = setup.prepared
+        evaluate = planner.order_scorer(
+            start=setup.n_prefix,
+            sizes=[p.tokens for p in prep],
+            key_offsets=[p.key_tokens for p in prep],
+            weights=setup.weights,
+            residue_reliability=[profile.residue_reliability(r) for r in range(profile.period)],
+            pad_tables=setup.chunk_tables,
+            pad_cost=setup.options.pad_cost,
+        )
+        order = planner.search_orders(order=order, evaluate=evaluate)
+        base = _estimated_base(setup, order)
+    pads, end_k = _choose_pads(setup, order, base[0], length=length, slack=slack)
     return _Plan(order=order, pads=pads, repeat=repeat, end_k=end_k)
 
 
@@ -277,52 +316,123 @@ def _choose_repeat(setup: _Setup, order, base_keys, used: int) -> _Repeat | None
 
 def _choose_pads(setup: _Setup, order, base_keys, *, length: int, slack: int):
     """(pads per ordered chunk, end-pad k) for key positions ``base_keys`` (no padding)."""
-    profile = setup.profile
-    pads = tuple(0 for _ in order)
-    if profile is not None and setup.filler is not None and setup.options.pad:
-        rel = _reliability(profile, length)
-        pads = planner.choose_pads(
-            key_positions=base_keys,
-            weights=[setup.weights[i] for i in order],
-            period=profile.period,
-            reliability=rel,
-            pad_tables=[setup.table(i) for i in order],
-            pad_cost=setup.options.pad_cost,
-            slack=max(0, slack),
-        )
-    end_k = 0
-    if setup.end_table is not None and profile is not None:
-        added = sum(setup.table(i).shifts[k] for i, k in zip(order, pads, strict=True))
-        end_k = planner.choose_length_pad(
-            length=length + added,
-            length_factor=profile.length_factor,
-            pad_table=setup.end_table,
-            slack=max(0, slack - added + _end_reserve(setup)),
-        )
+    _, pads, end_k = _best_pads(setup, order, base_keys, length=length, slack=slack)
     return pads, end_k
 
 
-def _reliability(profile: Profile | None, length: int) -> Callable[[int], float]:
-    """Expected accuracy of a key token at position t in a prompt of ``length`` tokens.
+def _best_pads(
+    setup: _Setup, order, base_keys, *, length: int, slack: int
+) -> tuple[float, tuple[int, ...], int]:
+    """(value, pads, end-pad k): the best plan for this order.
 
-    Equals ``profile.position_reliability(min(t, length - 1), prompt_length=length)``
-    (a unit test checks this), from per-residue tables so planning stays O(1) per key.
+    Tries each end pad the slack allows (when the profile makes one useful)
+    and keeps the plan with the best ``length factor × key reliability − pad
+    cost``. Chunks whose keys no end pad can bring within the raw window are
+    padded once; only the chunks near the end are re-planned per end pad.
+    """
+    profile = setup.profile
+    if profile is None:
+        return 0.0, tuple(0 for _ in order), 0
+    rel = _reliability(profile)
+    weights = [setup.weights[i] for i in order]
+    tables = [setup.table(i) for i in order]
+    padding = setup.filler is not None and setup.options.pad
+    total_slack = max(0, slack) + _end_reserve(setup)
+    tails = [(0, 0)]
+    if setup.end_table is not None:
+        tails = [(k, s) for k, s in enumerate(setup.end_table.shifts) if s <= total_slack]
+    window = profile.local_window
+    split = len(order)
+    if window is not None:
+        reach = window + max(s for _, s in tails)
+        split = next(
+            (j for j, keys in enumerate(base_keys) if any(length - t <= reach for t in keys)),
+            len(order),
+        )
+
+    def pads_for(j0: int, j1: int, shift: int, tail: int, room: int) -> tuple[int, ...]:
+        if not padding or j0 == j1:
+            return tuple(0 for _ in range(j0, j1))
+        return planner.choose_pads(
+            key_positions=[tuple(t + shift for t in keys) for keys in base_keys[j0:j1]],
+            weights=weights[j0:j1],
+            period=profile.period,
+            reliability=rel,
+            pad_tables=tables[j0:j1],
+            pad_cost=setup.options.pad_cost,
+            slack=max(0, room),
+            length=length + shift,
+            tail=tail,
+            window=window,
+        )
+
+    def value_of(j0: int, j1: int, pads, shift: int, tail: int) -> float:
+        return planner.pads_value(
+            key_positions=[tuple(t + shift for t in keys) for keys in base_keys[j0:j1]],
+            weights=weights[j0:j1],
+            reliability=rel,
+            shifts=[table.shifts[k] for table, k in zip(tables[j0:j1], pads, strict=True)],
+            length=length + shift,
+            tail=tail,
+        )
+
+    head = pads_for(0, split, 0, 0, total_slack)
+    head_shift = sum(table.shifts[k] for table, k in zip(tables, head, strict=False))
+    head_value = value_of(0, split, head, 0, 0)
+    best: tuple[float, tuple[int, ...], int] | None = None
+    for end_k, tail in tails:
+        room = total_slack - head_shift - tail
+        if room < 0:
+            continue
+        rest = pads_for(split, len(order), head_shift, tail, room)
+        added = head_shift + tail
+        added += sum(table.shifts[k] for table, k in zip(tables[split:], rest, strict=True))
+        value = head_value + value_of(split, len(order), rest, head_shift, tail)
+        value = profile.length_factor(length + added) * value - setup.options.pad_cost * added
+        if best is None or value > best[0] + 1e-12:
+            best = (value, head + rest, end_k)
+    if best is None:  # the head took the slack the end pads need
+        return 0.0, head + tuple(0 for _ in range(split, len(order))), 0
+    return best
+
+
+def _reliability(profile: Profile | None) -> Callable[[int, int], float]:
+    """Reliability of a key token at ``(position, distance to the prompt's end)``.
+
+    Equals ``profile.position_reliability(t, prompt_length=t + d)`` without the
+    length factor (a unit test checks this), from per-residue tables so
+    planning stays O(1) per key. Without a profile: the lost-in-the-middle
+    heuristic.
     """
     if profile is None:
-        return lambda t: planner.default_position_reliability(t, prompt_length=length)
-    factor = profile.length_factor(length)
-    values = [profile.residue_reliability(r) * factor for r in range(profile.period)]
-    best, period, window = max(values), profile.period, profile.local_window
-    last = length - 1
+        return lambda t, d: planner.default_position_reliability(t, prompt_length=t + d)
+    values = [profile.residue_reliability(r) for r in range(profile.period)]
+    period, window = profile.period, profile.local_window
+    inside = profile.window_reliability()
 
-    def reliability(t: int) -> float:
-        if t > last:  # min(t, last) without the builtin call (hot: once per key per option)
-            t = last
-        if window is not None and length - t <= window:
-            return best
+    def reliability(t: int, d: int) -> float:
+        if window is not None and d <= window:
+            return inside
         return values[t % period]
 
     return reliability
+
+
+def _position_reliability(profile: Profile | None, length: int) -> Callable[[int], float]:
+    """Expected accuracy of a key at position t of a ``length``-token prompt.
+
+    Equals ``profile.position_reliability(min(t, length - 1), prompt_length=length)``
+    (a unit test checks this); the lost-in-the-middle heuristic without a profile.
+    """
+    rel = _reliability(profile)
+    factor = profile.length_factor(length) if profile is not None else 1.0
+    last = length - 1
+
+    def at(t: int) -> float:
+        t = min(t, last)
+        return rel(t, length - t) * factor
+
+    return at
 
 
 def _render(setup: _Setup, plan: _Plan) -> _Rendered:

@@ -175,12 +175,12 @@ def _mean(values: list[float]) -> float | None:
 
 def build_result(setup, plan, rendered, measured, rendered_prompt, dropped) -> AssemblyResult:
     """Measured placements of a confirmed plan (``plan`` None: no chunk admitted)."""
-    from phaseaware.assembly import _reliability
+    from phaseaware.assembly import _position_reliability
 
     length = len(measured)
     profile = setup.profile
     period = profile.period if profile is not None else setup.options.period
-    rel = _reliability(profile, length)
+    rel = _position_reliability(profile, length)
     prep = setup.prepared
     ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
     offset = len(setup.prefix)
@@ -296,7 +296,7 @@ def _overall(setup, accuracy: dict[int, float | None]) -> float | None:
 
 def _naive(setup) -> float | None:
     """Same chunks, given order, no padding or repeat, same budget (estimated positions)."""
-    from phaseaware.assembly import _reliability
+    from phaseaware.assembly import _position_reliability
 
     prep = setup.prepared
     admission = planner.admit(
@@ -311,5 +311,5 @@ def _naive(setup) -> float | None:
     for i in admission.admitted:
         positions[i] = [pos + t for t in prep[i].key_tokens]
         pos += prep[i].tokens
-    rel = _reliability(setup.profile, max(1, pos - setup.sep_tokens + setup.n_suffix))
+    rel = _position_reliability(setup.profile, max(1, pos - setup.sep_tokens + setup.n_suffix))
     return _overall(setup, {i: _mean([rel(t) for t in ts]) for i, ts in positions.items()})

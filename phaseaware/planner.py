@@ -9,11 +9,16 @@ at absolute positions ``t_ij``. The plan maximises
 
     Σ_i (w_i / n_i) Σ_j R(t_ij) − pad_cost · (padding tokens)
 
-subject to ``prompt tokens ≤ budget``, where ``R`` is the position reliability
-(the profile's residue reliability, or the best residue inside the profile's
-raw local window). Dropped chunks count as reliability 0.
+subject to ``prompt tokens ≤ budget``, where ``R(t, d)`` is the reliability of a
+key at position ``t`` with ``d`` tokens after it: the profile's residue
+reliability, or, inside the profile's raw local window (``d ≤ window``), its
+measured window accuracy (the best residue's when unmeasured). Dropped chunks
+count as reliability 0. Padding before a chunk moves the residues of its keys
+and of all later keys; it never brings a key closer to the end of the prompt
+(the prompt grows by the same amount), so only padding *after* a key changes
+its distance.
 
-Algorithm (N chunks, period P, K key tokens per chunk, all linear in N):
+Algorithm (N chunks, period P, K key tokens per chunk):
 1. ``admit``: sort by relevance (stable), admit each chunk whose tokens (plus
    separator) fit the remaining budget, else drop it with the reason.
    O(N log N) for the sort, O(N) for the scan.
@@ -22,17 +27,29 @@ Algorithm (N chunks, period P, K key tokens per chunk, all linear in N):
    profile, spreads relevance to both ends (lost-in-the-middle, like
    LangChain's LongContextReorder, but with the top chunk nearest the question);
    "relevance" = most relevant first; "none" = given order. O(N log N).
-3. ``choose_pads``: left to right with the cumulative shift ``C`` of earlier
-   pads, pick k for chunk i maximising Σ_j (w_i/n_i) R(t_ij + C + shift(k)) −
-   pad_cost·shift(k) among the smallest k per reachable residue. Because every
-   chunk's own pad can reach every residue whatever came before, this greedy is
-   optimal when the budget slack does not bind. O(N·P·K).
-4. ``choose_length_pad``: the smallest end pad that moves the total prompt
-   length onto the best known length residue. O(P).
+3. ``search_orders`` ("reorder" with a profile and padding): chunk lengths
+   differ, so rearranging the chunks before the last one moves keys between
+   residues for free; with at most 6 chunks every arrangement is scored with
+   its best pads (``order_scorer``, memoised per chunk and starting residue).
+   O(A·N) for A ≤ 120 arrangements, plus O(N·P·P·K) for the memo.
+4. ``choose_pads``: left to right with the cumulative shift ``C`` of earlier
+   pads, pick k for chunk i maximising Σ_j (w_i/n_i) R(t_ij + C + shift(k), d_ij)
+   − pad_cost·shift(k), plus the change its shift makes to earlier keys still
+   inside the window, among the smallest k per reachable residue. Outside the
+   window every chunk's own pad can reach every residue whatever came before,
+   so this greedy is optimal there when the budget slack does not bind.
+   O(N·P·K) plus the few keys near the end.
+5. The end pad (``assembly``): each end pad the slack allows is tried with its
+   own ``choose_pads``; ``pads_value`` scores the result (times the profile's
+   length factor, minus the padding cost) and the best plan wins. O(E·N·P·K)
+   for E end pads; E = 1 unless the profile has a length effect or a measured
+   window worse than its best residue.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -46,8 +63,9 @@ __all__ = [
     "relevance_rank",
     "admit",
     "order_chunks",
+    "search_orders",
     "choose_pads",
-    "choose_length_pad",
+    "pads_value",
     "default_position_reliability",
 ]
 
@@ -134,52 +152,188 @@ def order_chunks(
     return tuple(front + list(reversed(back)))
 
 
+def search_orders(
+    *,
+    order: Sequence[int],
+    evaluate: Callable[[tuple[int, ...]], float],
+    max_arrangements: int = 120,
+) -> tuple[int, ...]:
+    """The best-valued order that keeps ``order[-1]`` last (``order`` wins ties).
+
+    Chunk lengths differ, so the order alone moves key tokens between
+    residues: rearranging the chunks before the last one can land their keys
+    on reliable residues for free, where padding would cost tokens.
+    ``evaluate(candidate)`` scores an order (reliability minus padding cost).
+    Every arrangement is tried when there are at most ``max_arrangements``
+    (up to 6 chunks); longer lists keep ``order``: their padding is already a
+    small share of the context.
+    """
+    head, last = list(order[:-1]), tuple(order[-1:])
+    best = tuple(order)
+    if len(head) < 2 or math.factorial(len(head)) > max_arrangements:
+        return best
+    best_value = evaluate(best)
+    for candidate in itertools.permutations(head):
+        value = evaluate(candidate + last)
+        if value > best_value + 1e-12:
+            best, best_value = candidate + last, value
+    return best
+
+
+def order_scorer(
+    *,
+    start: int,
+    sizes: Sequence[int],
+    key_offsets: Sequence[Sequence[int]],
+    weights: Sequence[float],
+    residue_reliability: Sequence[float],
+    pad_tables: Sequence[PadTable],
+    pad_cost: float,
+) -> Callable[[tuple[int, ...]], float]:
+    """A fast ``evaluate`` for ``search_orders``: the padded value of an order.
+
+    Chunk i (input index) takes ``sizes[i]`` tokens with keys at
+    ``key_offsets[i]`` within it; the first chunk starts at ``start``. Each
+    chunk gets the best own pad for the residue it starts on (as
+    ``choose_pads`` does), scored with the residue reliabilities alone: the
+    raw window and the slack are left to the final ``choose_pads``. Best pads
+    are memoised per (chunk, starting residue), so an order costs O(N).
+    """
+    period = len(residue_reliability)
+    memo: dict[tuple[int, int], tuple[float, int]] = {}
+    options: dict[int, tuple[tuple[int, int], ...]] = {}
+    rel = list(residue_reliability)
+
+    def best_pad(i: int, residue: int) -> tuple[float, int]:
+        keys, weight = key_offsets[i], weights[i]
+        if not keys or weight <= 0:
+            return 0.0, 0
+        table = pad_tables[i]
+        if id(table) not in options:
+            options[id(table)] = _pad_options(table, period)
+        per_key = weight / len(keys)
+        # key residues relative to the chunk start, counted once per residue
+        counts = [0] * period
+        for t in keys:
+            counts[t % period] += 1
+        present = [(r, c) for r, c in enumerate(counts) if c]
+        best: tuple[float, int] | None = None
+        for _, shift in options[id(table)]:
+            base = residue + shift
+            value = per_key * sum(c * rel[(base + r) % period] for r, c in present)
+            value -= pad_cost * shift
+            if best is None or value > best[0] + 1e-12:
+                best = (value, shift)
+        assert best is not None
+        return best
+
+    def score(order: tuple[int, ...]) -> float:
+        total, position = 0.0, start
+        for i in order:
+            residue = position % period
+            if (i, residue) not in memo:
+                memo[i, residue] = best_pad(i, residue)
+            value, shift = memo[i, residue]
+            total += value
+            position += shift + sizes[i]
+        return total
+
+    return score
+
+
 def choose_pads(
     *,
     key_positions: Sequence[Sequence[int]],
     weights: Sequence[float],
     period: int,
-    reliability: Callable[[int], float],
+    reliability: Callable[[int, int], float],
     pad_tables: Sequence[PadTable],
     pad_cost: float,
     slack: int,
+    length: int,
+    tail: int = 0,
+    window: int | None = None,
 ) -> tuple[int, ...]:
     """Filler units ``k`` before each chunk (in context order).
 
     ``key_positions[i]`` are chunk i's key token positions when no chunk is
-    padded; ``reliability(position)`` is the expected accuracy of a key token
-    there; ``pad_tables[i]`` gives the tokens added by k filler units before
-    chunk i; ``slack`` is the number of tokens the budget leaves for padding.
-    Each chunk's k is one of the smallest k reaching each residue mod ``period``.
+    padded and ``length`` is that unpadded prompt's length; ``tail`` tokens
+    (an end pad) will follow the last chunk. ``reliability(position, distance)``
+    is the expected accuracy of a key token at absolute ``position`` with
+    ``distance`` tokens from it to the end of the final prompt.
+    ``pad_tables[i]`` gives the tokens added by k filler units before chunk i;
+    ``slack`` is the number of tokens the budget leaves for padding. Each
+    chunk's k is one of the smallest k reaching each residue mod ``period``.
+
+    A pad moves every later key (its residue) and lengthens the distance of
+    every earlier key to the end; it never moves a key closer to the end.
+    ``window``: reliability no longer depends on the distance beyond it
+    (``None``: it never does), so only earlier keys within ``window`` of the end
+    are re-scored when a later pad pushes them away.
     """
     cache: dict[int, tuple[tuple[int, int], ...]] = {}
     ks: list[int] = []
     shift_so_far = 0
+    # earlier keys whose reliability may still change: [position, distance, weight per key]
+    near: list[list[float]] = []
     for keys, weight, table in zip(key_positions, weights, pad_tables, strict=True):
         if not keys or weight <= 0:
             ks.append(0)
             continue
         if id(table) not in cache:
             cache[id(table)] = _pad_options(table, period)
-        options = cache[id(table)]
         per_key = weight / len(keys)
-        single = keys[0] if len(keys) == 1 else None
         best_k, best_value, best_shift = 0, None, 0
-        for k, shift in options:
+        for k, shift in cache[id(table)]:
             if shift > slack:
                 continue
             offset = shift_so_far + shift
-            if single is not None:  # == sum([x]) exactly; skips the generator
-                value = per_key * reliability(single + offset)
-            else:
-                value = sum(per_key * reliability(t + offset) for t in keys)
+            value = sum(per_key * reliability(t + offset, length - t + tail) for t in keys)
+            for position, distance, w in near:
+                value += w * (
+                    reliability(int(position), int(distance) + shift)
+                    - reliability(int(position), int(distance))
+                )
             value -= pad_cost * shift
             if best_value is None or value > best_value + 1e-12:
                 best_k, best_value, best_shift = k, value, shift
         ks.append(best_k)
         shift_so_far += best_shift
         slack -= best_shift
+        if window is not None:
+            near = [[p, d + best_shift, w] for p, d, w in near if d + best_shift <= window]
+            near += [
+                [t + shift_so_far, length - t + tail, per_key]
+                for t in keys
+                if length - t + tail <= window
+            ]
     return tuple(ks)
+
+
+def pads_value(
+    *,
+    key_positions: Sequence[Sequence[int]],
+    weights: Sequence[float],
+    reliability: Callable[[int, int], float],
+    shifts: Sequence[int],
+    length: int,
+    tail: int = 0,
+) -> float:
+    """``Σ_i (w_i / n_i) Σ_j reliability(final position, final distance)`` of a padding.
+
+    ``shifts[i]`` tokens are added right before chunk i (context order) and
+    ``tail`` after the last chunk; positions and ``length`` are unpadded.
+    """
+    total_pad = sum(shifts) + tail
+    value, before = 0.0, 0
+    for keys, weight, shift in zip(key_positions, weights, shifts, strict=True):
+        before += shift
+        if not keys or weight <= 0:
+            continue
+        per_key = weight / len(keys)
+        for t in keys:
+            value += per_key * reliability(t + before, length + total_pad - (t + before))
+    return value
 
 
 def _pad_options(pad_table: PadTable, period: int) -> tuple[tuple[int, int], ...]:
@@ -188,20 +342,6 @@ def _pad_options(pad_table: PadTable, period: int) -> tuple[tuple[int, int], ...
     for k, shift in enumerate(pad_table.shifts):
         options.setdefault(shift % period, (k, shift))
     return tuple(sorted(options.values()))
-
-
-def choose_length_pad(
-    *, length: int, length_factor: Callable[[int], float], pad_table: PadTable, slack: int
-) -> int:
-    """Smallest end-pad k maximising ``length_factor(length + shift(k))`` within ``slack``."""
-    best_k, best_value = 0, length_factor(length)
-    for k, shift in enumerate(pad_table.shifts):
-        if shift > slack:
-            break
-        value = length_factor(length + shift)
-        if value > best_value + 1e-12:
-            best_k, best_value = k, value
-    return best_k
 
 
 def default_position_reliability(position: int, *, prompt_length: int) -> float:

@@ -24,6 +24,7 @@ __all__ = [
     "TokenizerRef",
     "Provenance",
     "LengthResidueEffect",
+    "LocalWindowEffect",
 ]
 
 SCHEMA = "phaseaware.profile/v1"
@@ -64,6 +65,26 @@ class LengthResidueEffect:
 
 
 @dataclass(frozen=True)
+class LocalWindowEffect:
+    """Measured accuracy when the key token sits inside the raw local window.
+
+    The window is read uncompressed, so an ideal model retrieves there at least
+    as well as on its best residue; a real one may not (a small model trained
+    mostly on far keys, say). ``n`` probes, 95% interval ``[ci_low, ci_high]``,
+    with key-to-end distances between ``min_distance`` and ``max_distance``
+    tokens.
+    """
+
+    accuracy: float
+    n: int
+    ci_low: float
+    ci_high: float
+    min_distance: int
+    max_distance: int
+    source: str
+
+
+@dataclass(frozen=True)
 class Profile:
     """Per-residue retrieval accuracy of one model.
 
@@ -85,6 +106,7 @@ class Profile:
     compression_stride: int | None = None
     length_residue_accuracy: LengthResidueEffect | None = None
     reliability: tuple[float, ...] | None = None
+    local_window_accuracy: LocalWindowEffect | None = None
     extra: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -114,17 +136,28 @@ class Profile:
         """Expected accuracy (0..1) of a key token at absolute ``position``.
 
         Tokens within ``local_window`` tokens of the end of a prompt of
-        ``prompt_length`` tokens are read raw (uncompressed) and get the best
-        residue's value. A known length-residue effect multiplies in.
+        ``prompt_length`` tokens are read raw (uncompressed): they get
+        ``window_reliability()``. A known length-residue effect multiplies in.
         """
         if not 0 <= position < prompt_length:
             raise ValueError(f"position {position} outside prompt of {prompt_length} tokens")
-        values = self.reliability if self.reliability is not None else self.residue_accuracy
         if self.local_window is not None and prompt_length - position <= self.local_window:
-            base = max(values)
+            base = self.window_reliability()
         else:
-            base = values[position % self.period]
+            base = self.residue_reliability(position)
         return base * self.length_factor(prompt_length)
+
+    def window_reliability(self) -> float:
+        """Reliability of a key token inside the raw local window.
+
+        The measured ``local_window_accuracy`` when the profile has one; else
+        the best residue's value (the window is read uncompressed, so the
+        architecture promises no phase effect there; not a measurement).
+        """
+        if self.local_window_accuracy is not None:
+            return self.local_window_accuracy.accuracy
+        values = self.reliability if self.reliability is not None else self.residue_accuracy
+        return max(values)
 
     def length_factor(self, prompt_length: int) -> float:
         """Multiplier (0..1) for a prompt of ``prompt_length`` tokens; 1.0 when unknown."""

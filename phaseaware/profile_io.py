@@ -28,7 +28,14 @@ from typing import Any
 
 from phaseaware.atomic import atomic_write_text
 from phaseaware.errors import ProfileError, ProfileNotFoundError
-from phaseaware.profile import SCHEMA, LengthResidueEffect, Profile, Provenance, TokenizerRef
+from phaseaware.profile import (
+    SCHEMA,
+    LengthResidueEffect,
+    LocalWindowEffect,
+    Profile,
+    Provenance,
+    TokenizerRef,
+)
 from phaseaware.profile_schema import (
     KEY_ORDER,
     OPTIONAL_KEYS,
@@ -80,6 +87,7 @@ def profile_from_dict(doc: Mapping[str, Any], *, source: str = "<dict>") -> Prof
             note=length.get("note"),
         )
     reliability = doc.get("reliability")
+    window = doc.get("local_window_accuracy")
     known = set(REQUIRED_KEYS) | set(OPTIONAL_KEYS)
     return Profile(
         model=doc["model"],
@@ -94,6 +102,7 @@ def profile_from_dict(doc: Mapping[str, Any], *, source: str = "<dict>") -> Prof
         compression_stride=doc.get("compression_stride"),
         length_residue_accuracy=effect,
         reliability=None if reliability is None else tuple(float(v) for v in reliability),
+        local_window_accuracy=None if window is None else _window_from_dict(window),
         extra={k: copy.deepcopy(v) for k, v in doc.items() if k not in known},
     )
 
@@ -117,6 +126,7 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
         "ci_high": list(profile.ci_high),
         "reliability": None if profile.reliability is None else list(profile.reliability),
         "length_residue_accuracy": _effect_to_dict(profile.length_residue_accuracy),
+        "local_window_accuracy": _window_to_dict(profile.local_window_accuracy),
         "provenance": {k: getattr(profile.provenance, k) for k in Provenance.__dataclass_fields__},
     }
     for key in OPTIONAL_KEYS:
@@ -147,6 +157,24 @@ def _effect_to_dict(effect: LengthResidueEffect | None) -> dict[str, Any] | None
     if effect.note is not None:
         out["note"] = effect.note
     return out
+
+
+def _window_from_dict(doc: Mapping[str, Any]) -> LocalWindowEffect:
+    return LocalWindowEffect(
+        accuracy=float(doc["accuracy"]),
+        n=doc["n"],
+        ci_low=float(doc["ci_low"]),
+        ci_high=float(doc["ci_high"]),
+        min_distance=doc["min_distance"],
+        max_distance=doc["max_distance"],
+        source=doc["source"],
+    )
+
+
+def _window_to_dict(effect: LocalWindowEffect | None) -> dict[str, Any] | None:
+    if effect is None:
+        return None
+    return {name: getattr(effect, name) for name in LocalWindowEffect.__dataclass_fields__}
 
 
 # --------------------------------------------------------------------------- text and files

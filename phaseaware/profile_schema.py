@@ -36,7 +36,12 @@ REQUIRED_KEYS = (
     "local_window",
     "provenance",
 )
-OPTIONAL_KEYS = ("compression_stride", "length_residue_accuracy", "reliability")
+OPTIONAL_KEYS = (
+    "compression_stride",
+    "length_residue_accuracy",
+    "reliability",
+    "local_window_accuracy",
+)
 # Output order of the known keys; extras follow, sorted.
 KEY_ORDER = (
     "schema",
@@ -51,6 +56,7 @@ KEY_ORDER = (
     "ci_high",
     "reliability",
     "length_residue_accuracy",
+    "local_window_accuracy",
     "provenance",
 )
 PROVENANCE_KINDS = ("measured", "published")
@@ -196,6 +202,39 @@ def _check_length_effect(value: object, errors: list[str]) -> None:
     _check_string(f"{key}.note", value.get("note"), errors, nullable=True)
 
 
+def _check_window_effect(value: object, local_window: object, errors: list[str]) -> None:
+    key = "local_window_accuracy"
+    fields = ("accuracy", "n", "ci_low", "ci_high", "min_distance", "max_distance", "source")
+    if not _check_object(key, value, fields, (), errors):
+        return
+    assert isinstance(value, Mapping)
+    if local_window is None:
+        errors.append(
+            f"{key} needs local_window (the window's size in tokens); set it or drop {key}"
+        )
+    bad = [
+        f"{key}.{name}: expected a fraction in [0, 1], got {value[name]!r}"
+        for name in ("accuracy", "ci_low", "ci_high")
+        if not (_is_number(value[name]) and 0.0 <= value[name] <= 1.0)
+    ]
+    bad += [
+        f"{key}.{name}: expected an int >= 0, got {value[name]!r}"
+        for name in ("n", "min_distance", "max_distance")
+        if not (_is_int(value[name]) and value[name] >= 0)
+    ]
+    errors.extend(bad)
+    if bad:
+        pass
+    elif not value["ci_low"] - CI_TOLERANCE <= value["accuracy"] <= value["ci_high"] + CI_TOLERANCE:
+        errors.append(
+            f"{key}.accuracy {value['accuracy']} lies outside its interval "
+            f"[{value['ci_low']}, {value['ci_high']}]"
+        )
+    elif value["min_distance"] > value["max_distance"]:
+        errors.append(f"{key}: min_distance is greater than max_distance; swap them")
+    _check_string(f"{key}.source", value["source"], errors, nullable=False)
+
+
 def _check_intervals(doc: Mapping[str, Any], errors: list[str]) -> None:
     """ci_low <= accuracy <= ci_high wherever both bounds are known."""
     rows = zip(doc["residue_accuracy"], doc["ci_low"], doc["ci_high"], strict=True)
@@ -247,4 +286,6 @@ def validate_profile_dict(doc: object) -> list[str]:
         _check_fraction_list("reliability", doc["reliability"], period, errors, nullable=False)
     if doc.get("length_residue_accuracy") is not None:
         _check_length_effect(doc["length_residue_accuracy"], errors)
+    if doc.get("local_window_accuracy") is not None:
+        _check_window_effect(doc["local_window_accuracy"], doc["local_window"], errors)
     return errors

@@ -17,7 +17,7 @@ from phaseaware.errors import (
     PeriodMismatchError,
 )
 from phaseaware.layouts import get_layout
-from phaseaware.profile import TokenizerRef
+from phaseaware.profile import LocalWindowEffect, TokenizerRef
 from phaseaware.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
 
@@ -205,13 +205,53 @@ def test_from_specs_and_dict_keys() -> None:
         assert {"chunk_id", "key_token_positions", "key_char_offsets", "residues"} <= set(p)
 
 
-@pytest.mark.parametrize("name", ["deepseek-v4-flash-base", "deepseek-v4-flash-0731"])
-def test_fast_reliability_matches_profile(name) -> None:
-    from phaseaware.assembly import _reliability
+def weak_window(profile, accuracy: float = 0.3):
+    """``profile`` with a 48-token raw window measured worse than its residues."""
+    return dataclasses.replace(
+        profile,
+        local_window=48,
+        local_window_accuracy=LocalWindowEffect(
+            accuracy=accuracy, n=50, ci_low=max(0.0, accuracy - 0.1),
+            ci_high=min(1.0, accuracy + 0.1), min_distance=20, max_distance=48, source="test",
+        ),
+    )  # fmt: skip
 
-    profile = get_profile(name)
+
+def _tail_chunk() -> list[Chunk]:
+    filler = "Background material about unrelated logistics. " * 12
+    return [Chunk(text=f"{filler}The launch code of Project Tamarind is 7000.", id="tail")]
+
+
+def test_measured_weak_window_pushes_the_key_out(cl100k, base_profile) -> None:
+    # unmeasured window: a key read raw needs no pad and no end pad
+    plain = run(cl100k, dataclasses.replace(base_profile, local_window=48), _tail_chunk())
+    (p,) = plain.placements
+    assert plain.token_count - p.key_token_positions[0] <= 48
+    assert plain.padding_tokens == 0
+    # measured worse than every residue: the end pad pushes the key out of the
+    # window and the chunk pad puts it on a reliable residue (measured)
+    profile = weak_window(base_profile)
+    result = run(cl100k, profile, _tail_chunk())
+    (p,) = result.placements
+    keys, acc = p.key_token_positions, profile.residue_accuracy
+    assert all(result.token_count - t > 48 for t in keys) and result.end_padding_tokens > 0
+    best_shift = max(sum(acc[(t + s) % 8] for t in keys) / len(keys) for s in range(8))
+    assert p.expected_accuracy == pytest.approx(best_shift)
+    assert cl100k.tokenize(result.prompt).token_at_char(p.key_char_offsets[0]) == keys[0]
+
+
+@pytest.mark.parametrize(
+    "name", ["deepseek-v4-flash-base", "deepseek-v4-flash-0731", "weak-window"]
+)
+def test_fast_reliability_matches_profile(name) -> None:
+    from phaseaware.assembly import _position_reliability
+
+    if name == "weak-window":
+        profile = weak_window(get_profile("deepseek-v4-flash-base"), accuracy=0.6)
+    else:
+        profile = get_profile(name)
     for length in (50, 131, 1003):
-        rel = _reliability(profile, length)
+        rel = _position_reliability(profile, length)
         for t in range(length):
             assert rel(t) == pytest.approx(profile.position_reliability(t, prompt_length=length))
 

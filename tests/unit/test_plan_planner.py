@@ -14,8 +14,13 @@ LINEAR = PadTable(tuple(range(17)))  # k units add k tokens
 WEAK_3_7 = (0.44, 0.70, 0.66, 0.30, 0.45, 0.70, 0.64, 0.33)
 
 
-def residue_rel(t: int) -> float:
+def residue_rel(t: int, d: int = 10**6) -> float:
     return WEAK_3_7[t % 8]
+
+
+def window_rel(t: int, d: int) -> float:
+    """WEAK_3_7, but 0.5 inside an 8-token raw window (worse than the best residue)."""
+    return 0.5 if d <= 8 else WEAK_3_7[t % 8]
 
 
 def test_admit_by_relevance_with_reasons() -> None:
@@ -80,6 +85,7 @@ def test_choose_pads_moves_keys_off_weak_residues() -> None:
         pad_tables=[LINEAR, LINEAR],
         pad_cost=0.0,
         slack=100,
+        length=1000,
     )
     assert pads[0] == 2  # 11 -> 13 (residue 5, 0.70)
     # the second chunk already moved by 2: 23 + 2 = 25 (residue 1, 0.70) -> no pad
@@ -87,7 +93,7 @@ def test_choose_pads_moves_keys_off_weak_residues() -> None:
 
 
 def test_choose_pads_respects_cost_slack_and_zero_weight() -> None:
-    kw = dict(period=8, reliability=residue_rel, pad_tables=[LINEAR], slack=100)
+    kw = dict(period=8, reliability=residue_rel, pad_tables=[LINEAR], slack=100, length=1000)
     assert planner.choose_pads(key_positions=[(11,)], weights=[1.0], pad_cost=1.0, **kw) == (0,)
     assert planner.choose_pads(key_positions=[(11,)], weights=[0.0], pad_cost=0.0, **kw) == (0,)
     assert planner.choose_pads(key_positions=[()], weights=[1.0], pad_cost=0.0, **kw) == (0,)
@@ -105,6 +111,7 @@ def test_choose_pads_multiple_keys_maximises_sum() -> None:
         pad_tables=[LINEAR],
         pad_cost=0.001,
         slack=100,
+        length=1000,
     )
     assert (16 + pads[0]) % 8 == 1
 
@@ -119,6 +126,7 @@ def test_choose_pads_linear_and_deterministic() -> None:
         pad_tables=[LINEAR] * 2000,
         pad_cost=0.001,
         slack=10**9,
+        length=10**6,
     )
     first = planner.choose_pads(**kw)
     assert first == planner.choose_pads(**kw)
@@ -138,28 +146,109 @@ def test_choose_pads_per_chunk_table() -> None:
         pad_tables=[PadTable((0, 2, 3)), PadTable((0,))],
         pad_cost=0.0,
         slack=100,
+        length=1000,
     )
     assert pads == (1, 0)
 
 
-def test_choose_length_pad_avoids_bad_residue() -> None:
-    factor = {0: 1.0, 1: 1.0, 2: 1.0, 3: 0.0}
-    k = planner.choose_length_pad(
-        length=103, length_factor=lambda n: factor[n % 4], pad_table=LINEAR, slack=10
+def test_padding_never_moves_a_key_into_the_window() -> None:
+    # key 5 tokens from the end of a 100-token prompt: inside the window whatever
+    # the pad before it, because the prompt grows with the pad
+    kw = dict(period=8, pad_tables=[LINEAR], pad_cost=0.0, slack=100, length=100)
+    assert planner.choose_pads(
+        key_positions=[(95,)], weights=[1.0], reliability=window_rel, **kw
+    ) == (0,)
+    # key 12 tokens from the end (outside): a pad cannot bring it closer, so the
+    # residue decides (94 -> 97, residue 1)
+    pads = planner.choose_pads(key_positions=[(88,)], weights=[1.0], reliability=window_rel, **kw)
+    assert (88 + pads[0]) % 8 in (1, 5)
+    # with 6 tokens of tail after the last chunk the same key is out of reach of the window
+    pads = planner.choose_pads(
+        key_positions=[(95,)], weights=[1.0], reliability=window_rel, tail=6, **kw
     )
-    assert k == 1
-    assert (
-        planner.choose_length_pad(
-            length=102, length_factor=lambda n: factor[n % 4], pad_table=LINEAR, slack=10
-        )
-        == 0
+    assert (95 + pads[0]) % 8 in (1, 5)
+
+
+def test_later_pad_that_pushes_an_earlier_key_out_of_the_window_is_scored() -> None:
+    # chunk 0's key is 4 tokens from the end (inside, 0.5); a pad before chunk 1
+    # (whose own key stays inside) pushes it out onto its residue: 98 % 8 = 2
+    # (0.66) beats staying inside
+    kw = dict(period=8, pad_tables=[LINEAR, LINEAR], slack=100, length=102, window=8)
+    pads = planner.choose_pads(
+        key_positions=[(98,), (100,)],
+        weights=[1.0, 1.0],
+        reliability=window_rel,
+        pad_cost=0.0,
+        **kw,
     )
-    assert (
-        planner.choose_length_pad(
-            length=103, length_factor=lambda n: factor[n % 4], pad_table=LINEAR, slack=0
-        )
-        == 0
+    assert pads[1] >= 5  # distance 4 + pad > 8
+    value = planner.pads_value(
+        key_positions=[(98,), (100,)], weights=[1.0, 1.0], reliability=window_rel,
+        shifts=[0, pads[1]], length=102,
+    )  # fmt: skip
+    assert value == pytest.approx(0.66 + 0.5)
+    # when leaving the window would land on a weak residue, the pad is not worth it
+    pads = planner.choose_pads(
+        key_positions=[(99,), (100,)],
+        weights=[1.0, 1.0],
+        reliability=window_rel,
+        pad_cost=0.0,
+        **kw,
     )
+    assert pads[1] == 0  # 99 % 8 = 3 (0.30) is worse than the window's 0.5
+
+
+def test_search_orders_tries_every_arrangement_and_keeps_the_last() -> None:
+    seen: list[tuple[int, ...]] = []
+    target = (2, 0, 1, 3)
+
+    def evaluate(order: tuple[int, ...]) -> float:
+        seen.append(order)
+        return sum(a == b for a, b in zip(order, target, strict=True))
+
+    assert planner.search_orders(order=(0, 1, 2, 3), evaluate=evaluate) == target
+    assert len(seen) == 1 + 6 and all(o[-1] == 3 for o in seen)  # given order, then all 3!
+    # ties keep the given order
+    assert planner.search_orders(order=(0, 1, 2, 3), evaluate=lambda o: 1.0) == (0, 1, 2, 3)
+    assert planner.search_orders(order=(5,), evaluate=lambda o: 1.0) == (5,)
+
+
+def test_search_orders_leaves_long_lists_alone() -> None:
+    calls: list[tuple[int, ...]] = []
+    order = tuple(range(8))  # 7! arrangements of the head > 120
+    assert planner.search_orders(order=order, evaluate=lambda o: calls.append(o) or 0.0) == order
+    assert calls == []
+
+
+def test_order_scorer_matches_choose_pads() -> None:
+    # three chunks of 9, 14 and 5 tokens with keys at 2, (3, 10), 4; the
+    # scorer's value for an order equals choose_pads + pads_value on it
+    sizes, offsets = [9, 14, 5], [(2,), (3, 10), (4,)]
+    weights = [1.0, 0.5, 0.8]
+    score = planner.order_scorer(
+        start=3, sizes=sizes, key_offsets=offsets, weights=weights,
+        residue_reliability=WEAK_3_7, pad_tables=[LINEAR] * 3, pad_cost=0.01,
+    )  # fmt: skip
+    for order in [(0, 1, 2), (1, 0, 2), (2, 1, 0)]:
+        keys, pos = [], 3
+        for i in order:
+            keys.append(tuple(pos + t for t in offsets[i]))
+            pos += sizes[i]
+        kw = dict(key_positions=keys, weights=[weights[i] for i in order], length=10**6)
+        pads = planner.choose_pads(
+            period=8, reliability=residue_rel, pad_tables=[LINEAR] * 3, pad_cost=0.01,
+            slack=100, **kw,
+        )  # fmt: skip
+        value = planner.pads_value(reliability=residue_rel, shifts=list(pads), **kw)
+        assert score(order) == pytest.approx(value - 0.01 * sum(pads))
+
+
+def test_pads_value_counts_final_positions_and_distances() -> None:
+    value = planner.pads_value(
+        key_positions=[(11,), (23,)], weights=[1.0, 0.5], reliability=residue_rel,
+        shifts=[2, 0], length=1000,
+    )  # fmt: skip
+    assert value == pytest.approx(WEAK_3_7[13 % 8] + 0.5 * WEAK_3_7[25 % 8])
 
 
 def test_relevance_weights() -> None:

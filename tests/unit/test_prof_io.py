@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from phaseaware.errors import ProfileError, ProfileNotFoundError
-from phaseaware.profile import SCHEMA, LengthResidueEffect, Profile, Provenance, TokenizerRef
+from phaseaware.profile import (
+    SCHEMA,
+    LengthResidueEffect,
+    LocalWindowEffect,
+    Profile,
+    Provenance,
+    TokenizerRef,
+)
 from phaseaware.profile_io import (
     dumps_profile,
     load_profile,
@@ -52,6 +59,9 @@ FULL = make_profile(
     reliability=(0.5, 0.7, 0.9, 0.1),
     length_residue_accuracy=LengthResidueEffect(
         period=2, accuracy=(0.9, None), kind="measured", source="sweep", n=(10, None), note="hi"
+    ),
+    local_window_accuracy=LocalWindowEffect(
+        accuracy=0.8, n=40, ci_low=0.65, ci_high=0.9, min_distance=13, max_distance=16, source="s"
     ),
     extra={"notes": {"b": [1, 2], "a": "x"}, "another": None},
 )
@@ -197,6 +207,16 @@ BAD_DOCS: list[tuple[str, Callable[[dict], None], str]] = [
     ("length kind", _set("length_residue_accuracy.kind", "rumour"), "length_residue_accuracy.kind"),
     ("length typo", _set("length_residue_accuracy.nn", 1), "unknown key 'nn'"),
     ("length n", _set("length_residue_accuracy.n", [1, -2]), "length_residue_accuracy.n[1]"),
+    ("window acc", _set("local_window_accuracy.accuracy", 1.5), "local_window_accuracy.accuracy"),
+    ("window ci", _set("local_window_accuracy.ci_high", 0.7), "lies outside its interval"),
+    ("window n", _set("local_window_accuracy.n", -1), "local_window_accuracy.n: expected"),
+    ("window typo", _set("local_window_accuracy.acc", 1), "unknown key 'acc'"),
+    ("window size", _set("local_window", None), "local_window_accuracy needs local_window"),
+    (
+        "window distances",
+        _set("local_window_accuracy.min_distance", 20),
+        "min_distance is greater than max_distance",
+    ),
 ]
 
 
