@@ -12,14 +12,26 @@ words (one token each), ``before`` and ``after`` it:
   fewer after it, so the key moves to residue ``k`` while the prompt length,
   the question's position and everything outside the zones stay fixed;
 * length sweep, offset ``j``: ``j`` extra pad tokens after the target record,
-  so the prompt length's residue moves while the key's position stays fixed.
+  so the prompt length's residue moves while the key's position stays fixed;
+* window sweep, offset ``k``: the target record comes last in the context
+  (after every filler sentence and distractor record), followed by ``k`` pad
+  tokens and then the question. All of the base prompt's pad tokens move to
+  the context start (plus ``j = base_index mod n_offsets`` more, so that over
+  the base prompts the in-window keys fall on every residue), ``k`` of them
+  after the record, so the prompt stays exactly ``context_tokens + j`` long,
+  the question keeps its position, and only the key's distance to the end
+  (``prompt_tokens - key_position``) grows: ``d0 + k``, where ``d0`` (record
+  tail + question + template) depends on the tokenizer and template. It measures retrieval inside a model's raw local
+  window; not in the default ``sweeps``.
 
 Every variant of a base prompt is evaluated (paired design). Nothing relies on
 adding token counts: each variant is re-tokenized and its length, key position
 (from the tokenizer's offsets) and question position are checked; a pad scheme
 the tokenizer does not count exactly is replaced by the next one, and if none
-fits a :class:`~phaseaware.errors.CalibrationError` is raised. Probe ids are
-``f"{sweep}:{base_index}:{offset}"``; everything is seeded (``np.random.default_rng``).
+fits a :class:`~phaseaware.errors.CalibrationError` is raised. The window
+sweep picks its pad scheme on its own, so adding it never changes the key and
+length probes. Probe ids are ``f"{sweep}:{base_index}:{offset}"``; everything is
+seeded (``np.random.default_rng``).
 """
 
 from __future__ import annotations
@@ -36,9 +48,19 @@ from phaseaware.errors import CalibrationError
 from phaseaware.layouts import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["SWEEPS", "ProbeSettings", "Probe", "ProbeGroup", "build_group", "iter_groups", "judge"]
+__all__ = [
+    "SWEEPS",
+    "DEFAULT_SWEEPS",
+    "ProbeSettings",
+    "Probe",
+    "ProbeGroup",
+    "build_group",
+    "iter_groups",
+    "judge",
+]
 
-SWEEPS: tuple[str, ...] = ("key", "length")
+SWEEPS: tuple[str, ...] = ("key", "length", "window")
+DEFAULT_SWEEPS: tuple[str, ...] = ("key", "length")
 _KEY_PREFIX = "The access code for "
 
 
@@ -53,7 +75,7 @@ class ProbeSettings:
     context_tokens: int
     n_offsets: int
     base_prompts: int
-    sweeps: tuple[str, ...] = SWEEPS
+    sweeps: tuple[str, ...] = DEFAULT_SWEEPS
     seed: int = 0
     distractors: int = 3
     max_tokens: int = 8
@@ -69,7 +91,10 @@ class ProbeSettings:
             )
         bad = [s for s in self.sweeps if s not in SWEEPS]
         if bad or not self.sweeps:
-            raise CalibrationError(f"unknown sweeps {bad or '(none)'}; use --sweeps key,length")
+            raise CalibrationError(
+                f"unknown sweeps {bad or '(none)'}; use --sweeps with names from "
+                f"{','.join(SWEEPS)}, e.g. --sweeps key,length"
+            )
         if not 0 <= self.distractors < len(task.NAMES):
             raise CalibrationError(f"distractors must be 0..{len(task.NAMES) - 1}")
 
@@ -125,12 +150,17 @@ def judge(probe: Probe, completion: str) -> bool:
 
 @dataclass(frozen=True)
 class _Zones:
-    """Pad tokens in each zone: at the context start, before/after the target, at the end."""
+    """Pad tokens in each zone: at the context start, before/after the target, at the end.
+
+    ``target_last``: the target record follows every filler sentence and
+    distractor record (window sweep) instead of sitting at the base's depth.
+    """
 
     pre: int
     before: int
     after: int
     end: int
+    target_last: bool = False
 
 
 class _Mismatch(Exception):
@@ -171,7 +201,7 @@ class _Base:
     def render(self, zones: _Zones) -> tuple[Any, int, int]:
         """Rendered prompt, char offset of the target's key, char offset of the question."""
         s = self.n_sentences
-        at = round(self.depth * s)
+        at = s if zones.target_last else round(self.depth * s)
         before = self.sentences[:at]
         after = self.sentences[at:s]
         for record, slot in zip(self.distractors, self.slots, strict=True):
@@ -240,13 +270,59 @@ def _fit(tokenizer: Tokenizer, base: _Base, settings: ProbeSettings) -> tuple[_Z
     raise _Mismatch(f"cannot reach exactly {n} tokens with key residue 0")
 
 
-def _variant_zones(settings: ProbeSettings, zones: _Zones) -> Iterator[tuple[str, int, _Zones]]:
-    for sweep in settings.sweeps:
+_Fit = tuple[_Zones, int, int]  # zones, key position, query position
+
+
+def _window_fit(
+    tokenizer: Tokenizer, base: _Base, settings: ProbeSettings, fitted: _Fit, base_index: int
+) -> tuple[_Zones, int, int, int]:
+    """Zones of the window sweep's offset 0: target record last, length exactly N + j.
+
+    Starts from the key sweep's fit (same sentences) and moves all of its pad
+    tokens to the context start, plus ``j = base_index mod n_offsets`` more, so
+    that over the base prompts the window probes' keys fall on every residue
+    (inside a window a key's distance and residue are tied by the prompt
+    length); offset ``k`` then moves ``k`` of them to just after the record.
+    Returns (zones, prompt length, key position, query position).
+    """
+    m = settings.n_offsets
+    extra = base_index % m
+    n = settings.context_tokens + extra
+    zones, _, query0 = fitted
+    pre = zones.pre + zones.before + zones.after + zones.end + extra
+    for _ in range(4):  # a few corrections if the moved zone interacts with its neighbours
+        if pre < m - 1:
+            break
+        zones = _Zones(pre, 0, 0, 0, target_last=True)
+        _, length, key, query = _measure(tokenizer, base, zones)
+        if length == n and query == query0 + extra:
+            return zones, n, key, query
+        pre += n - length
+    raise _Mismatch(f"window sweep: cannot reach exactly {n} tokens with the target record last")
+
+
+def _variants(
+    tokenizer: Tokenizer,
+    base: _Base,
+    settings: ProbeSettings,
+    sweep: str,
+    fitted: _Fit,
+    base_index: int,
+) -> Iterator[tuple[int, _Zones, tuple[int, int, int]]]:
+    """(offset, zones, expected (length, key position, query position)) of one sweep."""
+    n = settings.context_tokens
+    if sweep == "window":
+        zones, n_window, key0, query0 = _window_fit(tokenizer, base, settings, fitted, base_index)
         for k in range(settings.n_offsets):
-            if sweep == "key":
-                yield sweep, k, _Zones(zones.pre, k, zones.after - k, zones.end)
-            else:
-                yield sweep, k, _Zones(zones.pre, 0, zones.after + k, zones.end)
+            variant = _Zones(zones.pre - k, 0, k, 0, target_last=True)
+            yield k, variant, (n_window, key0 - k, query0)
+        return
+    zones, key0, query0 = fitted
+    for k in range(settings.n_offsets):
+        if sweep == "key":
+            yield k, _Zones(zones.pre, k, zones.after - k, zones.end), (n, key0 + k, query0)
+        else:
+            yield k, _Zones(zones.pre, 0, zones.after + k, zones.end), (n + k, key0, query0 + k)
 
 
 def _pad_schemes(tokenizer: Tokenizer, base: _Base) -> Iterator[list[str]]:
@@ -260,13 +336,40 @@ def _pad_schemes(tokenizer: Tokenizer, base: _Base) -> Iterator[list[str]]:
 def build_group(
     *, tokenizer: Tokenizer, layout: PromptLayout, settings: ProbeSettings, base_index: int
 ) -> ProbeGroup:
-    """Every verified variant of base prompt ``base_index`` (deterministic given the seed)."""
+    """Every verified variant of base prompt ``base_index`` (deterministic given the seed).
+
+    The key and length sweeps share one pad scheme (the first that every one of
+    their variants verifies with); the window sweep picks its own, so asking for
+    it never changes the other sweeps' probes.
+    """
     base = _Base(settings, base_index, layout)
+    shared = tuple(s for s in settings.sweeps if s != "window")
+    parts = [shared] if shared else []
+    if "window" in settings.sweeps:
+        parts.append(("window",))
+    built: dict[str, list[Probe]] = {}
+    for sweeps in parts:
+        built.update(_with_pad_scheme(tokenizer, base, settings, base_index, sweeps))
+    probes = tuple(p for sweep in settings.sweeps for p in built[sweep])
+    return ProbeGroup(base_index=base_index, probes=probes)
+
+
+def _with_pad_scheme(
+    tokenizer: Tokenizer,
+    base: _Base,
+    settings: ProbeSettings,
+    base_index: int,
+    sweeps: tuple[str, ...],
+) -> dict[str, list[Probe]]:
+    """The probes of ``sweeps`` with the first pad scheme all of them verify with."""
     problems: list[str] = []
     for words in _pad_schemes(tokenizer, base):
         base.pad_words = words
         try:
-            return _build_variants(tokenizer, base, settings, base_index)
+            fitted = _fit(tokenizer, base, settings)
+            return {
+                s: _build_sweep(tokenizer, base, settings, base_index, s, fitted) for s in sweeps
+            }
         except _Mismatch as exc:
             problems.append(str(exc))
     raise CalibrationError(
@@ -275,15 +378,18 @@ def build_group(
     )
 
 
-def _build_variants(
-    tokenizer: Tokenizer, base: _Base, settings: ProbeSettings, base_index: int
-) -> ProbeGroup:
-    zones, key0, query0 = _fit(tokenizer, base, settings)
-    n = settings.context_tokens
+def _build_sweep(
+    tokenizer: Tokenizer,
+    base: _Base,
+    settings: ProbeSettings,
+    base_index: int,
+    sweep: str,
+    fitted: _Fit,
+) -> list[Probe]:
+    """The verified probes of one sweep (``_Mismatch`` if any variant does not verify)."""
     probes = []
-    for sweep, k, variant in _variant_zones(settings, zones):
+    for k, variant, want in _variants(tokenizer, base, settings, sweep, fitted, base_index):
         rendered, length, key, query = _measure(tokenizer, base, variant)
-        want = (n, key0 + k, query0) if sweep == "key" else (n + k, key0, query0 + k)
         if (length, key, query) != want:
             raise _Mismatch(
                 f"{sweep} offset {k}: (length, key, query) = {(length, key, query)}, "
@@ -304,7 +410,7 @@ def _build_variants(
                 target_name=base.name,
             )
         )
-    return ProbeGroup(base_index=base_index, probes=tuple(probes))
+    return probes
 
 
 def iter_groups(

@@ -20,7 +20,12 @@ is in the model's absolute positions: apply it to prompts served the same way.
 ``build_profile_from_log`` is the single place where outcomes become
 statistics: key-sweep outcomes by key residue (``key_position mod period``),
 length-sweep outcomes by length residue (``prompt_tokens mod period``), both as
-paired base-prompt × residue matrices for ``phaseaware.calibrate.stats``.
+paired base-prompt × residue matrices for ``phaseaware.calibrate.stats``, and
+window-sweep outcomes by key-to-end distance (``prompt_tokens - key_position``),
+those within the model's ``local_window`` (from the backend's ``model_info``)
+pooled into the profile's ``local_window_accuracy``
+(``phaseaware.calibrate.stats_window``). Each sweep's probes feed only its own
+figures.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from phaseaware.calibrate.log import LogHeader, ProbeRecord, open_log, read_log
 from phaseaware.calibrate.probes import ProbeSettings, iter_groups, judge
 from phaseaware.calibrate.stats import CalibrationStats, PeriodDetection, calibration_stats
 from phaseaware.calibrate.stats_period import detect_period
+from phaseaware.calibrate.stats_window import WindowSweep, window_sweep
 from phaseaware.errors import CalibrationError
 from phaseaware.layouts import PromptLayout
 from phaseaware.profile import LengthResidueEffect, Profile, Provenance, TokenizerRef
@@ -109,7 +115,8 @@ def make_header(
 
 @dataclass(frozen=True)
 class LogAnalysis:
-    """Statistics of a log: the key sweep (``stats``), the length sweep, period detection."""
+    """Statistics of a log: the key sweep (``stats``), the length sweep, period detection,
+    the window sweep (``None`` when the log holds none)."""
 
     header: LogHeader
     period: int
@@ -117,6 +124,7 @@ class LogAnalysis:
     length_stats: CalibrationStats | None
     detection: PeriodDetection | None
     n_records: int
+    window: WindowSweep | None = None
 
 
 @dataclass(frozen=True)
@@ -285,7 +293,16 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
     length_stats = None
     if length.size and not np.isnan(length).all():
         length_stats = calibration_stats(length, seed=seed)
-    return LogAnalysis(header, period, stats, length_stats, detection, len(records))
+    window = window_sweep(
+        records,
+        local_window=header.model_info.get("local_window"),
+        protocol=(
+            f"phaseaware calibrate window sweep: target record last, "
+            f"{settings['base_prompts']} base prompts x {settings['n_offsets']} offsets, "
+            f"{settings['context_tokens']}-token prompts, template {settings['template']!r}"
+        ),
+    )
+    return LogAnalysis(header, period, stats, length_stats, detection, len(records), window)
 
 
 def _length_effect(analysis: LogAnalysis, source: str) -> LengthResidueEffect | None:
@@ -322,6 +339,16 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
     }
     if analysis.length_stats is not None:
         extra["length_stats"] = analysis.length_stats.to_dict()
+    window = analysis.window
+    if window is not None:
+        extra["window_sweep"] = {
+            "local_window": window.local_window,
+            "by_distance": [
+                {"distance": row.distance, "n": row.n, "correct": row.correct}
+                for row in window.by_distance
+            ],
+            "note": window.note,
+        }
     if analysis.detection is not None:
         d = analysis.detection
         extra["period_detection"] = {
@@ -351,5 +378,6 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
         compression_stride=info.get("compression_stride"),
         length_residue_accuracy=_length_effect(analysis, source),
         reliability=tuple(float(v) for v in stats.reliability),
+        local_window_accuracy=None if window is None else window.effect,
         extra=extra,
     )

@@ -4,7 +4,9 @@ With no options it calibrates the shipped reference model (backend ``hf``,
 tokenizer ``reference``, template ``hf``, period 8). The profile goes to
 ``./phaseaware-profiles/<model>.json`` and the durable log next to it
 (``<model>.calibration.jsonl``) unless ``--out``/``--log`` say otherwise; both
-paths are printed. Re-running the same command resumes from the log. Install a
+paths are printed. Re-running the same command resumes from the log.
+``--sweeps key,length,window`` also measures retrieval with the key inside the
+model's raw local window (the profile's ``local_window_accuracy``). Install a
 profile for lookup by name with ``phaseaware profile`` (user profile folder).
 API keys for ``--backend openai`` come from ``PHASEAWARE_API_KEY`` or
 ``OPENAI_API_KEY`` and are never written to the log.
@@ -78,7 +80,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=30,
         help="base prompts, each run at every offset (default 30)",
     )
-    add("--sweeps", default="key,length", help="comma list of key,length (default key,length)")
+    add(
+        "--sweeps",
+        default="key,length",
+        help="comma list of key,length,window (default key,length); window: the asked "
+        "record last, its key 0..N-1 tokens further back from the prompt's end per offset "
+        "(measures retrieval inside the model's raw local window)",
+    )
     add("--seed", type=int, default=0)
     add("--max-tokens", type=int, default=12, help="tokens generated per probe (default 12)")
     add("--threads", type=int, default=1, help="torch CPU threads for --backend hf (default 1)")

@@ -38,12 +38,55 @@ def summary_dict(result: Any) -> dict[str, Any]:
             else list(profile.length_residue_accuracy.accuracy)
         ),
         "period_detection": profile.extra.get("period_detection"),
+        "local_window": profile.local_window,
+        **_window_summary(analysis.window),
         "log": str(result.log_path),
         "profile": None if result.out_path is None else str(result.out_path),
         "probes_run": result.n_run,
         "probes_skipped": result.n_skipped,
     }
     return doc
+
+
+def _window_summary(window: Any) -> dict[str, Any]:
+    """The window sweep's part of the summary (all ``None`` when the log holds none)."""
+    if window is None:
+        return {"local_window_accuracy": None, "window_by_distance": None, "window_note": None}
+    effect = window.effect
+    return {
+        "local_window_accuracy": None
+        if effect is None
+        else {name: getattr(effect, name) for name in effect.__dataclass_fields__},
+        "window_by_distance": [
+            {
+                "distance": row.distance,
+                "n": row.n,
+                "accuracy": row.accuracy,
+                "inside_window": window.inside(row),
+            }
+            for row in window.by_distance
+        ],
+        "window_note": window.note,
+    }
+
+
+def _print_window(window: Any) -> None:
+    """Accuracy by key-to-end distance, then the pooled in-window figure or why there is none."""
+    size = "unknown" if window.local_window is None else f"{window.local_window} tokens"
+    print(f"window sweep (raw local window: {size})")
+    print(f"{'distance':>8}  {'n':>4}  {'accuracy':>8}  {'in window':>9}")
+    for row in window.by_distance:
+        inside = "yes" if window.inside(row) else "no"
+        print(f"{row.distance:>8}  {row.n:>4}  {100 * row.accuracy:>7.1f}%  {inside:>9}")
+    effect = window.effect
+    if effect is None:
+        print(f"local window: {window.note}")
+    else:
+        print(
+            f"local window: {100 * effect.accuracy:.1f}% [{100 * effect.ci_low:.1f}, "
+            f"{100 * effect.ci_high:.1f}] (n = {effect.n}, key {effect.min_distance}-"
+            f"{effect.max_distance} tokens from the end)"
+        )
 
 
 def print_report(result: Any, *, as_json: bool = False, plot: str | None = None) -> None:
@@ -84,6 +127,8 @@ def print_report(result: Any, *, as_json: bool = False, plot: str | None = None)
     print(f"key residue: {analysis.stats.verdict}")
     if analysis.length_stats is not None:
         print(f"length residue: {analysis.length_stats.verdict}")
+    if analysis.window is not None:
+        _print_window(analysis.window)
     print(f"log: {result.log_path}")
     if result.out_path is not None:
         print(f"profile: {result.out_path}")

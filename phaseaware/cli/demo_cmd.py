@@ -18,6 +18,12 @@ NAME = "demo"
 HELP = "Calibrate the shipped reference model, then compare RAG assembly strategies on it."
 
 DEFAULT_OUT = Path("phaseaware-demo")
+CONTEXT_TOKENS = 300
+# The RAG questions: 5 retrieved chunks, each a sentence tail, 1..8 filler
+# sentences and one fact (about 280 tokens a prompt); the budget admits them all.
+CHUNKS_PER_QUESTION = 5
+MAX_FILLER_SENTENCES = 8
+BUDGET_TOKENS = 512
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +31,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base-prompts", type=int, default=40, help="calibration base prompts (x 8 residues)"
     )
-    parser.add_argument("--context-tokens", type=int, default=160, help="calibration prompt size")
+    parser.add_argument(
+        "--context-tokens",
+        type=int,
+        default=CONTEXT_TOKENS,
+        help="calibration prompt size (about that of the RAG prompts)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed for probes and questions")
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="folder for the log and the profile"
@@ -74,11 +85,19 @@ def _calibrate(args: argparse.Namespace, tokenizer: Any, backend: Any) -> Any:
         context_tokens=args.context_tokens,
         n_offsets=8,
         base_prompts=args.base_prompts,
-        sweeps=("key",),
+        sweeps=("key", "window"),
         seed=args.seed,
         max_tokens=2,
+        # probe what the RAG prompts hold: the asked fact among 4 others, anywhere
+        # in the context but the raw window (the window sweep measures that)
+        distractors=CHUNKS_PER_QUESTION - 1,
+        depth=(0.0, 0.9),
     )
-    print(f"[1/2] calibrating {MODEL_NAME} ({settings.base_prompts} x 8 probes)", file=sys.stderr)
+    print(
+        f"[1/2] calibrating {MODEL_NAME} ({settings.base_prompts} x {settings.probes_per_base} "
+        "probes)",
+        file=sys.stderr,
+    )
     result = calibrate(
         backend=backend,
         tokenizer=tokenizer,
@@ -103,7 +122,12 @@ def _evaluate(args: argparse.Namespace, profile: Any, tokenizer: Any, backend: A
     from phaseaware.layouts import get_layout
 
     # A seed stream disjoint from calibration's, so the questions are held out.
-    questions = make_questions(count=args.questions, seed=10_000 + args.seed, chunks_per_question=5)
+    questions = make_questions(
+        count=args.questions,
+        seed=10_000 + args.seed,
+        chunks_per_question=CHUNKS_PER_QUESTION,
+        max_filler_sentences=MAX_FILLER_SENTENCES,
+    )
 
     def answer(prompt: str, prompt_tokens: int) -> str:
         request = ProbeRequest(
@@ -120,7 +144,7 @@ def _evaluate(args: argparse.Namespace, profile: Any, tokenizer: Any, backend: A
         tokenizer=tokenizer,
         layout=get_layout("hf", tokenizer),
         profile=profile,
-        budget_tokens=256,
+        budget_tokens=BUDGET_TOKENS,
     )
 
 

@@ -2,9 +2,11 @@
 
 Each question comes with retrieved chunks (filler prose plus one fact each) and
 retrieval scores. Exactly one chunk holds the fact asked about; the others hold
-distractor facts. Chunk lengths vary by whole filler sentences, so the
-evidence's key token lands on residues spread over the whole period when the
-chunks are concatenated in retrieval order.
+distractor facts. Like the output of a fixed-size text splitter, every chunk
+starts inside a sentence (the last 2..9 words of a filler sentence), then whole
+sentences follow; so the key token of any chunk lands on every residue mod 8
+equally often when chunks are concatenated in any fixed order (a unit test
+counts this).
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ def make_questions(
     """``count`` seeded questions; chunks are returned sorted by score, best first.
 
     The evidence chunk scores highest in most questions but not all, as with a
-    real retriever. Every chunk holds 1..``max_filler_sentences`` filler
-    sentences around its fact.
+    real retriever. Every chunk holds a sentence tail, then
+    1..``max_filler_sentences`` filler sentences around its fact.
     """
     if count < 1 or chunks_per_question < 1 or max_filler_sentences < 1:
         raise ValueError("count, chunks_per_question and max_filler_sentences must be >= 1")
@@ -58,6 +60,8 @@ def make_questions(
             ]
             record = task.record_text(task.NAMES[name_i], task.NUMBERS[number_i])
             sentences.insert(int(rng.integers(len(sentences) + 1)), record)
+            words = task.filler_sentence(rng).split()
+            sentences.insert(0, " ".join(words[int(rng.integers(8)) :]))  # a sentence tail
             is_evidence = slot == 0
             score = float(rng.uniform(0.70, 0.95) if is_evidence else rng.uniform(0.40, 0.85))
             chunks.append(

@@ -4,7 +4,8 @@
   calibration must find no significant phase effect.
 * The shipped reference model (chunked KV compression, stride 8): the
   calibration must find its weak residue(s). Skipped only while the weights are
-  not shipped yet.
+  not shipped yet. Its window sweep must measure the in-window accuracy that
+  the profile's ``local_window_accuracy`` records.
 """
 
 from __future__ import annotations
@@ -55,3 +56,28 @@ def test_reference_model_weak_residue(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["weak_residues"], doc["verdict"]
     assert doc["verdict"].startswith("phase-sensitive")
+
+
+def test_reference_model_window_sweep(tmp_path, capsys):
+    """The window sweep on the real model: its hf backend reports the 16-token local window,
+    and the profile gets the in-window accuracy (any value: this checks the measurement)."""
+    pytest.importorskip("torch")
+    from phaseaware.profile_io import load_profile
+
+    out = tmp_path / "ref.json"
+    args = [
+        "calibrate", "--period", "8", "--base-prompts", "4", "--sweeps", "key,window",
+        "--out", str(out), "--json",
+    ]  # fmt: skip
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    effect = doc["local_window_accuracy"]
+    assert doc["local_window"] == 16
+    assert 1 <= effect["min_distance"] <= effect["max_distance"] <= 16
+    inside = [r for r in doc["window_by_distance"] if r["inside_window"]]
+    assert effect["n"] == sum(r["n"] for r in inside) > 0
+    assert all(r["distance"] <= 16 for r in inside)
+    assert len(doc["window_by_distance"]) == 8 and doc["probes_run"] == 4 * 16
+    profile = load_profile(out)
+    assert profile.local_window_accuracy.n == effect["n"]
+    assert profile.window_reliability() == effect["accuracy"]

@@ -20,11 +20,13 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path, capsys) -> None:
     for row in doc["rag"]:
         assert row["total"] == 6 and 0 <= row["correct"] <= 6
         assert row["ci_low"] <= row["accuracy"] <= row["ci_high"]
-    assert doc["calibration"]["probes_run"] == 16
+    assert doc["calibration"]["probes_run"] == 2 * 16  # key and window sweeps
     assert (tmp_path / "phaseaware-reference.json").is_file()
+    window = doc["calibration"]["local_window_accuracy"]
+    assert window is not None and window["n"] >= 2 and window["max_distance"] <= 16
     # A second run resumes the calibration log instead of probing again.
     assert main(args) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["calibration"]["probes_run"] == 0
-    assert again["calibration"]["probes_skipped"] == 16
+    assert again["calibration"]["probes_skipped"] == 2 * 16
     assert again["rag"] == doc["rag"]

@@ -63,6 +63,65 @@ def test_paired_design_and_ids(groups):
         assert len({p.answer for p in group.probes}) == 1
 
 
+@pytest.fixture(scope="module", params=CASES, ids=[c[0] for c in CASES])
+def with_window(request):
+    """The same base prompts with the window sweep added, and without it."""
+    spec, template = request.param
+    tok = load_tokenizer(spec)
+    layout = get_layout(template, tok)
+    out = []
+    for sweeps in (("key", "length", "window"), ("key", "length")):
+        settings = ProbeSettings(
+            context_tokens=240, n_offsets=8, base_prompts=3, seed=7, sweeps=sweeps
+        )
+        out.append(list(iter_groups(tokenizer=tok, layout=layout, settings=settings)))
+    return tok, out[0], out[1]
+
+
+def test_window_sweep_moves_only_the_key_distance(with_window):
+    tok, built, _ = with_window
+    for group in built:
+        window = [p for p in group.probes if p.sweep == "window"]
+        assert [p.probe_id for p in window] == [f"window:{group.base_index}:{k}" for k in range(8)]
+        key_query = {p.query_position for p in group.probes if p.sweep == "key"}
+        d0 = window[0].prompt_tokens - window[0].key_position
+        for p in window:
+            tokens = tok.tokenize(p.text)
+            extra = group.base_index % 8  # base prompts spread the length over residues
+            assert len(tokens) == p.prompt_tokens == 240 + extra  # constant within a base
+            assert p.key_position == _key_token(tok, p)
+            question = f"What is the access code for {p.target_name} ?"
+            assert p.query_position == tokens.token_at_char(p.text.rindex(question))
+            # the question keeps its position (moved by the base's extra tokens)
+            assert {p.query_position - extra} == key_query
+            assert len(tokens) - _key_token(tok, p) == d0 + p.offset
+            # the target record is the last record of the context: only pads follow it
+            record = f"The access code for {p.target_name} is {p.answer} ."
+            tail = p.text[p.text.index(record) + len(record) : p.text.rindex(question)]
+            assert "access code" not in tail and tail.count(" .") <= 1
+        assert 1 <= d0 < 240
+    # at a fixed distance the key residue differs from base to base
+    first = [next(p for p in g.probes if p.sweep == "window") for g in built]
+    assert len({p.key_position % 8 for p in first}) == len(built)
+
+
+def test_window_sweep_leaves_other_sweeps_unchanged(with_window):
+    _, built, plain = with_window
+    for group, reference in zip(built, plain, strict=True):
+        assert [p for p in group.probes if p.sweep != "window"] == list(reference.probes)
+        assert [p.sweep for p in group.probes] == ["key"] * 8 + ["length"] * 8 + ["window"] * 8
+
+
+def test_sweep_names():
+    assert ProbeSettings(context_tokens=200, n_offsets=4, base_prompts=1).sweeps == (
+        "key",
+        "length",
+    )
+    ProbeSettings(context_tokens=200, n_offsets=4, base_prompts=1, sweeps=("window",))
+    with pytest.raises(CalibrationError, match="key,length,window"):
+        ProbeSettings(context_tokens=200, n_offsets=4, base_prompts=1, sweeps=("depth",))
+
+
 def test_deterministic_and_bos_counted():
     tok = load_tokenizer("deepseek-v4")
     layout = get_layout("deepseek-v4", tok)

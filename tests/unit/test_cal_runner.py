@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import zlib
 
 import numpy as np
 import pytest
 
 from phaseaware.calibrate.backends.callable import CallableBackend
 from phaseaware.calibrate.log import read_log
-from phaseaware.calibrate.probes import ProbeSettings
+from phaseaware.calibrate.probes import ProbeSettings, iter_groups
 from phaseaware.calibrate.runner import build_profile_from_log, calibrate
+from phaseaware.cli.calibrate_report import print_report, summary_dict
 from phaseaware.cli.main import main
 from phaseaware.errors import BackendError, LogError
 from phaseaware.layouts import get_layout
 from phaseaware.profile_io import load_profile
+from phaseaware.stats import wilson_interval
 from phaseaware.tokenizers import load_tokenizer
 
 TOK = load_tokenizer("tiktoken:cl100k_base")
@@ -187,3 +191,157 @@ def test_position_offset_shifts_logged_positions(tmp_path):
         assert r.prompt_tokens == pairs[r.probe_id].prompt_tokens + 3
     assert shifted.profile.extra["position_offset"] == 3
     assert plain.profile.extra["position_offset"] == 0
+
+
+# ---------------------------------------------------------------------- window sweep
+
+WINDOW = ProbeSettings(
+    context_tokens=160, n_offsets=8, base_prompts=6, seed=2, sweeps=("key", "window")
+)
+NEAR = 28  # a key this close to the end (tokens) is answered; farther in-window keys are not
+
+
+def right_by_distance(prompt: str) -> bool:
+    """Whether the simulated model answers ``prompt``; a function of the prompt alone, so
+    the probe order does not matter. Keys at distance (prompt tokens - key position) <= NEAR
+    are right, those up to 40 tokens from the end wrong (the window sweep's range), far keys
+    right unless their residue is ``WEAK`` and a hash of the prompt says so."""
+    name = re.findall(r"access code for (\w+) \?", prompt)[-1]
+    match = re.search(rf"access code for {name} is (\d+)", prompt)
+    tokens = TOK.tokenize(prompt)
+    key = tokens.token_at_char(match.start() + len("access code for "))
+    distance = len(tokens) - key
+    if distance <= 40:
+        right = distance <= NEAR
+    else:
+        right = key % 8 != WEAK or zlib.crc32(prompt.encode()) % 3 == 0
+    return right
+
+
+def answer_by_distance(prompt: str) -> str:
+    name = re.findall(r"access code for (\w+) \?", prompt)[-1]
+    number = re.search(rf"access code for {name} is (\d+)", prompt).group(1)
+    return f"It is {number}." if right_by_distance(prompt) else "I am not sure."
+
+
+def distance_backend(local_window: int | None, fn=answer_by_distance) -> CallableBackend:
+    """A simulated model; ``local_window`` is what its backend reports (like hf's config)."""
+    backend = CallableBackend(fn, name="sim")
+    if local_window is not None:
+        backend.model_info["local_window"] = local_window
+    return backend
+
+
+def run_window(tmp_path, *, local_window: int | None, settings=WINDOW, **kw):
+    return calibrate(
+        backend=distance_backend(local_window),
+        tokenizer=TOK,
+        layout=LAYOUT,
+        settings=settings,
+        model="sim-model",
+        template="chatml",
+        log_path=tmp_path / "run.jsonl",
+        period=settings.n_offsets,
+        out_path=tmp_path / "sim.json",
+        **kw,
+    )
+
+
+def _window_probes(settings=WINDOW):
+    groups = iter_groups(tokenizer=TOK, layout=LAYOUT, settings=settings)
+    return [p for g in groups for p in g.probes if p.sweep == "window"]
+
+
+def test_window_sweep_writes_local_window_accuracy(tmp_path):
+    probes = _window_probes()
+    distances = sorted({p.prompt_tokens - p.key_position for p in probes})
+    window = distances[3]  # the four nearest distances lie inside the window
+    inside = [p for p in probes if p.prompt_tokens - p.key_position <= window]
+    correct = sum(right_by_distance(p.text) for p in inside)
+    assert 0 < correct < len(inside)  # the backend's answers depend on the distance
+
+    result = run_window(tmp_path, local_window=window)
+    effect = result.profile.local_window_accuracy
+    assert (effect.n, effect.accuracy) == (len(inside), correct / len(inside))
+    assert (effect.ci_low, effect.ci_high) == wilson_interval(correct, len(inside))
+    assert (effect.min_distance, effect.max_distance) == (distances[0], window)
+    assert "window sweep" in effect.source
+    saved = load_profile(tmp_path / "sim.json")
+    assert saved.local_window_accuracy == effect and saved.local_window == window
+    assert saved.window_reliability() == effect.accuracy
+    rows = result.analysis.window.by_distance
+    assert [r.distance for r in rows] == distances
+    assert sum(r.n for r in rows) == len(probes) == WINDOW.base_prompts * 8
+    doc = summary_dict(result)
+    assert doc["local_window_accuracy"]["n"] == len(inside)
+    assert [r["inside_window"] for r in doc["window_by_distance"]] == [True] * 4 + [False] * (
+        len(distances) - 4
+    )
+
+
+def test_no_local_window_no_field(tmp_path, capsys):
+    result = run_window(tmp_path, local_window=None)
+    assert result.profile.local_window_accuracy is None
+    assert load_profile(tmp_path / "sim.json").local_window_accuracy is None
+    assert "no local window" in result.analysis.window.note
+    distances = {p.prompt_tokens - p.key_position for p in _window_probes()}
+    rows = result.analysis.window.by_distance  # accuracy by distance is still shown
+    assert {r.distance for r in rows} == distances
+    print_report(result)
+    out = capsys.readouterr().out
+    assert "raw local window: unknown" in out and "no local window" in out
+    doc = summary_dict(result)
+    assert doc["local_window_accuracy"] is None
+    assert len(doc["window_by_distance"]) == len(distances)
+
+
+def test_window_smaller_than_nearest_key(tmp_path):
+    nearest = min(p.prompt_tokens - p.key_position for p in _window_probes())
+    result = run_window(tmp_path, local_window=nearest - 1)
+    assert result.profile.local_window_accuracy is None
+    assert "no window probe" in result.analysis.window.note
+
+
+def test_window_sweep_leaves_key_stats_unchanged(tmp_path):
+    plain_settings = dataclasses.replace(WINDOW, sweeps=("key",))
+    plain = run_window(tmp_path / "a", local_window=30, settings=plain_settings)
+    both = run_window(tmp_path / "b", local_window=30)
+    assert plain.analysis.window is None and plain.profile.local_window_accuracy is None
+    assert both.profile.local_window_accuracy is not None
+    assert both.analysis.stats.to_dict() == plain.analysis.stats.to_dict()
+    for field in ("residue_accuracy", "n", "ci_low", "ci_high", "reliability"):
+        assert getattr(both.profile, field) == getattr(plain.profile, field)
+    _, a = read_log(plain.log_path)
+    _, b = read_log(both.log_path)
+
+    def outcome(record):
+        return dataclasses.replace(record, elapsed=0.0)
+
+    assert [outcome(r) for r in b if r.sweep == "key"] == [outcome(r) for r in a]
+
+
+def test_window_sweep_resumes(tmp_path):
+    full = run_window(tmp_path / "full", local_window=30)
+    calls = []
+
+    def flaky(prompt: str) -> str:
+        if len(calls) == 75:  # among base prompt 4's window probes (8 key, then 8 window)
+            raise KeyboardInterrupt
+        calls.append(prompt)
+        return answer_by_distance(prompt)
+
+    run = dict(
+        tokenizer=TOK,
+        layout=LAYOUT,
+        settings=WINDOW,
+        model="sim-model",
+        template="chatml",
+        log_path=tmp_path / "part" / "run.jsonl",
+        period=8,
+    )
+    with pytest.raises(KeyboardInterrupt):
+        calibrate(backend=distance_backend(30, flaky), **run)
+    resumed = calibrate(backend=distance_backend(30), **run)
+    assert resumed.n_skipped == 75 and resumed.n_run == len(read_log(full.log_path)[1]) - 75
+    assert resumed.profile.local_window_accuracy == full.profile.local_window_accuracy
+    assert resumed.profile.residue_accuracy == full.profile.residue_accuracy

@@ -28,3 +28,18 @@ def test_questions_are_deterministic_and_hold_their_evidence() -> None:
         assert q.question == task.question_text(q.key_name)
         vocab = set(task.vocabulary())
         assert all(word in vocab for c in q.chunks for word in c.text.split())
+
+
+def test_chunks_start_mid_sentence_so_key_residues_are_spread() -> None:
+    # with a word-level tokenizer (one word = one token) the key's offset in a
+    # chunk is the word count before the name; its residue mod 8 must take
+    # every value about equally often
+    questions = make_questions(count=800, seed=5, chunks_per_question=3, max_filler_sentences=4)
+    counts = [0] * 8
+    for q in questions:
+        for chunk in q.chunks:
+            words = chunk.text.split()
+            name_at = next(i for i, w in enumerate(words) if w in task.NAMES)
+            counts[name_at % 8] += 1
+    expected = sum(counts) / 8
+    assert all(abs(c - expected) < 0.2 * expected for c in counts), counts
