@@ -299,7 +299,8 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
         protocol=(
             f"phaseaware calibrate window sweep: target record last, "
             f"{settings['base_prompts']} base prompts x {settings['n_offsets']} offsets, "
-            f"{settings['context_tokens']}-token prompts, template {settings['template']!r}"
+            f"{settings['context_tokens']}-{settings['context_tokens'] + settings['n_offsets'] - 1}"
+            f"-token prompts, template {settings['template']!r}"
         ),
     )
     return LogAnalysis(header, period, stats, length_stats, detection, len(records), window)

@@ -87,6 +87,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "record last, its key 0..N-1 tokens further back from the prompt's end per offset "
         "(measures retrieval inside the model's raw local window)",
     )
+    add(
+        "--local-window",
+        type=int,
+        help="the model's raw local window in tokens, where the backend cannot tell "
+        "(--backend openai/callable); recorded in the profile and used by --sweeps window",
+    )
     add("--seed", type=int, default=0)
     add("--max-tokens", type=int, default=12, help="tokens generated per probe (default 12)")
     add("--threads", type=int, default=1, help="torch CPU threads for --backend hf (default 1)")
@@ -138,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
     served = args.backend == "openai" or bool(args.ingest or args.emit_batch)
     if args.backend == "openai" and not args.tokenizer:
         raise CalibrationError("--backend openai needs --tokenizer (the served model's tokenizer)")
+    if args.local_window is not None and args.local_window < 1:
+        raise CalibrationError(f"--local-window must be >= 1 tokens, got {args.local_window}")
     if args.prompt_token_offset < 0:
         raise CalibrationError(
             f"--prompt-token-offset must be >= 0 (tokens the server adds, e.g. 1 for a BOS), "
@@ -292,6 +300,9 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
 
         return ingest(args, run, out)
     backend = _backend(args, tokenizer)
+    if args.local_window is not None:
+        info = dict(getattr(backend, "model_info", None) or {})
+        backend.model_info = {**info, "local_window": args.local_window}
     progress = _Progress()
     try:
         result = calibrate(

@@ -141,6 +141,22 @@ def test_http_calibration_finds_planted_residue(baseline):
     assert all(r.body["temperature"] == 0 for r in requests)
 
 
+def test_window_sweep_over_http_with_a_declared_window(tmp_path):
+    # the HTTP backend cannot know the served model's window: --local-window declares it
+    out = tmp_path / "w.json"
+    args = cli_args("", out, "--local-window", "64", bases=3)
+    args[args.index("--sweeps") + 1] = "key,window"
+    with start_server(engine()) as server:
+        args[args.index("--base-url") + 1] = server.base_url
+        assert main(args) == 0
+    profile = load_profile(out)
+    assert profile.local_window == 64
+    window = profile.local_window_accuracy
+    assert window is not None and window.n == 3 * PERIOD  # every offset is inside 64 tokens
+    assert 1 <= window.min_distance <= window.max_distance <= 64
+    assert main([*args, "--local-window", "0"]) == 1  # a clear error, nothing run
+
+
 def test_faults_are_retried_and_change_nothing(baseline, tmp_path):
     def faults(info):
         if info.index == 5:
