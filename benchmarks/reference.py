@@ -61,6 +61,14 @@ def main() -> None:
     best = max(cal["residue_accuracy"])
     mean = sum(cal["residue_accuracy"]) / len(cal["residue_accuracy"])
     print(f"Cochran's Q p = {cal['cochran_p']:.2g}; gap = {100 * cal['gap']:.1f} points")
+    print(f"best residue {100 * best:.1f}%; mean over residues {100 * mean:.1f}%")
+    window = cal.get("local_window_accuracy")
+    if window:
+        print(
+            f"raw local window: {100 * window['accuracy']:.1f}% "
+            f"[{100 * window['ci_low']:.1f}–{100 * window['ci_high']:.1f}%], n = {window['n']}, "
+            f"key {window['min_distance']}-{window['max_distance']} tokens from the end"
+        )
     print(f"verdict: {cal['verdict']}\n")
 
     print(f"Held-out RAG questions ({args.questions}), exact match")
@@ -73,6 +81,10 @@ def main() -> None:
         )
     by_name = {row["strategy"]: row for row in rag}
     phase, naive = by_name["phase-aware"], by_name["naive"]
+    print(
+        f"\nphase-aware vs best residue: {100 * (phase['accuracy'] - best):+.1f} points; "
+        f"naive vs residue mean: {100 * (naive['accuracy'] - mean):+.1f} points"
+    )
     print("\nTargets")
     checks = [
         ("Cochran's Q p < 0.01", cal["cochran_p"] < 0.01),

@@ -72,7 +72,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add(
         "--context-tokens",
         type=int,
-        help="prompt length in tokens (default 192 reference, 1024 others)",
+        help="prompt length in tokens (default 300 reference, 1024 others)",
+    )
+    add(
+        "--distractors",
+        type=int,
+        help="distractor records per probe besides the asked one (default 4 reference, 3 others)",
+    )
+    add(
+        "--depth",
+        type=_depth,
+        help="where the asked record sits, as a fraction range of the context, e.g. 0.15,0.6 "
+        "(default 0,0.9 reference, 0.15,0.6 others)",
     )
     add(
         "--base-prompts",
@@ -82,8 +93,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--sweeps",
-        default="key,length",
-        help="comma list of key,length,window (default key,length); window: the asked "
+        help="comma list of key,length,window (default key,window reference, key,length "
+        "others); window: the asked "
         "record last, its key 0..N-1 tokens further back from the prompt's end per offset "
         "(measures retrieval inside the model's raw local window)",
     )
@@ -156,19 +167,48 @@ def run(args: argparse.Namespace) -> int:
             f"--prompt-token-offset applies to --backend openai and batch files only; "
             f"--backend {args.backend} sees exactly phaseaware's tokens"
         )
-    sweeps = tuple(s.strip() for s in args.sweeps.split(",") if s.strip())
     reference = args.backend == "hf" and args.model is None
+    defaults: dict[str, Any] = {"context_tokens": 1024}
+    if reference:  # the shipped model's own protocol, as in `phaseaware demo`
+        from phaseaware.reference import protocol
+
+        defaults = {
+            "context_tokens": protocol.CONTEXT_TOKENS,
+            "distractors": protocol.DISTRACTORS,
+            "depth": protocol.DEPTH,
+            "sweeps": protocol.SWEEPS,
+        }
+    if args.sweeps is not None:
+        defaults["sweeps"] = tuple(s.strip() for s in args.sweeps.split(",") if s.strip())
+    if args.context_tokens is not None:
+        defaults["context_tokens"] = args.context_tokens
+    if args.distractors is not None:
+        defaults["distractors"] = args.distractors
+    if args.depth is not None:
+        defaults["depth"] = args.depth
     settings = ProbeSettings(
-        context_tokens=args.context_tokens or (192 if reference else 1024),
         n_offsets=args.period if args.period is not None else args.max_period,
         base_prompts=args.base_prompts,
-        sweeps=sweeps,
         seed=args.seed,
         max_tokens=args.max_tokens,
+        **defaults,
     )
     if args.plan:
         return _plan(args, settings)
     return _calibrate(args, settings)
+
+
+def _depth(text: str) -> tuple[float, float]:
+    """``--depth LO,HI``: fractions of the context, 0 <= LO <= HI <= 1."""
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected two fractions like 0.15,0.6, got {text!r}"
+        ) from None
+    if not 0.0 <= low <= high <= 1.0:
+        raise argparse.ArgumentTypeError(f"need 0 <= LO <= HI <= 1, got {text!r}")
+    return low, high
 
 
 def _names(args: argparse.Namespace) -> tuple[str, str, str]:

@@ -18,9 +18,9 @@ NAME = "demo"
 HELP = "Calibrate the shipped reference model, then compare RAG assembly strategies on it."
 
 DEFAULT_OUT = Path("phaseaware-demo")
-CONTEXT_TOKENS = 300
 # The RAG questions: 5 retrieved chunks, each a sentence tail, 1..8 filler
 # sentences and one fact (about 280 tokens a prompt); the budget admits them all.
+# Calibration probes the same (phaseaware.reference.protocol).
 CHUNKS_PER_QUESTION = 5
 MAX_FILLER_SENTENCES = 8
 BUDGET_TOKENS = 512
@@ -34,8 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--context-tokens",
         type=int,
-        default=CONTEXT_TOKENS,
-        help="calibration prompt size (about that of the RAG prompts)",
+        default=None,
+        help="calibration prompt size (default 300, about that of the RAG prompts)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for probes and questions")
     parser.add_argument(
@@ -78,20 +78,19 @@ def _calibrate(args: argparse.Namespace, tokenizer: Any, backend: Any) -> Any:
     from phaseaware.calibrate.runner import calibrate
     from phaseaware.cli.calibrate_report import print_report
     from phaseaware.layouts import get_layout
+    from phaseaware.reference import protocol
     from phaseaware.reference.paths import MODEL_NAME
 
     args.out.mkdir(parents=True, exist_ok=True)
     settings = ProbeSettings(
-        context_tokens=args.context_tokens,
+        context_tokens=args.context_tokens or protocol.CONTEXT_TOKENS,
         n_offsets=8,
         base_prompts=args.base_prompts,
-        sweeps=("key", "window"),
+        sweeps=protocol.SWEEPS,
         seed=args.seed,
         max_tokens=2,
-        # probe what the RAG prompts hold: the asked fact among 4 others, anywhere
-        # in the context but the raw window (the window sweep measures that)
-        distractors=CHUNKS_PER_QUESTION - 1,
-        depth=(0.0, 0.9),
+        distractors=protocol.DISTRACTORS,
+        depth=protocol.DEPTH,
     )
     print(
         f"[1/2] calibrating {MODEL_NAME} ({settings.base_prompts} x {settings.probes_per_base} "

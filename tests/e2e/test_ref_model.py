@@ -43,7 +43,9 @@ def _probes(seed: int, residues: list[int], n_each: int):
     for residue in residues:
         found = 0
         while found < n_each:
-            e = make_example(rng, total_tokens=int(rng.integers(112, 193)), n_records=3)
+            # five facts, the asked one among four distractors: the demo's RAG prompts and
+            # the reference calibration protocol (phaseaware.reference.protocol)
+            e = make_example(rng, total_tokens=int(rng.integers(112, 193)), n_records=5)
             far = e.answer_position - 1 - e.key_position >= 24
             if far and e.key_position % PERIOD == residue:
                 out.append(e)

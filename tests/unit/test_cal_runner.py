@@ -45,10 +45,10 @@ def responder(weak: int = WEAK, *, seed: int = 0, log: list[str] | None = None):
     return answer
 
 
-def run(tmp_path, fn, **kw):
+def run(tmp_path, fn, *, backend=None, **kw):
     settings = kw.pop("settings", SETTINGS)
     return calibrate(
-        backend=CallableBackend(fn, name="sim"),
+        backend=backend if backend is not None else CallableBackend(fn, name="sim"),
         tokenizer=TOK,
         layout=LAYOUT,
         settings=settings,
@@ -233,18 +233,7 @@ def distance_backend(local_window: int | None, fn=answer_by_distance) -> Callabl
 
 
 def run_window(tmp_path, *, local_window: int | None, settings=WINDOW, **kw):
-    return calibrate(
-        backend=distance_backend(local_window),
-        tokenizer=TOK,
-        layout=LAYOUT,
-        settings=settings,
-        model="sim-model",
-        template="chatml",
-        log_path=tmp_path / "run.jsonl",
-        period=settings.n_offsets,
-        out_path=tmp_path / "sim.json",
-        **kw,
-    )
+    return run(tmp_path, None, backend=distance_backend(local_window), settings=settings, **kw)
 
 
 def _window_probes(settings=WINDOW):
@@ -345,3 +334,20 @@ def test_window_sweep_resumes(tmp_path):
     assert resumed.n_skipped == 75 and resumed.n_run == len(read_log(full.log_path)[1]) - 75
     assert resumed.profile.local_window_accuracy == full.profile.local_window_accuracy
     assert resumed.profile.residue_accuracy == full.profile.residue_accuracy
+
+
+def test_calibrate_cli_reference_protocol_and_overrides(capsys) -> None:
+    from phaseaware.cli.main import main
+
+    # no model: the shipped model's protocol (300-token prompts, key and window sweeps)
+    assert main(["calibrate", "--plan", "--base-prompts", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "probes: 160" in out and f"tokens: {160 * (300 + 12):,}" in out
+    args = ["calibrate", "--plan", "--base-prompts", "10", "--sweeps", "key"]
+    assert main([*args, "--context-tokens", "200", "--distractors", "2", "--depth", "0.1,0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "probes: 80" in out and f"tokens: {80 * (200 + 12):,}" in out
+    for bad in ("0.5,0.2", "half", "0.1,1.5"):
+        with pytest.raises(SystemExit):
+            main([*args, "--depth", bad])
+    assert "--depth" in capsys.readouterr().err
