@@ -283,12 +283,19 @@ def choose_pads(
         if id(table) not in cache:
             cache[id(table)] = _pad_options(table, period)
         per_key = weight / len(keys)
+        dists = [length - t + tail for t in keys]  # a pad before the chunk leaves them as is
+        single = (keys[0], dists[0]) if len(keys) == 1 else None
         best_k, best_value, best_shift = 0, None, 0
         for k, shift in cache[id(table)]:
             if shift > slack:
                 continue
             offset = shift_so_far + shift
-            value = sum(per_key * reliability(t + offset, length - t + tail) for t in keys)
+            if single is not None:  # one key: skip the generator (hot path)
+                value = per_key * reliability(single[0] + offset, single[1])
+            else:
+                value = per_key * sum(
+                    reliability(t + offset, d) for t, d in zip(keys, dists, strict=True)
+                )
             for position, distance, w in near:
                 value += w * (
                     reliability(int(position), int(distance) + shift)
