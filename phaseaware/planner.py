@@ -37,8 +37,10 @@ Algorithm (N chunks, period P, K key tokens per chunk):
    − pad_cost·shift(k), plus the change its shift makes to earlier keys still
    inside the window, among the smallest k per reachable residue. Outside the
    window every chunk's own pad can reach every residue whatever came before,
-   so this greedy is optimal there when the budget slack does not bind.
-   O(N·P·K) plus the few keys near the end.
+   so with free padding (``pad_cost`` 0) and slack to spare the greedy is
+   optimal there (a property test checks it against brute force); with a cost
+   it does not trade an earlier pad for a cheaper later one, so it may spend a
+   few tokens more than the optimum. O(N·P·K) plus the few keys near the end.
 5. The end pad (``assembly``): each end pad the slack allows is tried with its
    own ``choose_pads``; ``pads_value`` scores the result (times the profile's
    length factor, minus the padding cost) and the best plan wins. O(E·N·P·K)
