@@ -261,7 +261,7 @@ def _initial_plan(setup: _Setup, admitted: Sequence[int]) -> _Plan:
     ):
         prep = setup.prepared
         evaluate = planner.order_scorer(
-            start=setup.n_prefix,
+            start=setup.n_prefix + setup.options.position_offset,
             sizes=[p.tokens for p in prep],
             key_offsets=[p.key_tokens for p in prep],
             weights=setup.weights,
@@ -333,7 +333,8 @@ def _best_pads(
     profile = setup.profile
     if profile is None:
         return 0.0, tuple(0 for _ in order), 0
-    rel = _reliability(profile)
+    offset = setup.options.position_offset
+    rel = _reliability(profile, offset)
     weights = [setup.weights[i] for i in order]
     tables = [setup.table(i) for i in order]
     padding = setup.filler is not None and setup.options.pad
@@ -388,7 +389,8 @@ def _best_pads(
         added = head_shift + tail
         added += sum(table.shifts[k] for table, k in zip(tables[split:], rest, strict=True))
         value = head_value + value_of(split, len(order), rest, head_shift, tail)
-        value = profile.length_factor(length + added) * value - setup.options.pad_cost * added
+        factor = profile.length_factor(length + added + offset)
+        value = factor * value - setup.options.pad_cost * added
         if best is None or value > best[0] + 1e-12:
             best = (value, head + rest, end_k)
     if best is None:  # the head took the slack the end pads need
@@ -396,18 +398,20 @@ def _best_pads(
     return best
 
 
-def _reliability(profile: Profile | None) -> Callable[[int, int], float]:
+def _reliability(profile: Profile | None, offset: int = 0) -> Callable[[int, int], float]:
     """Reliability of a key token at ``(position, distance to the prompt's end)``.
 
-    Equals ``profile.position_reliability(t, prompt_length=t + d)`` without the
-    length factor (a unit test checks this), from per-residue tables so
-    planning stays O(1) per key. Without a profile: the lost-in-the-middle
-    heuristic.
+    ``position`` indexes the prompt's tokens; the model sees it at ``position +
+    offset`` (tokens its server adds first, e.g. a BOS). Equals
+    ``profile.position_reliability(t + offset, prompt_length=t + offset + d)``
+    without the length factor (a unit test checks this), from per-residue
+    tables so planning stays O(1) per key. Without a profile: the
+    lost-in-the-middle heuristic.
     """
     if profile is None:
         return lambda t, d: planner.default_position_reliability(t, prompt_length=t + d)
-    values = [profile.residue_reliability(r) for r in range(profile.period)]
     period, window = profile.period, profile.local_window
+    values = [profile.residue_reliability(r + offset) for r in range(period)]
     inside = profile.window_reliability()
 
     def reliability(t: int, d: int) -> float:
@@ -418,14 +422,17 @@ def _reliability(profile: Profile | None) -> Callable[[int, int], float]:
     return reliability
 
 
-def _position_reliability(profile: Profile | None, length: int) -> Callable[[int], float]:
-    """Expected accuracy of a key at position t of a ``length``-token prompt.
+def _position_reliability(
+    profile: Profile | None, length: int, offset: int = 0
+) -> Callable[[int], float]:
+    """Expected accuracy of a key at token t of a ``length``-token prompt.
 
-    Equals ``profile.position_reliability(min(t, length - 1), prompt_length=length)``
-    (a unit test checks this); the lost-in-the-middle heuristic without a profile.
+    Equals ``profile.position_reliability(min(t, length - 1) + offset,
+    prompt_length=length + offset)`` (a unit test checks this); the
+    lost-in-the-middle heuristic without a profile.
     """
-    rel = _reliability(profile)
-    factor = profile.length_factor(length) if profile is not None else 1.0
+    rel = _reliability(profile, offset)
+    factor = profile.length_factor(length + offset) if profile is not None else 1.0
     last = length - 1
 
     def at(t: int) -> float:

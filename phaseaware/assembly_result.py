@@ -39,6 +39,11 @@ class AssemblyOptions:
     question. length_pad: move the total length off bad length residues.
     pad_cost: objective cost per padding token (relevance·reliability units).
     period: require the profile to have this period (``PeriodMismatchError``).
+    position_offset: tokens the serving stack puts before the prompt's own
+    tokens (1 when a server prepends a BOS that the prompt text lacks; what
+    ``phaseaware calibrate --prompt-token-offset`` measured with). Residues,
+    the length residue and reliabilities are taken at the model's positions,
+    prompt token index + offset; reported token positions stay prompt indices.
     """
 
     strategy: str = "reorder"
@@ -52,6 +57,7 @@ class AssemblyOptions:
     repeat_max_chars: int = 300
     repeat_label: str = "Key evidence: "
     max_repair_rounds: int = 3
+    position_offset: int = 0
 
     def __post_init__(self) -> None:
         for name in ("pad", "repeat", "length_pad", "allow_tokenizer_mismatch"):
@@ -59,7 +65,12 @@ class AssemblyOptions:
                 raise InputError(
                     f"options.{name} must be true or false, got {getattr(self, name)!r}"
                 )
-        for name in ("max_keys_per_chunk", "repeat_max_chars", "max_repair_rounds"):
+        for name in (
+            "max_keys_per_chunk",
+            "repeat_max_chars",
+            "max_repair_rounds",
+            "position_offset",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InputError(f"options.{name} must be an integer, got {value!r}")
@@ -77,6 +88,11 @@ class AssemblyOptions:
         for name in ("max_keys_per_chunk", "repeat_max_chars"):
             if getattr(self, name) < 1:
                 raise InputError(f"options.{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.position_offset < 0:
+            raise InputError(
+                f"options.position_offset must be >= 0 (tokens the server adds before the "
+                f"prompt, e.g. 1 for a BOS), got {self.position_offset}"
+            )
         if self.max_repair_rounds < 0:
             raise InputError(
                 f"options.max_repair_rounds must be >= 0, got {self.max_repair_rounds}"
@@ -102,7 +118,8 @@ class Placement:
     padding_tokens: int  # filler tokens right before this chunk
     key_token_positions: tuple[int, ...]
     key_char_offsets: tuple[int, ...]  # token at key_token_positions[j] contains this char
-    residues: tuple[int, ...]  # key_token_positions mod period (empty without a period)
+    residues: tuple[int, ...]  # (key_token_positions + position_offset) mod period
+
     expected_accuracy: float | None  # mean over keys (max with its repeat); None: no keys
 
 
@@ -144,10 +161,11 @@ class AssemblyResult:
     naive_expected_accuracy: float | None
     profile: str | None
     period: int | None
-    length_residue: int | None  # token_count mod the profile's length-effect period
+    length_residue: int | None  # (token_count + offset) mod the profile's length-effect period
     tokenizer: str
     fingerprint: str
     layout: str
+    position_offset: int = 0  # tokens the server adds before the prompt (options)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (lists, not tuples), stable key order."""
@@ -169,6 +187,11 @@ def _tokens_in(measured: TokenizedText, start: int, end: int) -> int:
     return bisect.bisect_left(measured.starts, end) - bisect.bisect_left(measured.starts, start)
 
 
+def _residues(positions: tuple[int, ...], period: int | None, offset: int) -> tuple[int, ...]:
+    """Residues of the model's positions (prompt index + offset); () without a period."""
+    return tuple((t + offset) % period for t in positions) if period else ()
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -180,7 +203,8 @@ def build_result(setup, plan, rendered, measured, rendered_prompt, dropped) -> A
     length = len(measured)
     profile = setup.profile
     period = profile.period if profile is not None else setup.options.period
-    rel = _position_reliability(profile, length)
+    shift = setup.options.position_offset  # model position = prompt token index + shift
+    rel = _position_reliability(profile, length, shift)
     prep = setup.prepared
     ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
     offset = len(setup.prefix)
@@ -226,10 +250,11 @@ def build_result(setup, plan, rendered, measured, rendered_prompt, dropped) -> A
         naive_expected_accuracy=_naive(setup),
         profile=profile.model if profile is not None else None,
         period=period,
-        length_residue=length % effect.period if effect is not None else None,
+        length_residue=(length + shift) % effect.period if effect is not None else None,
         tokenizer=setup.tokenizer.spec,
         fingerprint=setup.tokenizer.fingerprint(),
         layout=setup.layout.name,
+        position_offset=shift,
     )
 
 
@@ -258,7 +283,7 @@ def _placement(
         padding_tokens=pad_tokens,
         key_token_positions=positions,
         key_char_offsets=chars,
-        residues=tuple(t % period for t in positions) if period else (),
+        residues=_residues(positions, period, setup.options.position_offset),
         expected_accuracy=accuracy,
     )
 
@@ -278,7 +303,7 @@ def _repeat_placement(setup, plan, rendered, measured, rel, period) -> RepeatPla
         token_end=span[1],
         key_token_positions=positions,
         key_char_offsets=chars,
-        residues=tuple(t % period for t in positions) if period else (),
+        residues=_residues(positions, period, setup.options.position_offset),
         expected_accuracy=_mean([rel(t) for t in positions]),
     )
 
@@ -311,5 +336,9 @@ def _naive(setup) -> float | None:
     for i in admission.admitted:
         positions[i] = [pos + t for t in prep[i].key_tokens]
         pos += prep[i].tokens
-    rel = _position_reliability(setup.profile, max(1, pos - setup.sep_tokens + setup.n_suffix))
+    rel = _position_reliability(
+        setup.profile,
+        max(1, pos - setup.sep_tokens + setup.n_suffix),
+        setup.options.position_offset,
+    )
     return _overall(setup, {i: _mean([rel(t) for t in ts]) for i, ts in positions.items()})

@@ -90,12 +90,23 @@ def audit_prompt(
     profile: Profile,
     evidence: Sequence[str],
     max_occurrences: int = 100,
+    position_offset: int = 0,
 ) -> AuditResult:
     """Measured position, residue and expected accuracy of each evidence occurrence.
 
     ``prompt_text`` is the full text the model sees (template included).
     Evidence that does not occur is reported with ``found=False``.
+    ``position_offset``: tokens the server adds before the prompt (1 for a BOS
+    the text lacks); residues and accuracies are taken at the model's
+    positions (token position + offset), token positions stay prompt indices.
     """
+    if isinstance(position_offset, bool) or not isinstance(position_offset, int):
+        raise InputError(f"position_offset must be an int >= 0, got {position_offset!r}")
+    if position_offset < 0:
+        raise InputError(
+            f"position_offset must be >= 0 (tokens the server adds, e.g. 1 for a BOS), "
+            f"got {position_offset}"
+        )
     if not isinstance(prompt_text, str) or not prompt_text:
         raise InputError("prompt_text must be a non-empty string (the full prompt the model sees)")
     if isinstance(evidence, str):
@@ -104,6 +115,7 @@ def audit_prompt(
         raise InputError("give at least one non-empty evidence string (--evidence TEXT)")
     tokenized = tokenizer.tokenize(prompt_text)
     length = len(tokenized)
+    model_length = length + position_offset
     window = profile.local_window
     audits: list[EvidenceAudit] = []
     for item in evidence:
@@ -115,8 +127,10 @@ def audit_prompt(
                 Occurrence(
                     char_offset=start,
                     token_position=position,
-                    residue=position % profile.period,
-                    expected_accuracy=profile.position_reliability(position, prompt_length=length),
+                    residue=(position + position_offset) % profile.period,
+                    expected_accuracy=profile.position_reliability(
+                        position + position_offset, prompt_length=model_length
+                    ),
                     in_local_window=window is not None and length - position <= window,
                 )
             )
@@ -130,7 +144,7 @@ def audit_prompt(
         period=profile.period,
         tokenizer=tokenizer.spec,
         evidence=tuple(audits),
-        length=_length_audit(profile, length),
+        length=_length_audit(profile, model_length),
     )
 
 

@@ -4,7 +4,8 @@ REQUEST keys: ``tokenizer`` (spec), ``template`` (none/chatml/hf/deepseek-v4,
 default none), ``profile`` (name or path; optional), ``system`` (optional),
 ``question``, ``chunks`` ([{id, text, score, evidence?}]), ``budget_tokens``,
 ``options`` (optional: strategy, pad, repeat, length_pad, pad_cost, thinking,
-allow_tokenizer_mismatch, period). See examples/request.json.
+allow_tokenizer_mismatch, period, position_offset: tokens the server adds
+before the prompt, e.g. 1 for a BOS). See examples/request.json.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ NAME = "assemble"
 HELP = "Assemble retrieved chunks into a prompt so evidence lands on reliable token phases."
 EXAMPLE = "examples/request.json"
 _OPTION_KEYS = (
+    "position_offset",
     "strategy",
     "pad",
     "repeat",

@@ -32,6 +32,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", help="system prompt (with --template)")
     parser.add_argument("--question", default="", help="question after the text (with --template)")
     parser.add_argument("--thinking", action="store_true", help="thinking variant of --template")
+    parser.add_argument(
+        "--prompt-token-offset",
+        type=int,
+        default=0,
+        metavar="N",
+        help="tokens the server adds before the prompt, e.g. 1 for a BOS it prepends "
+        "(residues are taken at token position + N; default 0)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -57,7 +65,13 @@ def run(args: argparse.Namespace) -> int:
 
         layout = get_layout(args.template, tokenizer, thinking=args.thinking)
         text = layout.render(system=args.system, context=text, question=args.question).text
-    result = audit_prompt(text, tokenizer=tokenizer, profile=profile, evidence=args.evidence)
+    result = audit_prompt(
+        text,
+        tokenizer=tokenizer,
+        profile=profile,
+        evidence=args.evidence,
+        position_offset=args.prompt_token_offset,
+    )
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

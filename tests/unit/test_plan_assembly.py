@@ -77,6 +77,25 @@ def test_placements_are_measured(cl100k, base_profile) -> None:
                 assert r not in (3, 7)
 
 
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_server_position_offset_moves_the_plan(cl100k, base_profile, offset) -> None:
+    # a server that puts `offset` tokens (a BOS) before the prompt: the plan lands the
+    # model's positions (prompt index + offset) off the weak residues 3 and 7
+    result = run(
+        cl100k, base_profile, make_chunks(), options=AssemblyOptions(position_offset=offset)
+    )
+    assert result.position_offset == offset
+    measured = cl100k.tokenize(result.prompt)
+    for p in result.placements:
+        for t, c, r in zip(p.key_token_positions, p.key_char_offsets, p.residues, strict=True):
+            assert measured.token_at_char(c) == t  # positions stay prompt indices
+            assert r == (t + offset) % 8
+            if result.token_count - t > base_profile.local_window:
+                assert r not in (3, 7)
+    with pytest.raises(InputError, match="position_offset"):
+        AssemblyOptions(position_offset=-1)
+
+
 def test_deterministic_and_no_mutation(cl100k, base_profile) -> None:
     chunks = make_chunks()
     snapshot = copy.deepcopy(chunks)
@@ -250,10 +269,11 @@ def test_fast_reliability_matches_profile(name) -> None:
         profile = weak_window(get_profile("deepseek-v4-flash-base"), accuracy=0.6)
     else:
         profile = get_profile(name)
-    for length in (50, 131, 1003):
-        rel = _position_reliability(profile, length)
+    for length, offset in ((50, 0), (131, 0), (1003, 0), (131, 1), (50, 3)):
+        rel = _position_reliability(profile, length, offset)
         for t in range(length):
-            assert rel(t) == pytest.approx(profile.position_reliability(t, prompt_length=length))
+            want = profile.position_reliability(t + offset, prompt_length=length + offset)
+            assert rel(t) == pytest.approx(want)
 
 
 @pytest.mark.parametrize("spec", ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4"])
@@ -288,3 +308,13 @@ def test_audit_prompt_reports_missing_and_length(cl100k) -> None:
     assert result.length.residue == len(measured) % 4
     with pytest.raises(InputError, match="evidence"):
         audit_prompt(text, tokenizer=cl100k, profile=profile, evidence=[])
+    # a server BOS in front: residues and the length residue move by one, positions stay
+    shifted = audit_prompt(
+        text, tokenizer=cl100k, profile=profile, evidence=["4471"], position_offset=1
+    )
+    for occ, base in zip(shifted.evidence[0].occurrences, found.occurrences, strict=True):
+        assert occ.token_position == base.token_position
+        assert occ.residue == (base.token_position + 1) % profile.period
+    assert shifted.length.residue == (len(measured) + 1) % 4
+    with pytest.raises(InputError, match="position_offset"):
+        audit_prompt(text, tokenizer=cl100k, profile=profile, evidence=["4471"], position_offset=-1)
