@@ -41,11 +41,13 @@ Algorithm (N chunks, period P, K key tokens per chunk):
    optimal there (a property test checks it against brute force); with a cost
    it does not trade an earlier pad for a cheaper later one, so it may spend a
    few tokens more than the optimum. O(N·P·K) plus the few keys near the end.
-5. The end pad (``assembly``): each end pad the slack allows is tried with its
-   own ``choose_pads``; ``pads_value`` scores the result (times the profile's
-   length factor, minus the padding cost) and the best plan wins. O(E·N·P·K)
-   for E end pads; E = 1 unless the profile has a length effect or a measured
-   window worse than its best residue.
+5. The end pad (``assembly``): each end pad the slack allows is tried, with
+   the chunks an end pad can bring into the window re-planned by
+   ``choose_pads`` for it; ``pads_value`` scores the result (times the
+   profile's length factor, minus the padding cost) and the best plan wins.
+   O(N·P·K + E·M·P·K) for E end pads and M chunks near the end; E = 1 unless
+   the profile has a length effect or a measured window worse than its best
+   residue.
 """
 
 from __future__ import annotations
@@ -276,8 +278,8 @@ def choose_pads(
     cache: dict[int, tuple[tuple[int, int], ...]] = {}
     ks: list[int] = []
     shift_so_far = 0
-    # earlier keys whose reliability may still change: [position, distance, weight per key]
-    near: list[list[float]] = []
+    # earlier keys whose reliability may still change: (position, distance, weight per key)
+    near: list[tuple[int, int, float]] = []
     for keys, weight, table in zip(key_positions, weights, pad_tables, strict=True):
         if not keys or weight <= 0:
             ks.append(0)
@@ -300,8 +302,7 @@ def choose_pads(
                 )
             for position, distance, w in near:
                 value += w * (
-                    reliability(int(position), int(distance) + shift)
-                    - reliability(int(position), int(distance))
+                    reliability(position, distance + shift) - reliability(position, distance)
                 )
             value -= pad_cost * shift
             if best_value is None or value > best_value + 1e-12:
@@ -310,9 +311,9 @@ def choose_pads(
         shift_so_far += best_shift
         slack -= best_shift
         if window is not None:
-            near = [[p, d + best_shift, w] for p, d, w in near if d + best_shift <= window]
+            near = [(p, d + best_shift, w) for p, d, w in near if d + best_shift <= window]
             near += [
-                [t + shift_so_far, length - t + tail, per_key]
+                (t + shift_so_far, length - t + tail, per_key)
                 for t in keys
                 if length - t + tail <= window
             ]

@@ -105,13 +105,24 @@ def _header(profile: Profile) -> list[str]:
         f"model:     {profile.model}",
         f"period:    {profile.period} (residue r = key-token position mod {profile.period})",
         f"stride:    {_or_unknown(profile.compression_stride)} tokens per compressed entry",
-        f"window:    {_or_unknown(profile.local_window)} raw tokens before the query",
+        f"window:    {_or_unknown(profile.local_window)} raw tokens before the query"
+        + _window_accuracy(profile),
         f"tokenizer: {_or_unknown(profile.tokenizer.spec)} "
         f"(fingerprint {_or_unknown(profile.tokenizer.fingerprint, 'not recorded')})",
         f"source:    {prov.kind}: {prov.source}",
         f"protocol:  {prov.protocol}",
         f"created:   {prov.created} (phaseaware {prov.tool_version})",
     ]
+
+
+def _window_accuracy(profile: Profile) -> str:
+    effect = profile.local_window_accuracy
+    if effect is None:
+        return "" if profile.local_window is None else " (accuracy there not measured)"
+    return (
+        f"; {_pct(effect.accuracy)} there [{_pct(effect.ci_low)}–{_pct(effect.ci_high)}], "
+        f"n = {effect.n}, key {effect.min_distance}-{effect.max_distance} tokens from the end"
+    )
 
 
 def _table(profile: Profile) -> list[str]:

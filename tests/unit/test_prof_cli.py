@@ -152,3 +152,17 @@ def test_show_measured_profile_with_unknowns(tmp_path: Path, capsys) -> None:
     assert "  1    100.0%              n/a       ?        90.0%" in out
     assert "stride:    unknown" in out and "fingerprint sha256:ab" in out
     assert "gap: 75.0 points" in out
+    # a measured raw window is shown beside its size
+    import dataclasses
+
+    from phaseaware.profile import LocalWindowEffect
+
+    window = LocalWindowEffect(
+        accuracy=0.775, n=160, ci_low=0.704, ci_high=0.833, min_distance=13, max_distance=16,
+        source="window sweep",
+    )  # fmt: skip
+    measured = dataclasses.replace(profile, local_window=16, local_window_accuracy=window)
+    path = save_profile(measured, tmp_path / "toy-window.json")
+    assert main(["profile", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "window:    16 raw tokens before the query; 77.5% there [70.4%–83.3%], n = 160" in out
