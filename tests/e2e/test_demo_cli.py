@@ -30,3 +30,21 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path, capsys) -> None:
     assert again["calibration"]["probes_run"] == 0
     assert again["calibration"]["probes_skipped"] == 2 * 16
     assert again["rag"] == doc["rag"]
+
+
+@pytest.mark.needs_trained_reference
+def test_phase_aware_assembly_beats_retrieval_order_on_the_reference_model(tmp_path, capsys):
+    """The user path end to end: calibrate, write the profile, assemble, answer.
+
+    60 held-out questions, the same retrieved chunks in each arrangement; the
+    benchmark (benchmarks/reference.py) has the full-size figures.
+    """
+    args = ["demo", "--questions", "60", "--base-prompts", "12", "--out", str(tmp_path), "--json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["calibration"]["cochran_p"] < 0.01, doc["calibration"]["verdict"]
+    rows = {row["strategy"]: row for row in doc["rag"]}
+    phase, naive = rows["phase-aware"], rows["naive"]
+    assert phase["accuracy"] >= 0.95, phase
+    assert phase["correct"] >= naive["correct"] + 5, (phase, naive)
+    assert phase["padding_overhead"] <= 0.05
