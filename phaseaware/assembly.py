@@ -222,9 +222,12 @@ def _end_pad_reach(profile: Profile, options: AssemblyOptions) -> int:
     effect = profile.length_residue_accuracy
     if options.length_pad and effect is not None:
         reach = 2 * effect.period
-    values = profile.reliability if profile.reliability is not None else profile.residue_accuracy
     window = profile.local_window
-    if options.pad and window is not None and profile.window_reliability() < max(values):
+    if (
+        options.pad
+        and window is not None
+        and profile.window_reliability() < profile.best_reliability()
+    ):
         reach = max(reach, window + profile.period)
     return reach
 

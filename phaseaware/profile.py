@@ -129,8 +129,15 @@ class Profile:
 
     def residue_reliability(self, residue: int) -> float:
         """Reliability (0..1) the planner uses for a key token at ``residue``."""
-        values = self.reliability if self.reliability is not None else self.residue_accuracy
-        return values[residue % self.period]
+        return self._planner_values()[residue % self.period]
+
+    def best_reliability(self) -> float:
+        """The best residue's reliability."""
+        return max(self._planner_values())
+
+    def _planner_values(self) -> tuple[float, ...]:
+        """Shrunken reliabilities when the profile has them, else raw accuracies."""
+        return self.reliability if self.reliability is not None else self.residue_accuracy
 
     def position_reliability(self, position: int, *, prompt_length: int) -> float:
         """Expected accuracy (0..1) of a key token at absolute ``position``.
@@ -156,8 +163,7 @@ class Profile:
         """
         if self.local_window_accuracy is not None:
             return self.local_window_accuracy.accuracy
-        values = self.reliability if self.reliability is not None else self.residue_accuracy
-        return max(values)
+        return self.best_reliability()
 
     def length_factor(self, prompt_length: int) -> float:
         """Multiplier (0..1) for a prompt of ``prompt_length`` tokens; 1.0 when unknown."""
