@@ -21,8 +21,9 @@ words (one token each), ``before`` and ``after`` it:
   after the record, so the prompt stays exactly ``context_tokens + j`` long,
   the question keeps its position, and only the key's distance to the end
   (``prompt_tokens - key_position``) grows: ``d0 + k``, where ``d0`` (record
-  tail + question + template) depends on the tokenizer and template. It measures retrieval inside a model's raw local
-  window; not in the default ``sweeps``.
+  tail + question + template) depends on the tokenizer and template. It
+  measures retrieval inside a model's raw local window; ``ProbeSettings``
+  leaves it out by default (the reference model's protocol includes it).
 
 Every variant of a base prompt is evaluated (paired design). Nothing relies on
 adding token counts: each variant is re-tokenized and its length, key position
@@ -348,8 +349,9 @@ def build_group(
     if "window" in settings.sweeps:
         parts.append(("window",))
     built: dict[str, list[Probe]] = {}
+    fits: dict[tuple[str, ...], tuple[_Fit, int]] = {}  # per pad scheme: (fit, n_sentences)
     for sweeps in parts:
-        built.update(_with_pad_scheme(tokenizer, base, settings, base_index, sweeps))
+        built.update(_with_pad_scheme(tokenizer, base, settings, base_index, sweeps, fits))
     probes = tuple(p for sweep in settings.sweeps for p in built[sweep])
     return ProbeGroup(base_index=base_index, probes=probes)
 
@@ -360,13 +362,22 @@ def _with_pad_scheme(
     settings: ProbeSettings,
     base_index: int,
     sweeps: tuple[str, ...],
+    fits: dict[tuple[str, ...], tuple[_Fit, int]],
 ) -> dict[str, list[Probe]]:
-    """The probes of ``sweeps`` with the first pad scheme all of them verify with."""
+    """The probes of ``sweeps`` with the first pad scheme all of them verify with.
+
+    ``fits`` caches the key-sweep fit per pad scheme, with the sentence count
+    ``_fit`` set on ``base`` (fitting re-tokenizes the base prompt several
+    times), so the window part does not fit it again.
+    """
     problems: list[str] = []
     for words in _pad_schemes(tokenizer, base):
         base.pad_words = words
         try:
-            fitted = _fit(tokenizer, base, settings)
+            key = tuple(words)
+            if key not in fits:
+                fits[key] = (_fit(tokenizer, base, settings), base.n_sentences)
+            fitted, base.n_sentences = fits[key]
             return {
                 s: _build_sweep(tokenizer, base, settings, base_index, s, fitted) for s in sweeps
             }
