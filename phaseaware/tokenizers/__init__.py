@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
-from phaseaware.tokenizers.base import TokenizedText, Tokenizer
+from phaseaware.tokenizers.base import (
+    BatchTokenizer,
+    CharIndexTokenizer,
+    ChatTemplateTokenizer,
+    ParallelBatchTokenizer,
+    TokenizedText,
+    Tokenizer,
+)
 from phaseaware.tokenizers.registry import load_tokenizer
 
-__all__ = ["Tokenizer", "TokenizedText", "load_tokenizer"]
+__all__ = [
+    "BatchTokenizer",
+    "CharIndexTokenizer",
+    "ChatTemplateTokenizer",
+    "ParallelBatchTokenizer",
+    "TokenizedText",
+    "Tokenizer",
+    "load_tokenizer",
+]

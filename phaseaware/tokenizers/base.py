@@ -1,4 +1,4 @@
-"""The tokenizer protocol every adapter implements.
+"""The tokenizer protocol every adapter implements, and its optional capabilities.
 
 Convention (the one thing everything else relies on): a prompt is a *string*
 that contains every token the model sees, BOS and template markers included,
@@ -6,15 +6,40 @@ and ``encode(text)`` returns exactly the ids the model sees, in order. Absolute
 position ``t`` of a token is its index in that list (BOS = position 0).
 Special-token strings inside the text (``<|im_start|>``, ``<｜User｜>``) are
 parsed as special tokens; no BOS/EOS is added implicitly.
+
+:class:`Tokenizer` is all phaseaware needs. A tokenizer may also declare optional
+capabilities, each a runtime-checkable protocol that callers test with
+``isinstance`` (never ``getattr``), so a third-party tokenizer that implements
+only :class:`Tokenizer` takes the generic path on purpose:
+
+- :class:`BatchTokenizer`: ``tokenize_batch(texts)``, equal to
+  ``[tokenize(t) for t in texts]`` but cheaper;
+- :class:`ParallelBatchTokenizer`: a ``BatchTokenizer`` whose ``parallel_batch``
+  says whether one batch of short texts beats one long call (Rust threads);
+- :class:`CharIndexTokenizer`: ``char_index(text)``, the token count and
+  char → token lookups of ``tokenize`` without building tuples of ids;
+- :class:`ChatTemplateTokenizer`: ``chat_template`` and ``render_chat(messages)``,
+  the tokenizer's own chat template (used by the ``hf`` layout).
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-__all__ = ["Tokenizer", "TokenizedText"]
+if TYPE_CHECKING:
+    from phaseaware.tokenizers.offsets import CharIndex
+
+__all__ = [
+    "BatchTokenizer",
+    "CharIndexTokenizer",
+    "ChatTemplateTokenizer",
+    "ParallelBatchTokenizer",
+    "TokenizedText",
+    "Tokenizer",
+]
 
 
 @dataclass(frozen=True)
@@ -94,4 +119,57 @@ class Tokenizer(Protocol):
 
     def fingerprint(self) -> str:
         """Stable hash of the vocabulary (``sha256:<hex>``); equal iff same tokenizer."""
+        ...
+
+
+@runtime_checkable
+class BatchTokenizer(Protocol):
+    """Optional capability: many texts tokenized in one call."""
+
+    def tokenize_batch(self, texts: Sequence[str]) -> list[TokenizedText]:
+        """``[tokenize(t) for t in texts]``, computed in one pass."""
+        ...
+
+
+@runtime_checkable
+class ParallelBatchTokenizer(BatchTokenizer, Protocol):
+    """Optional capability: a batch tokenizer that says whether batches run in parallel.
+
+    ``parallel_batch`` is ``True`` when ``tokenize_batch`` of many short texts is
+    faster than one ``tokenize`` of their concatenation (the Hugging Face Rust
+    backend's threads), ``False`` when the long single call wins (tiktoken).
+    """
+
+    @property
+    def parallel_batch(self) -> bool: ...
+
+
+@runtime_checkable
+class CharIndexTokenizer(Protocol):
+    """Optional capability: token count and char → token lookups without tuples."""
+
+    def char_index(self, text: str) -> CharIndex:
+        """The same ``len`` and ``token_at_char`` as ``tokenize(text)``, cheaper."""
+        ...
+
+
+@runtime_checkable
+class ChatTemplateTokenizer(Protocol):
+    """Optional capability: the tokenizer's own chat template.
+
+    ``chat_template`` is the template source, or ``None`` when this tokenizer has
+    none (then ``render_chat`` raises :class:`~phaseaware.errors.TemplateError`).
+    """
+
+    @property
+    def chat_template(self) -> str | None: ...
+
+    def render_chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        add_generation_prompt: bool = True,
+        **kwargs: Any,
+    ) -> str:
+        """The chat template applied to ``messages``, as text (nothing tokenized)."""
         ...

