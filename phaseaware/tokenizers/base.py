@@ -158,8 +158,12 @@ class ChatTemplateTokenizer(Protocol):
     """Optional capability: the tokenizer's own chat template.
 
     ``chat_template`` is the template source, or ``None`` when this tokenizer has
-    none (then ``render_chat`` raises :class:`~phaseaware.errors.TemplateError`).
+    none (then ``render_chat`` raises :class:`~phaseaware.errors.TemplateError`);
+    ``spec`` names the tokenizer in error messages.
     """
+
+    @property
+    def spec(self) -> str: ...
 
     @property
     def chat_template(self) -> str | None: ...
