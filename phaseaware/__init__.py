@@ -19,13 +19,13 @@ _EXPORTS: dict[str, str] = {
     "AssemblyResult": "phaseaware.assembly_result",
     "Placement": "phaseaware.assembly_result",
     "audit_prompt": "phaseaware.audit",
-    "Profile": "phaseaware.profile",
-    "get_profile": "phaseaware.registry",
-    "list_profiles": "phaseaware.registry",
-    "load_profile": "phaseaware.profile_io",
-    "save_profile": "phaseaware.profile_io",
-    "load_tokenizer": "phaseaware.tokenizers",
-    "get_layout": "phaseaware.layouts",
+    "Profile": "phaseaware.profiles.model",
+    "get_profile": "phaseaware.profiles.registry",
+    "list_profiles": "phaseaware.profiles.registry",
+    "load_profile": "phaseaware.profiles.io",
+    "save_profile": "phaseaware.profiles.io",
+    "load_tokenizer": "phaseaware.tokenizers.registry",
+    "get_layout": "phaseaware.templates",
 }
 
 __all__ = [
@@ -51,11 +51,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.assembly_result import AssemblyOptions, AssemblyResult, Placement
     from phaseaware.audit import audit_prompt
     from phaseaware.chunks import Chunk
-    from phaseaware.layouts import get_layout
-    from phaseaware.profile import Profile
-    from phaseaware.profile_io import load_profile, save_profile
-    from phaseaware.registry import get_profile, list_profiles
-    from phaseaware.tokenizers import load_tokenizer
+    from phaseaware.profiles.io import load_profile, save_profile
+    from phaseaware.profiles.model import Profile
+    from phaseaware.profiles.registry import get_profile, list_profiles
+    from phaseaware.templates import get_layout
+    from phaseaware.tokenizers.registry import load_tokenizer
 
 
 def __getattr__(name: str) -> Any:

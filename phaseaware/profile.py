@@ -1,179 +1,19 @@
-"""The profile: a model's measured (or published) accuracy by residue.
+"""Moved to :mod:`phaseaware.profiles.model`; this shim keeps the old import path working."""
 
-Format v1 is a JSON document (schema ``phaseaware.profile/v1``); this module
-holds the in-memory form. Conversion to and from the document
-(``profile_from_dict`` / ``profile_to_dict``), full validation, loading and
-atomic saving live in ``phaseaware.profile_io``; lookup by model name in
-``phaseaware.registry``.
-
-``Profile`` checks only the structural invariants its methods rely on
-(``period >= 1``; every per-residue tuple has ``period`` entries); value ranges
-are checked by ``profile_io`` when a document is read or written.
-"""
-
-from __future__ import annotations
-
-from dataclasses import dataclass, field
-from typing import Literal
-
-from phaseaware.errors import ProfileError
+from phaseaware.profiles.model import (
+    SCHEMA,
+    LengthResidueEffect,
+    LocalWindowEffect,
+    Profile,
+    Provenance,
+    TokenizerRef,
+)
 
 __all__ = [
     "SCHEMA",
-    "Profile",
-    "TokenizerRef",
-    "Provenance",
     "LengthResidueEffect",
     "LocalWindowEffect",
+    "Profile",
+    "Provenance",
+    "TokenizerRef",
 ]
-
-SCHEMA = "phaseaware.profile/v1"
-
-
-@dataclass(frozen=True)
-class TokenizerRef:
-    """Which tokenizer the residues were counted with."""
-
-    spec: str | None
-    fingerprint: str | None  # None for published profiles whose tokenizer is not shipped
-
-
-@dataclass(frozen=True)
-class Provenance:
-    kind: Literal["measured", "published"]
-    source: str
-    protocol: str
-    created: str  # ISO 8601 date or datetime
-    tool_version: str
-
-
-@dataclass(frozen=True)
-class LengthResidueEffect:
-    """Accuracy by residue of the *total prompt length* (in tokens) mod ``period``.
-
-    ``accuracy[r]`` is ``None`` where nothing is known. ``kind`` says where the
-    figures come from: ``"measured"`` (a calibration sweep) or ``"field-report"``
-    (an observed failure, e.g. DeepSeek-V4-Flash-0731 failing at length ≡ 3 mod 4).
-    """
-
-    period: int
-    accuracy: tuple[float | None, ...]
-    kind: Literal["measured", "field-report"]
-    source: str
-    n: tuple[int | None, ...] | None = None
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class LocalWindowEffect:
-    """Measured accuracy when the key token sits inside the raw local window.
-
-    The window is read uncompressed, so an ideal model retrieves there at least
-    as well as on its best residue; a real one may not (a small model trained
-    mostly on far keys, say). ``n`` probes, 95% interval ``[ci_low, ci_high]``,
-    with key-to-end distances between ``min_distance`` and ``max_distance``
-    tokens.
-    """
-
-    accuracy: float
-    n: int
-    ci_low: float
-    ci_high: float
-    min_distance: int
-    max_distance: int
-    source: str
-
-
-@dataclass(frozen=True)
-class Profile:
-    """Per-residue retrieval accuracy of one model.
-
-    ``residue_accuracy[r]`` is the fraction (0..1) of probes answered correctly
-    when the key token's absolute position ``t`` satisfies ``t % period == r``.
-    ``reliability`` (optional) holds shrunken estimates the planner prefers over
-    raw accuracies; when absent the raw accuracies are used.
-    """
-
-    model: str
-    period: int
-    residue_accuracy: tuple[float, ...]
-    n: tuple[int | None, ...]
-    ci_low: tuple[float | None, ...]
-    ci_high: tuple[float | None, ...]
-    tokenizer: TokenizerRef
-    local_window: int | None
-    provenance: Provenance
-    compression_stride: int | None = None
-    length_residue_accuracy: LengthResidueEffect | None = None
-    reliability: tuple[float, ...] | None = None
-    local_window_accuracy: LocalWindowEffect | None = None
-    extra: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.period, bool) or not isinstance(self.period, int) or self.period < 1:
-            raise ProfileError(f"profile period must be an int >= 1, got {self.period!r}")
-        per_residue = {
-            "residue_accuracy": self.residue_accuracy,
-            "n": self.n,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-        }
-        if self.reliability is not None:
-            per_residue["reliability"] = self.reliability
-        for name, values in per_residue.items():
-            if len(values) != self.period:
-                raise ProfileError(
-                    f"profile {name} has {len(values)} entries but period is {self.period}; "
-                    f"give one value per residue 0..{self.period - 1}"
-                )
-
-    def residue_reliability(self, residue: int) -> float:
-        """Reliability (0..1) the planner uses for a key token at ``residue``."""
-        return self._planner_values()[residue % self.period]
-
-    def best_reliability(self) -> float:
-        """The best residue's reliability."""
-        return max(self._planner_values())
-
-    def _planner_values(self) -> tuple[float, ...]:
-        """Shrunken reliabilities when the profile has them, else raw accuracies."""
-        return self.reliability if self.reliability is not None else self.residue_accuracy
-
-    def position_reliability(self, position: int, *, prompt_length: int) -> float:
-        """Expected accuracy (0..1) of a key token at absolute ``position``.
-
-        Tokens within ``local_window`` tokens of the end of a prompt of
-        ``prompt_length`` tokens are read raw (uncompressed): they get
-        ``window_reliability()``. A known length-residue effect multiplies in.
-        """
-        if not 0 <= position < prompt_length:
-            raise ValueError(f"position {position} outside prompt of {prompt_length} tokens")
-        if self.local_window is not None and prompt_length - position <= self.local_window:
-            base = self.window_reliability()
-        else:
-            base = self.residue_reliability(position)
-        return base * self.length_factor(prompt_length)
-
-    def window_reliability(self) -> float:
-        """Reliability of a key token inside the raw local window.
-
-        The measured ``local_window_accuracy`` when the profile has one; else
-        the best residue's value (the window is read uncompressed, so the
-        architecture promises no phase effect there; not a measurement).
-        """
-        if self.local_window_accuracy is not None:
-            return self.local_window_accuracy.accuracy
-        return self.best_reliability()
-
-    def length_factor(self, prompt_length: int) -> float:
-        """Multiplier (0..1) for a prompt of ``prompt_length`` tokens; 1.0 when unknown."""
-        effect = self.length_residue_accuracy
-        if effect is None:
-            return 1.0
-        known = [a for a in effect.accuracy if a is not None]
-        value = effect.accuracy[prompt_length % effect.period]
-        if value is None or not known:
-            return 1.0
-        # Relative to the best known length residue, so a flat effect is neutral.
-        best = max(max(known), 1e-12)
-        return min(1.0, value / best) if value < best else 1.0

@@ -1,39 +1,21 @@
-"""Find profiles by model name: built-ins, a user folder and extra folders from the environment.
+"""Moved to :mod:`phaseaware.profiles.registry`; this shim keeps the old import path working."""
 
-Search path, highest precedence first (a name found earlier shadows later ones):
-
-1. every folder in ``$PHASEAWARE_PROFILE_PATH`` (``os.pathsep``-separated, in order);
-2. the user folder ``user_profile_dir()``: ``$PHASEAWARE_HOME/profiles`` when
-   ``PHASEAWARE_HOME`` is set, else ``$XDG_CONFIG_HOME/phaseaware/profiles``,
-   else ``~/.config/phaseaware/profiles``;
-3. the built-in published profiles shipped in ``phaseaware/profiles/``.
-
-A profile's registry *name* is its file name without ``.json``
-(``deepseek-v4-flash-base.json`` -> ``deepseek-v4-flash-base``). Lookups
-normalise names (case-insensitive, an ``org/`` prefix dropped, ``_`` and spaces
-read as ``-``), try an exact match, then the longest registered name that is a
-prefix of the query ending at a word boundary
-(``deepseek-v4-flash-base-fp8`` -> ``deepseek-v4-flash-base``).
-
-Nothing is read at import time; folders are listed on each lookup and parsed
-profiles are cached by (path, modification time, size).
-"""
-
-from __future__ import annotations
-
-import os
-import re
-import threading
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-
-from phaseaware.errors import FingerprintMismatchError, PeriodMismatchError, ProfileNotFoundError
-from phaseaware.profile import Profile
-from phaseaware.profile_io import load_profile, save_profile
-
-if TYPE_CHECKING:
-    from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.profiles.registry import (
+    ENV_HOME,
+    ENV_PROFILE_PATH,
+    ProfileEntry,
+    builtin_profile_dir,
+    check_period,
+    check_tokenizer,
+    find_profile,
+    get_profile,
+    list_profiles,
+    normalize_model_name,
+    profile_filename,
+    save_user_profile,
+    search_path,
+    user_profile_dir,
+)
 
 __all__ = [
     "ENV_HOME",
@@ -51,202 +33,3 @@ __all__ = [
     "search_path",
     "user_profile_dir",
 ]
-
-ENV_HOME = "PHASEAWARE_HOME"
-ENV_PROFILE_PATH = "PHASEAWARE_PROFILE_PATH"
-
-Origin = Literal["env", "user", "builtin"]
-
-_CACHE: dict[tuple[str, int, int], Profile] = {}
-_CACHE_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class ProfileEntry:
-    """A profile file on the search path. ``name`` is the registry name (file stem)."""
-
-    name: str
-    path: Path
-    origin: Origin
-
-
-def builtin_profile_dir() -> Path:
-    """Folder of the built-in published profiles (package data)."""
-    return Path(__file__).resolve().parent / "profiles"
-
-
-def user_profile_dir() -> Path:
-    """The user's profile folder (may not exist yet); see the module docstring."""
-    home = os.environ.get(ENV_HOME)
-    if home:
-        return Path(home).expanduser() / "profiles"
-    config = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(config).expanduser() if config else Path.home() / ".config"
-    return base / "phaseaware" / "profiles"
-
-
-def search_path() -> list[tuple[Path, Origin]]:
-    """Folders searched, highest precedence first (missing folders included)."""
-    folders: list[tuple[Path, Origin]] = [
-        (Path(part).expanduser(), "env")
-        for part in os.environ.get(ENV_PROFILE_PATH, "").split(os.pathsep)
-        if part.strip()
-    ]
-    folders.append((user_profile_dir(), "user"))
-    folders.append((builtin_profile_dir(), "builtin"))
-    return folders
-
-
-def normalize_model_name(name: str) -> str:
-    """Lookup key of a model name: lower case, ``org/`` dropped, ``_``/spaces -> ``-``.
-
-    ``"deepseek-ai/DeepSeek-V4-Flash-Base"`` -> ``"deepseek-v4-flash-base"``.
-    """
-    stem = name.strip().rstrip("/").rsplit("/", 1)[-1]
-    return re.sub(r"[\s_]+", "-", stem.lower())
-
-
-def profile_filename(model: str) -> str:
-    """A safe file name for ``model``'s profile (``<normalised name>.json``)."""
-    stem = re.sub(r"[^a-z0-9.+-]+", "-", normalize_model_name(model)).strip("-.")
-    if not stem:
-        raise ProfileNotFoundError(f"cannot derive a profile file name from model {model!r}")
-    return f"{stem}.json"
-
-
-def _scan(folder: Path, origin: Origin) -> list[ProfileEntry]:
-    try:
-        files = sorted(p for p in folder.iterdir() if p.suffix == ".json")
-    except OSError:  # missing or unreadable folder: nothing registered there
-        return []
-    return [ProfileEntry(p.stem, p, origin) for p in files if not p.name.startswith(".")]
-
-
-def list_profiles(*, include_shadowed: bool = False) -> list[ProfileEntry]:
-    """Registered profiles sorted by name; shadowed ones only if ``include_shadowed``.
-
-    Lists files only; nothing is parsed (an invalid file fails when loaded).
-    """
-    seen: set[str] = set()
-    entries: list[ProfileEntry] = []
-    for folder, origin in search_path():
-        for entry in _scan(folder, origin):
-            key = normalize_model_name(entry.name)
-            if key in seen and not include_shadowed:
-                continue
-            seen.add(key)
-            entries.append(entry)
-    return sorted(entries, key=lambda e: normalize_model_name(e.name))
-
-
-def _boundary_prefix(name: str, query: str) -> bool:
-    return query.startswith(name) and (len(query) == len(name) or not query[len(name)].isalnum())
-
-
-def find_profile(name: str) -> ProfileEntry:
-    """The entry registered for model ``name`` (exact, then longest prefix match)."""
-    entries = list_profiles()
-    query = normalize_model_name(name)
-    by_key = {normalize_model_name(e.name): e for e in entries}
-    if query in by_key:
-        return by_key[query]
-    prefixes = [key for key in by_key if key and _boundary_prefix(key, query)]
-    if prefixes:
-        return by_key[max(prefixes, key=len)]
-    known = ", ".join(e.name for e in entries) or "(none)"
-    raise ProfileNotFoundError(
-        f"no profile for model {name!r}; run `phaseaware calibrate --model {name}` to measure "
-        f"one, or pass a profile file path (known profiles: {known})"
-    )
-
-
-def _looks_like_path(text: str) -> bool:
-    # Not "contains a slash": "deepseek-ai/DeepSeek-V4-Flash-Base" is a model name.
-    return text.endswith(".json") or text.startswith(("./", "../", "~", "/", os.sep))
-
-
-def get_profile(name_or_path: str | os.PathLike[str]) -> Profile:
-    """Load a profile from a ``.json`` file path, or look it up by model name.
-
-    A string naming an existing file is loaded directly; a string ending in
-    ``.json`` that names no file raises ``ProfileNotFoundError``; anything else
-    (``"deepseek-ai/DeepSeek-V4-Flash-Base"``) is looked up in the registry.
-    """
-    text = os.fspath(name_or_path)
-    candidate = Path(text).expanduser()
-    if candidate.is_file():
-        return _load_cached(candidate)
-    if _looks_like_path(text) or not isinstance(name_or_path, str):
-        raise ProfileNotFoundError(
-            f"profile file {text} does not exist; check the path, or pass a model name "
-            "(see `phaseaware profile list`)"
-        )
-    return _load_cached(find_profile(text).path)
-
-
-def _load_cached(path: Path) -> Profile:
-    resolved = path.resolve()
-    stat = resolved.stat()
-    key = (str(resolved), stat.st_mtime_ns, stat.st_size)
-    with _CACHE_LOCK:
-        cached = _CACHE.get(key)
-    if cached is not None:
-        return cached
-    profile = load_profile(resolved)
-    with _CACHE_LOCK:
-        _CACHE[key] = profile
-    return profile
-
-
-def save_user_profile(
-    profile: Profile, *, directory: str | os.PathLike[str] | None = None, overwrite: bool = False
-) -> Path:
-    """Save ``profile`` as ``<directory>/<profile_filename(model)>`` (default: user folder).
-
-    Creates the folder if needed; refuses to replace an existing file unless
-    ``overwrite`` (raises ``FileExistsError``). The write is atomic.
-    """
-    folder = Path(directory).expanduser() if directory is not None else user_profile_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / profile_filename(profile.model)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it")
-    return save_profile(profile, path)
-
-
-def check_tokenizer(
-    profile: Profile, tokenizer: Tokenizer, *, allow_mismatch: bool = False
-) -> bool:
-    """Check that ``tokenizer`` is the one ``profile`` was measured with.
-
-    Returns ``True`` when the fingerprints match, ``False`` when the profile has
-    no fingerprint (published profiles: cannot be verified) or a mismatch is
-    allowed. Raises ``FingerprintMismatchError`` otherwise: residues counted
-    with another vocabulary put tokens at other positions.
-    """
-    expected = profile.tokenizer.fingerprint
-    if expected is None:
-        return False
-    actual = tokenizer.fingerprint()
-    if actual == expected:
-        return True
-    if allow_mismatch:
-        return False
-    raise FingerprintMismatchError(
-        f"profile {profile.model!r} was measured with tokenizer {profile.tokenizer.spec!r} "
-        f"(fingerprint {expected}), but tokenizer {tokenizer.spec!r} has fingerprint {actual}; "
-        f"use the tokenizer {profile.tokenizer.spec!r}, recalibrate with "
-        f"`phaseaware calibrate --model {profile.model} --tokenizer {tokenizer.spec}`, "
-        "or pass allow_mismatch=True to use the profile anyway"
-    )
-
-
-def check_period(profile: Profile, period: int) -> None:
-    """Raise ``PeriodMismatchError`` unless ``profile.period == period`` (residues mod period)."""
-    if profile.period != period:
-        raise PeriodMismatchError(
-            f"profile {profile.model!r} has period {profile.period} but period {period} is "
-            f"required; use a profile measured with period {period} (recalibrate with "
-            f"`phaseaware calibrate --model {profile.model} --period {period}`) or drop the "
-            "period setting to use the profile's own"
-        )

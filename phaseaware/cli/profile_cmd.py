@@ -1,4 +1,4 @@
-"""``phaseaware profile``: list, show, validate and build profiles."""
+"""``phaseaware profile``: list, show, validate and build profiles (parse, call, print)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from phaseaware.profile import Profile
+    from phaseaware.profiles.model import Profile
 
 NAME = "profile"
 HELP = "List, show, validate or build per-residue accuracy profiles."
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from phaseaware.errors import ProfileError
-    from phaseaware.registry import get_profile, list_profiles
+    from phaseaware.profiles.registry import get_profile, list_profiles
 
     rows = [("NAME", "ORIGIN", "MODEL", "PERIOD", "SOURCE")]
     for entry in list_profiles():
@@ -74,16 +74,11 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from phaseaware.profiles.registry import get_profile, profile_path
 
-    from phaseaware.registry import find_profile, get_profile
-
-    name = args.name
-    profile = get_profile(name)
+    path = profile_path(args.name)
+    profile = get_profile(path)  # validates, also for --json
     if args.json:
-        path = Path(name).expanduser()
-        if not path.is_file():
-            path = find_profile(name).path
         sys.stdout.write(path.read_text(encoding="utf-8"))
         return 0
     print(_describe(profile))
@@ -169,7 +164,7 @@ def _or_unknown(value: object, unknown: str = "unknown") -> str:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from phaseaware.profile_io import load_profile, validate_profile_file
+    from phaseaware.profiles.io import load_profile, validate_profile_file
 
     errors = validate_profile_file(args.file)
     if errors:
@@ -186,16 +181,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from phaseaware.errors import CalibrationError
-    from phaseaware.profile_io import dumps_profile, save_profile
+    from phaseaware.calibrate.runner import build_profile_from_log
+    from phaseaware.profiles.io import dumps_profile, save_profile
 
-    try:
-        from phaseaware.calibrate.runner import build_profile_from_log
-    except ImportError as exc:
-        raise CalibrationError(
-            f"cannot build profiles from logs: phaseaware.calibrate.runner is unavailable ({exc}); "
-            "install a phaseaware version with calibration support"
-        ) from exc
     profile = build_profile_from_log(args.log)
     if args.output:
         path = save_profile(profile, args.output)
