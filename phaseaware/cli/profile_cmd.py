@@ -181,9 +181,16 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from phaseaware.calibrate.runner import build_profile_from_log
+    from phaseaware.errors import CalibrationError
     from phaseaware.profiles.io import dumps_profile, save_profile
 
+    try:
+        from phaseaware.calibrate.runner import build_profile_from_log
+    except ImportError as exc:
+        raise CalibrationError(
+            f"cannot build profiles from logs: phaseaware.calibrate.runner is unavailable ({exc}); "
+            "install a phaseaware version with calibration support"
+        ) from exc
     profile = build_profile_from_log(args.log)
     if args.output:
         path = save_profile(profile, args.output)
