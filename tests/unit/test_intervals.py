@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phaseaware.stats import Z_95, wilson_interval
+from phaseaware.intervals import Z_95, wilson_interval
 
 
 def direct_wilson(k: int, n: int, z: float = Z_95) -> tuple[float, float]:

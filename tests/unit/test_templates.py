@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phaseaware.errors import InputError, TemplateError
-from phaseaware.layouts import (
+from phaseaware.templates import (
     LAYOUT_NAMES,
     DeepSeekV4Layout,
     HFTemplateLayout,
@@ -78,25 +78,22 @@ def test_split_invariant_property(smollm2, system, context, question):
         assert rendered.text == prefix + context + suffix
 
 
-def test_plain_layout_exact_text():
-    layout = get_layout("none", load_tokenizer("deepseek-v4"))
+def test_plain_layout_exact_text(cl100k, deepseek_v4):
+    layout = get_layout("none", deepseek_v4)
     rendered = layout.render(system="S", context="C", question="Q")
     assert rendered.text == "<｜begin▁of▁sentence｜>S\n\nC\n\nQ"
     assert (
-        get_layout("none", load_tokenizer("tiktoken:cl100k_base"))
-        .render(system=None, context="C", question="Q")
-        .text
-        == "C\n\nQ"
+        get_layout("none", cl100k).render(system=None, context="C", question="Q").text == "C\n\nQ"
     )
 
 
-def test_chatml_exact_text():
-    layout = get_layout("chatml", load_tokenizer("tiktoken:o200k_base"))
+def test_chatml_exact_text(o200k, deepseek_v4):
+    layout = get_layout("chatml", o200k)
     assert layout.render(system="S", context="C", question="Q").text == (
         "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nC\n\nQ<|im_end|>\n"
         "<|im_start|>assistant\n"
     )
-    with_bos = get_layout("chatml", load_tokenizer("deepseek-v4"))
+    with_bos = get_layout("chatml", deepseek_v4)
     assert with_bos.render(system=None, context="C", question="Q").text.startswith(
         "<｜begin▁of▁sentence｜><|im_start|>user\nC"
     )
@@ -160,8 +157,8 @@ def test_hf_layout_rejects_a_template_that_repeats_content():
 
 
 @pytest.mark.parametrize("thinking, opener", [(False, "</think>"), (True, "<think>")])
-def test_deepseek_v4_exact_text(thinking, opener):
-    layout = get_layout("deepseek-v4", load_tokenizer("deepseek-v4"), thinking=thinking)
+def test_deepseek_v4_exact_text(thinking, opener, deepseek_v4):
+    layout = get_layout("deepseek-v4", deepseek_v4, thinking=thinking)
     assert layout.render(system="S", context="C", question="Q").text == (
         f"<｜begin▁of▁sentence｜>S<｜User｜>C\n\nQ<｜Assistant｜>{opener}"
     )
@@ -170,8 +167,8 @@ def test_deepseek_v4_exact_text(thinking, opener):
     )
 
 
-def test_deepseek_v4_markers_are_single_special_tokens():
-    tokenizer = load_tokenizer("deepseek-v4")
+def test_deepseek_v4_markers_are_single_special_tokens(deepseek_v4):
+    tokenizer = deepseek_v4
     added = tokenizer.hf_tokenizer.backend_tokenizer.get_added_tokens_decoder()
     markers = [
         DeepSeekV4Layout.BOS,
@@ -197,9 +194,9 @@ def test_deepseek_v4_markers_are_single_special_tokens():
     assert tokens[0] == 0 and tokens[-2:] == [ids["<｜Assistant｜>"], ids["</think>"]]
 
 
-def test_unknown_layout_lists_names():
+def test_unknown_layout_lists_names(cl100k):
     with pytest.raises(TemplateError) as info:
-        get_layout("llama", load_tokenizer("tiktoken:cl100k_base"))
+        get_layout("llama", cl100k)
     assert all(name in str(info.value) for name in LAYOUT_NAMES)
 
 
@@ -211,15 +208,15 @@ def test_unknown_layout_lists_names():
         {"system": None, "context": "c", "question": b"q"},
     ],
 )
-def test_non_string_parts_are_input_errors(kwargs):
-    layout = get_layout("chatml", load_tokenizer("tiktoken:cl100k_base"))
+def test_non_string_parts_are_input_errors(kwargs, cl100k):
+    layout = get_layout("chatml", cl100k)
     with pytest.raises(InputError):
         layout.render(**kwargs)
 
 
-def test_context_tokens_are_located_by_retokenizing():
+def test_context_tokens_are_located_by_retokenizing(deepseek_v4):
     """Char offsets from render map onto tokens of the re-tokenized prompt (DeepSeek format)."""
-    tokenizer = load_tokenizer("deepseek-v4")
+    tokenizer = deepseek_v4
     layout = get_layout("deepseek-v4", tokenizer)
     rendered = layout.render(system="S", context="The key is 42.", question="Key?")
     tokenized = tokenizer.tokenize(rendered.text)

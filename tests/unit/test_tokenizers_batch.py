@@ -6,17 +6,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.offsets import char_starts, split_starts
 
-SPECS = ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4"]
+FIXTURES = ["cl100k", "o200k", "deepseek_v4"]  # shared session fixtures (conftest.py)
 PIECES = [" ", "\n\n", "\r\n", "🎉", "日本語", "e\u0301", "<|endoftext|>", "<｜User｜>", " 1234"]
 texts = st.lists(st.one_of(st.text(max_size=10), st.sampled_from(PIECES)), max_size=6).map("".join)
 
 
-@pytest.fixture(scope="module", params=SPECS)
+@pytest.fixture(params=FIXTURES)
 def tokenizer(request):
-    return load_tokenizer(request.param)
+    return request.getfixturevalue(request.param)
 
 
 def _valid(text: str) -> bool:
@@ -43,11 +42,11 @@ def test_tokenize_batch_equals_per_text_tokenize(tokenizer, batch):
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(text=texts)
-def test_hf_fast_ids_equal_backend_encode(text):
+def test_hf_fast_ids_equal_backend_encode(deepseek_v4, text):
     """The offset-free fast path returns exactly the ids of the backend's full encode."""
     if not _valid(text):
         return
-    tok = load_tokenizer("deepseek-v4")
+    tok = deepseek_v4
     backend = tok.hf_tokenizer.backend_tokenizer
     assert tok.encode(text) == backend.encode(text, add_special_tokens=False).ids
     assert list(tok.tokenize(text).ids) == backend.encode(text, add_special_tokens=False).ids

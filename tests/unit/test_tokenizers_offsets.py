@@ -125,9 +125,17 @@ def representable(tokenizer, text: str) -> bool:
     return not set(text.encode("utf-8")) & unrepresentable_bytes(tokenizer)
 
 
-@pytest.fixture(scope="module", params=SPECS)
+SHARED = {
+    "tiktoken:cl100k_base": "cl100k",
+    "tiktoken:o200k_base": "o200k",
+    "deepseek-v4": "deepseek_v4",
+}
+
+
+@pytest.fixture(params=SPECS)
 def tokenizer(request):
-    return load_tokenizer(request.param)
+    shared = SHARED.get(request.param)  # the session fixtures of conftest.py where one exists
+    return request.getfixturevalue(shared) if shared else load_tokenizer(request.param)
 
 
 @settings(

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("transformers")
 
 from phaseaware.errors import TemplateError, TokenizerError  # noqa: E402
-from phaseaware.tokenizers.hf_adapter import (  # noqa: E402
+from phaseaware.tokenizers.hf import (  # noqa: E402
     HFTokenizer,
     _starts_from_offsets,
     byte_level_alphabet,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from phaseaware.cli.main import main
-from phaseaware.registry import builtin_profile_dir
+from phaseaware.profiles.registry import builtin_profile_dir
 
 
 @pytest.fixture(autouse=True)
@@ -110,7 +110,7 @@ def test_build_writes_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c
     import sys
     import types
 
-    from phaseaware.profile_io import load_profile
+    from phaseaware.profiles.io import load_profile
 
     fake = types.ModuleType("phaseaware.calibrate.runner")
     seen = []
@@ -130,8 +130,8 @@ def test_build_writes_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c
 
 
 def test_show_measured_profile_with_unknowns(tmp_path: Path, capsys) -> None:
-    from phaseaware.profile import Profile, Provenance, TokenizerRef
-    from phaseaware.profile_io import save_profile
+    from phaseaware.profiles.io import save_profile
+    from phaseaware.profiles.model import Profile, Provenance, TokenizerRef
 
     profile = Profile(
         model="toy",
@@ -155,7 +155,7 @@ def test_show_measured_profile_with_unknowns(tmp_path: Path, capsys) -> None:
     # a measured raw window is shown beside its size
     import dataclasses
 
-    from phaseaware.profile import LocalWindowEffect
+    from phaseaware.profiles.model import LocalWindowEffect
 
     window = LocalWindowEffect(
         accuracy=0.775, n=160, ci_low=0.704, ci_high=0.833, min_distance=13, max_distance=16,

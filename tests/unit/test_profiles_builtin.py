@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from phaseaware.profile_io import load_profile, validate_profile_file
-from phaseaware.registry import builtin_profile_dir
-from phaseaware.stats import wilson_interval
+from phaseaware.intervals import wilson_interval
+from phaseaware.profiles.io import load_profile, validate_profile_file
+from phaseaware.profiles.registry import builtin_profile_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 

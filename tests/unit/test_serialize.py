@@ -1,0 +1,52 @@
+"""serialize.to_plain / dataclass_to_dict: the one dataclass -> JSON-ready shape."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+
+from phaseaware.serialize import dataclass_to_dict, to_plain
+
+
+@dataclass(frozen=True)
+class _Inner:
+    values: tuple[int, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class _Outer:
+    name: str
+    inner: _Inner
+    rows: tuple[_Inner, ...] = ()
+    meta: dict[str, object] = field(default_factory=dict)
+
+
+def test_to_plain_recurses_in_field_order() -> None:
+    value = _Outer("x", _Inner((1, 2)), rows=(_Inner((3,), "n"),), meta={"b": (1,), "a": None})
+    plain = to_plain(value)
+    assert plain == {
+        "name": "x",
+        "inner": {"values": [1, 2], "note": None},
+        "rows": [{"values": [3], "note": "n"}],
+        "meta": {"b": [1], "a": None},
+    }
+    assert list(plain) == ["name", "inner", "rows", "meta"]
+    assert list(plain["meta"]) == ["b", "a"]  # mapping order kept, not sorted
+    json.dumps(plain)  # JSON-ready
+
+
+def test_scalars_pass_through() -> None:
+    assert [to_plain(v) for v in (1, 1.5, "s", None, True)] == [1, 1.5, "s", None, True]
+
+
+def test_dataclass_to_dict_omits_unset_optional_fields() -> None:
+    assert dataclass_to_dict(_Inner((1,)), omit_if_none=("note",)) == {"values": [1]}
+    assert dataclass_to_dict(_Inner((1,), "n"), omit_if_none=("note",)) == {
+        "values": [1],
+        "note": "n",
+    }
+    with pytest.raises(TypeError, match="dataclass instance"):
+        dataclass_to_dict(_Inner)
