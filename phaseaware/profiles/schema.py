@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from phaseaware.profiles.model import SCHEMA
 
@@ -66,11 +66,11 @@ LENGTH_KINDS = ("measured", "field-report")
 CI_TOLERANCE = 1e-6
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -108,8 +108,9 @@ def _check_fraction_list(
 ) -> bool:
     if not _check_list(key, value, period, errors):
         return False
+    assert isinstance(value, list)
     before = len(errors)
-    for r, item in enumerate(value):  # type: ignore[arg-type]
+    for r, item in enumerate(value):
         _check_fraction(f"{key}[{r}]", item, errors, nullable=nullable)
     return len(errors) == before
 
@@ -117,8 +118,9 @@ def _check_fraction_list(
 def _check_count_list(key: str, value: object, period: int | None, errors: list[str]) -> bool:
     if not _check_list(key, value, period, errors):
         return False
+    assert isinstance(value, list)
     before = len(errors)
-    for r, item in enumerate(value):  # type: ignore[arg-type]
+    for r, item in enumerate(value):
         if item is not None and not (_is_int(item) and item >= 0):
             errors.append(f"{key}[{r}]: expected a trial count (int >= 0) or null, got {item!r}")
     return len(errors) == before

@@ -95,7 +95,8 @@ class HFTokenizer:
         return list(self._backend.encode_batch_fast([text], add_special_tokens=False)[0].ids)
 
     def decode(self, ids: list[int]) -> str:
-        return self._backend.decode(list(ids), skip_special_tokens=False)
+        text: str = self._backend.decode(list(ids), skip_special_tokens=False)
+        return text
 
     def tokenize(self, text: str) -> TokenizedText:
         return self.tokenize_batch([text])[0]
@@ -190,9 +191,9 @@ def _infer_bos_text(tokenizer: Any) -> str:
         return ""
     template = getattr(tokenizer, "chat_template", None) or ""
     if "bos_token" in str(template):
-        return bos
+        return str(bos)
     added = tokenizer.backend_tokenizer.encode("a", add_special_tokens=True).ids
-    return bos if added and added[0] == tokenizer.bos_token_id else ""
+    return str(bos) if added and added[0] == tokenizer.bos_token_id else ""
 
 
 def _build_byte_tables(backend: Any) -> tuple[list[bytes] | None, np.ndarray | None]:

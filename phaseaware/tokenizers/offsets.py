@@ -61,7 +61,8 @@ def char_starts_array(
     # char of byte b = b - (continuation bytes before b) - (1 if b itself continues a char)
     before = np.searchsorted(continuation, byte_starts)
     inside = continuation[np.minimum(before, continuation.size - 1)] == byte_starts
-    return byte_starts - before - inside
+    starts: np.ndarray = byte_starts - before - inside
+    return starts
 
 
 def split_starts(
