@@ -113,9 +113,9 @@ def _reference_trained() -> bool:
     """
     import json
 
-    from phaseaware.reference.paths import model_dir
+    from phaseaware.tokenizers.registry import REFERENCE_MODEL_DIR
 
-    path = model_dir() / "training_metrics.json"
+    path = REFERENCE_MODEL_DIR / "training_metrics.json"
     try:
         final = json.loads(path.read_text())["final"]
     except (OSError, ValueError, KeyError):
