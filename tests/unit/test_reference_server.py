@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from phaseaware.serving.openai_server import Fault, RequestInfo, start_server
-from phaseaware.serving.task_engine import TaskLookupEngine
+from tests.support.fault_server import Fault, RequestInfo, start_server
+from tests.support.task_engine import TaskLookupEngine
 
 MODEL = "phaseaware-task-lookup"
 CONTENT = "The access code for Alice is 123 . What is the access code for Alice ?"

@@ -3,7 +3,7 @@
 :class:`TaskLookupEngine` reads the last question of the prompt (``What is
 the access code for <name> ?``), finds the record ``The access code for
 <name> is <number> .`` in the prompt and answers ``<number>``. Served by
-:func:`phaseaware.serving.openai_server.start_server` it stands in for a
+:func:`tests.support.fault_server.start_server` it stands in for a
 model when testing HTTP clients, calibration runs and batch pipelines: the
 answers depend on the probe, everything around them (HTTP, client, logs) is
 real. ``miss`` makes chosen probes fail (e.g. by key position, to simulate
@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from phaseaware.serving.openai_server import GenerationResult
+from phaseaware.reference.engine import GenerationResult
 
 __all__ = ["TaskLookupEngine", "word_count", "simple_chat_template"]
 
