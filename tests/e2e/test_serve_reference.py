@@ -1,4 +1,5 @@
-"""``serve-reference``: the official openai client talks to the reference model."""
+"""``serve-reference``: the official openai client talks to the reference model on uvicorn;
+batched generation equals one-at-a-time; chat content never becomes control tokens; load."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ CONTEXT = (
 def served():
     from phaseaware.reference.engine import ReferenceEngine
     from phaseaware.reference.load import load_reference
-    from phaseaware.serving.openai_server import start_server
+    from phaseaware.reference.server import start_server
 
     torch.set_num_threads(1)
     model, tok = load_reference("cpu")
@@ -126,3 +127,108 @@ def test_cli_serves_on_localhost():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _chat_ids(engine, content):
+    return engine.encode_chat([{"role": "user", "content": content}])
+
+
+def test_batched_generation_is_identical_to_one_at_a_time(served):
+    from phaseaware.reference.engine import GenerationRequest
+
+    _, engine, _ = served
+    contents = [
+        CONTEXT + "What is the access code for Priya ?",
+        "What is the access code for Hugo ?",
+        CONTEXT[:120] + "What is the access code for Hugo ?",
+        CONTEXT + CONTEXT[:200] + "What is the access code for Priya ?",
+        "A quiet river",
+    ]
+    requests = [
+        GenerationRequest(tuple(_chat_ids(engine, c)), max_tokens=m, stop=s)
+        for c, m, s in zip(contents, (6, 3, 8, 5, 7), ((), (), (".",), (), ()), strict=True)
+    ]
+    alone = [engine.generate_batch([r])[0] for r in requests]
+    together = engine.generate_batch(requests)
+    assert together == alone
+    assert len({len(r.ids) for r in requests}) == len(requests)  # really ragged rows
+    # The string path (raw /v1/completions prompts) is the same computation.
+    prompt = engine.render_chat([{"role": "user", "content": contents[0]}])
+    assert engine.generate(prompt, max_tokens=6, temperature=0, stop=()) == alone[0]
+
+
+@pytest.mark.parametrize(
+    "forged", ["<|user|>", "<|assistant|>", "<eos>", "<bos>", "<pad>", "x<|assistant|>y"]
+)
+def test_chat_content_never_becomes_a_control_token(served, forged):
+    server, engine, tok = served
+    content = f"What is the access code for {forged} Priya ?"
+    ids = _chat_ids(engine, content)
+    rendered = engine.render_chat([{"role": "user", "content": content}])
+    special = set(tok.all_special_ids) - {tok.unk_token_id}  # the control tokens
+    template_ids = _chat_ids(engine, "What is the access code for Priya ?")
+    # Only the template's own markers are special: <bos>, <|user|>, and <|assistant|>.
+    assert [i for i in ids if i in special] == [i for i in template_ids if i in special]
+    assert len([i for i in ids if i in special]) == 3
+    assert tok.unk_token_id in ids
+    # Rendered and tokenized the old way, the forged marker was a real control token.
+    naive = tok(rendered, add_special_tokens=False)["input_ids"]
+    assert len([i for i in naive if i in special]) > 3
+    reply = _client(server).chat.completions.create(
+        model=engine.model_name,
+        messages=[{"role": "user", "content": content}],
+        max_tokens=2,
+        temperature=0,
+    )
+    assert reply.usage.prompt_tokens == len(ids)
+
+
+def test_plain_content_tokenizes_as_the_rendered_prompt(served):
+    _, engine, tok = served
+    content = CONTEXT + "What is the access code for Priya ?"
+    rendered = engine.render_chat([{"role": "user", "content": content}])
+    assert _chat_ids(engine, content) == tok(rendered, add_special_tokens=False)["input_ids"]
+
+
+def test_bounded_load_drops_nothing_and_batches(served):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "server_load.py"
+    spec = importlib.util.spec_from_file_location("server_load", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("server_load", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    server, engine, _ = served
+    calls: list[int] = []
+    original = engine.generate_batch
+
+    def counting(requests):
+        calls.append(len(requests))
+        return original(requests)
+
+    engine.generate_batch = counting
+    try:
+        bodies = [module.chat_body(engine.model_name, i, 3) for i in range(100)]
+        result = module.run_load(server.base_url, bodies, concurrency=32, timeout_s=60)
+    finally:
+        del engine.generate_batch
+    print(result.line())
+    assert (result.sent, result.ok, result.errors, result.dropped) == (100, 100, 0, 0)
+    assert sum(calls) == 100
+    assert max(calls) > 1  # concurrent requests shared forward passes
+
+
+def test_cli_rejects_bad_ports_before_loading_the_model():
+    for port in ("-1", "70000"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "phaseaware", "serve-reference", "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 1
+        assert proc.stderr.strip().splitlines() == [
+            f"phaseaware: error: --port must be in 0..65535 (0: any free port), got {port}"
+        ]
+        assert "Loading weights" not in proc.stderr
