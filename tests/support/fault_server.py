@@ -12,8 +12,9 @@
   status; the latest ``request_log_limit``) before its answer is sent, so a client that has
   its answer can rely on the log.
 
-To hand the body to the hook, the middleware reads it first (under the app's own limits)
-and replays it to the app.
+To hand the body to a hook, the middleware then reads it first (under the app's own limits,
+but before authentication) and replays it to the app; without a hook the app reads the body
+itself, in its own order (authentication first), and the log keeps a copy.
 """
 
 from __future__ import annotations
@@ -126,6 +127,26 @@ class _FaultsAndLog:
         finally:
             self._record(pending, CLIENT_CLOSED)  # no-op once answered
 
+    def _tee(self, receive: Receive, pending: _Pending) -> Receive:
+        """``receive``, keeping what the app reads as the logged body."""
+        chunks: list[bytes] = []
+
+        async def tee() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                chunks.append(bytes(message.get("body", b"")))
+                if not message.get("more_body", False):
+                    pending.body = self._parsed(b"".join(chunks))
+            return message
+
+        return tee
+
+    def _parsed(self, raw: bytes) -> Mapping[str, Any] | None:
+        try:
+            return decode_json_body(raw, max_depth=self.app.limits.max_json_depth)
+        except RequestError:
+            return None
+
     def _record(self, pending: _Pending, status: int) -> None:
         if pending.logged:
             return
@@ -145,6 +166,9 @@ class _FaultsAndLog:
             self.log.append(entry)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send, pending: _Pending) -> None:
+        if self.faults is None:  # the app reads the body itself (after authentication)
+            await self.app(scope, self._tee(receive, pending), send)
+            return
         try:
             raw = await read_body(receive, dict(scope["headers"]), self.app.limits)
         except RequestError as exc:
@@ -152,10 +176,7 @@ class _FaultsAndLog:
             return
         except ClientDisconnected:
             return
-        try:
-            pending.body = decode_json_body(raw, max_depth=self.app.limits.max_json_depth)
-        except RequestError:
-            pending.body = None
+        pending.body = self._parsed(raw)
         info = RequestInfo(pending.index, pending.method, pending.path, pending.body)
         try:
             fault = self.faults(info) if self.faults is not None else None
