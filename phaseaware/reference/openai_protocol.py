@@ -148,9 +148,10 @@ def _message(value: Any, index: int) -> dict[str, str]:
     content = value.get("content")
     if isinstance(content, list):  # content parts: only text parts are meaningful here
         texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        if len(texts) != len(content) or not all(isinstance(t, str) for t in texts):
+        strings = [t for t in texts if isinstance(t, str)]
+        if len(strings) != len(content):
             raise _bad(f"'{param}.content' parts must all be text parts.", f"{param}.content")
-        content = "".join(texts)
+        content = "".join(strings)
     if not isinstance(content, str):
         raise _bad(f"'{param}.content' must be a string.", f"{param}.content")
     return {"role": str(role), "content": content}

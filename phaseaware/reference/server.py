@@ -2,7 +2,7 @@
 
 Serves ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/completions``
 (no streaming, ``n == 1``). :class:`OpenAIApp` is a plain ASGI application and uvicorn
-(h11) does the HTTP: parsing, keep-alive, the listen backlog (2048), graceful shutdown.
+(h11, started by :mod:`phaseaware.reference.uvicorn_serve`) does the HTTP: parsing, keep-alive, the listen backlog (2048), graceful shutdown.
 Plain ASGI rather than starlette because three routes need no framework, and the one thing
 that matters here, WHEN the body is read, is explicit: every request passes, in order,
 
@@ -32,17 +32,10 @@ import asyncio
 import hmac
 import json
 import logging
-import socket
-import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
-
-import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from phaseaware.reference.engine import (
     BatchEngine,
@@ -61,9 +54,24 @@ from phaseaware.reference.openai_protocol import (
     parse_chat_request,
     parse_completion_request,
 )
+from phaseaware.reference.uvicorn_serve import (
+    Message,
+    Receive,
+    RunningServer,
+    Scope,
+    Send,
+    ServerLimits,
+    bind_socket,
+    serve,
+    start_app,
+)
 
 __all__ = [
     "ClientDisconnected",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
     "OpenAIApp",
     "RunningServer",
     "ServerLimits",
@@ -76,28 +84,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 _ROUTES = {"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/completions": "POST"}
-
-
-@dataclass(frozen=True)
-class ServerLimits:
-    """Bounds on what one client can make the server do (bytes, seconds, rows)."""
-
-    max_body_bytes: int = 8 * 1024 * 1024
-    max_json_depth: int = 32
-    head_timeout_s: float = 10.0
-    body_timeout_s: float = 30.0
-    keep_alive_s: int = 5
-    backlog: int = 2048
-    max_batch: int = 32
-    batch_window_s: float = 0.003
 
 
 @runtime_checkable
@@ -353,136 +340,6 @@ class OpenAIApp:
                 self.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-
-class _DeadlineH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus a deadline for each request head.
-
-    uvicorn arms its keep-alive timer only after an answer, and any byte cancels it, so a
-    connection that never sends (or trickles) a request head would stay open for ever.
-    """
-
-    head_timeout_s: float = ServerLimits.head_timeout_s
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_deadline)
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._head_timer.cancel()
-        self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_deadline)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._head_timer.cancel()
-        super().connection_lost(exc)
-
-    def _head_deadline(self) -> None:
-        waiting = self.cycle is None or self.cycle.response_complete
-        if waiting and not self.transport.is_closing():
-            self.transport.close()
-
-
-def bind_socket(host: str, port: int, *, backlog: int = ServerLimits.backlog) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (0: a free port); raises ``OSError``."""
-    if not 0 <= port <= 65535:
-        raise OSError(f"port must be in 0..65535, got {port}")
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(backlog)  # connections queue from here on, before the loop runs
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def _server(app: ASGIApp, limits: ServerLimits) -> uvicorn.Server:
-    protocol = type("HeadDeadlineH11", (_DeadlineH11Protocol,), {})
-    protocol.head_timeout_s = limits.head_timeout_s
-    config = uvicorn.Config(
-        app,
-        http=protocol,
-        ws="none",
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-        timeout_keep_alive=limits.keep_alive_s,
-        backlog=limits.backlog,
-    )
-    return uvicorn.Server(config)
-
-
-def serve(app: ASGIApp, sock: socket.socket, limits: ServerLimits | None = None) -> None:
-    """Serve ``app`` on ``sock`` in this thread until SIGINT/SIGTERM (graceful shutdown)."""
-    _server(app, limits or ServerLimits()).run(sockets=[sock])
-
-
-class RunningServer:
-    """uvicorn serving an ASGI app in a background thread; use as a context manager."""
-
-    def __init__(self, app: ASGIApp, sock: socket.socket, limits: ServerLimits) -> None:
-        self._sock = sock
-        name = sock.getsockname()
-        self.host: str = str(name[0])
-        self.port: int = int(name[1])  # the bound port (the real one for port 0)
-        self._closed = False
-        self._server = _server(app, limits)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started and self._thread.is_alive():
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.005)
-        if not self._server.started:
-            self.close()
-            raise OSError(f"the server on {self.host}:{self.port} did not start")
-
-    @property
-    def base_url(self) -> str:
-        """``http://host:port/v1``: what OpenAI clients take as ``base_url``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/v1"
-
-    def close(self, grace_s: float = 1.0) -> None:
-        """Stop serving and release the port (idempotent); requests still running after
-        ``grace_s`` seconds are abandoned."""
-        if self._closed:
-            return
-        self._closed = True
-        self._server.should_exit = True
-        self._thread.join(timeout=grace_s)
-        self._server.force_exit = True
-        self._thread.join(timeout=5)
-        self._sock.close()
-
-    def __enter__(self) -> RunningServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"RunningServer(base_url={self.base_url!r})"
-
-
-def start_app(
-    app: ASGIApp,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    limits: ServerLimits | None = None,
-) -> RunningServer:
-    """Serve any ASGI ``app`` on ``host:port`` in a background thread."""
-    limits = limits or ServerLimits()
-    return RunningServer(app, bind_socket(host, port, backlog=limits.backlog), limits)
 
 
 def start_server(
