@@ -1,18 +1,23 @@
 """``phaseaware serve-reference``: an OpenAI-compatible server for the reference model.
 
 Serves ``/v1/models``, ``/v1/chat/completions`` and ``/v1/completions`` with
-greedy decoding on CPU; chat messages are rendered with the model's chat
-template and ``usage.prompt_tokens`` is the model tokenizer's exact count.
-Binds 127.0.0.1 unless ``--host`` says otherwise. Stop with Ctrl-C.
+greedy decoding on CPU, on uvicorn (:mod:`phaseaware.reference.server`); chat messages
+are rendered with the model's chat template and ``usage.prompt_tokens`` is the model
+tokenizer's exact count. Binds 127.0.0.1 unless ``--host`` says otherwise. The port is
+checked and bound before the model loads. Stop with Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+
+from phaseaware.errors import PhaseawareError
 
 NAME = "serve-reference"
 HELP = "Serve the shipped reference model over an OpenAI-compatible HTTP API."
+API_KEY_ENV = "PHASEAWARE_SERVER_API_KEY"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,31 +28,72 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-key",
         default=None,
-        help="require 'Authorization: Bearer KEY' (default: env PHASEAWARE_SERVER_API_KEY, "
-        "else no check)",
+        help=f"require 'Authorization: Bearer KEY' (visible to other users in `ps`: prefer env "
+        f"{API_KEY_ENV} or --api-key-file; default: no check)",
+    )
+    parser.add_argument(
+        "--api-key-file", default=None, help="read the required API key from this file"
     )
 
 
+def _api_key(args: argparse.Namespace) -> str | None:
+    if args.api_key_file is not None:
+        if not os.path.isfile(args.api_key_file):
+            raise PhaseawareError(
+                f"--api-key-file {args.api_key_file!r} is not a regular file; "
+                "pass a text file holding the key"
+            )
+        try:
+            with open(args.api_key_file, encoding="utf-8") as handle:
+                key = handle.read(4096).strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PhaseawareError(
+                f"cannot read --api-key-file {args.api_key_file!r} ({exc}); "
+                "pass a readable text file holding the key"
+            ) from exc
+        if not key:
+            raise PhaseawareError(f"--api-key-file {args.api_key_file!r} is empty")
+        return key
+    if args.api_key:
+        print(
+            f"phaseaware: warning: --api-key is visible to other users of this machine; "
+            f"set {API_KEY_ENV} or use --api-key-file",
+            file=sys.stderr,
+        )
+        return str(args.api_key)
+    return os.environ.get(API_KEY_ENV) or None
+
+
 def run(args: argparse.Namespace) -> int:
-    import threading
+    import logging
 
-    from phaseaware.errors import PhaseawareError
-    from phaseaware.reference.engine import ReferenceEngine
-    from phaseaware.reference.load import load_reference
-    from phaseaware.serving.openai_server import start_server
+    from phaseaware.reference.server import ServerLimits, bind_socket
 
-    model, tokenizer = load_reference("cpu")
-    engine = ReferenceEngine(model, tokenizer)
-    api_key = args.api_key or os.environ.get("PHASEAWARE_SERVER_API_KEY") or None
+    if not 0 <= args.port <= 65535:
+        raise PhaseawareError(f"--port must be in 0..65535 (0: any free port), got {args.port}")
+    api_key = _api_key(args)
+    limits = ServerLimits()
     try:
-        server = start_server(engine, host=args.host, port=args.port, api_key=api_key)
+        sock = bind_socket(args.host, args.port, backlog=limits.backlog)
     except OSError as exc:
         raise PhaseawareError(
             f"cannot listen on {args.host}:{args.port} ({exc}); choose another --port or --host"
         ) from exc
-    print(f"serving {engine.model_name} at {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
-        threading.Event().wait()
+        from phaseaware.reference.engine import ReferenceEngine
+        from phaseaware.reference.load import load_reference
+        from phaseaware.reference.server import OpenAIApp, serve
+
+        model, tokenizer = load_reference("cpu")
+        app = OpenAIApp(ReferenceEngine(model, tokenizer), api_key=api_key, limits=limits)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in str(host) else host
+        print(
+            f"serving {app.engine.model_name} at http://{shown}:{port}/v1 (Ctrl-C to stop)",
+            flush=True,
+        )
+        logging.basicConfig(level=logging.WARNING, format="phaseaware: %(levelname)s %(message)s")
+        serve(app, sock, limits)
     finally:
-        server.close()
+        sock.close()
     return 0

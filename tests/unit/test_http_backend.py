@@ -25,8 +25,8 @@ from phaseaware.calibrate.task import (
     record_text,
 )
 from phaseaware.errors import BackendError
-from phaseaware.serving.openai_server import Fault, start_server
-from phaseaware.serving.task_engine import TaskLookupEngine, simple_chat_template, word_count
+from tests.support.fault_server import Fault, start_server
+from tests.support.task_engine import TaskLookupEngine, simple_chat_template, word_count
 
 MODEL = "phaseaware-task-lookup"
 
@@ -383,7 +383,7 @@ def test_importing_http_modules_does_not_import_openai():
         "import sys\n"
         "import phaseaware.calibrate.backends.openai_http\n"
         "import phaseaware.calibrate.backends.batch\n"
-        "import phaseaware.serving.openai_server, phaseaware.serving.task_engine\n"
+        "import phaseaware.reference.server, tests.support.fault_server, tests.support.task_engine\n"
         "assert 'openai' not in sys.modules, 'openai imported'\n"
         "assert 'torch' not in sys.modules\n"
     )

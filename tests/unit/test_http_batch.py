@@ -18,8 +18,8 @@ from phaseaware.calibrate.backends.batch import (
 )
 from phaseaware.calibrate.task import NAMES, extract_answer, question_text, record_text
 from phaseaware.errors import BackendError, InputError
-from phaseaware.serving.openai_server import start_server
-from phaseaware.serving.task_engine import TaskLookupEngine, simple_chat_template, word_count
+from tests.support.fault_server import start_server
+from tests.support.task_engine import TaskLookupEngine, simple_chat_template, word_count
 
 MODEL = "phaseaware-task-lookup"
 

@@ -1,9 +1,16 @@
-"""The OpenAI wire protocol of the local server: request validation, response bodies.
+"""The OpenAI wire protocol of the local server: body decoding, validation, response bodies.
 
-Turns a decoded JSON body into :class:`CompletionParams` or raises
-:class:`RequestError` carrying the HTTP status, a message that names the bad
-field, the OpenAI ``param`` and ``code``. Unknown fields are ignored (clients
-send many optional ones); fields the server cannot honour (``stream``,
+:func:`decode_json_body` turns request bytes into a JSON object or raises
+:class:`RequestError` (400) for every way a body can be wrong: not UTF-8, not JSON,
+``NaN``/``Infinity``, duplicate keys, nesting deeper than ``max_depth`` (checked by a
+linear scan BEFORE the recursive parser runs, so no body can exhaust the stack), a
+lone surrogate (``"\\ud800"`` decodes to a string no tokenizer can encode) or a top
+level that is not an object.
+
+:func:`parse_chat_request` / :func:`parse_completion_request` turn a decoded body into
+:class:`CompletionParams` or raise :class:`RequestError` carrying the HTTP status, a
+message that names the bad field, the OpenAI ``param`` and ``code``. Unknown fields are
+ignored (clients send many optional ones); fields the server cannot honour (``stream``,
 ``n > 1``) are rejected rather than silently ignored.
 """
 
@@ -11,37 +18,31 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from phaseaware.reference.engine import GenerationResult
+
 __all__ = [
+    "DEFAULT_MAX_JSON_DEPTH",
     "CompletionParams",
-    "GenerationResult",
     "RequestError",
     "completion_body",
+    "decode_json_body",
     "error_body",
+    "models_body",
     "parse_chat_request",
     "parse_completion_request",
-    "parse_json_object",
 ]
 
 DEFAULT_MAX_TOKENS = 16
+DEFAULT_MAX_JSON_DEPTH = 32
 _MAX_STOP = 4
-
-
-@dataclass(frozen=True)
-class GenerationResult:
-    """One greedy generation: ``text`` (decoded, stop sequence removed),
-    ``completion_tokens`` (generated tokens), ``finish_reason`` (``"stop"`` or
-    ``"length"``) and optional ``logprobs`` already in OpenAI's shape for the
-    endpoint (passed through unchanged)."""
-
-    text: str
-    completion_tokens: int
-    finish_reason: str = "stop"
-    logprobs: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,16 @@ class RequestError(Exception):
         self.message = message
         self.param = param
         self.code = code
+
+    def to_body(self) -> dict[str, Any]:
+        """The OpenAI error object for this answer."""
+        return error_body(
+            self.status,
+            self.message,
+            type_="invalid_request_error",
+            param=self.param,
+            code=self.code,
+        )
 
 
 def _bad(message: str, param: str | None, code: str | None = None) -> RequestError:
@@ -137,9 +148,10 @@ def _message(value: Any, index: int) -> dict[str, str]:
     content = value.get("content")
     if isinstance(content, list):  # content parts: only text parts are meaningful here
         texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        if len(texts) != len(content) or not all(isinstance(t, str) for t in texts):
+        strings = [t for t in texts if isinstance(t, str)]
+        if len(strings) != len(content):
             raise _bad(f"'{param}.content' parts must all be text parts.", f"{param}.content")
-        content = "".join(texts)
+        content = "".join(strings)
     if not isinstance(content, str):
         raise _bad(f"'{param}.content' must be a string.", f"{param}.content")
     return {"role": str(role), "content": content}
@@ -187,14 +199,91 @@ def error_body(
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-def parse_json_object(raw: bytes) -> Mapping[str, Any] | None:
-    if not raw:
-        return None
+def decode_json_body(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[str, Any]:
+    """The JSON object in ``raw``, or :class:`RequestError` (400, ``param=None``).
+
+    ``max_depth``: most nested arrays/objects (the top-level object counts as 1).
+    """
+    if not raw.strip():
+        raise _bad("Invalid JSON in request: empty body.", None)
+    depth = _nesting_depth(raw)
+    if depth > max_depth:
+        raise _bad(
+            f"Invalid JSON in request: nested {depth} levels deep; at most {max_depth} allowed.",
+            None,
+        )
     try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
+        value = json.loads(raw, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except RequestError:
+        raise
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, ...
+        raise _bad(f"Invalid JSON in request: {_first_line(exc)}", None) from None
+    if not isinstance(value, dict):
+        raise _bad("Invalid JSON in request: body is not a JSON object.", None)
+    _reject_lone_surrogates(value, "body")
+    return value
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEP = np.zeros(256, dtype=np.int32)
+_BRACKET_STEP[[ord("["), ord("{")]] = 1
+_BRACKET_STEP[[ord("]"), ord("}")]] = -1
+
+
+def _nesting_depth(raw: bytes) -> int:
+    """Deepest bracket nesting outside JSON strings (linear time, no recursion)."""
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    steps = _BRACKET_STEP[np.frombuffer(brackets, dtype=np.uint8)]
+    return int(max(0, int(np.cumsum(steps).max())))
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _bad(f"Invalid JSON in request: duplicate key {key!r}.", None)
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise _bad(f"Invalid JSON in request: {name} is not a JSON number.", None)
+
+
+def _reject_lone_surrogates(value: Any, where: str) -> None:
+    """Raise 400 if any string (key or value) holds a lone UTF-16 surrogate.
+
+    Recursion is bounded: the body's depth was checked before parsing."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _bad(
+                f"Invalid JSON in request: a string in {where} holds a lone surrogate "
+                "(an unpaired \\uD800-\\uDFFF escape); send valid Unicode.",
+                None,
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _reject_lone_surrogates(key, where)
+            _reject_lone_surrogates(item, where)
+    elif isinstance(value, list):
+        for item in value:
+            _reject_lone_surrogates(item, where)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def models_body(model_name: str, created: int) -> dict[str, Any]:
+    """The ``GET /v1/models`` list for one model."""
+    entry = {"id": model_name, "object": "model", "created": created, "owned_by": "phaseaware"}
+    return {"object": "list", "data": [entry]}
 
 
 _ids = itertools.count(1)

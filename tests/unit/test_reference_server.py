@@ -1,4 +1,5 @@
-"""The stdlib OpenAI-compatible server: shapes, validation, auth, faults, request log."""
+"""The OpenAI-compatible server (uvicorn + ASGI): shapes, validation, auth, limits,
+timeouts, batching, disconnects, faults, request log."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import time
 
 import pytest
 
-from phaseaware.serving.openai_server import Fault, RequestInfo, start_server
-from phaseaware.serving.task_engine import TaskLookupEngine
+from phaseaware.reference.server import ServerLimits
+from tests.support.fault_server import Fault, RequestInfo, start_server
+from tests.support.task_engine import BatchLookupEngine, TaskLookupEngine
 
 MODEL = "phaseaware-task-lookup"
 CONTENT = "The access code for Alice is 123 . What is the access code for Alice ?"
@@ -243,3 +245,225 @@ def test_request_log_keeps_the_latest_and_counts_all():
             _request(server, "GET", "/v1/models")
         assert [r.index for r in server.request_log] == [1, 2]
         assert server.requests_handled == 3
+
+
+# --- hardening: what a hostile or broken client can make the server do -------------------
+
+LIMITS = ServerLimits(
+    max_body_bytes=64 * 1024, head_timeout_s=0.5, body_timeout_s=0.5, keep_alive_s=1
+)
+
+
+def _raw_exchange(server, data: bytes, *, timeout=5.0, then_wait=0.0) -> bytes:
+    """Send raw bytes on a fresh socket; everything the server sends until it closes."""
+    with socket.create_connection((server.host, server.port), timeout=timeout) as sock:
+        sock.sendall(data)
+        if then_wait:
+            time.sleep(then_wait)
+        chunks = []
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except (ConnectionResetError, TimeoutError):
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if b"\r\n\r\n" in b"".join(chunks) and _complete(b"".join(chunks)):
+                break
+        return b"".join(chunks)
+
+
+def _complete(response: bytes) -> bool:
+    head, _, body = response.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":")[1])
+    return False
+
+
+def _status_and_error(response: bytes):
+    head, _, body = response.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)["error"]
+
+
+@pytest.fixture()
+def strict_server():
+    with start_server(TaskLookupEngine(), api_key="k", limits=LIMITS) as running:
+        yield running
+
+
+def _post_head(length: int | None, *, auth=True, chunked=False) -> bytes:
+    lines = [b"POST /v1/chat/completions HTTP/1.1", b"Host: x", b"Content-Type: application/json"]
+    if auth:
+        lines.append(b"Authorization: Bearer k")
+    if chunked:
+        lines.append(b"Transfer-Encoding: chunked")
+    elif length is not None:
+        lines.append(b"Content-Length: %d" % length)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def test_authentication_comes_before_the_body_is_read(strict_server):
+    # 50 MB announced, not one byte sent: the answer must not wait for the body.
+    start = time.monotonic()
+    response = _raw_exchange(strict_server, _post_head(50_000_000, auth=False))
+    status, error = _status_and_error(response)
+    assert (status, error["code"]) == (401, "invalid_api_key")
+    assert time.monotonic() - start < 0.4  # well inside the body timeout
+    assert b"connection: close" in response.lower()
+
+
+def test_an_announced_oversized_body_is_refused_unread(strict_server):
+    start = time.monotonic()
+    status, error = _status_and_error(_raw_exchange(strict_server, _post_head(50_000_000)))
+    assert status == 413 and "65536 bytes" in error["message"]
+    assert time.monotonic() - start < 0.4
+
+
+def test_a_streamed_body_is_capped_while_it_arrives(strict_server):
+    chunk = b"x" * 16384
+    stream = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(8))
+    response = _raw_exchange(strict_server, _post_head(None, chunked=True) + stream)
+    assert _status_and_error(response)[0] == 413
+
+
+def test_a_body_that_never_arrives_times_out_with_408(strict_server):
+    response = _raw_exchange(strict_server, _post_head(100) + b'{"mo')
+    assert _status_and_error(response)[0] == 408
+
+
+def test_a_silent_connection_is_closed(strict_server):
+    start = time.monotonic()
+    with socket.create_connection((strict_server.host, strict_server.port), timeout=5) as sock:
+        assert sock.recv(1) == b""  # closed by the server, not by our timeout
+    assert time.monotonic() - start < 3
+
+
+def test_a_trickled_request_head_is_closed(strict_server):
+    start = time.monotonic()
+    closed = False
+    with socket.create_connection((strict_server.host, strict_server.port), timeout=5) as sock:
+        try:
+            for byte in b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" * 10:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.02)
+            closed = sock.recv(1) == b""
+        except (BrokenPipeError, ConnectionResetError):
+            closed = True
+    assert closed
+    assert time.monotonic() - start < 4
+
+
+def test_an_idle_keep_alive_connection_is_closed(strict_server):
+    conn = http.client.HTTPConnection(strict_server.host, strict_server.port, timeout=5)
+    conn.request("GET", "/v1/models", headers={"Authorization": "Bearer k"})
+    assert conn.getresponse().read()
+    start = time.monotonic()
+    assert conn.sock.recv(1) == b""
+    assert time.monotonic() - start < 3
+    conn.close()
+
+
+HOSTILE_BODIES = [
+    ("deep nesting", b'{"model": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    ("deep objects", b'{"a": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_001),
+    ("lone surrogate", b'{"model": "m", "messages": [{"role": "user", "content": "\\ud800"}]}'),
+    ("surrogate key", b'{"\\udfff": 1}'),
+    ("invalid utf-8", b'{"model": "\xff\xfe"}'),
+    ("duplicate keys", b'{"model": "a", "model": "b"}'),
+    ("NaN", b'{"model": "m", "temperature": NaN}'),
+    ("Infinity", b'{"model": "m", "max_tokens": Infinity}'),
+    ("huge integer", b'{"model": "m", "max_tokens": 1' + b"0" * 5000 + b"}"),
+    ("string", b'"hello"'),
+    ("null", b"null"),
+    ("whitespace", b"   "),
+]
+
+
+@pytest.mark.parametrize("raw", [b for _, b in HOSTILE_BODIES], ids=[n for n, _ in HOSTILE_BODIES])
+def test_hostile_bodies_get_400_openai_errors(server, raw):
+    status, body = _request(server, "POST", "/v1/chat/completions", raw=raw)
+    assert status == 400
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["type"] == "invalid_request_error"
+
+
+def test_wrong_value_types_are_400_not_500(server):
+    for changes in (
+        {"temperature": "hot"},
+        {"stop": [1]},
+        {"messages": [{"role": "user", "content": [{"type": "image"}]}]},
+        {"n": 1.5},
+    ):
+        status, _ = _request(server, "POST", "/v1/chat/completions", _chat(**changes))
+        assert status in (400,), changes
+
+
+def test_a_huge_max_tokens_meets_the_context_limit():
+    with start_server(TaskLookupEngine(max_context_tokens=100)) as running:
+        status, body = _request(running, "POST", "/v1/chat/completions", _chat(max_tokens=10**400))
+    assert status == 400 and body["error"]["code"] == "context_length_exceeded"
+
+
+def test_client_disconnects_leave_no_error_logs(caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    with start_server(TaskLookupEngine(delay_s=0.3), limits=LIMITS) as running:
+        # Gone mid-body, and gone while the engine works on the answer.
+        with socket.create_connection((running.host, running.port)) as sock:
+            sock.sendall(_post_head(500, auth=False) + b'{"model": ')
+        data = json.dumps(CHAT).encode()
+        with socket.create_connection((running.host, running.port)) as sock:
+            sock.sendall(_post_head(len(data), auth=False) + data)
+            time.sleep(0.05)
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+            )
+        time.sleep(0.6)
+        assert _request(running, "GET", "/v1/models")[0] == 200
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_concurrent_requests_share_forward_passes():
+    import concurrent.futures
+
+    engine = BatchLookupEngine(delay_s=0.05)
+    with start_server(engine) as running:
+
+        def one(i):
+            content = f"The access code for P{i} is {i} . What is the access code for P{i} ?"
+            body = _chat(messages=[{"role": "user", "content": content}])
+            return _request(running, "POST", "/v1/chat/completions", body)
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(one, range(32)))
+    for i, (status, body) in enumerate(answers):
+        assert status == 200
+        assert body["choices"][0]["message"]["content"] == f" {i} ."  # each got its own answer
+    assert sum(engine.batch_sizes) == 32
+    assert max(engine.batch_sizes) >= 4
+    assert len(engine.batch_sizes) < 32
+
+
+def test_throughput_rises_with_concurrency_and_nothing_is_dropped():
+    import concurrent.futures
+
+    engine = BatchLookupEngine(delay_s=0.01)
+
+    def run(running, n, concurrency):
+        start = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+            statuses = list(
+                pool.map(
+                    lambda _: _request(running, "POST", "/v1/chat/completions", CHAT)[0], range(n)
+                )
+            )
+        return statuses, n / (time.monotonic() - start)
+
+    with start_server(engine, request_log_limit=None) as running:
+        serial, rate_1 = run(running, 32, 1)
+        burst, rate_32 = run(running, 100, 32)
+    assert serial == [200] * 32 and burst == [200] * 100
+    assert rate_32 > 3 * rate_1, (rate_1, rate_32)

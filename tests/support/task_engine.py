@@ -3,7 +3,7 @@
 :class:`TaskLookupEngine` reads the last question of the prompt (``What is
 the access code for <name> ?``), finds the record ``The access code for
 <name> is <number> .`` in the prompt and answers ``<number>``. Served by
-:func:`phaseaware.serving.openai_server.start_server` it stands in for a
+:func:`tests.support.fault_server.start_server` it stands in for a
 model when testing HTTP clients, calibration runs and batch pipelines: the
 answers depend on the probe, everything around them (HTTP, client, logs) is
 real. ``miss`` makes chosen probes fail (e.g. by key position, to simulate
@@ -16,10 +16,11 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from phaseaware.serving.openai_server import GenerationResult
+from phaseaware.reference.engine import GenerationRequest, GenerationResult
 
-__all__ = ["TaskLookupEngine", "word_count", "simple_chat_template"]
+__all__ = ["BatchLookupEngine", "TaskLookupEngine", "word_count", "simple_chat_template"]
 
 _QUESTION = re.compile(r"What is the access code for (\S+) \?")
 
@@ -121,3 +122,38 @@ class TaskLookupEngine:
             words, finish = words[:max_tokens], "length"
             text = " " + " ".join(words)
         return GenerationResult(text=text, completion_tokens=len(words), finish_reason=finish)
+
+
+class BatchLookupEngine(TaskLookupEngine):
+    """A :class:`TaskLookupEngine` with the batch capability (word ids, one "pass" per batch).
+
+    ``delay_s`` is slept once per ``generate_batch`` call, as one forward pass would take;
+    ``batch_sizes`` lists the rows of each call, in order.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_context_tokens = kwargs.get("max_context_tokens") or 1_000_000
+        self._vocab: dict[str, int] = {}
+        self.batch_sizes: list[int] = []
+
+    def encode_prompt(self, prompt: str) -> list[int]:
+        with self._lock:
+            return [self._vocab.setdefault(w, len(self._vocab)) for w in prompt.split()]
+
+    def encode_chat(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
+        return self.encode_prompt(self.render_chat(messages))
+
+    def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        with self._lock:
+            self.batch_sizes.append(len(requests))
+            words = {i: w for w, i in self._vocab.items()}
+        if self._delay_s > 0:
+            time.sleep(self._delay_s)
+        prompts = [" ".join(words[i] for i in r.ids) for r in requests]
+        with self._lock:
+            self._prompts.extend(prompts)
+        return [
+            self._answer(p, max_tokens=r.max_tokens, stop=r.stop)
+            for p, r in zip(prompts, requests, strict=True)
+        ]

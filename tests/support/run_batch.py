@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from phaseaware.atomic import atomic_write_text
-from phaseaware.serving.openai_server import ServerEngine
-from phaseaware.serving.requests import (
+from phaseaware.reference.engine import ServerEngine
+from phaseaware.reference.openai_protocol import (
     RequestError,
     completion_body,
     error_body,
@@ -50,9 +50,7 @@ def _serve(engine: ServerEngine, item: dict[str, Any]) -> tuple[int, dict[str, A
     try:
         params = parse(body, model_name=engine.model_name)
     except RequestError as exc:
-        return exc.status, error_body(
-            exc.status, exc.message, type_="invalid_request_error", param=exc.param, code=exc.code
-        )
+        return exc.status, exc.to_body()
     prompt = params.prompt if params.messages is None else engine.render_chat(params.messages)
     prompt_tokens = int(engine.count_tokens(prompt))
     result = engine.generate(

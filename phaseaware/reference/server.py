@@ -1,0 +1,356 @@
+"""An OpenAI-compatible HTTP server for one :class:`ServerEngine`, on uvicorn.
+
+Serves ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/completions``
+(no streaming, ``n == 1``). :class:`OpenAIApp` is a plain ASGI application and uvicorn
+(h11, started by :mod:`phaseaware.reference.uvicorn_serve`) does the HTTP: parsing, keep-alive, the listen backlog (2048), graceful shutdown.
+Plain ASGI rather than starlette because three routes need no framework, and the one thing
+that matters here, WHEN the body is read, is explicit: every request passes, in order,
+
+1. routing and ``Authorization: Bearer <key>`` (constant-time compare), on headers only;
+2. ``Content-Length`` against :attr:`ServerLimits.max_body_bytes` (413 unread), then the
+   body under the same cap while it streams (chunked bodies) and a read deadline (408);
+3. :func:`decode_json_body` (depth-limited, 400), then request validation (400/404);
+4. generation. A :class:`BatchEngine` gets token ids (chat content tokenized by the engine,
+   never as control tokens) and a batching queue: requests that arrive while the engine is
+   busy, or within ``batch_window_s`` of each other, run as one ``generate_batch`` call of
+   up to ``max_batch`` rows, so throughput rises with concurrency. Any other engine runs one
+   ``generate`` per request in worker threads, at most ``engine_parallelism`` at a time.
+
+Errors use the OpenAI shape ``{"error": {"message", "type", "param", "code"}}``: 400
+``invalid_request_error`` for every client mistake, 404 ``model_not_found``, 401
+``invalid_api_key``; 500 ``server_error`` only for the server's own faults (logged with
+their traceback on the ``phaseaware.reference.server`` logger). A client that disconnects is
+not an error: nothing is logged above DEBUG. Timeouts: a request head must arrive within
+``head_timeout_s`` of the connection opening (or of the previous answer), an idle
+keep-alive connection closes after ``keep_alive_s``, a body must arrive within
+``body_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager, nullcontext
+from typing import Any, Protocol, runtime_checkable
+
+from phaseaware.reference.engine import (
+    BatchEngine,
+    GenerationRequest,
+    GenerationResult,
+    PromptError,
+    ServerEngine,
+)
+from phaseaware.reference.openai_protocol import (
+    CompletionParams,
+    RequestError,
+    completion_body,
+    decode_json_body,
+    error_body,
+    models_body,
+    parse_chat_request,
+    parse_completion_request,
+)
+from phaseaware.reference.uvicorn_serve import (
+    Message,
+    Receive,
+    RunningServer,
+    Scope,
+    Send,
+    ServerLimits,
+    bind_socket,
+    serve,
+    start_app,
+)
+
+__all__ = [
+    "ClientDisconnected",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "OpenAIApp",
+    "RunningServer",
+    "ServerLimits",
+    "bind_socket",
+    "read_body",
+    "send_json",
+    "serve",
+    "start_app",
+    "start_server",
+]
+
+logger = logging.getLogger(__name__)
+_ROUTES = {"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/completions": "POST"}
+
+
+@runtime_checkable
+class ContextLimited(Protocol):
+    """An engine that caps prompt + completion tokens (``None``: no cap)."""
+
+    max_context_tokens: int | None
+
+
+class ClientDisconnected(Exception):
+    """The client went away before its request was read; there is nobody to answer."""
+
+
+async def read_body(receive: Receive, headers: dict[bytes, bytes], limits: ServerLimits) -> bytes:
+    """The request body, at most ``limits.max_body_bytes`` (413 before reading when
+    ``Content-Length`` says more; 413 as soon as a streamed body passes it), within
+    ``limits.body_timeout_s`` (408)."""
+    cap = limits.max_body_bytes
+    too_large = RequestError(
+        413, f"Request body is larger than the limit of {cap} bytes.", param=None
+    )
+    declared = headers.get(b"content-length", b"0")
+    if not declared.isdigit():
+        raise RequestError(400, "Content-Length must be a non-negative integer.", param=None)
+    if int(declared) > cap:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(limits.body_timeout_s):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnected
+                chunk = bytes(message.get("body", b""))
+                size += len(chunk)
+                if size > cap:
+                    raise too_large
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+    except TimeoutError:
+        raise RequestError(
+            408, f"The request body did not arrive within {limits.body_timeout_s:g} s.", param=None
+        ) from None
+
+
+async def send_json(
+    send: Send, status: int, payload: object, headers: dict[str, str] | None = None
+) -> None:
+    """Answer with ``payload`` as JSON (uvicorn drops it if the client has gone)."""
+    data = json.dumps(payload).encode("utf-8")
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": data, "more_body": False})
+
+
+class _Batcher:
+    """Collects concurrent requests into ``generate_batch`` calls, one at a time."""
+
+    def __init__(self, engine: BatchEngine, limits: ServerLimits) -> None:
+        self._engine = engine
+        self._limits = limits
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="phaseaware-batch")
+        self._queue: asyncio.Queue[tuple[GenerationRequest, asyncio.Future[GenerationResult]]]
+        self._task: asyncio.Task[None] | None = None
+
+    async def submit(self, request: GenerationRequest) -> GenerationResult:
+        loop = asyncio.get_running_loop()
+        if self._task is None:
+            self._queue = asyncio.Queue()
+            self._task = loop.create_task(self._run())
+        future: asyncio.Future[GenerationResult] = loop.create_future()
+        self._queue.put_nowait((request, future))
+        return await future
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self._queue.get()]
+            if self._queue.empty():  # idle engine: give companions a moment to arrive
+                await asyncio.sleep(self._limits.batch_window_s)
+            while len(batch) < self._limits.max_batch and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            live = [(r, f) for r, f in batch if not f.done()]
+            requests = [r for r, _ in live]
+            try:
+                results = await loop.run_in_executor(
+                    self._executor, self._engine.generate_batch, requests
+                )
+            except Exception as exc:
+                for _, future in live:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), result in zip(live, results, strict=True):
+                if not future.done():
+                    future.set_result(result)
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class OpenAIApp:
+    """The ASGI application serving ``engine`` (see the module docstring for the rules).
+
+    ``api_key``: when set, requests must carry ``Authorization: Bearer <key>`` (401
+    otherwise); ``None`` disables the check. ``engine_parallelism``: most concurrent
+    ``generate`` calls for an engine without batching (``None``: unlimited).
+    """
+
+    def __init__(
+        self,
+        engine: ServerEngine,
+        *,
+        api_key: str | None = None,
+        limits: ServerLimits | None = None,
+        engine_parallelism: int | None = 1,
+    ) -> None:
+        if engine_parallelism is not None and engine_parallelism < 1:
+            raise ValueError(f"engine_parallelism must be >= 1 or None, got {engine_parallelism}")
+        self.engine = engine
+        self.limits = limits or ServerLimits()
+        self._key = api_key.encode() if api_key is not None else None
+        self._gate = asyncio.Semaphore(engine_parallelism) if engine_parallelism else None
+        self._workers = ThreadPoolExecutor(64, thread_name_prefix="phaseaware-engine")
+        self._batcher = _Batcher(engine, self.limits) if isinstance(engine, BatchEngine) else None
+        self.created = int(time.time())
+
+    def close(self) -> None:
+        """Stop the worker threads (idempotent; uvicorn's lifespan shutdown calls it)."""
+        if self._batcher is not None:
+            self._batcher.close()
+        self._workers.shutdown(wait=False, cancel_futures=True)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return  # uvicorn runs without websockets
+        headers = dict(scope["headers"])
+        answer_headers: dict[str, str] = {}
+        try:
+            status, payload = await self.handle(scope, receive, headers)
+        except ClientDisconnected:
+            logger.debug("client disconnected before its request was read")
+            return
+        except RequestError as exc:
+            status, payload = exc.status, exc.to_body()
+            if exc.status in (401, 404, 405, 408, 413):  # the body may be unread: do not drain it
+                answer_headers["connection"] = "close"
+        except Exception as exc:  # a bug of this server: say so, keep serving
+            logger.error("server error on %s %s", scope["method"], scope["path"], exc_info=exc)
+            status = 500
+            payload = error_body(500, f"server error: {type(exc).__name__}", type_="server_error")
+        await send_json(send, status, payload, answer_headers)
+
+    async def handle(
+        self, scope: Scope, receive: Receive, headers: dict[bytes, bytes]
+    ) -> tuple[int, dict[str, Any]]:
+        """``(status, JSON payload)`` for one request; raises :class:`RequestError` for the
+        client's mistakes."""
+        method, path = str(scope["method"]), str(scope["path"]).rstrip("/")
+        if self._key is not None and not self._authorized(headers):
+            message = "Incorrect API key provided (send it as 'Authorization: Bearer <key>')."
+            raise RequestError(401, message, param=None, code="invalid_api_key")
+        want = _ROUTES.get(path)
+        if want is None:
+            raise RequestError(404, f"Unknown URL: {method} {path}", param=None, code="unknown_url")
+        if method != want:
+            raise RequestError(405, f"{path} takes {want}, not {method}", param=None)
+        if want == "GET":
+            return 200, models_body(self.engine.model_name, self.created)
+        raw = await read_body(receive, headers, self.limits)
+        doc = decode_json_body(raw, max_depth=self.limits.max_json_depth)
+        parse = (
+            parse_chat_request if path.endswith("/chat/completions") else parse_completion_request
+        )
+        params = parse(doc, model_name=self.engine.model_name)
+        try:
+            prompt_tokens, result = await self._complete(params)
+        except (RequestError, ClientDisconnected):
+            raise
+        except PromptError as exc:
+            raise RequestError(400, str(exc), param="messages") from exc
+        except Exception as exc:  # the engine failed: report it, keep serving
+            logger.error("engine error on %s", path, exc_info=exc)
+            payload = error_body(500, f"engine error: {exc}", type_="server_error")
+            return 500, payload
+        return 200, dict(completion_body(params, result, prompt_tokens, self.created))
+
+    async def _complete(self, params: CompletionParams) -> tuple[int, GenerationResult]:
+        loop = asyncio.get_running_loop()
+        engine = self.engine
+        if self._batcher is not None and isinstance(engine, BatchEngine):
+            encode = (
+                (lambda: engine.encode_prompt(params.prompt))
+                if params.messages is None
+                else (lambda: engine.encode_chat(params.messages or ()))
+            )
+            ids = await loop.run_in_executor(self._workers, encode)
+            self._check_context(len(ids), params)
+            request = GenerationRequest(tuple(ids), params.max_tokens, params.stop)
+            return len(ids), await self._batcher.submit(request)
+        prompt, prompt_tokens = await loop.run_in_executor(self._workers, self._prompt, params)
+        self._check_context(prompt_tokens, params)
+        gate: AbstractAsyncContextManager[Any] = self._gate or nullcontext()
+        async with gate:
+            result = await loop.run_in_executor(
+                self._workers,
+                lambda: engine.generate(
+                    prompt,
+                    max_tokens=params.max_tokens,
+                    temperature=params.temperature,
+                    stop=params.stop,
+                ),
+            )
+        return prompt_tokens, result
+
+    def _prompt(self, params: CompletionParams) -> tuple[str, int]:
+        engine = self.engine
+        prompt = params.prompt if params.messages is None else engine.render_chat(params.messages)
+        return prompt, int(engine.count_tokens(prompt))
+
+    def _check_context(self, prompt_tokens: int, params: CompletionParams) -> None:
+        limit = self.engine.max_context_tokens if isinstance(self.engine, ContextLimited) else None
+        if limit is None or prompt_tokens + params.max_tokens <= int(limit):
+            return
+        raise RequestError(
+            400,
+            f"This model's maximum context length is {limit} tokens. However, you requested "
+            f"{prompt_tokens + params.max_tokens} tokens ({prompt_tokens} in the messages, "
+            f"{params.max_tokens} in the completion).",
+            param="messages" if params.messages is not None else "prompt",
+            code="context_length_exceeded",
+        )
+
+    def _authorized(self, headers: dict[bytes, bytes]) -> bool:
+        scheme, _, token = headers.get(b"authorization", b"").partition(b" ")
+        assert self._key is not None
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._key)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def start_server(
+    engine: ServerEngine,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    api_key: str | None = None,
+    limits: ServerLimits | None = None,
+    engine_parallelism: int | None = 1,
+) -> RunningServer:
+    """Serve ``engine`` on ``host:port`` (port 0 picks a free port) in a background thread."""
+    app = OpenAIApp(engine, api_key=api_key, limits=limits, engine_parallelism=engine_parallelism)
+    return start_app(app, host=host, port=port, limits=app.limits)
