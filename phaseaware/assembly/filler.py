@@ -69,18 +69,20 @@ def _insertion_shift(tokenizer: Tokenizer, before: str, pad: str, after: str) ->
     return len(padded) - len(base)
 
 
-def _linear_table(shifts: Sequence[int | None]) -> PadTable | None:
-    if any(s is None for s in shifts) or shifts[0] != 0:
+def _linear_table(measured: Sequence[int | None]) -> PadTable | None:
+    """The table of ``measured`` shifts if they are ``k·unit + c`` for k >= 1 (and 0 for k = 0)."""
+    shifts = [s for s in measured if s is not None]
+    if len(shifts) != len(measured) or shifts[0] != 0:
         return None
     if len(shifts) < 3:
-        return PadTable(tuple(shifts))  # type: ignore[arg-type]
+        return PadTable(tuple(shifts))
     unit = shifts[2] - shifts[1]
     if unit < 1:
         return None
     const = shifts[1] - unit
     if any(shifts[k] != k * unit + const for k in range(1, len(shifts))):
         return None
-    return PadTable(tuple(shifts))  # type: ignore[arg-type]
+    return PadTable(tuple(shifts))
 
 
 def _qualify(tokenizer: Tokenizer, unit: str, period: int) -> Filler | None:

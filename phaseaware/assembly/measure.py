@@ -60,8 +60,7 @@ def measure_chunks(
         for chunk in chunks
     ]
     texts = [c.text for c in chunks if c.text.strip()]
-    parallel = isinstance(tokenizer, SupportsParallelBatch) and tokenizer.parallel_batch
-    if parallel and len(texts) > 1:
+    if isinstance(tokenizer, SupportsParallelBatch) and tokenizer.parallel_batch and len(texts) > 1:
         counts = _measure_pieces(tokenizer, texts)
     else:
         counts = _measure_joined(tokenizer, texts)
