@@ -1,8 +1,12 @@
 """Planning: which chunks, in what order, with how much padding.
 
-Pure, keyword-only functions over token counts and key-token offsets; no
-tokenizer, no profile lookups and no string building here (``pipeline`` measures,
-renders and verifies; the reliabilities come from the profile via ``key_reliability``).
+ALL planning lives here: pure, keyword-only functions over token counts,
+key-token offsets and reliabilities; no tokenizer and no string building
+(``setup`` measures, ``render`` builds text, ``verify`` re-tokenizes,
+``pipeline`` orchestrates). The pad search (steps 3-5) is in the sibling
+module ``padding`` (re-exported here) to keep each file short. The
+reliabilities come from the profile through ``key_reliability`` and
+``position_reliability``, the only two functions here that take a ``Profile``.
 
 Objective. Chunk ``i`` has relevance weight ``w_i`` (scores clipped at 0 and
 divided by the largest score; all 1 when no score is positive) and key tokens
@@ -49,9 +53,10 @@ Algorithm (N chunks, period P, K key tokens per chunk):
    O(N·P·K + E·M·P·K) for E end pads and M chunks near the end; E = 1 unless
    the profile has a length effect or a measured window worse than its best
    residue (``end_pad_reach``).
-6. ``choose_repeat``: the most relevant chunk with keys is restated right
-   before the question when its keys are not already read raw in the local
-   window, the block fits the budget, and the block itself lands in the window.
+6. ``repeat_candidate``/``repeat_pays``: the most relevant chunk with keys is
+   restated right before the question when its keys are not already read raw
+   in the local window, the block fits the budget, and the block itself lands
+   in the window.
 """
 
 from __future__ import annotations
