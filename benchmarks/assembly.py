@@ -12,8 +12,7 @@ import time
 
 import numpy as np
 
-from phaseaware.assembly import AssemblyOptions, assemble
-from phaseaware.chunks import Chunk
+from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.layouts import get_layout
 from phaseaware.registry import get_profile, list_profiles
 from phaseaware.tokenizers import load_tokenizer

@@ -10,11 +10,13 @@ includes the raw local window and any length-residue effect.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from phaseaware.assembly.options import check_position_offset
 from phaseaware.errors import InputError
 from phaseaware.profile import Profile
+from phaseaware.serialize import to_plain
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["Occurrence", "EvidenceAudit", "LengthAudit", "AuditResult", "audit_prompt"]
@@ -33,13 +35,16 @@ class Occurrence:
 
 @dataclass(frozen=True)
 class EvidenceAudit:
+    """Every occurrence of one evidence string; ``best_expected_accuracy`` is derived."""
+
     text: str
     found: bool
+    best_expected_accuracy: float | None = field(init=False)  # None: not found
     occurrences: tuple[Occurrence, ...]  # in prompt order
 
-    @property
-    def best_expected_accuracy(self) -> float | None:
-        return max((o.expected_accuracy for o in self.occurrences), default=None)
+    def __post_init__(self) -> None:
+        best = max((o.expected_accuracy for o in self.occurrences), default=None)
+        object.__setattr__(self, "best_expected_accuracy", best)
 
 
 @dataclass(frozen=True)
@@ -64,23 +69,9 @@ class AuditResult:
     length: LengthAudit | None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
-            "token_count": self.token_count,
-            "profile": self.profile,
-            "period": self.period,
-            "tokenizer": self.tokenizer,
-            "evidence": [
-                {
-                    "text": e.text,
-                    "found": e.found,
-                    "best_expected_accuracy": e.best_expected_accuracy,
-                    "occurrences": [o.__dict__.copy() for o in e.occurrences],
-                }
-                for e in self.evidence
-            ],
-            "length": None if self.length is None else self.length.__dict__.copy(),
-        }
-        return out
+        """Plain JSON-ready dict (lists, not tuples), stable key order."""
+        plain: dict[str, Any] = to_plain(self)
+        return plain
 
 
 def audit_prompt(
@@ -100,13 +91,7 @@ def audit_prompt(
     the text lacks); residues and accuracies are taken at the model's
     positions (token position + offset), token positions stay prompt indices.
     """
-    if isinstance(position_offset, bool) or not isinstance(position_offset, int):
-        raise InputError(f"position_offset must be an int >= 0, got {position_offset!r}")
-    if position_offset < 0:
-        raise InputError(
-            f"position_offset must be >= 0 (tokens the server adds, e.g. 1 for a BOS), "
-            f"got {position_offset}"
-        )
+    check_position_offset(position_offset, name="position_offset")
     if not isinstance(prompt_text, str) or not prompt_text:
         raise InputError("prompt_text must be a non-empty string (the full prompt the model sees)")
     if isinstance(evidence, str):

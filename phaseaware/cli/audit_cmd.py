@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from phaseaware.audit import AuditResult
 
 NAME = "audit"
 HELP = "Report the token position, residue and expected accuracy of evidence in a prompt."
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_report(result) -> str:
+def format_report(result: AuditResult) -> str:
     lines = [
         f"prompt: {result.token_count} tokens  tokenizer {result.tokenizer}  "
         f"profile {result.profile} (period {result.period})",

@@ -50,3 +50,37 @@ def test_dataclass_to_dict_omits_unset_optional_fields() -> None:
     }
     with pytest.raises(TypeError, match="dataclass instance"):
         dataclass_to_dict(_Inner)
+
+
+@dataclass(frozen=True)
+class _B_Inner:
+    b: int
+    a: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _B_Outer:
+    z: str
+    inner: _B_Inner
+    items: tuple[_B_Inner, ...]
+    messages: tuple[dict[str, str], ...] | None
+    derived: int = field(init=False, default=3)
+
+
+def test_to_plain_keeps_field_order_lists_and_derived_fields() -> None:
+    value = _B_Outer(
+        "x", _B_Inner(1, (2, 3)), (_B_Inner(4, ()),), ({"role": "user", "content": "c"},)
+    )
+    plain = to_plain(value)
+    assert plain == {
+        "z": "x",
+        "inner": {"b": 1, "a": [2, 3]},
+        "items": [{"b": 4, "a": []}],
+        "messages": [{"role": "user", "content": "c"}],
+        "derived": 3,
+    }
+    assert list(plain) == ["z", "inner", "items", "messages", "derived"]
+    assert list(plain["inner"]) == ["b", "a"]
+    assert json.loads(json.dumps(plain)) == plain
+    assert to_plain(_B_Inner) is _B_Inner  # a class is not an instance
+    assert to_plain(None) is None and to_plain(1.5) == 1.5

@@ -1,14 +1,14 @@
-"""Pure planning logic: admission, order, pad choice, length pad, filler, evidence."""
+"""Pure planning logic (``phaseaware.assembly.planner``): admission, order, repeat, pads."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from phaseaware import planner
-from phaseaware.chunks import Chunk, normalize_chunks
+from phaseaware.assembly import planner
+from phaseaware.assembly.planner import PadTable
 from phaseaware.errors import InputError
-from phaseaware.evidence import evidence_snippet, find_key_chars, question_terms
-from phaseaware.filler import PadTable
 
 LINEAR = PadTable(tuple(range(17)))  # k units add k tokens
 WEAK_3_7 = (0.44, 0.70, 0.66, 0.30, 0.45, 0.70, 0.64, 0.33)
@@ -262,40 +262,64 @@ def test_default_position_reliability_u_shape() -> None:
     assert f(50, prompt_length=101) == 0.5
 
 
-def test_pad_table_smallest_k() -> None:
-    table = PadTable((0, 2, 3, 4, 5))
-    assert table.smallest_k_for(3, 4) == 2
-    assert table.smallest_k_for(1, 4) == 4
-    assert table.smallest_k_for(0, 4) == 0
+def test_estimate_keys_counts_in_context_tokens() -> None:
+    keys, context = planner.estimate_keys(
+        start=10, order=[1, 0], sizes=[5, 7], key_offsets=[(0, 3), (2,)], sep_tokens=1
+    )
+    assert keys == [(12,), (17, 20)] and context == 11
 
 
-def test_normalize_chunks_ids_and_errors() -> None:
-    original = [Chunk("a", score=1), Chunk("b", id="x"), "c"]
-    out = normalize_chunks(original)
-    assert [c.id for c in out] == ["chunk-0", "x", "chunk-2"]
-    assert original[0].id is None  # not mutated
-    with pytest.raises(InputError, match="empty"):
-        normalize_chunks([])
-    with pytest.raises(InputError, match="duplicate chunk id 'x'"):
-        normalize_chunks([Chunk("a", id="x"), Chunk("b", id="x")])
-    with pytest.raises(InputError, match="score"):
-        normalize_chunks([Chunk("a", score=float("nan"))])
+def test_repeat_candidate_and_when_it_pays() -> None:
+    cand = planner.repeat_candidate(
+        order=[0, 1, 2], scores=[0.9, 0.9, 1.0], has_keys=[True, True, False]
+    )
+    assert cand == 0  # the top chunk has no keys; ties go to the lower index
+    assert planner.repeat_candidate(order=[2], scores=[0, 0, 1], has_keys=[1, 1, 0]) is None
+    pays = dict(length=1000, window=64, cost=20, used=1000, budget=1100, suffix_tokens=10)
+    assert planner.repeat_pays(key_positions=(100,), **pays)
+    assert not planner.repeat_pays(key_positions=(990,), **pays)  # already read raw
+    assert not planner.repeat_pays(key_positions=(100,), **{**pays, "budget": 1019})
+    assert not planner.repeat_pays(key_positions=(100,), **{**pays, "cost": 60})  # outside
+    assert planner.repeat_pays(key_positions=(990,), **{**pays, "window": None, "cost": 60})
 
 
-def test_question_terms_and_key_chars() -> None:
-    terms = question_terms("What is the capital of Zorbia in 1990?")
-    assert terms == ("capital", "zorbia", "1990")
-    text = "Zorbia's capital (since 1990) is Qel. ZORBIA again; Zorbian is not a match."
-    offsets = find_key_chars(text, chunk_id="c", terms=terms)
-    assert offsets == (0, 9, 24, 38)
-    with pytest.raises(InputError, match="'nope' does not occur in chunk 'c'"):
-        find_key_chars(text, chunk_id="c", evidence=["nope"])
-    assert find_key_chars(text, chunk_id="c", evidence=["Qel"]) == (33,)
+def test_end_pad_reach_and_reserve() -> None:
+    reach = dict(period=8, window=48, window_reliability=0.9, best_reliability=0.7)
+    assert planner.end_pad_reach(**reach, length_period=None, pad=True, length_pad=True) == 0
+    assert planner.end_pad_reach(**reach, length_period=4, pad=True, length_pad=True) == 8
+    assert planner.end_pad_reach(**reach, length_period=4, pad=True, length_pad=False) == 0
+    weak = {**reach, "window_reliability": 0.3}
+    assert planner.end_pad_reach(**weak, length_period=4, pad=True, length_pad=True) == 56
+    assert planner.end_pad_reach(**weak, length_period=4, pad=False, length_pad=True) == 8
+    shifts = (0, 2, 3, 4, 5, 6)
+    assert planner.end_reserve(end_shifts=shifts, length_period=4, length_pad=True) == 4
+    assert planner.end_reserve(end_shifts=None, length_period=4, length_pad=True) == 0
+    assert planner.end_reserve(end_shifts=shifts, length_period=None, length_pad=True) == 0
+    assert planner.end_reserve(end_shifts=shifts, length_period=4, length_pad=False) == 0
 
 
-def test_evidence_snippet_sentence() -> None:
-    text = "First sentence here. The key fact is 42. Last one follows."
-    key = text.index("42")
-    start, end = evidence_snippet(text, key, max_chars=25)
-    assert text[start:end] == "The key fact is 42."
-    assert evidence_snippet(text, key, max_chars=1000) == (0, len(text))
+def test_pad_tokens_sums_the_tables() -> None:
+    tables = planner.PadTables(chunks=(LINEAR, PadTable((0, 3, 4))), end=PadTable((0, 2, 3)))
+    plan = planner.Plan(order=(1, 0), pads=(2, 5), repeat=None, end_pad=1)
+    assert planner.pad_tokens(tables=tables, plan=plan) == 4 + 5 + 2
+    no_end = planner.PadTables(chunks=tables.chunks, end=None)
+    assert planner.pad_tokens(tables=no_end, plan=dataclasses.replace(plan, end_pad=0)) == 9
+
+
+def test_best_pads_takes_the_end_pad_that_fixes_the_length() -> None:
+    # one key far from the end on a good residue; length residue 3 (mod 4) is bad
+    common = dict(
+        key_positions=[(1,)], weights=[1.0], pad_tables=[LINEAR], period=8, window=None,
+        reliability=residue_rel, pad=True, pad_cost=0.001, slack=10,
+    )  # fmt: skip
+    factor = lambda n: 0.1 if n % 4 == 3 else 1.0  # noqa: E731
+    pads, end = planner.best_pads(
+        **common, end_shifts=(0, 1, 2, 3), length_factor=factor, length=99
+    )
+    assert pads == (0,) and end == 1  # 99 ≡ 3: one end-pad token moves it to 100
+    pads, end = planner.best_pads(**common, end_shifts=None, length_factor=factor, length=100)
+    assert pads == (0,) and end == 0
+    off = planner.best_pads(
+        **{**common, "pad": False}, end_shifts=None, length_factor=factor, length=100
+    )
+    assert off == ((0,), 0)

@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from phaseaware.assembly import AssemblyOptions, assemble, assemble_from_specs
-from phaseaware.chunks import Chunk
+from phaseaware.assembly import AssemblyOptions, Chunk, assemble, assemble_from_specs
 from phaseaware.errors import (
     BudgetError,
     FingerprintMismatchError,
@@ -257,64 +256,3 @@ def test_measured_weak_window_pushes_the_key_out(cl100k, base_profile) -> None:
     best_shift = max(sum(acc[(t + s) % 8] for t in keys) / len(keys) for s in range(8))
     assert p.expected_accuracy == pytest.approx(best_shift)
     assert cl100k.tokenize(result.prompt).token_at_char(p.key_char_offsets[0]) == keys[0]
-
-
-@pytest.mark.parametrize(
-    "name", ["deepseek-v4-flash-base", "deepseek-v4-flash-0731", "weak-window"]
-)
-def test_fast_reliability_matches_profile(name) -> None:
-    from phaseaware.assembly import _position_reliability
-
-    if name == "weak-window":
-        profile = weak_window(get_profile("deepseek-v4-flash-base"), accuracy=0.6)
-    else:
-        profile = get_profile(name)
-    for length, offset in ((50, 0), (131, 0), (1003, 0), (131, 1), (50, 3)):
-        rel = _position_reliability(profile, length, offset)
-        for t in range(length):
-            want = profile.position_reliability(t + offset, prompt_length=length + offset)
-            assert rel(t) == pytest.approx(want)
-
-
-@pytest.mark.parametrize("spec", ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4"])
-def test_filler_is_exact_and_cached(spec) -> None:
-    from phaseaware.filler import CHUNK_SEPARATOR, find_filler, pad_block
-
-    tok = load_tokenizer(spec)
-    filler = find_filler(tok, period=8)
-    assert filler.unit.strip() and find_filler(tok, period=8) is filler
-    assert len(filler.chunk_pad.shifts) == 17
-    before, after = "Some text." + CHUNK_SEPARATOR, "Next chunk"
-    base = tok.encode(before + after)
-    for k, shift in enumerate(filler.chunk_pad.shifts):
-        padded = tok.encode(before + pad_block(filler.unit, k) + after)
-        assert len(padded) - len(base) == shift
-        assert padded[-len(tok.encode(after)) :] == tok.encode(after)
-
-
-def test_audit_prompt_reports_missing_and_length(cl100k) -> None:
-    from phaseaware.audit import audit_prompt
-
-    profile = get_profile("deepseek-v4-flash-0731")
-    text = "alpha beta gamma. The code is 4471. " * 3
-    result = audit_prompt(text, tokenizer=cl100k, profile=profile, evidence=["4471", "absent"])
-    found, missing = result.evidence
-    assert missing.found is False and missing.occurrences == ()
-    assert len(found.occurrences) == 3
-    measured = cl100k.tokenize(text)
-    for occ in found.occurrences:
-        assert measured.token_at_char(occ.char_offset) == occ.token_position
-        assert occ.residue == occ.token_position % profile.period
-    assert result.length.residue == len(measured) % 4
-    with pytest.raises(InputError, match="evidence"):
-        audit_prompt(text, tokenizer=cl100k, profile=profile, evidence=[])
-    # a server BOS in front: residues and the length residue move by one, positions stay
-    shifted = audit_prompt(
-        text, tokenizer=cl100k, profile=profile, evidence=["4471"], position_offset=1
-    )
-    for occ, base in zip(shifted.evidence[0].occurrences, found.occurrences, strict=True):
-        assert occ.token_position == base.token_position
-        assert occ.residue == (base.token_position + 1) % profile.period
-    assert shifted.length.residue == (len(measured) + 1) % 4
-    with pytest.raises(InputError, match="position_offset"):
-        audit_prompt(text, tokenizer=cl100k, profile=profile, evidence=["4471"], position_offset=-1)

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware import chunks as chunks_mod
+from phaseaware.assembly import measure
+from phaseaware.assembly.chunks import normalize_chunks
 from phaseaware.tokenizers import load_tokenizer
 
 WORDS = ["The", "report", "1990", "was", "é", "日本", "code", "4721.", "(a)", "x,"]
@@ -23,8 +24,8 @@ def tokenizer(request):
 )
 @given(texts=st.lists(chunk_text, min_size=2, max_size=6))
 def test_pieces_equal_joined_for_word_bounded_chunks(tokenizer, texts):
-    joined = chunks_mod._measure_joined(tokenizer, texts)
-    pieces = chunks_mod._measure_pieces(tokenizer, texts)
+    joined = measure._measure_joined(tokenizer, texts)
+    pieces = measure._measure_pieces(tokenizer, texts)
     for text, (n_a, at_a), (n_b, at_b) in zip(texts, joined, pieces, strict=True):
         assert n_a == n_b
         assert [at_a(c) for c in range(len(text))] == [at_b(c) for c in range(len(text))]
@@ -34,8 +35,8 @@ def test_measure_chunks_uses_batch_only_for_parallel_tokenizers(monkeypatch):
     tok = load_tokenizer("deepseek-v4")
     calls = []
     monkeypatch.setattr(
-        chunks_mod, "_measure_pieces", lambda t, x: calls.append(len(x)) or [(1, int)] * len(x)
+        measure, "_measure_pieces", lambda t, x: calls.append(len(x)) or [(1, int)] * len(x)
     )
-    chunks = chunks_mod.normalize_chunks(["alpha beta", "  ", "gamma"])
-    out = chunks_mod.measure_chunks(chunks, tokenizer=tok, terms=(), max_keys=4)
+    chunks = normalize_chunks(["alpha beta", "  ", "gamma"])
+    out = measure.measure_chunks(chunks, tokenizer=tok, terms=(), max_keys=4)
     assert calls == [2] and [m.empty for m in out] == [False, True, False]

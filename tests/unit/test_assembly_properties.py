@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import AssemblyOptions, assemble
-from phaseaware.chunks import Chunk
+from phaseaware.assembly import AssemblyOptions, Chunk, assemble
+from phaseaware.assembly.filler import find_filler
+from phaseaware.assembly.render import CHUNK_SEPARATOR
 from phaseaware.errors import BudgetError
-from phaseaware.filler import CHUNK_SEPARATOR, find_filler
 from phaseaware.layouts import get_layout
 from phaseaware.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer

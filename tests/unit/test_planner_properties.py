@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from phaseaware import planner
-from phaseaware.filler import PadTable
+from phaseaware.assembly import planner
+from phaseaware.assembly.planner import PadTable
 
 PERIOD = 8
 LINEAR = PadTable(tuple(range(2 * PERIOD + 1)))

@@ -1,0 +1,96 @@
+"""Options of ``assemble``, and the one validator of a position offset.
+
+``check_position_offset`` is THE check for "tokens the serving stack puts before
+the prompt's own tokens" (``AssemblyOptions.position_offset``, ``audit_prompt``,
+``--prompt-token-offset``): import it rather than writing the check again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phaseaware.assembly.planner import STRATEGIES
+from phaseaware.errors import InputError
+
+__all__ = ["AssemblyOptions", "check_position_offset"]
+
+
+def check_position_offset(value: object, *, name: str) -> int:
+    """``value`` if it is an int >= 0, else ``InputError`` naming ``name``.
+
+    A position offset counts the tokens a server adds before the prompt's
+    own tokens (1 for a BOS the prompt text lacks); residues are taken at
+    prompt token index + offset.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} must be an integer >= 0, got {value!r}")
+    if value < 0:
+        raise InputError(
+            f"{name} must be >= 0 (tokens the server adds before the prompt, e.g. 1 for a BOS), "
+            f"got {value}"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class AssemblyOptions:
+    """Knobs of ``assemble``.
+
+    strategy: "reorder" (by position reliability), "relevance" (most relevant
+    first) or "none" (given order). pad: steer key tokens onto reliable
+    residues with filler. repeat: restate the top evidence right before the
+    question. length_pad: move the total length off bad length residues.
+    pad_cost: objective cost per padding token (relevance·reliability units).
+    period: require the profile to have this period (``PeriodMismatchError``).
+    position_offset: tokens the serving stack puts before the prompt's own
+    tokens (1 when a server prepends a BOS that the prompt text lacks; what
+    ``phaseaware calibrate --prompt-token-offset`` measured with). Residues,
+    the length residue and reliabilities are taken at the model's positions,
+    prompt token index + offset; reported token positions stay prompt indices.
+    """
+
+    strategy: str = "reorder"
+    pad: bool = True
+    repeat: bool = True
+    length_pad: bool = True
+    pad_cost: float = 0.002
+    allow_tokenizer_mismatch: bool = False
+    period: int | None = None
+    max_keys_per_chunk: int = 8
+    repeat_max_chars: int = 300
+    repeat_label: str = "Key evidence: "
+    max_repair_rounds: int = 3
+    position_offset: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("pad", "repeat", "length_pad", "allow_tokenizer_mismatch"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(
+                    f"options.{name} must be true or false, got {getattr(self, name)!r}"
+                )
+        for name in ("max_keys_per_chunk", "repeat_max_chars", "max_repair_rounds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"options.{name} must be an integer, got {value!r}")
+        check_position_offset(self.position_offset, name="options.position_offset")
+        if isinstance(self.pad_cost, bool) or not isinstance(self.pad_cost, int | float):
+            raise InputError(f"options.pad_cost must be a number, got {self.pad_cost!r}")
+        if not isinstance(self.repeat_label, str):
+            raise InputError(f"options.repeat_label must be a string, got {self.repeat_label!r}")
+        if not isinstance(self.strategy, str) or self.strategy not in STRATEGIES:
+            raise InputError(
+                f"options.strategy={self.strategy!r} is unknown; use one of {', '.join(STRATEGIES)}"
+            )
+        if not self.pad_cost >= 0:
+            raise InputError(f"options.pad_cost must be >= 0, got {self.pad_cost!r}")
+        for name in ("max_keys_per_chunk", "repeat_max_chars"):
+            if getattr(self, name) < 1:
+                raise InputError(f"options.{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.max_repair_rounds < 0:
+            raise InputError(
+                f"options.max_repair_rounds must be >= 0, got {self.max_repair_rounds}"
+            )
+        if self.period is not None and (
+            isinstance(self.period, bool) or not isinstance(self.period, int) or self.period < 1
+        ):
+            raise InputError(f"options.period must be an int >= 1, got {self.period!r}")

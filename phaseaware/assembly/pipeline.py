@@ -1,0 +1,233 @@
+"""Token-exact, phase-aware assembly of retrieved chunks into one prompt.
+
+``assemble`` orchestrates; it decides nothing itself:
+
+1. ``setup.prepare``: check the arguments, split the layout around the context,
+   measure all chunks in context (one tokenizer call) and qualify the filler;
+2. ``planner``: admit, order, repeat, pads and end pad, from token counts and
+   the profile's reliabilities;
+3. ``verify``: render (``render``), tokenize the final prompt once, re-plan from
+   the *measured* positions until the plan is a fixed point (repairing
+   boundary merges);
+4. ``result.build_result``: report the measured positions, residues and token
+   counts.
+
+When boundary merges make the verified prompt longer than the budget, the
+least relevant admitted chunk is dropped and the plan redone.
+
+Invariants: every admitted chunk text appears verbatim once (plus the declared
+repeat); ``token_count <= budget_tokens``; same input → byte-identical output;
+caller objects are never mutated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from phaseaware.assembly import planner
+from phaseaware.assembly.chunks import Chunk
+from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.planner import PadTables, Plan
+from phaseaware.assembly.render import RepeatBlock, render_prompt, repeat_block
+from phaseaware.assembly.result import AssemblyResult, build_result
+from phaseaware.assembly.setup import Setup, end_reserve, plan_pads, prepare
+from phaseaware.assembly.verify import Verified, verify
+from phaseaware.layouts import PromptLayout, get_layout
+from phaseaware.profile import Profile
+from phaseaware.registry import get_profile
+from phaseaware.tokenizers import load_tokenizer
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = ["assemble", "assemble_from_specs"]
+
+
+def assemble(
+    chunks: Sequence[Chunk | str],
+    *,
+    tokenizer: Tokenizer,
+    layout: PromptLayout,
+    question: str,
+    system: str | None = None,
+    profile: Profile | None = None,
+    budget_tokens: int,
+    options: AssemblyOptions | None = None,
+) -> AssemblyResult:
+    """Assemble ``chunks`` into a prompt of at most ``budget_tokens`` tokens.
+
+    Raises ``InputError`` (empty chunk list, bad evidence, bad options),
+    ``BudgetError`` (budget below the template + question),
+    ``FingerprintMismatchError``/``PeriodMismatchError`` (profile vs tokenizer
+    or ``options.period``) and ``VerificationError`` (placement not confirmed).
+    """
+    options = options if options is not None else AssemblyOptions()
+    setup = prepare(
+        chunks, tokenizer=tokenizer, layout=layout, question=question, system=system,
+        profile=profile, budget=budget_tokens, options=options,
+    )  # fmt: skip
+    frame, tables = setup.frame, setup.tables
+    fixed = frame.prefix_tokens + frame.suffix_tokens
+    admission = planner.admit(
+        scores=[p.chunk.score for p in setup.chunks],
+        costs=[p.tokens for p in setup.chunks],
+        empty=[p.empty for p in setup.chunks],
+        budget_left=max(0, setup.budget - fixed - end_reserve(setup, tables)),
+    )
+    dropped = dict(admission.dropped)
+    admitted = list(admission.admitted)
+    while admitted:
+        plan, repeat = _initial_plan(setup, tables, admitted)
+        verified = verify(setup, tables, plan, repeat)
+        if len(verified.measured) <= setup.budget:
+            return _finish(setup, verified, dropped)
+        tables = verified.tables  # pads frozen by verification stay frozen
+        # Boundary merges made the prompt longer than estimated: drop the least relevant.
+        dropped[admitted.pop()] = (
+            f"over budget: the prompt measured {len(verified.measured)} tokens with it, "
+            f"budget is {setup.budget}"
+        )
+    return _finish(setup, None, dropped)
+
+
+def _initial_plan(
+    setup: Setup, tables: PadTables, admitted: Sequence[int]
+) -> tuple[Plan, RepeatBlock | None]:
+    """Order, repeat and pads from the in-context token counts (verified later)."""
+    options, profile, frame = setup.options, setup.profile, setup.frame
+    order = planner.order_chunks(
+        admitted=admitted,
+        scores=[p.chunk.score for p in setup.chunks],
+        strategy=options.strategy,
+        has_profile=profile is not None,
+    )
+    keys, context_tokens = _estimate(setup, order)
+    reserve = end_reserve(setup, tables)
+    used = frame.prefix_tokens + frame.suffix_tokens + context_tokens + reserve
+    repeat = _choose_repeat(setup, order, keys, used=used, length=used - reserve)
+    if repeat is not None:
+        used += repeat[2]
+    length, slack = used - reserve, setup.budget - used
+    if (
+        options.strategy == "reorder"
+        and profile is not None
+        and setup.filler is not None
+        and options.pad
+    ):
+        evaluate = planner.order_scorer(
+            start=frame.prefix_tokens + options.position_offset,
+            sizes=[p.tokens for p in setup.chunks],
+            key_offsets=[p.key_tokens for p in setup.chunks],
+            weights=setup.weights,
+            residue_reliability=[profile.residue_reliability(r) for r in range(profile.period)],
+            pad_tables=tables.chunks,
+            pad_cost=options.pad_cost,
+        )
+        order = planner.search_orders(order=order, evaluate=evaluate)
+        keys, _ = _estimate(setup, order)
+    pads, end_k = plan_pads(setup, tables, order, keys, length=length, slack=slack)
+    plan = Plan(order=order, pads=pads, repeat=repeat[0] if repeat else None, end_pad=end_k)
+    return plan, repeat[1] if repeat else None
+
+
+def _estimate(setup: Setup, order: Sequence[int]) -> tuple[list[tuple[int, ...]], int]:
+    return planner.estimate_keys(
+        start=setup.frame.prefix_tokens,
+        order=order,
+        sizes=[p.tokens for p in setup.chunks],
+        key_offsets=[p.key_tokens for p in setup.chunks],
+        sep_tokens=setup.frame.separator_tokens,
+    )
+
+
+def _choose_repeat(
+    setup: Setup,
+    order: Sequence[int],
+    keys: Sequence[tuple[int, ...]],
+    *,
+    used: int,
+    length: int,
+) -> tuple[int, RepeatBlock, int] | None:
+    """(chunk, block, tokens) of the evidence restated before the question, or None."""
+    options, profile = setup.options, setup.profile
+    if not options.repeat:
+        return None
+    top = planner.repeat_candidate(
+        order=order,
+        scores=[p.chunk.score for p in setup.chunks],
+        has_keys=[bool(p.key_chars) for p in setup.chunks],
+    )
+    if top is None:
+        return None
+    prep = setup.chunks[top]
+    block = repeat_block(
+        prep.chunk.text,
+        prep.key_chars,
+        label=options.repeat_label,
+        max_chars=options.repeat_max_chars,
+    )
+    cost = setup.frame.separator_tokens + len(setup.tokenizer.encode(block.text))
+    pays = planner.repeat_pays(
+        key_positions=keys[list(order).index(top)],
+        length=length,
+        window=profile.local_window if profile is not None else None,
+        cost=cost,
+        used=used,
+        budget=setup.budget,
+        suffix_tokens=setup.frame.suffix_tokens,
+    )
+    return (top, block, cost) if pays else None
+
+
+def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
+    if verified is None:
+        prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
+        measured = setup.tokenizer.tokenize(prompt.text)
+        return build_result(
+            setup, plan=None, rendered=None, measured=measured, prompt=prompt, dropped=dropped
+        )
+    prompt = render_prompt(
+        setup.layout,
+        system=setup.system,
+        question=setup.question,
+        context=verified.rendered.text,
+        prefix=setup.frame.prefix,
+        suffix=setup.frame.suffix,
+    )
+    return build_result(
+        setup,
+        plan=verified.plan,
+        rendered=verified.rendered,
+        measured=verified.measured,
+        prompt=prompt,
+        dropped=dropped,
+    )
+
+
+def assemble_from_specs(
+    chunks: Sequence[Chunk | str],
+    *,
+    tokenizer: str | Tokenizer,
+    layout: str | PromptLayout = "none",
+    question: str,
+    system: str | None = None,
+    profile: str | Profile | None = None,
+    budget_tokens: int,
+    options: AssemblyOptions | None = None,
+    thinking: bool = False,
+) -> AssemblyResult:
+    """``assemble`` with a tokenizer spec, layout name and profile name/path accepted.
+
+    ``thinking`` selects the thinking variant of the layout (``deepseek-v4``, ``hf``).
+    """
+    tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    lay = get_layout(layout, tok, thinking=thinking) if isinstance(layout, str) else layout
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    return assemble(
+        chunks,
+        tokenizer=tok,
+        layout=lay,
+        question=question,
+        system=system,
+        profile=prof,
+        budget_tokens=budget_tokens,
+        options=options,
+    )

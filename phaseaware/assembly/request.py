@@ -1,0 +1,98 @@
+"""The request document of ``phaseaware assemble``: JSON in, ``assemble_from_specs`` kwargs out.
+
+Keys: ``tokenizer`` (spec), ``template`` (none/chatml/hf/deepseek-v4, default
+none), ``profile`` (name or path; optional), ``system`` (optional),
+``question``, ``chunks`` ([{id, text, score, evidence?}], read by
+``Chunk.from_dict``), ``budget_tokens``, ``options`` (optional:
+``REQUEST_OPTION_KEYS`` plus ``thinking``). See examples/request.json. Every
+error is an ``InputError`` that names the file and points at the example.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+from phaseaware.assembly.chunks import chunks_from_request
+from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.errors import InputError
+
+__all__ = ["EXAMPLE", "REQUEST_OPTION_KEYS", "load_request", "parse_request"]
+
+EXAMPLE = "examples/request.json"
+REQUEST_OPTION_KEYS = (
+    "position_offset",
+    "strategy",
+    "pad",
+    "repeat",
+    "length_pad",
+    "pad_cost",
+    "allow_tokenizer_mismatch",
+    "period",
+    "max_keys_per_chunk",
+    "repeat_max_chars",
+)
+
+
+def _fail(message: str) -> NoReturn:
+    raise InputError(f"{message}; see {EXAMPLE} for a minimal valid request")
+
+
+def load_request(path: str) -> dict[str, Any]:
+    """Keyword arguments for ``assemble_from_specs`` from a request file (InputError if bad)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        _fail(f"cannot read request file {path!r}: {exc.strerror}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(f"request file {path!r} is not valid UTF-8 (byte {exc.start})")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _fail(f"request file {path!r} is not valid JSON (line {exc.lineno}: {exc.msg})")
+    return parse_request(doc, source=path)
+
+
+def parse_request(doc: Any, *, source: str = "<request>") -> dict[str, Any]:
+    """Keyword arguments for ``assemble_from_specs`` from a parsed request document."""
+    if not isinstance(doc, dict):
+        _fail(f"{source}: the request must be a JSON object")
+    for key in ("tokenizer", "question", "chunks", "budget_tokens"):
+        if key not in doc:
+            _fail(f"{source}: missing key {key!r}")
+    for key in ("tokenizer", "question"):
+        if not isinstance(doc[key], str):
+            _fail(f"{source}: key {key!r} must be a string")
+    budget = doc["budget_tokens"]
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        _fail(f"{source}: key 'budget_tokens' must be a positive integer, got {budget!r}")
+    try:
+        chunks = chunks_from_request(doc["chunks"], source=source)
+    except InputError as exc:
+        _fail(str(exc))
+    options_doc = doc.get("options") or {}
+    if not isinstance(options_doc, dict):
+        _fail(f"{source}: key 'options' must be an object")
+    unknown = sorted(set(options_doc) - set(REQUEST_OPTION_KEYS) - {"thinking"})
+    if unknown:
+        _fail(f"{source}: unknown key(s) in 'options': {', '.join(unknown)}")
+    for key in ("template", "profile", "system"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            _fail(f"{source}: key {key!r} must be a string")
+    options = AssemblyOptions(
+        **{k: options_doc[k] for k in REQUEST_OPTION_KEYS if k in options_doc}
+    )
+    return {
+        "chunks": chunks,
+        "tokenizer": doc["tokenizer"],
+        "layout": doc.get("template") or "none",
+        "question": doc["question"],
+        "system": doc.get("system"),
+        "profile": doc.get("profile"),
+        "budget_tokens": budget,
+        "options": options,
+        "thinking": bool(options_doc.get("thinking", False)),
+    }

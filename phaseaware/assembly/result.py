@@ -1,0 +1,289 @@
+"""Results of ``phaseaware.assembly.assemble`` (frozen, JSON-ready).
+
+``build_result`` turns a confirmed plan plus the *measured* tokenization of the
+final prompt into an ``AssemblyResult``; every position it reports comes from
+that tokenization. ``naive_expected_accuracy`` is the baseline of the same
+chunks in the given order, no padding, no repeat, same budget; its positions
+are estimated from the in-context per-chunk token counts (the naive prompt is not rendered).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from phaseaware.assembly import planner
+from phaseaware.assembly.planner import Plan
+from phaseaware.assembly.render import CHUNK_SEPARATOR, RenderedContext
+from phaseaware.assembly.setup import Setup
+from phaseaware.layouts import RenderedPrompt
+from phaseaware.serialize import to_plain
+from phaseaware.tokenizers.base import TokenizedText
+
+__all__ = [
+    "Placement",
+    "RepeatPlacement",
+    "Dropped",
+    "AssemblyResult",
+    "build_result",
+]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one admitted chunk landed (measured). Token spans are ``[start, end)``."""
+
+    chunk_id: str
+    order: int  # 0 = first chunk in the context
+    rank: int  # 0 = most relevant chunk of the input
+    score: float
+    token_start: int
+    token_end: int
+    char_start: int  # in the prompt
+    char_end: int
+    padding_tokens: int  # filler tokens right before this chunk
+    key_token_positions: tuple[int, ...]
+    key_char_offsets: tuple[int, ...]  # token at key_token_positions[j] contains this char
+    residues: tuple[int, ...]  # (key_token_positions + position_offset) mod period
+
+    expected_accuracy: float | None  # mean over keys (max with its repeat); None: no keys
+
+
+@dataclass(frozen=True)
+class RepeatPlacement:
+    """The restated evidence block before the question (measured)."""
+
+    chunk_id: str
+    text: str
+    token_start: int
+    token_end: int
+    key_token_positions: tuple[int, ...]
+    key_char_offsets: tuple[int, ...]
+    residues: tuple[int, ...]
+    expected_accuracy: float | None
+
+
+@dataclass(frozen=True)
+class Dropped:
+    chunk_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class AssemblyResult:
+    """The assembled prompt and its measured placements."""
+
+    prompt: str  # the full text the tokenizer sees, template included
+    messages: tuple[dict[str, str], ...] | None  # chat layouts; None for "none"
+    context: str
+    token_count: int
+    placements: tuple[Placement, ...]  # context order
+    repeat: RepeatPlacement | None
+    padding_tokens: int  # all filler tokens (before chunks + end pad)
+    end_padding_tokens: int
+    repeated_tokens: int
+    dropped: tuple[Dropped, ...]  # input order
+    expected_accuracy: float | None
+    naive_expected_accuracy: float | None
+    profile: str | None
+    period: int | None
+    length_residue: int | None  # (token_count + offset) mod the profile's length-effect period
+    tokenizer: str
+    fingerprint: str
+    layout: str
+    position_offset: int = 0  # tokens the server adds before the prompt (options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (lists, not tuples), stable key order."""
+        plain: dict[str, Any] = to_plain(self)
+        return plain
+
+
+def _tokens_in(measured: TokenizedText, start: int, end: int) -> int:
+    """Tokens whose first character lies in prompt chars ``[start, end)``."""
+    return bisect.bisect_left(measured.starts, end) - bisect.bisect_left(measured.starts, start)
+
+
+def _residues(positions: tuple[int, ...], period: int | None, offset: int) -> tuple[int, ...]:
+    """Residues of the model's positions (prompt index + offset); () without a period."""
+    return tuple((t + offset) % period for t in positions) if period else ()
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def build_result(
+    setup: Setup,
+    *,
+    plan: Plan | None,
+    rendered: RenderedContext | None,
+    measured: TokenizedText,
+    prompt: RenderedPrompt,
+    dropped: Mapping[int, str],
+) -> AssemblyResult:
+    """Measured placements of a confirmed plan (``plan`` None: no chunk admitted).
+
+    ``measured`` is the tokenization of ``prompt.text``; ``rendered`` the
+    context of ``plan``; ``dropped`` maps input indices to reasons.
+    """
+    length = len(measured)
+    profile = setup.profile
+    period = profile.period if profile is not None else setup.options.period
+    shift = setup.options.position_offset  # model position = prompt token index + shift
+    rel = planner.position_reliability(profile, length=length, offset=shift)
+    prep = setup.chunks
+    placements: list[Placement] = []
+    accuracy: dict[int, float | None] = {}
+    padding = end_padding = repeated = 0
+    repeat = None
+    if plan is not None and rendered is not None:
+        ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
+        offset = len(setup.frame.prefix)
+        repeat = _repeat_placement(setup, plan, rendered, measured, rel, period)
+        pads = iter(rendered.pad_spans)
+        for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
+            pad_tokens = _tokens_in(measured, *(offset + c for c in next(pads))) if k else 0
+            padding += pad_tokens
+            floor = None  # the repeat lifts its chunk's accuracy to at least its own
+            if repeat is not None and i == plan.repeat:
+                floor = repeat.expected_accuracy or 0.0
+            placement = _placement(
+                setup, measured, rel, period, j, i, rendered, ranks[i], pad_tokens, floor
+            )
+            accuracy[i] = placement.expected_accuracy
+            placements.append(placement)
+        if rendered.end_span is not None:
+            end_padding = _tokens_in(measured, *(offset + c for c in rendered.end_span))
+            padding += end_padding
+        if rendered.repeat is not None and rendered.repeat_start is not None:
+            start = offset + rendered.repeat_start
+            end = start + len(rendered.repeat.text)
+            repeated = _tokens_in(measured, start - len(CHUNK_SEPARATOR), end)
+    effect = profile.length_residue_accuracy if profile is not None else None
+    return AssemblyResult(
+        prompt=prompt.text,
+        messages=prompt.messages,
+        context=rendered.text if rendered is not None else "",
+        token_count=length,
+        placements=tuple(placements),
+        repeat=repeat,
+        padding_tokens=padding,
+        end_padding_tokens=end_padding,
+        repeated_tokens=repeated,
+        dropped=tuple(
+            Dropped(prep[i].chunk.id or "", reason) for i, reason in sorted(dropped.items())
+        ),
+        expected_accuracy=_overall(setup, accuracy),
+        naive_expected_accuracy=_naive(setup),
+        profile=profile.model if profile is not None else None,
+        period=period,
+        length_residue=(length + shift) % effect.period if effect is not None else None,
+        tokenizer=setup.tokenizer.spec,
+        fingerprint=setup.tokenizer.fingerprint(),
+        layout=setup.layout.name,
+        position_offset=shift,
+    )
+
+
+def _placement(
+    setup: Setup,
+    measured: TokenizedText,
+    rel: Callable[[int], float],
+    period: int | None,
+    order: int,
+    i: int,
+    rendered: RenderedContext,
+    rank: int,
+    pad_tokens: int,
+    floor: float | None,
+) -> Placement:
+    """Measured placement of ordered chunk ``order``; accuracy at least ``floor`` (if any)."""
+    prep = setup.chunks[i]
+    start = len(setup.frame.prefix) + rendered.chunk_starts[order]
+    end = start + len(prep.chunk.text)
+    chars = tuple(start + c for c in prep.key_chars)
+    positions = tuple(measured.token_at_char(c) for c in chars)
+    span = measured.token_span(start, end)
+    accuracy = _mean([rel(t) for t in positions])
+    if floor is not None and accuracy is not None:
+        accuracy = max(accuracy, floor)
+    return Placement(
+        chunk_id=prep.chunk.id or "",
+        order=order,
+        rank=rank,
+        score=prep.chunk.score,
+        token_start=span[0],
+        token_end=span[1],
+        char_start=start,
+        char_end=end,
+        padding_tokens=pad_tokens,
+        key_token_positions=positions,
+        key_char_offsets=chars,
+        residues=_residues(positions, period, setup.options.position_offset),
+        expected_accuracy=accuracy,
+    )
+
+
+def _repeat_placement(
+    setup: Setup,
+    plan: Plan,
+    rendered: RenderedContext,
+    measured: TokenizedText,
+    rel: Callable[[int], float],
+    period: int | None,
+) -> RepeatPlacement | None:
+    block = rendered.repeat
+    if plan.repeat is None or block is None or rendered.repeat_start is None:
+        return None
+    start = len(setup.frame.prefix) + rendered.repeat_start
+    end = start + len(block.text)
+    chars = tuple(start + c for c in block.key_chars)
+    positions = tuple(measured.token_at_char(c) for c in chars)
+    span = measured.token_span(start, end)
+    return RepeatPlacement(
+        chunk_id=setup.chunks[plan.repeat].chunk.id or "",
+        text=block.text,
+        token_start=span[0],
+        token_end=span[1],
+        key_token_positions=positions,
+        key_char_offsets=chars,
+        residues=_residues(positions, period, setup.options.position_offset),
+        expected_accuracy=_mean([rel(t) for t in positions]),
+    )
+
+
+def _overall(setup: Setup, accuracy: Mapping[int, float | None]) -> float | None:
+    """Relevance-weighted mean accuracy over keyed, non-empty chunks (dropped → 0)."""
+    total = weight_sum = 0.0
+    for i, prep in enumerate(setup.chunks):
+        if prep.empty or not prep.key_chars:
+            continue
+        weight_sum += setup.weights[i]
+        total += setup.weights[i] * (accuracy.get(i) or 0.0)
+    return total / weight_sum if weight_sum > 0 else None
+
+
+def _naive(setup: Setup) -> float | None:
+    """Same chunks, given order, no padding or repeat, same budget (estimated positions)."""
+    prep, frame = setup.chunks, setup.frame
+    admission = planner.admit(
+        scores=[p.chunk.score for p in prep],
+        costs=[p.tokens for p in prep],
+        empty=[p.empty for p in prep],
+        budget_left=setup.budget - frame.prefix_tokens - frame.suffix_tokens,
+        in_given_order=True,
+    )
+    positions: dict[int, list[int]] = {}
+    pos = frame.prefix_tokens
+    for i in admission.admitted:
+        positions[i] = [pos + t for t in prep[i].key_tokens]
+        pos += prep[i].tokens
+    rel = planner.position_reliability(
+        setup.profile,
+        length=max(1, pos - frame.separator_tokens + frame.suffix_tokens),
+        offset=setup.options.position_offset,
+    )
+    return _overall(setup, {i: _mean([rel(t) for t in ts]) for i, ts in positions.items()})

@@ -1,0 +1,189 @@
+"""A request checked and measured in context: the immutable input of planning.
+
+``prepare`` validates the caller's arguments, splits the layout around the
+context, measures every chunk in context and qualifies the filler. The
+resulting ``Setup`` never changes; verification works on its own copy of the
+pad tables (``PadTables``). ``end_reserve`` and ``plan_pads`` feed a setup's
+numbers to the planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from phaseaware.assembly import planner
+from phaseaware.assembly.chunks import Chunk, normalize_chunks
+from phaseaware.assembly.evidence import question_terms
+from phaseaware.assembly.filler import Filler, chunk_pad_tables, find_filler, measure_end_pad
+from phaseaware.assembly.measure import MeasuredChunk, measure_chunks
+from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.planner import PadTable, PadTables
+from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.errors import BudgetError, InputError
+from phaseaware.layouts import PromptLayout
+from phaseaware.profile import Profile
+from phaseaware.registry import check_period, check_tokenizer
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = ["Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The layout around the context: the prompt is ``prefix + context + suffix``."""
+
+    prefix: str
+    suffix: str
+    prefix_tokens: int
+    suffix_tokens: int
+    separator_tokens: int  # tokens of one ``CHUNK_SEPARATOR``
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything planning needs about one ``assemble`` call, measured once."""
+
+    tokenizer: Tokenizer
+    layout: PromptLayout
+    system: str | None
+    question: str
+    profile: Profile | None
+    options: AssemblyOptions
+    budget: int  # budget_tokens
+    frame: Frame
+    chunks: tuple[MeasuredChunk, ...]  # input order
+    weights: tuple[float, ...]  # relevance weights, input order
+    filler: Filler | None  # None: padding off or no profile
+    tables: PadTables  # before verification froze any pad
+
+
+def prepare(
+    chunks: Sequence[Chunk | str],
+    *,
+    tokenizer: Tokenizer,
+    layout: PromptLayout,
+    question: str,
+    system: str | None,
+    profile: Profile | None,
+    budget: int,
+    options: AssemblyOptions,
+) -> Setup:
+    """The checked, measured ``Setup`` of an ``assemble`` call (raises what ``assemble`` does)."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise InputError(f"budget_tokens must be a positive int, got {budget!r}")
+    normalized = normalize_chunks(chunks)
+    if profile is not None:
+        check_tokenizer(profile, tokenizer, allow_mismatch=options.allow_tokenizer_mismatch)
+        if options.period is not None:
+            check_period(profile, options.period)
+    prefix, suffix = layout.split(system=system, question=question)
+    n_prefix, n_suffix = len(tokenizer.encode(prefix)), len(tokenizer.encode(suffix))
+    if n_prefix + n_suffix > budget:
+        raise BudgetError(
+            f"budget_tokens={budget} cannot hold the template, system prompt and question "
+            f"({n_prefix + n_suffix} tokens); raise budget_tokens to at least "
+            f"{n_prefix + n_suffix + 1} or shorten the question"
+        )
+    prepared = measure_chunks(
+        normalized,
+        tokenizer=tokenizer,
+        terms=question_terms(question),
+        max_keys=options.max_keys_per_chunk,
+    )
+    filler, end_table = _filler(tokenizer, profile, options, suffix)
+    frame = Frame(
+        prefix=prefix,
+        suffix=suffix,
+        prefix_tokens=n_prefix,
+        suffix_tokens=n_suffix,
+        separator_tokens=len(tokenizer.encode(CHUNK_SEPARATOR)),
+    )
+    return Setup(
+        tokenizer=tokenizer, layout=layout, system=system, question=question, profile=profile,
+        options=options, budget=budget, frame=frame, chunks=prepared,
+        weights=planner.relevance_weights([c.score for c in normalized]),
+        filler=filler if options.pad or end_table else None,
+        tables=PadTables(
+            chunks=chunk_pad_tables(tokenizer, filler if options.pad else None, prepared),
+            end=end_table,
+        ),
+    )  # fmt: skip
+
+
+def _filler(
+    tokenizer: Tokenizer, profile: Profile | None, options: AssemblyOptions, suffix: str
+) -> tuple[Filler | None, PadTable | None]:
+    """(the filler unit, the end pad's table): None where the options or profile need none."""
+    if profile is None or not (options.pad or options.length_pad):
+        return None, None
+    filler = find_filler(tokenizer, period=profile.period)
+    effect = profile.length_residue_accuracy
+    max_k = planner.end_pad_reach(
+        period=profile.period,
+        window=profile.local_window,
+        window_reliability=profile.window_reliability(),
+        best_reliability=profile.best_reliability(),
+        length_period=effect.period if effect is not None else None,
+        pad=options.pad,
+        length_pad=options.length_pad,
+    )
+    if not max_k:
+        return filler, None
+    end_table = measure_end_pad(
+        tokenizer,
+        unit=filler.unit,
+        period=profile.period,
+        context_tail="the end.",
+        suffix=suffix,
+        max_k=max_k,
+    )
+    return filler, end_table
+
+
+def end_reserve(setup: Setup, tables: PadTables) -> int:
+    """Tokens kept free for the end pad of a length-residue correction."""
+    effect = setup.profile.length_residue_accuracy if setup.profile is not None else None
+    return planner.end_reserve(
+        end_shifts=tables.end.shifts if tables.end is not None else None,
+        length_period=effect.period if effect is not None else None,
+        length_pad=setup.options.length_pad,
+    )
+
+
+def plan_pads(
+    setup: Setup,
+    tables: PadTables,
+    order: Sequence[int],
+    base_keys: Sequence[Sequence[int]],
+    *,
+    length: int,
+    slack: int,
+) -> tuple[tuple[int, ...], int]:
+    """(pads per ordered chunk, end pad) for unpadded key positions ``base_keys``.
+
+    ``length``: the unpadded prompt's tokens; ``slack``: budget left beyond it
+    and the end reserve. No profile: no padding.
+    """
+    profile = setup.profile
+    if profile is None:
+        return tuple(0 for _ in order), 0
+    offset = setup.options.position_offset
+
+    def length_factor(prompt_tokens: int) -> float:
+        return profile.length_factor(prompt_tokens + offset)
+
+    return planner.best_pads(
+        key_positions=base_keys,
+        weights=[setup.weights[i] for i in order],
+        pad_tables=[tables.chunks[i] for i in order],
+        end_shifts=tables.end.shifts if tables.end is not None else None,
+        period=profile.period,
+        window=profile.local_window,
+        reliability=planner.key_reliability(profile, offset=offset),
+        length_factor=length_factor,
+        pad=setup.filler is not None and setup.options.pad,
+        pad_cost=setup.options.pad_cost,
+        length=length,
+        slack=max(0, slack) + end_reserve(setup, tables),
+    )
