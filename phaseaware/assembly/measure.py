@@ -2,7 +2,7 @@
 
 Estimates for planning only: ``verify`` re-tokenizes the rendered prompt and
 repairs any boundary merge. Optional tokenizer capabilities
-(``SupportsParallelBatch``, ``SupportsCharIndex``) pick a faster route with the
+(``ParallelBatchTokenizer``, ``CharIndexTokenizer``) pick a faster route with the
 same result; a tokenizer with only the base protocol takes ``tokenize``.
 """
 
@@ -12,11 +12,15 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly._capabilities import SupportsCharIndex, SupportsParallelBatch
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.evidence import find_key_chars
 from phaseaware.assembly.render import CHUNK_SEPARATOR
-from phaseaware.tokenizers.base import TokenizedText, Tokenizer
+from phaseaware.tokenizers.base import (
+    CharIndexTokenizer,
+    ParallelBatchTokenizer,
+    TokenizedText,
+    Tokenizer,
+)
 from phaseaware.tokenizers.offsets import CharIndex
 
 __all__ = ["MeasuredChunk", "measure_chunks"]
@@ -42,7 +46,7 @@ def measure_chunks(
     """Token cost and key tokens of every chunk, each measured in the context it will have.
 
     Every non-empty chunk is measured after a separator and followed by one:
-    tokenizers whose batch runs in parallel (``SupportsParallelBatch`` with
+    tokenizers whose batch runs in parallel (``ParallelBatchTokenizer`` with
     ``parallel_batch`` true) get one batch of ``SEP c_i SEP`` pieces; others get
     ONE call on ``SEP c0 SEP c1 ... SEP``. ``tokens`` counts the chunk plus its
     trailing separator; ``key_tokens`` are relative to the chunk's first token.
@@ -60,7 +64,11 @@ def measure_chunks(
         for chunk in chunks
     ]
     texts = [c.text for c in chunks if c.text.strip()]
-    if isinstance(tokenizer, SupportsParallelBatch) and tokenizer.parallel_batch and len(texts) > 1:
+    if (
+        isinstance(tokenizer, ParallelBatchTokenizer)
+        and tokenizer.parallel_batch
+        and len(texts) > 1
+    ):
         counts = _measure_pieces(tokenizer, texts)
     else:
         counts = _measure_joined(tokenizer, texts)
@@ -83,7 +91,7 @@ def _measure_joined(tokenizer: Tokenizer, texts: Sequence[str]) -> list[_Measure
     starts = list(itertools.accumulate((len(t) + sep for t in texts), initial=sep))
     text = CHUNK_SEPARATOR + "".join(t + CHUNK_SEPARATOR for t in texts)
     joined: TokenizedText | CharIndex
-    if isinstance(tokenizer, SupportsCharIndex):  # lookups without building tuples
+    if isinstance(tokenizer, CharIndexTokenizer):  # lookups without building tuples
         joined = tokenizer.char_index(text)
     else:
         joined = tokenizer.tokenize(text)
@@ -93,7 +101,7 @@ def _measure_joined(tokenizer: Tokenizer, texts: Sequence[str]) -> list[_Measure
     ]
 
 
-def _measure_pieces(tokenizer: SupportsParallelBatch, texts: Sequence[str]) -> list[_Measured]:
+def _measure_pieces(tokenizer: ParallelBatchTokenizer, texts: Sequence[str]) -> list[_Measured]:
     """(tokens, char → relative token) per text from one batch of ``SEP t SEP`` pieces."""
     sep = len(CHUNK_SEPARATOR)
     pieces = tokenizer.tokenize_batch([CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts])

@@ -349,26 +349,13 @@ def key_reliability(profile: Profile | None, *, offset: int = 0) -> Callable[[in
     """Reliability of a key token at ``(position, distance to the prompt's end)``.
 
     ``position`` indexes the prompt's tokens; the model sees it at ``position +
-    offset`` (tokens its server adds first, e.g. a BOS). Equals
-    ``profile.position_reliability(t + offset, prompt_length=t + offset + d)``
-    without the length factor, from per-residue tables so planning stays O(1)
-    per key. Without a profile: the lost-in-the-middle heuristic.
-
-    The one place assembly reads the profile's reliability model, until
-    ``Profile`` exposes this itself.
+    offset`` (tokens its server adds first, e.g. a BOS). The profile's own model
+    (``Profile.key_reliability_lookup``); without a profile, the lost-in-the-middle
+    heuristic.
     """
     if profile is None:
         return lambda t, d: default_position_reliability(t, prompt_length=t + d)
-    period, window = profile.period, profile.local_window
-    values = [profile.residue_reliability(r + offset) for r in range(period)]
-    inside = profile.window_reliability()
-
-    def reliability(t: int, d: int) -> float:
-        if window is not None and d <= window:
-            return inside
-        return values[t % period]
-
-    return reliability
+    return profile.key_reliability_lookup(offset=offset)
 
 
 def position_reliability(
@@ -376,16 +363,15 @@ def position_reliability(
 ) -> Callable[[int], float]:
     """Expected accuracy of a key at token t of a ``length``-token prompt.
 
-    Equals ``profile.position_reliability(min(t, length - 1) + offset,
-    prompt_length=length + offset)``: ``key_reliability`` times the length
-    factor. The lost-in-the-middle heuristic without a profile.
+    The profile's own model (``Profile.position_reliability_lookup``: key reliability
+    times the length factor); the lost-in-the-middle heuristic without a profile.
     """
-    rel = key_reliability(profile, offset=offset)
-    factor = profile.length_factor(length + offset) if profile is not None else 1.0
+    if profile is not None:
+        return profile.position_reliability_lookup(length, offset=offset)
     last = length - 1
 
     def at(t: int) -> float:
         t = min(t, last)
-        return rel(t, length - t) * factor
+        return default_position_reliability(t, prompt_length=length)
 
     return at

@@ -9,15 +9,16 @@ adapter's for the same vocabulary.
 from __future__ import annotations
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.assembly._capabilities import (
-    SupportsBatchTokenize,
-    SupportsCharIndex,
-    SupportsParallelBatch,
-)
 from phaseaware.layouts import get_layout
 from phaseaware.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
-from phaseaware.tokenizers.base import TokenizedText, Tokenizer
+from phaseaware.tokenizers.base import (
+    BatchTokenizer,
+    CharIndexTokenizer,
+    ParallelBatchTokenizer,
+    TokenizedText,
+    Tokenizer,
+)
 from phaseaware.tokenizers.offsets import char_starts
 
 QUESTION = "What is the launch code of Project Tamarind?"
@@ -80,10 +81,10 @@ def run(tokenizer: Tokenizer):
 def test_minimal_tokenizer_has_only_the_base_protocol() -> None:
     tok = MinimalTokenizer()
     assert isinstance(tok, Tokenizer)
-    for capability in (SupportsBatchTokenize, SupportsParallelBatch, SupportsCharIndex):
+    for capability in (BatchTokenizer, ParallelBatchTokenizer, CharIndexTokenizer):
         assert not isinstance(tok, capability)
     shipped = load_tokenizer("tiktoken:cl100k_base")
-    assert isinstance(shipped, SupportsCharIndex) and isinstance(shipped, SupportsParallelBatch)
+    assert isinstance(shipped, CharIndexTokenizer) and isinstance(shipped, ParallelBatchTokenizer)
 
 
 def test_generic_path_placements_are_confirmed_by_retokenization() -> None:
