@@ -40,9 +40,9 @@ class _Replay:
 def pending_requests(args: argparse.Namespace, run: dict[str, Any]) -> tuple[list[Any], set[str]]:
     """(every request of the run, ids already in its log). Raises ``LogError`` for a
     log of another run (unless ``--fresh``)."""
-    from phaseaware.calibrate.log import read_log
-    from phaseaware.calibrate.probes import iter_groups
-    from phaseaware.calibrate.runner import make_header
+    from phaseaware.calibration.log import read_log
+    from phaseaware.calibration.probes import iter_groups
+    from phaseaware.calibration.runner import make_header
     from phaseaware.errors import LogError
 
     settings = run["settings"]
@@ -71,7 +71,7 @@ def pending_requests(args: argparse.Namespace, run: dict[str, Any]) -> tuple[lis
 
 
 def emit(args: argparse.Namespace, run: dict[str, Any]) -> int:
-    from phaseaware.calibrate.backends.batch import emit_batch
+    from phaseaware.calibration.backends.batch import emit_batch
 
     requests, done = pending_requests(args, run)
     pending = [r for r in requests if r.probe_id not in done]
@@ -86,8 +86,8 @@ def emit(args: argparse.Namespace, run: dict[str, Any]) -> int:
 
 
 def ingest(args: argparse.Namespace, run: dict[str, Any], out: Path) -> int:
-    from phaseaware.calibrate.backends.batch import read_batch_results
-    from phaseaware.calibrate.runner import calibrate
+    from phaseaware.calibration.backends.batch import read_batch_results
+    from phaseaware.calibration.runner import calibrate
     from phaseaware.cli.calibrate_report import print_report
     from phaseaware.errors import CalibrationError
 

@@ -149,7 +149,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from phaseaware.calibrate.probes import ProbeSettings
+    from phaseaware.calibration.probes import ProbeSettings
     from phaseaware.errors import CalibrationError
 
     served = args.backend == "openai" or bool(args.ingest or args.emit_batch)
@@ -213,7 +213,7 @@ def _depth(text: str) -> tuple[float, float]:
 
 def _names(args: argparse.Namespace) -> tuple[str, str, str]:
     """(model display name, tokenizer spec, template)."""
-    from phaseaware.calibrate.backends.hf import default_tokenizer_spec, model_display_name
+    from phaseaware.calibration.backends.hf import default_tokenizer_spec, model_display_name
 
     if args.backend == "hf":
         name = model_display_name(args.model)
@@ -225,7 +225,7 @@ def _names(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 def _plan(args: argparse.Namespace, settings: Any) -> int:
-    from phaseaware.calibrate.stats_plan import plan_calibration
+    from phaseaware.calibration.stats.plan import plan_calibration
 
     period = settings.n_offsets
     tokens = settings.context_tokens + settings.max_tokens
@@ -281,13 +281,13 @@ def _backend(args: argparse.Namespace, tokenizer: Any) -> Any:
     from phaseaware.errors import CalibrationError
 
     if args.backend == "hf":
-        from phaseaware.calibrate.backends.hf import load_hf_backend
+        from phaseaware.calibration.backends.hf import load_hf_backend
 
         return load_hf_backend(args.model, tokenizer, threads=args.threads)
     if args.backend == "openai":
         if not args.base_url or not args.model:
             raise CalibrationError("--backend openai needs --base-url and --model")
-        from phaseaware.calibrate.backends.openai_http import OpenAIBackend
+        from phaseaware.calibration.backends.openai import OpenAIBackend
 
         return OpenAIBackend(
             args.base_url,
@@ -301,7 +301,7 @@ def _backend(args: argparse.Namespace, tokenizer: Any) -> Any:
         )
     import importlib
 
-    from phaseaware.calibrate.backends.callable import CallableBackend
+    from phaseaware.calibration.backends.callable import CallableBackend
 
     module_name, _, attr = (args.model or "").partition(":")
     if not module_name or not attr:
@@ -311,7 +311,7 @@ def _backend(args: argparse.Namespace, tokenizer: Any) -> Any:
 
 
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
-    from phaseaware.calibrate.runner import calibrate
+    from phaseaware.calibration.runner import calibrate
     from phaseaware.layouts import get_layout
     from phaseaware.registry import profile_filename
     from phaseaware.tokenizers import load_tokenizer

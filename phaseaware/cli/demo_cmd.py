@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.questions < 1 or args.base_prompts < 2:
         raise InputError("--questions must be >= 1 and --base-prompts >= 2")
-    from phaseaware.calibrate.backends.hf import load_hf_backend
+    from phaseaware.calibration.backends.hf import load_hf_backend
     from phaseaware.tokenizers import load_tokenizer
 
     tokenizer = load_tokenizer("reference")
@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace, tokenizer: Any, backend: Any) -> Any:
-    from phaseaware.calibrate.probes import ProbeSettings
-    from phaseaware.calibrate.runner import calibrate
+    from phaseaware.calibration.probes import ProbeSettings
+    from phaseaware.calibration.runner import calibrate
     from phaseaware.cli.calibrate_report import print_report
     from phaseaware.layouts import get_layout
     from phaseaware.reference import protocol
@@ -115,7 +115,7 @@ def _calibrate(args: argparse.Namespace, tokenizer: Any, backend: Any) -> Any:
 
 
 def _evaluate(args: argparse.Namespace, profile: Any, tokenizer: Any, backend: Any) -> list[Any]:
-    from phaseaware.calibrate.backends.base import ProbeRequest
+    from phaseaware.calibration.backends.base import ProbeRequest
     from phaseaware.demo.evaluate import evaluate_strategies
     from phaseaware.demo.rag_questions import make_questions
     from phaseaware.layouts import get_layout

@@ -169,7 +169,7 @@ def _class_init(model, tok, std: float, seed: int) -> None:
     """
     import torch
 
-    from phaseaware.calibrate.task import NAMES, NUMBERS
+    from phaseaware.calibration.task import NAMES, NUMBERS
 
     vocab = tok.get_vocab()
     classes = {
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     pools = None
     if args.pool_names or args.pool_numbers:
-        from phaseaware.calibrate.task import NAMES, NUMBERS
+        from phaseaware.calibration.task import NAMES, NUMBERS
 
         # A first curriculum stage on fewer distinct names/numbers (each seen more often).
         pools = {

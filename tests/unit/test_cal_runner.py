@@ -10,10 +10,10 @@ import zlib
 import numpy as np
 import pytest
 
-from phaseaware.calibrate.backends.callable import CallableBackend
-from phaseaware.calibrate.log import read_log
-from phaseaware.calibrate.probes import ProbeSettings, iter_groups
-from phaseaware.calibrate.runner import build_profile_from_log, calibrate
+from phaseaware.calibration.backends.callable import CallableBackend
+from phaseaware.calibration.log import read_log
+from phaseaware.calibration.probes import ProbeSettings, iter_groups
+from phaseaware.calibration.runner import build_profile_from_log, calibrate
 from phaseaware.cli.calibrate_report import print_report, summary_dict
 from phaseaware.cli.main import main
 from phaseaware.errors import BackendError, LogError

@@ -15,9 +15,9 @@ import time
 import numpy as np
 import pytest
 
-from phaseaware.calibrate.backends.base import Backend, ProbeRequest
-from phaseaware.calibrate.backends.openai_http import OpenAIBackend
-from phaseaware.calibrate.task import (
+from phaseaware.calibration.backends.base import Backend, ProbeRequest
+from phaseaware.calibration.backends.openai import OpenAIBackend
+from phaseaware.calibration.task import (
     NAMES,
     extract_answer,
     filler_sentence,
@@ -381,8 +381,8 @@ def test_closed_backend_refuses_work():
 def test_importing_http_modules_does_not_import_openai():
     code = (
         "import sys\n"
-        "import phaseaware.calibrate.backends.openai_http\n"
-        "import phaseaware.calibrate.backends.batch\n"
+        "import phaseaware.calibration.backends.openai\n"
+        "import phaseaware.calibration.backends.batch\n"
         "import phaseaware.serving.openai_server, phaseaware.serving.task_engine\n"
         "assert 'openai' not in sys.modules, 'openai imported'\n"
         "assert 'torch' not in sys.modules\n"

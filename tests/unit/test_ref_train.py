@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from phaseaware.calibrate.task import NAMES, NUMBERS  # noqa: E402
+from phaseaware.calibration.task import NAMES, NUMBERS  # noqa: E402
 from phaseaware.reference.configuration import PhaseRefConfig  # noqa: E402
 from phaseaware.reference.mask import compressed_mask, local_mask  # noqa: E402
 from phaseaware.reference.modeling import (  # noqa: E402

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from phaseaware.calibrate.stats import (
+from phaseaware.calibration.stats import (
     CochranResult,
     as_outcomes,
     bootstrap_gap_interval,
@@ -215,7 +215,7 @@ def test_stats_import_is_numpy_only() -> None:
     import sys
 
     code = (
-        "import sys, phaseaware.calibrate.stats; "
+        "import sys, phaseaware.calibration.stats; "
         "print(sorted(m for m in ('scipy', 'torch', 'transformers', 'openai') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -6,46 +6,51 @@ bounded thread pool back to back, in order, so requests sharing a prefix
 reach the server together and its prefix cache can hit. Completions are
 yielded as they finish.
 
-Retries are done here, not by the client (``max_retries=0`` there): 408,
-409, 429, 5xx, timeouts and connection errors are retried up to
-``max_retries`` times with exponential backoff and jitter (``Retry-After``
-honoured up to ``backoff_max_s``). Every other failure becomes a
-:class:`~phaseaware.errors.BackendError` that names the flag to fix.
+Retries are the client's own (``OpenAI(max_retries=..., timeout=...)``): it
+retries timeouts, connection errors, 408, 409, 429 and 5xx with exponential
+backoff and jitter, honouring ``Retry-After`` / ``retry-after-ms``. ``timeout``
+bounds each attempt. Every failure the client gives up on becomes a
+:class:`~phaseaware.errors.BackendError` that names the flag to fix and how
+many attempts were made (read from the ``x-stainless-retry-count`` header the
+client puts on every attempt; an httpx request hook counts the retries).
 
 Token check: the server's ``usage.prompt_tokens`` must equal
-``request.prompt_tokens + prompt_token_offset``. A mismatch means the server
-tokenizes or templates the prompt differently from phaseaware, so every
-measured position (and residue) would be wrong. An offset of 1 is for
-servers that add BOS themselves; it also shifts every absolute position,
-so the runner logs key positions and prompt lengths shifted by it (see
-:mod:`phaseaware.calibrate.runner`). Negative offsets are refused.
+``request.prompt_tokens + prompt_token_offset``
+(:func:`~phaseaware.calibration.backends.base.prompt_token_mismatch`, the rule
+batch results follow too). A mismatch means the server tokenizes or templates
+the prompt differently from phaseaware, so every measured position (and
+residue) would be wrong. An offset of 1 is for servers that add BOS
+themselves; it also shifts every absolute position, so the runner logs key
+positions and prompt lengths shifted by it (see
+:mod:`phaseaware.calibration.runner`). Negative offsets are refused.
 
-The API key comes from ``api_key``, else ``PHASEAWARE_API_KEY``, else
-``OPENAI_API_KEY``. It is never stored on the backend, logged, or put in a
-message or repr.
+The API key comes from ``api_key``, else the environment variables in
+``API_KEY_ENV_VARS``. It is never stored on the backend, logged, or put in a
+message or repr: every message passes through :func:`redact`, even when a
+server echoes the key back.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import Any
 
-from phaseaware.calibrate.backends.base import Completion, ProbeRequest
-from phaseaware.calibrate.backends.openai_errors import (
+from phaseaware.calibration.backends.base import (
     API_KEY_ENV_VARS,
-    ErrorContext,
-    is_retryable,
-    retry_after_s,
-    to_backend_error,
+    Completion,
+    ProbeRequest,
+    prompt_token_mismatch,
 )
-from phaseaware.errors import BackendError
+from phaseaware.errors import BackendError, PhaseawareError
 
-__all__ = ["OpenAIBackend", "API_KEY_ENV_VARS"]
+__all__ = ["OpenAIBackend", "API_KEY_ENV_VARS", "ErrorContext", "redact", "to_backend_error"]
+
+RETRY_COUNT_HEADER = "x-stainless-retry-count"  # sent by the openai client on every attempt
+_CONTEXT_CUES = ("context length", "context_length", "maximum context", "too many tokens")
 
 _NO_KEY = "phaseaware-no-key"  # sent when no key is configured (local servers ignore it)
 
@@ -67,8 +72,9 @@ class OpenAIBackend:
     ``endpoint``: ``"chat"`` sends ``request.messages`` to
     ``/chat/completions``; ``"completions"`` sends ``request.prompt`` to
     ``/completions``. ``concurrency``: requests in flight at most.
-    ``timeout``: seconds per HTTP attempt. ``sleep`` and ``seed`` make the
-    backoff testable (defaults: ``time.sleep``, unseeded jitter).
+    ``timeout``: seconds per HTTP attempt. ``max_retries``: retries per request
+    (the client's backoff; see the module docstring). ``model_info``: what the
+    server cannot tell about the model (``{"local_window": N}``), for the log header.
     """
 
     name = "openai-http"
@@ -85,17 +91,14 @@ class OpenAIBackend:
         timeout: float = 60.0,
         expected_prompt_tokens_check: bool = True,
         prompt_token_offset: int = 0,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
-        seed: int | None = None,
+        model_info: Mapping[str, Any] | None = None,
     ) -> None:
-        _validate(base_url, model, endpoint, concurrency, max_retries, timeout, backoff_base_s)
+        _validate(base_url, model, endpoint, concurrency, max_retries, timeout)
         if isinstance(prompt_token_offset, bool) or not isinstance(prompt_token_offset, int):
             raise BackendError(
                 f"--prompt-token-offset must be an integer, got {prompt_token_offset!r}"
             )
-        if prompt_token_offset < 0:
+        if prompt_token_offset < 0:  # TODO(lead): use the shared validator
             raise BackendError(
                 f"--prompt-token-offset must be >= 0 (tokens the server adds itself, e.g. 1 "
                 f"for a BOS), got {prompt_token_offset}"
@@ -108,14 +111,14 @@ class OpenAIBackend:
         self.timeout = float(timeout)
         self.expected_prompt_tokens_check = expected_prompt_tokens_check
         self.prompt_token_offset = prompt_token_offset
-        self._backoff = (float(backoff_base_s), float(backoff_max_s))
-        self._sleep = sleep
-        self._rng = random.Random(seed)
+        self.model_info: dict[str, Any] = dict(model_info or {})
         self._lock = threading.Lock()
         self._retries = 0
         key, key_source = _resolve_api_key(api_key)
         self._context = ErrorContext(self.base_url, model, key_source, secret=key)
-        self._client = _make_client(self.base_url, key, self.timeout)
+        self._client = _make_client(
+            self.base_url, key, self.timeout, max_retries, on_request=self._count_retry
+        )
         self._pool: ThreadPoolExecutor | None = None
 
     @property
@@ -123,6 +126,12 @@ class OpenAIBackend:
         """Attempts retried so far (all requests together)."""
         with self._lock:
             return self._retries
+
+    def _count_retry(self, request: Any) -> None:
+        """httpx request hook: every attempt after a request's first is a retry."""
+        if request.headers.get(RETRY_COUNT_HEADER, "0") != "0":
+            with self._lock:
+                self._retries += 1
 
     def complete(self, group: Sequence[ProbeRequest]) -> Iterator[Completion]:
         """Send every request of ``group`` (in order) and yield completions as they finish.
@@ -178,20 +187,10 @@ class OpenAIBackend:
         )
 
     def _send(self, request: ProbeRequest) -> Completion:
-        attempt = 0
-        while True:
-            try:
-                response = self._call(request)
-                break
-            except Exception as exc:
-                if not is_retryable(exc) or attempt >= self.max_retries:
-                    raise to_backend_error(
-                        exc, self._context, request, attempts=attempt + 1
-                    ) from None
-                self._sleep(self._backoff_s(attempt, retry_after_s(exc)))
-                attempt += 1
-                with self._lock:
-                    self._retries += 1
+        try:
+            response = self._call(request)
+        except Exception as exc:
+            raise to_backend_error(exc, self._context, request) from None
         return self._to_completion(request, response)
 
     def _call(self, request: ProbeRequest) -> Any:
@@ -203,15 +202,6 @@ class OpenAIBackend:
             messages = [dict(m) for m in request.messages or ()]
             return client.chat.completions.create(messages=messages, **common)
         return client.completions.create(prompt=request.prompt, **common)
-
-    def _backoff_s(self, attempt: int, retry_after: float | None) -> float:
-        base, cap = self._backoff
-        with self._lock:
-            jitter = 0.5 + 0.5 * self._rng.random()
-        delay = min(cap, base * 2**attempt) * jitter
-        if retry_after is not None:
-            delay = max(delay, min(cap, retry_after))
-        return delay
 
     def _to_completion(self, request: ProbeRequest, response: Any) -> Completion:
         choices = getattr(response, "choices", None) or []
@@ -229,28 +219,12 @@ class OpenAIBackend:
         usage = getattr(response, "usage", None)
         reported = getattr(usage, "prompt_tokens", None) if usage is not None else None
         if self.expected_prompt_tokens_check:
-            check_prompt_tokens(request, reported, self.prompt_token_offset, source=self.base_url)
+            problem = prompt_token_mismatch(
+                request, reported, self.prompt_token_offset, source=self.base_url
+            )
+            if problem is not None:
+                raise BackendError(problem)
         return Completion(request.probe_id, text, reported_prompt_tokens=reported)
-
-
-def check_prompt_tokens(
-    request: ProbeRequest, reported: int | None, offset: int, *, source: str
-) -> None:
-    """Raise ``BackendError`` unless ``reported == request.prompt_tokens + offset``."""
-    if reported is None:
-        raise BackendError(
-            f"{source} reported no usage.prompt_tokens for probe {request.probe_id}, so "
-            "phaseaware cannot confirm the server saw the same tokens; use a server that "
-            "reports usage, or disable the check (--no-prompt-token-check) at your own risk"
-        )
-    expected = request.prompt_tokens + offset
-    if int(reported) != expected:
-        shown = f"{request.prompt_tokens}" + (f" (+{offset} offset)" if offset else "")
-        raise BackendError(
-            f"server counted {reported} prompt tokens for probe {request.probe_id}, phaseaware "
-            f"counted {shown}: wrong --tokenizer or --template? If the server adds BOS itself, "
-            "pass --prompt-token-offset with the difference (positions then shift by it too)"
-        )
 
 
 def _validate(
@@ -260,7 +234,6 @@ def _validate(
     concurrency: int,
     max_retries: int,
     timeout: float,
-    backoff_base_s: float,
 ) -> None:
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
         raise BackendError(
@@ -275,15 +248,132 @@ def _validate(
         raise BackendError(f"--concurrency must be >= 1, got {concurrency}")
     if max_retries < 0:
         raise BackendError(f"--max-retries must be >= 0, got {max_retries}")
-    if timeout <= 0 or backoff_base_s < 0:
+    if timeout <= 0:
         raise BackendError(f"--timeout must be > 0 seconds, got {timeout}")
 
 
-def _make_client(base_url: str, api_key: str, timeout: float) -> Any:
+def _make_client(
+    base_url: str, api_key: str, timeout: float, max_retries: int, *, on_request: Any
+) -> Any:
     try:
         import openai
     except ImportError as exc:
         raise BackendError(
             "the HTTP backend needs the openai package: pip install 'phaseaware[openai]'"
         ) from exc
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+    return openai.OpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        http_client=openai.DefaultHttpxClient(event_hooks={"request": [on_request]}),
+    )
+
+
+# ---------------------------------------------------------------------- errors
+
+
+@dataclass(frozen=True)
+class ErrorContext:
+    """What messages may mention. ``key_source``: the argument or environment
+    variable the key came from (``None``: no key set). ``secret`` is only used
+    to redact and is excluded from the repr."""
+
+    base_url: str
+    model: str
+    key_source: str | None
+    secret: str = field(default="", repr=False)
+
+
+def redact(text: str, secret: str) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
+    return text.replace(secret, "***") if secret else text
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _attempts(exc: BaseException) -> int:
+    """Attempts the client made before ``exc``: its last request's retry count plus one."""
+    request = getattr(exc, "request", None)
+    headers = getattr(request, "headers", None)
+    try:
+        return int(headers.get(RETRY_COUNT_HEADER, "0")) + 1 if headers is not None else 1
+    except ValueError:
+        return 1
+
+
+def _server_message(exc: BaseException) -> str:
+    """The server's own error message (OpenAI error shape), else the exception text."""
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    if not isinstance(message, str) or not message:
+        message = getattr(exc, "message", None) or str(exc)
+    return " ".join(str(message).split())[:300]
+
+
+def to_backend_error(
+    exc: BaseException, ctx: ErrorContext, request: ProbeRequest
+) -> PhaseawareError:
+    """The ``BackendError`` (with the flag to fix) for a request the client gave up on."""
+    if isinstance(exc, PhaseawareError):
+        return exc
+    return BackendError(redact(_describe(exc, ctx, request, _attempts(exc)), ctx.secret))
+
+
+def _describe(exc: BaseException, ctx: ErrorContext, request: ProbeRequest, attempts: int) -> str:
+    import openai
+
+    probe, url = request.probe_id, ctx.base_url
+    tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+    if isinstance(exc, openai.APITimeoutError):
+        return (
+            f"request for probe {probe} to {url} timed out {tries}: raise --timeout, "
+            "lower --concurrency, or check that the server is not overloaded"
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return (
+            f"cannot reach the server at {url} ({tries}: {type(cause).__name__}): check "
+            "--base-url (e.g. http://127.0.0.1:8000/v1) and that the server is running"
+        )
+    status = _status(exc)
+    if status in (401, 403):
+        return f"server at {url} refused the request (HTTP {status}): {_key_advice(ctx)}"
+    if status == 404:
+        return _not_found(exc, ctx)
+    message = _server_message(exc)
+    if status in (400, 413, 422) and any(cue in message.lower() for cue in _CONTEXT_CUES):
+        return (
+            f"probe {probe} ({request.prompt_tokens} prompt tokens + {request.max_tokens} to "
+            f"generate) does not fit the context of {ctx.model!r} at {url}: lower "
+            f"--context-tokens (server said: {message})"
+        )
+    if status is not None:
+        return f"server at {url} answered HTTP {status} for probe {probe} {tries}: {message}"
+    return f"unexpected error talking to {url} for probe {probe}: {type(exc).__name__}: {exc}"
+
+
+def _key_advice(ctx: ErrorContext) -> str:
+    env = " or ".join(API_KEY_ENV_VARS)
+    if ctx.key_source is None:
+        return f"no API key is set; set {env} to a key the server accepts"
+    if ctx.key_source == "api_key":
+        return f"the api_key passed in was rejected; pass a valid key (or set {env})"
+    return f"the key in {ctx.key_source} was rejected; set {ctx.key_source} to a valid key"
+
+
+def _not_found(exc: Any, ctx: ErrorContext) -> str:
+    code = getattr(exc, "code", None)
+    message = _server_message(exc)
+    if code == "model_not_found" or "model" in message.lower():
+        return (
+            f"model {ctx.model!r} not found at {ctx.base_url}: check --model "
+            f"(GET {ctx.base_url}/models lists the served models; server said: {message})"
+        )
+    return (
+        f"{ctx.base_url} has no such endpoint (HTTP 404: {message}): check --base-url "
+        "(it usually ends in /v1) and --endpoint (chat or completions)"
+    )
