@@ -114,7 +114,7 @@ def test_calibration_stats_bundle_and_json() -> None:
     accuracy[[3, 7]] = 0.35
     outcomes = (rng.random((80, 8)) < accuracy).astype(float)
     stats = calibration_stats(outcomes, n_boot=500, seed=1)
-    # Rates are checked in test_stats_simulation; one sample may add a chance false positive.
+    # Rates are checked in test_calibration_stats_simulation; one sample may add a chance false positive.
     assert {3, 7} <= set(stats.weak_residues)
     names = ", ".join(map(str, stats.weak_residues))
     assert stats.verdict.startswith(f"phase-sensitive: weak residues {names} (Holm-corrected")
