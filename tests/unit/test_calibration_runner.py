@@ -13,8 +13,8 @@ import pytest
 from phaseaware.calibration.backends.callable import CallableBackend
 from phaseaware.calibration.log import read_log
 from phaseaware.calibration.probes import ProbeSettings, iter_groups
-from phaseaware.calibration.runner import build_profile_from_log, calibrate
 from phaseaware.calibration.report import format_report, summary_dict
+from phaseaware.calibration.runner import build_profile_from_log, calibrate
 from phaseaware.cli.main import main
 from phaseaware.errors import BackendError, LogError
 from phaseaware.layouts import get_layout

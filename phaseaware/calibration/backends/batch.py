@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,6 @@ class BatchResults:
         return not self.errors and not self.missing
 
 
-@dataclass(frozen=True)
 class ReplayBackend:
     """A backend that replays ``completions`` (by probe id) read from a batch results file.
 
@@ -91,9 +90,11 @@ class ReplayBackend:
     ``allow_missing``).
     """
 
-    completions: Mapping[str, Completion]
     name: str = BATCH_BACKEND
-    model_info: Mapping[str, object] = field(default_factory=dict)
+
+    def __init__(self, completions: Mapping[str, Completion]) -> None:
+        self.completions = dict(completions)
+        self.model_info: dict[str, object] = {}
 
     def complete(self, group: Sequence[ProbeRequest]) -> Iterator[Completion]:
         return (self.completions[r.probe_id] for r in group if r.probe_id in self.completions)

@@ -270,12 +270,12 @@ class HFBackend:
                 _crop(cache, keep)
         sequences = torch.tensor([list(batch[i]) + known[i][: m - 1] for i in open_rows])
         current = torch.tensor([known[i][m - 1] for i in open_rows])
-        done = [False] * len(open_rows)
+        finished = [False] * len(open_rows)
         for step in range(m - 1, max_new):
             for j, token in enumerate(current.tolist()):
-                if not done[j]:
-                    done[j] = self._take(generated[open_rows[j]], token)
-            if all(done) or step == max_new - 1:
+                if not finished[j]:
+                    finished[j] = self._take(generated[open_rows[j]], token)
+            if all(finished) or step == max_new - 1:
                 break
             if cache is not None:
                 logits, cache = _forward(self.model, current[:, None], cache)

@@ -155,7 +155,7 @@ class OpenAIBackend:
         try:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                failures = [f.exception() for f in done if f.exception() is not None]
+                failures = [e for e in (f.exception() for f in done) if e is not None]
                 for future in done:  # hand over every finished completion before failing
                     if future.exception() is None:
                         yield future.result()
