@@ -7,7 +7,7 @@ prefix-cache reuse + batching (HF backend, CPU, one thread).
 One table row per (context length, mode); lengths the model's window cannot hold
 are reported as skipped. Generation stops as soon as the answer's number is
 complete, and the expected answer is teacher-forced as an exact speculative
-draft (see ``phaseaware.calibrate.backends.hf``), in both modes alike.
+draft (see ``phaseaware.calibration.backends.hf``), in both modes alike.
 
 Uses the reference model when its weights are shipped, else the SmolLM2-135M GGUF.
 Both modes run the same probes; the script checks they give the same answers.
@@ -42,12 +42,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
 
-    from phaseaware.calibrate.backends.hf import default_tokenizer_spec, load_hf_backend
-    from phaseaware.calibrate.probes import ProbeSettings, iter_groups
+    from phaseaware.calibration.backends.hf import default_tokenizer_spec, load_hf_backend
+    from phaseaware.calibration.probes import ProbeSettings, iter_groups
     from phaseaware.layouts import get_layout
+    from phaseaware.reference.load import reference_model_source
     from phaseaware.tokenizers import load_tokenizer
 
     model = {"auto": _default_model(), "reference": None}.get(args.model, args.model)
+    model = reference_model_source() if model is None else model
     tokenizer = load_tokenizer(default_tokenizer_spec(model))
     layout = get_layout("hf", tokenizer)
     backend = load_hf_backend(model, tokenizer, threads=args.threads)

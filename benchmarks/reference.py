@@ -2,8 +2,8 @@
 
     python benchmarks/reference.py [--questions 400] [--base-prompts 60] [--seed 0]
 
-Runs ``phaseaware demo --json`` (calibrate the shipped reference model, then
-answer held-out RAG questions three ways) and prints:
+Runs the demo (:func:`phaseaware.demo.run.run_demo`: calibrate the shipped
+reference model, then answer held-out RAG questions three ways) and prints:
 
 - accuracy by key residue with 95% Wilson intervals, Cochran's Q, the gap;
 - RAG accuracy per strategy with 95% intervals, tokens per prompt, padding;
@@ -15,10 +15,9 @@ answer held-out RAG questions three ways) and prints:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
+import sys
 import tempfile
+from pathlib import Path
 
 
 def main() -> None:
@@ -28,29 +27,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from phaseaware.cli.main import main as cli
+    from phaseaware.demo.run import DemoSettings, run_demo
 
     with tempfile.TemporaryDirectory() as out:
-        buffer = io.StringIO()
-        with contextlib.redirect_stdout(buffer):
-            code = cli(
-                [
-                    "demo",
-                    "--json",
-                    "--fresh",
-                    "--out",
-                    out,
-                    "--questions",
-                    str(args.questions),
-                    "--base-prompts",
-                    str(args.base_prompts),
-                    "--seed",
-                    str(args.seed),
-                ]  # fmt: skip
-            )
-        if code != 0:
-            raise SystemExit(code)
-    doc = json.loads(buffer.getvalue())
+        settings = DemoSettings(
+            questions=args.questions,
+            base_prompts=args.base_prompts,
+            seed=args.seed,
+            out=Path(out),
+            fresh=True,
+        )
+        result = run_demo(settings, on_stage=lambda message: print(message, file=sys.stderr))
+    doc = result.summary()
     cal, rag = doc["calibration"], doc["rag"]
 
     print(f"Calibration of the reference model ({cal['n'][0]} base prompts per residue)")

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from phaseaware.calibrate.task import NAMES, NUMBERS, question_text
+from phaseaware.calibration.task import NAMES, NUMBERS, question_text
 from phaseaware.reference.synth import make_example
 from phaseaware.reference.tokenizer_build import ASSISTANT
 

@@ -149,7 +149,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from phaseaware.calibrate.probes import ProbeSettings
     from phaseaware.errors import CalibrationError
 
     served = args.backend == "openai" or bool(args.ingest or args.emit_batch)
@@ -157,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         raise CalibrationError("--backend openai needs --tokenizer (the served model's tokenizer)")
     if args.local_window is not None and args.local_window < 1:
         raise CalibrationError(f"--local-window must be >= 1 tokens, got {args.local_window}")
-    if args.prompt_token_offset < 0:
+    if args.prompt_token_offset < 0:  # TODO(lead): use the shared validator
         raise CalibrationError(
             f"--prompt-token-offset must be >= 0 (tokens the server adds, e.g. 1 for a BOS), "
             f"got {args.prompt_token_offset}"
@@ -167,9 +166,27 @@ def run(args: argparse.Namespace) -> int:
             f"--prompt-token-offset applies to --backend openai and batch files only; "
             f"--backend {args.backend} sees exactly phaseaware's tokens"
         )
-    reference = args.backend == "hf" and args.model is None
+    settings = _settings(args)
+    if args.plan:
+        from phaseaware.calibration.report import format_plan, plan_summary
+
+        doc = plan_summary(
+            settings,
+            target_half_width=args.target_half_width,
+            detect_gap=args.detect_gap,
+            price_per_million=args.price_per_million,
+        )
+        print(json.dumps(doc, indent=2) if args.json else format_plan(doc))
+        return 0
+    return _calibrate(args, settings)
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    """The probe settings: the flags, over the reference protocol for the reference model."""
+    from phaseaware.calibration.probes import ProbeSettings
+
     defaults: dict[str, Any] = {"context_tokens": 1024}
-    if reference:  # the shipped model's own protocol, as in `phaseaware demo`
+    if args.backend == "hf" and args.model is None:  # as in `phaseaware demo`
         from phaseaware.reference import protocol
 
         defaults = {
@@ -180,22 +197,16 @@ def run(args: argparse.Namespace) -> int:
         }
     if args.sweeps is not None:
         defaults["sweeps"] = tuple(s.strip() for s in args.sweeps.split(",") if s.strip())
-    if args.context_tokens is not None:
-        defaults["context_tokens"] = args.context_tokens
-    if args.distractors is not None:
-        defaults["distractors"] = args.distractors
-    if args.depth is not None:
-        defaults["depth"] = args.depth
-    settings = ProbeSettings(
+    for name in ("context_tokens", "distractors", "depth"):
+        if getattr(args, name) is not None:
+            defaults[name] = getattr(args, name)
+    return ProbeSettings(
         n_offsets=args.period if args.period is not None else args.max_period,
         base_prompts=args.base_prompts,
         seed=args.seed,
         max_tokens=args.max_tokens,
         **defaults,
     )
-    if args.plan:
-        return _plan(args, settings)
-    return _calibrate(args, settings)
 
 
 def _depth(text: str) -> tuple[float, float]:
@@ -211,126 +222,53 @@ def _depth(text: str) -> tuple[float, float]:
     return low, high
 
 
-def _names(args: argparse.Namespace) -> tuple[str, str, str]:
-    """(model display name, tokenizer spec, template)."""
-    from phaseaware.calibrate.backends.hf import default_tokenizer_spec, model_display_name
+def _backend_options(args: argparse.Namespace) -> Any:
+    from phaseaware.calibration.backends.factory import BackendOptions
 
-    if args.backend == "hf":
-        name = model_display_name(args.model)
-        spec = args.tokenizer or default_tokenizer_spec(args.model)
-    else:
-        name = args.model or args.backend
-        spec = args.tokenizer or "reference"
-    return name, spec, args.template or "hf"
-
-
-def _plan(args: argparse.Namespace, settings: Any) -> int:
-    from phaseaware.calibrate.stats_plan import plan_calibration
-
-    period = settings.n_offsets
-    tokens = settings.context_tokens + settings.max_tokens
-    if args.target_half_width is None and args.detect_gap is None:
-        n_probes = settings.base_prompts * settings.probes_per_base
-        cost = (
-            None
-            if args.price_per_million is None
-            else n_probes * tokens * args.price_per_million / 1e6
-        )
-        doc = {
-            "n_base_prompts": settings.base_prompts,
-            "n_probes": n_probes,
-            "total_tokens": n_probes * tokens,
-            "estimated_cost": cost,
-            "rationale": "as configured (--base-prompts); give --target-half-width or --detect-gap to size it",
-        }
-    else:
-        plan = plan_calibration(
-            period=period,
-            target_half_width=args.target_half_width,
-            detect_gap=args.detect_gap,
-            tokens_per_probe=tokens,
-            price_per_million_tokens=args.price_per_million,
-            sweeps=settings.sweeps,
-        )
-        doc = {
-            k: getattr(plan, k)
-            for k in (
-                "n_base_prompts",
-                "n_probes",
-                "total_tokens",
-                "estimated_cost",
-                "rationale",
-                "half_width",
-                "power",
-            )
-        }
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
-        print(
-            f"base prompts: {doc['n_base_prompts']}\nprobes: {doc['n_probes']}\n"
-            f"tokens: {doc['total_tokens']:,}"
-        )
-        if doc["estimated_cost"] is not None:
-            print(f"estimated cost: {doc['estimated_cost']:.2f}")
-        print(doc["rationale"])
-    return 0
-
-
-def _backend(args: argparse.Namespace, tokenizer: Any) -> Any:
-    from phaseaware.errors import CalibrationError
-
-    if args.backend == "hf":
-        from phaseaware.calibrate.backends.hf import load_hf_backend
-
-        return load_hf_backend(args.model, tokenizer, threads=args.threads)
-    if args.backend == "openai":
-        if not args.base_url or not args.model:
-            raise CalibrationError("--backend openai needs --base-url and --model")
-        from phaseaware.calibrate.backends.openai_http import OpenAIBackend
-
-        return OpenAIBackend(
-            args.base_url,
-            args.model,
-            endpoint=args.endpoint,
-            concurrency=args.concurrency,
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-            prompt_token_offset=args.prompt_token_offset,
-            expected_prompt_tokens_check=not args.no_prompt_token_check,
-        )
-    import importlib
-
-    from phaseaware.calibrate.backends.callable import CallableBackend
-
-    module_name, _, attr = (args.model or "").partition(":")
-    if not module_name or not attr:
-        raise CalibrationError("--backend callable needs --model module:function")
-    fn = getattr(importlib.import_module(module_name), attr)
-    return CallableBackend(fn, name=args.model)
+    return BackendOptions(
+        kind=args.backend,
+        model=args.model,
+        threads=args.threads,
+        local_window=args.local_window,
+        base_url=args.base_url,
+        endpoint=args.endpoint,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        prompt_token_offset=args.prompt_token_offset,
+        prompt_token_check=not args.no_prompt_token_check,
+    )
 
 
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
-    from phaseaware.calibrate.runner import calibrate
+    from phaseaware.calibration.backends.factory import make_backend, run_names
+    from phaseaware.calibration.runner import CalibrationRun
     from phaseaware.layouts import get_layout
     from phaseaware.registry import profile_filename
     from phaseaware.tokenizers import load_tokenizer
 
-    name, spec, template = _names(args)
+    options = _backend_options(args)
+    default_model = None
+    if args.backend == "hf" and args.model is None:
+        from phaseaware.reference.load import reference_model_source
+
+        default_model = reference_model_source()
+    name, spec = run_names(options, tokenizer=args.tokenizer, default_model=default_model)
+    template = args.template or "hf"
     tokenizer = load_tokenizer(spec)
-    layout = get_layout(template, tokenizer)
     out = Path(args.out) if args.out else DEFAULT_FOLDER / profile_filename(name)
     log = Path(args.log) if args.log else out.with_name(out.stem + ".calibration.jsonl")
-    run = {
-        "tokenizer": tokenizer,
-        "layout": layout,
-        "settings": settings,
-        "model": name,
-        "template": template,
-        "log_path": log,
-        "period": args.period,
-        "fresh": args.fresh,
-    }
+    run = CalibrationRun(
+        tokenizer=tokenizer,
+        layout=get_layout(template, tokenizer),
+        settings=settings,
+        model=name,
+        template=template,
+        log_path=log,
+        period=args.period,
+        fresh=args.fresh,
+        position_offset=args.prompt_token_offset,
+    )
     if args.emit_batch:
         from phaseaware.cli.calibrate_batch import emit
 
@@ -339,19 +277,10 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
         from phaseaware.cli.calibrate_batch import ingest
 
         return ingest(args, run, out)
-    backend = _backend(args, tokenizer)
-    if args.local_window is not None:
-        info = dict(getattr(backend, "model_info", None) or {})
-        backend.model_info = {**info, "local_window": args.local_window}
+    backend = make_backend(options, tokenizer, default_model=default_model)
     progress = _Progress()
     try:
-        result = calibrate(
-            backend=backend,
-            out_path=out,
-            progress=progress,
-            position_offset=args.prompt_token_offset,
-            **run,
-        )
+        result = run.run(backend, out_path=out, progress=progress)
     except KeyboardInterrupt:
         progress.finish()
         print(
@@ -363,10 +292,17 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     finally:
         backend.close()
     progress.finish()
-    from phaseaware.cli.calibrate_report import print_report
-
     print_report(result, as_json=args.json, plot=args.plot)
     return 0
+
+
+def print_report(result: Any, *, as_json: bool = False, plot: str | None = None) -> None:
+    """Print a calibration's report (JSON with ``as_json``); save its chart to ``plot``."""
+    from phaseaware.calibration.report import format_report, save_plot, summary_dict
+
+    if plot:
+        save_plot(result, plot)
+    print(json.dumps(summary_dict(result), indent=2) if as_json else format_report(result))
 
 
 class _Progress:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from phaseaware.assembly import assemble
 from phaseaware.assembly_result import AssemblyOptions, AssemblyResult
-from phaseaware.calibrate import task
+from phaseaware.calibration import task
 from phaseaware.chunks import Chunk
 from phaseaware.demo.rag_questions import RagQuestion
 from phaseaware.layouts import PromptLayout

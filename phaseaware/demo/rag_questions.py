@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phaseaware.calibrate import task
+from phaseaware.calibration import task
 from phaseaware.chunks import Chunk
 
 __all__ = ["RagQuestion", "make_questions"]

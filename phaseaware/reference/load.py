@@ -10,10 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from phaseaware.calibration.backends.hf import HFModelSource
 from phaseaware.errors import PhaseawareError
-from phaseaware.reference.paths import model_dir
+from phaseaware.reference.paths import MODEL_NAME, model_dir
 
-__all__ = ["register", "load_reference", "reference_profile_defaults"]
+__all__ = [
+    "register",
+    "load_reference",
+    "load_reference_model",
+    "reference_model_source",
+    "reference_profile_defaults",
+]
 
 _INSTALL_HINT = "install the extra: pip install 'phaseaware[reference]'"
 
@@ -58,6 +65,23 @@ def load_reference(device: str = "cpu", *, directory: str | Path | None = None) 
     model = model.to(device).eval()
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
     return model, tokenizer
+
+
+def load_reference_model() -> Any:
+    """The reference model alone (eval mode, CPU), for calibration backends."""
+    model, _tokenizer = load_reference()
+    return model
+
+
+def reference_model_source() -> HFModelSource:
+    """The reference model as an :class:`HFModelSource`: what ``phaseaware calibrate`` and
+    ``phaseaware demo`` calibrate when no ``--model`` is given."""
+    return HFModelSource(
+        name=MODEL_NAME,
+        tokenizer_spec="reference",
+        description="the reference model",
+        load=load_reference_model,
+    )
 
 
 def reference_profile_defaults() -> dict[str, int]:

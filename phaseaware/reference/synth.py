@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phaseaware.calibrate.task import (
+from phaseaware.calibration.task import (
     FILLER_WORDS,
     NAMES,
     NUMBERS,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from phaseaware.calibrate.task import vocabulary
+from phaseaware.calibration.task import vocabulary
 
 __all__ = [
     "BOS",

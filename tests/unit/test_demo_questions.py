@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from phaseaware.calibrate import task
+from phaseaware.calibration import task
 from phaseaware.chunks import Chunk
 from phaseaware.demo.evaluate import long_context_reorder
 from phaseaware.demo.rag_questions import make_questions

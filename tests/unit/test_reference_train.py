@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from phaseaware.calibrate.task import NAMES, NUMBERS  # noqa: E402
+from phaseaware.calibration.task import NAMES, NUMBERS  # noqa: E402
 from phaseaware.reference.configuration import PhaseRefConfig  # noqa: E402
 from phaseaware.reference.mask import compressed_mask, local_mask  # noqa: E402
 from phaseaware.reference.modeling import (  # noqa: E402
@@ -18,7 +18,8 @@ from phaseaware.reference.modeling import (  # noqa: E402
     rope,
 )
 from phaseaware.reference.tokenizer_build import build_tokenizer  # noqa: E402
-from phaseaware.reference.train import _batch, _class_init  # noqa: E402
+from phaseaware.reference.train_data import make_batch  # noqa: E402
+from phaseaware.reference.train_init import class_init  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def test_fused_attention_equals_explicit_joint_softmax(stride, window, local):
 
 def test_batches_fit_short_sequences_and_respect_the_record_cap(tok):
     rng = np.random.default_rng(0)
-    examples = _batch(rng, tok, 64, 40, 72, repeats=8, max_records=3)
+    examples = make_batch(rng, tok, 64, 40, 72, repeats=8, max_records=3)
     names = set(NAMES)
     for e in examples:
         assert 40 <= len(e.text.split()) <= 72
@@ -80,13 +81,13 @@ def test_batches_fit_short_sequences_and_respect_the_record_cap(tok):
         assert e.answer in NUMBERS
 
 
-def test_class_init_adds_one_shared_direction_per_word_class(tok):
+def testclass_init_adds_one_shared_direction_per_word_class(tok):
     torch.manual_seed(1)
     config = PhaseRefConfig(vocab_size=len(tok), initializer_range=0.02)
     plain = PhaseRefForCausalLM(config)
     torch.manual_seed(1)
     shaped = PhaseRefForCausalLM(config)
-    _class_init(shaped, tok, std=0.05, seed=0)
+    class_init(shaped, tok, std=0.05, seed=0)
     delta = shaped.get_input_embeddings().weight - plain.get_input_embeddings().weight
     vocab = tok.get_vocab()
     for group in (NAMES, NUMBERS):
@@ -148,15 +149,15 @@ def test_recall_examples_repeat_each_pair_and_point_at_the_numbers(tok):
 
 
 @pytest.mark.parametrize(("mode", "raw", "copy"), [("ck", False, False), ("qk+ov", True, True)])
-def test_match_init_copies_the_query_map_into_the_chosen_key_maps(mode, raw, copy):
-    from phaseaware.reference.train import _match_init
+def testmatch_init_copies_the_query_map_into_the_chosen_key_maps(mode, raw, copy):
+    from phaseaware.reference.train_init import match_init
 
     torch.manual_seed(4)
     model = PhaseRefForCausalLM(
         PhaseRefConfig(vocab_size=40, hidden_size=32, num_attention_heads=2)
     )
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    _match_init(model, raw=raw, copy=copy)
+    match_init(model, raw=raw, copy=copy)
     for layer in model.model.layers:
         a = layer.attn
         torch.testing.assert_close(a.ck_proj.weight, a.q_proj.weight)
@@ -172,7 +173,7 @@ def test_match_init_copies_the_query_map_into_the_chosen_key_maps(mode, raw, cop
 
 def test_recall_mix_draws_that_fraction_of_dense_recall_sequences(tok):
     rng = np.random.default_rng(5)
-    examples = _batch(rng, tok, 400, 64, 112, repeats=2, recall=0.25)
+    examples = make_batch(rng, tok, 400, 64, 112, repeats=2, recall=0.25)
     dense = sum("?" not in e.prompt for e in examples)  # recall sequences have no question
     assert 70 <= dense <= 130
     assert all(len(e.text.split()) <= 112 for e in examples)

@@ -1,9 +1,10 @@
 """A local transformers model as a calibration backend (greedy answers + answer log-likelihood).
 
-``load_hf_backend(model)`` resolves ``model``: ``None`` → the shipped reference
-model; ``hf:<path>`` or a folder / cached hub name → ``AutoModelForCausalLM``
-(local files only); a ``.gguf`` file → loaded with ``gguf_file=`` (dequantized to
-fp32). Prompts are encoded with the run's phaseaware tokenizer, so the model
+``load_hf_backend(model)`` resolves ``model``: ``hf:<path>`` or a folder / cached
+hub name → ``AutoModelForCausalLM`` (local files only); a ``.gguf`` file → loaded
+with ``gguf_file=`` (dequantized to fp32); an :class:`HFModelSource` → its own
+loader (the reference package provides one for the shipped reference model, so
+this module never imports the reference package). Prompts are encoded with the run's phaseaware tokenizer, so the model
 sees exactly the ids whose positions the probes verified.
 
 Prefix reuse: the variants of one base prompt share every token before the
@@ -29,15 +30,23 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phaseaware.calibrate.backends.base import Completion, ProbeRequest
+from phaseaware.calibration.backends.base import Completion, ProbeRequest
 from phaseaware.errors import BackendError, CalibrationError
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["HFBackend", "load_hf_backend", "resolve_model", "default_tokenizer_spec"]
+__all__ = [
+    "HFBackend",
+    "HFModelSource",
+    "load_hf_backend",
+    "resolve_model",
+    "default_tokenizer_spec",
+    "model_display_name",
+]
 
 _DONE = re.compile(r"\d+\D")
 
@@ -86,7 +95,10 @@ class HFBackend:
         batch: bool = True,
         max_batch: int = 16,
         threads: int | None = 1,
+        model_info: Mapping[str, Any] | None = None,
     ) -> None:
+        """``model_info``: facts the caller knows better than the model's config (e.g.
+        ``{"local_window": 64}``); they override the config-derived entries."""
         torch = _torch()
         if threads:
             torch.set_num_threads(threads)
@@ -105,6 +117,7 @@ class HFBackend:
             "kv_cache": self.kv_cache,
             "local_window": getattr(config, "local_window", None),
             "compression_stride": getattr(config, "compress_stride", None),
+            **(model_info or {}),
         }
 
     def _supports_cache(self) -> bool:
@@ -257,12 +270,12 @@ class HFBackend:
                 _crop(cache, keep)
         sequences = torch.tensor([list(batch[i]) + known[i][: m - 1] for i in open_rows])
         current = torch.tensor([known[i][m - 1] for i in open_rows])
-        done = [False] * len(open_rows)
+        finished = [False] * len(open_rows)
         for step in range(m - 1, max_new):
             for j, token in enumerate(current.tolist()):
-                if not done[j]:
-                    done[j] = self._take(generated[open_rows[j]], token)
-            if all(done) or step == max_new - 1:
+                if not finished[j]:
+                    finished[j] = self._take(generated[open_rows[j]], token)
+            if all(finished) or step == max_new - 1:
                 break
             if cache is not None:
                 logits, cache = _forward(self.model, current[:, None], cache)
@@ -297,11 +310,29 @@ def _common_prefix(sequences: list[tuple[int, ...]]) -> int:
 # ---------------------------------------------------------------------- loading
 
 
-def resolve_model(model: str | None) -> tuple[str, dict[str, Any]]:
-    """``(path or hub name, from_pretrained kwargs)`` for a ``--model`` value (not the reference)."""
-    if model is None:
-        raise ValueError("resolve_model needs a model; None means the reference model")
-    target = model[3:] if model.startswith("hf:") else model
+@dataclass(frozen=True)
+class HFModelSource:
+    """A model that is loaded by a function rather than from a path or hub name.
+
+    ``name``: the display name (profiles, file names); ``tokenizer_spec``: the
+    phaseaware tokenizer spec that matches it; ``description``: how error messages
+    name it; ``load``: returns the transformers causal LM (may raise ``OSError``,
+    ``ValueError`` or ``ImportError``, reported as a ``BackendError``).
+    """
+
+    name: str
+    tokenizer_spec: str
+    description: str
+    load: Callable[[], Any]
+
+
+def _target(model: str) -> str:
+    return model[3:] if model.startswith("hf:") else model
+
+
+def resolve_model(model: str) -> tuple[str, dict[str, Any]]:
+    """``(path or hub name, from_pretrained kwargs)`` for a ``--model`` value."""
+    target = _target(model)
     path = Path(target).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
@@ -310,56 +341,50 @@ def resolve_model(model: str | None) -> tuple[str, dict[str, Any]]:
     return (str(path) if path.exists() else target), {"local_files_only": True}
 
 
-def default_tokenizer_spec(model: str | None) -> str:
+def default_tokenizer_spec(model: str | HFModelSource) -> str:
     """The tokenizer spec that matches ``--model`` when ``--tokenizer`` is not given."""
-    if model is None:
-        return "reference"
-    target = model[3:] if model.startswith("hf:") else model
-    return f"hf:{target}"
+    if isinstance(model, HFModelSource):
+        return model.tokenizer_spec
+    return f"hf:{_target(model)}"
 
 
-def model_display_name(model: str | None) -> str:
+def model_display_name(model: str | HFModelSource) -> str:
     """A short model name for profiles and file names."""
-    if model is None:
-        from phaseaware.reference.paths import MODEL_NAME
-
-        return MODEL_NAME
-    target = model[3:] if model.startswith("hf:") else model
+    if isinstance(model, HFModelSource):
+        return model.name
+    target = _target(model)
     path = Path(target)
     return path.stem if path.suffix == ".gguf" else (path.name or target)
 
 
-def _load_reference() -> Any:
-    from phaseaware.reference.load import load_reference
+def _load(model: str | HFModelSource) -> Any:
+    if isinstance(model, HFModelSource):
+        return model.load()
+    from transformers import AutoModelForCausalLM
 
-    model, _tokenizer = load_reference()
-    return model
+    where, kwargs = resolve_model(model)
+    return AutoModelForCausalLM.from_pretrained(where, **kwargs)
 
 
 def load_hf_backend(
-    model: str | None,
+    model: str | HFModelSource,
     tokenizer: Tokenizer,
     *,
     threads: int | None = 1,
     reuse_prefix: bool = True,
     batch: bool = True,
+    model_info: Mapping[str, Any] | None = None,
 ) -> HFBackend:
-    """Load ``model`` (``None`` = the reference model) and wrap it in an :class:`HFBackend`."""
+    """Load ``model`` and wrap it in an :class:`HFBackend` (``model_info``: see there)."""
     torch = _torch()
     if threads:
         torch.set_num_threads(threads)
     try:
-        if model is None:
-            loaded = _load_reference()
-        else:
-            from transformers import AutoModelForCausalLM
-
-            where, kwargs = resolve_model(model)
-            loaded = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+        loaded = _load(model)
     except CalibrationError:
         raise
     except (OSError, ValueError, ImportError) as exc:
-        what = "the reference model" if model is None else repr(model)
+        what = model.description if isinstance(model, HFModelSource) else repr(model)
         raise BackendError(
             f"cannot load {what}: {exc}; pass --model with a local folder, hf:<name> cached "
             "locally, or a .gguf file"
@@ -371,4 +396,5 @@ def load_hf_backend(
         reuse_prefix=reuse_prefix,
         batch=batch,
         threads=threads,
+        model_info=model_info,
     )

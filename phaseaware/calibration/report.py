@@ -1,21 +1,29 @@
-"""The end-of-run report of ``phaseaware calibrate``: table, bar chart, verdict, JSON, PNG."""
+"""The end-of-run report of a calibration: JSON summary, text (table, bar chart, verdict), PNG.
+
+Also the ``--plan`` estimate (:func:`plan_summary`, :func:`format_plan`). Nothing
+here prints: the CLI prints what these functions return.
+"""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
+from phaseaware.calibration.runner import CalibrationResult
+from phaseaware.calibration.settings import ProbeSettings
+from phaseaware.calibration.stats.plan import plan_calibration
+from phaseaware.calibration.stats.window import WindowSweep
+from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
 
-__all__ = ["summary_dict", "print_report", "save_plot"]
+__all__ = ["summary_dict", "format_report", "save_plot", "plan_summary", "format_plan"]
 
 
 def _num(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def summary_dict(result: Any) -> dict[str, Any]:
+def summary_dict(result: CalibrationResult) -> dict[str, Any]:
     """JSON-safe summary of a ``CalibrationResult`` (fractions 0..1, positions in tokens)."""
     analysis, profile = result.analysis, result.profile
     stats = analysis.stats
@@ -48,12 +56,13 @@ def summary_dict(result: Any) -> dict[str, Any]:
     return doc
 
 
-def _window_summary(window: Any) -> dict[str, Any]:
+def _window_summary(window: WindowSweep | None) -> dict[str, Any]:
     """The window sweep's part of the summary (all ``None`` when the log holds none)."""
     if window is None:
         return {"local_window_accuracy": None, "window_by_distance": None, "window_note": None}
     effect = window.effect
     return {
+        # TODO(lead): phaseaware.serialize.to_plain(effect) once it lands
         "local_window_accuracy": None
         if effect is None
         else {name: getattr(effect, name) for name in effect.__dataclass_fields__},
@@ -70,45 +79,40 @@ def _window_summary(window: Any) -> dict[str, Any]:
     }
 
 
-def _print_window(window: Any) -> None:
+def _window_lines(window: WindowSweep) -> list[str]:
     """Accuracy by key-to-end distance, then the pooled in-window figure or why there is none."""
     size = "unknown" if window.local_window is None else f"{window.local_window} tokens"
-    print(f"window sweep (raw local window: {size})")
-    print(f"{'distance':>8}  {'n':>4}  {'accuracy':>8}  {'in window':>9}")
+    lines = [f"window sweep (raw local window: {size})"]
+    lines.append(f"{'distance':>8}  {'n':>4}  {'accuracy':>8}  {'in window':>9}")
     for row in window.by_distance:
         inside = "yes" if window.inside(row) else "no"
-        print(f"{row.distance:>8}  {row.n:>4}  {100 * row.accuracy:>7.1f}%  {inside:>9}")
+        lines.append(f"{row.distance:>8}  {row.n:>4}  {100 * row.accuracy:>7.1f}%  {inside:>9}")
     effect = window.effect
     if effect is None:
-        print(f"local window: {window.note}")
+        lines.append(f"local window: {window.note}")
     else:
-        print(
+        lines.append(
             f"local window: {100 * effect.accuracy:.1f}% [{100 * effect.ci_low:.1f}, "
             f"{100 * effect.ci_high:.1f}] (n = {effect.n}, key {effect.min_distance}-"
             f"{effect.max_distance} tokens from the end)"
         )
+    return lines
 
 
-def print_report(result: Any, *, as_json: bool = False, plot: str | None = None) -> None:
-    from phaseaware.charts import bar_chart
-
+def format_report(result: CalibrationResult) -> str:
+    """The readable report: residue table, bar chart, verdicts, window sweep, paths."""
     profile, analysis = result.profile, result.analysis
-    if plot:
-        save_plot(result, plot)
-    if as_json:
-        print(json.dumps(summary_dict(result), indent=2))
-        return
-    print(f"model {profile.model}  period {profile.period}  tokenizer {profile.tokenizer.spec}")
-    print(f"{'residue':>7}  {'n':>4}  {'accuracy':>8}  {'95% CI':>15}  {'reliability':>11}")
+    lines = [f"model {profile.model}  period {profile.period}  tokenizer {profile.tokenizer.spec}"]
+    lines.append(f"{'residue':>7}  {'n':>4}  {'accuracy':>8}  {'95% CI':>15}  {'reliability':>11}")
     reliability = profile.reliability or profile.residue_accuracy
     for r in range(profile.period):
-        print(
+        lines.append(
             f"{r:>7}  {profile.n[r]:>4}  {100 * profile.residue_accuracy[r]:>7.1f}%  "
             f"[{100 * profile.ci_low[r]:5.1f}, {100 * profile.ci_high[r]:5.1f}]  "
             f"{100 * reliability[r]:>10.1f}%"
         )
-    print()
-    print(
+    lines.append("")
+    lines.append(
         bar_chart(
             [f"r={r}" for r in range(profile.period)],
             list(profile.residue_accuracy),
@@ -119,22 +123,23 @@ def print_report(result: Any, *, as_json: bool = False, plot: str | None = None)
     detection = profile.extra.get("period_detection")
     if detection:
         found = detection["period"]
-        print(
+        lines.append(
             f"period detection: {'period ' + str(found) if found else 'no significant period'} "
             f"(candidate {detection['candidate']}, strength {detection['strength']:.2f}, "
             f"p = {detection['p_value']:.3g})"
         )
-    print(f"key residue: {analysis.stats.verdict}")
+    lines.append(f"key residue: {analysis.stats.verdict}")
     if analysis.length_stats is not None:
-        print(f"length residue: {analysis.length_stats.verdict}")
+        lines.append(f"length residue: {analysis.length_stats.verdict}")
     if analysis.window is not None:
-        _print_window(analysis.window)
-    print(f"log: {result.log_path}")
+        lines += _window_lines(analysis.window)
+    lines.append(f"log: {result.log_path}")
     if result.out_path is not None:
-        print(f"profile: {result.out_path}")
+        lines.append(f"profile: {result.out_path}")
+    return "\n".join(lines)
 
 
-def save_plot(result: Any, path: str) -> None:
+def save_plot(result: CalibrationResult, path: str) -> None:
     """Bar chart of accuracy by residue with 95% intervals (needs matplotlib)."""
     try:
         import matplotlib
@@ -159,3 +164,63 @@ def save_plot(result: Any, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plan_summary(
+    settings: ProbeSettings,
+    *,
+    target_half_width: float | None = None,
+    detect_gap: float | None = None,
+    price_per_million: float | None = None,
+) -> dict[str, Any]:
+    """The ``--plan`` estimate: base prompts, probes, tokens, cost (``None`` without a price).
+
+    Without a target (``target_half_width`` or ``detect_gap``) it is the run as
+    configured; with one, :func:`~phaseaware.calibration.stats.plan.plan_calibration`
+    sizes it.
+    """
+    period = settings.n_offsets
+    tokens = settings.context_tokens + settings.max_tokens
+    if target_half_width is None and detect_gap is None:
+        n_probes = settings.base_prompts * settings.probes_per_base
+        cost = None if price_per_million is None else n_probes * tokens * price_per_million / 1e6
+        return {
+            "n_base_prompts": settings.base_prompts,
+            "n_probes": n_probes,
+            "total_tokens": n_probes * tokens,
+            "estimated_cost": cost,
+            "rationale": "as configured (--base-prompts); give --target-half-width or "
+            "--detect-gap to size it",
+        }
+    plan = plan_calibration(
+        period=period,
+        target_half_width=target_half_width,
+        detect_gap=detect_gap,
+        tokens_per_probe=tokens,
+        price_per_million_tokens=price_per_million,
+        sweeps=settings.sweeps,
+    )
+    return {
+        k: getattr(plan, k)
+        for k in (
+            "n_base_prompts",
+            "n_probes",
+            "total_tokens",
+            "estimated_cost",
+            "rationale",
+            "half_width",
+            "power",
+        )
+    }
+
+
+def format_plan(doc: dict[str, Any]) -> str:
+    """:func:`plan_summary`'s estimate as text."""
+    lines = [
+        f"base prompts: {doc['n_base_prompts']}\nprobes: {doc['n_probes']}\n"
+        f"tokens: {doc['total_tokens']:,}"
+    ]
+    if doc["estimated_cost"] is not None:
+        lines.append(f"estimated cost: {doc['estimated_cost']:.2f}")
+    lines.append(doc["rationale"])
+    return "\n".join(lines)

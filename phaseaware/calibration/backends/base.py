@@ -12,7 +12,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["ProbeRequest", "Completion", "Backend"]
+__all__ = [
+    "API_KEY_ENV_VARS",
+    "ProbeRequest",
+    "Completion",
+    "Backend",
+    "prompt_token_mismatch",
+]
+
+# Where an HTTP backend's API key may come from, in order. The calibration log
+# refuses to store the value of any of them.
+API_KEY_ENV_VARS: tuple[str, ...] = ("PHASEAWARE_API_KEY", "OPENAI_API_KEY")
 
 
 @dataclass(frozen=True)
@@ -64,3 +74,30 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release connections/threads/models."""
         ...
+
+
+def prompt_token_mismatch(
+    request: ProbeRequest, reported: int | None, offset: int, *, source: str
+) -> str | None:
+    """Why the server's ``usage.prompt_tokens`` (``reported``) disproves phaseaware's count,
+    or ``None`` when it confirms it.
+
+    The one rule, for HTTP answers and batch result lines alike: ``reported`` must be
+    present and equal ``request.prompt_tokens + offset`` (``offset``: tokens the
+    server adds itself, e.g. 1 for a BOS). ``source`` names the server or file.
+    """
+    if reported is None:
+        return (
+            f"{source} reported no usage.prompt_tokens for probe {request.probe_id}, so "
+            "phaseaware cannot confirm the server saw the same tokens; use a server that "
+            "reports usage, or disable the check (--no-prompt-token-check) at your own risk"
+        )
+    expected = request.prompt_tokens + offset
+    if int(reported) == expected:
+        return None
+    shown = f"{request.prompt_tokens}" + (f" (+{offset} offset)" if offset else "")
+    return (
+        f"server counted {reported} prompt tokens for probe {request.probe_id}, phaseaware "
+        f"counted {shown}: wrong --tokenizer or --template? If the server adds BOS itself, "
+        "pass --prompt-token-offset with the difference (positions then shift by it too)"
+    )

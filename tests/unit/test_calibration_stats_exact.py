@@ -9,8 +9,8 @@ import pytest
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
-from phaseaware.calibrate.stats import cochran_q, holm_adjust, mcnemar_vs_best  # noqa: E402
-from phaseaware.calibrate.stats_dist import (  # noqa: E402
+from phaseaware.calibration.stats import cochran_q, holm_adjust, mcnemar_vs_best  # noqa: E402
+from phaseaware.calibration.stats.dist import (  # noqa: E402
     binom_logpmf,
     binom_two_sided_half,
     chi2_sf,

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from phaseaware.calibrate.stats import (
+from phaseaware.calibration.stats import (
     CochranResult,
     as_outcomes,
     bootstrap_gap_interval,
@@ -114,7 +114,7 @@ def test_calibration_stats_bundle_and_json() -> None:
     accuracy[[3, 7]] = 0.35
     outcomes = (rng.random((80, 8)) < accuracy).astype(float)
     stats = calibration_stats(outcomes, n_boot=500, seed=1)
-    # Rates are checked in test_stats_simulation; one sample may add a chance false positive.
+    # Rates are checked in test_calibration_stats_simulation; one sample may add a chance false positive.
     assert {3, 7} <= set(stats.weak_residues)
     names = ", ".join(map(str, stats.weak_residues))
     assert stats.verdict.startswith(f"phase-sensitive: weak residues {names} (Holm-corrected")
@@ -215,7 +215,7 @@ def test_stats_import_is_numpy_only() -> None:
     import sys
 
     code = (
-        "import sys, phaseaware.calibrate.stats; "
+        "import sys, phaseaware.calibration.stats; "
         "print(sorted(m for m in ('scipy', 'torch', 'transformers', 'openai') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

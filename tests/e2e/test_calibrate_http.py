@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from phaseaware.calibrate.probes import ProbeSettings, iter_groups
+from phaseaware.calibration.probes import ProbeSettings, iter_groups
 from phaseaware.cli.main import main
 from phaseaware.layouts import get_layout
 from phaseaware.profile_io import load_profile, profile_to_dict

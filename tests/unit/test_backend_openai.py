@@ -9,15 +9,14 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
 import pytest
 
-from phaseaware.calibrate.backends.base import Backend, ProbeRequest
-from phaseaware.calibrate.backends.openai_http import OpenAIBackend
-from phaseaware.calibrate.task import (
+from phaseaware.calibration.backends.base import Backend, ProbeRequest
+from phaseaware.calibration.backends.openai import OpenAIBackend
+from phaseaware.calibration.task import (
     NAMES,
     extract_answer,
     filler_sentence,
@@ -49,21 +48,23 @@ def make_probe(index: int, *, pad: int = 0, chat: bool = True, seed: int = 0) ->
     )
 
 
-class Sleeps:
-    """Injected sleep: records requested delays, sleeps not at all."""
+class Arrivals:
+    """A fault hook wrapper that records when each request reached the server."""
 
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-        self._lock = threading.Lock()
+    def __init__(self, faults) -> None:
+        self.times: list[float] = []
+        self._faults = faults
 
-    def __call__(self, seconds: float) -> None:
-        with self._lock:
-            self.delays.append(seconds)
+    def __call__(self, info):
+        self.times.append(time.monotonic())
+        return self._faults(info)
+
+    @property
+    def gaps(self) -> list[float]:
+        return [b - a for a, b in zip(self.times, self.times[1:], strict=False)]
 
 
 def backend(server, **options) -> OpenAIBackend:
-    options.setdefault("sleep", Sleeps())
-    options.setdefault("seed", 0)
     options.setdefault("timeout", 5.0)
     return OpenAIBackend(server.base_url, MODEL, **options)
 
@@ -136,35 +137,37 @@ def test_429_and_500_are_retried_with_backoff():
             return Fault(status=500, body={"error": {"message": "oops", "type": "server_error"}})
         return None
 
-    sleeps = Sleeps()
+    arrivals = Arrivals(faults)
     probe = make_probe(3)
-    with start_server(TaskLookupEngine(), faults=faults) as server:
-        with backend(server, sleep=sleeps, backoff_base_s=0.5, max_retries=5) as b:
+    with start_server(TaskLookupEngine(), faults=arrivals) as server:
+        with backend(server, max_retries=5) as b:
             (completion,) = b.complete([probe])
             assert b.retry_count == 2
         statuses = [r.status for r in server.request_log]
     assert statuses == [429, 500, 200]
     assert extract_answer(completion.text) == probe.answer
-    assert len(sleeps.delays) == 2
-    # exponential with jitter in [0.5, 1]: attempt 0 -> [0.25, 0.5], attempt 1 -> [0.5, 1.0]
-    assert 0.25 <= sleeps.delays[0] <= 0.5 and 0.5 <= sleeps.delays[1] <= 1.0
+    # the client backs off before each retry (0.5 s, then 1 s, each with jitter)
+    assert len(arrivals.gaps) == 2 and min(arrivals.gaps) >= 0.3
 
 
 def test_retry_after_header_is_honoured():
     def faults(info):
         if info.index == 0:
             return Fault(
-                status=429, body={"error": {"message": "wait"}}, headers={"Retry-After": "2"}
+                status=429, body={"error": {"message": "wait"}}, headers={"Retry-After": "1.5"}
             )
         return None
 
-    sleeps = Sleeps()
+    arrivals = Arrivals(faults)
     with (
-        start_server(TaskLookupEngine(), faults=faults) as server,
-        backend(server, sleep=sleeps, backoff_base_s=0.01) as b,
+        start_server(TaskLookupEngine(), faults=arrivals) as server,
+        backend(server) as b,
     ):
-        list(b.complete([make_probe(4)]))
-    assert sleeps.delays == [2.0]
+        (completion,) = b.complete([make_probe(4)])
+        assert b.retry_count == 1
+    assert extract_answer(completion.text) == make_probe(4).answer
+    # the server asked for 1.5 s, longer than the client's own first backoff (<= 0.5 s)
+    assert len(arrivals.gaps) == 1 and arrivals.gaps[0] >= 1.45
 
 
 def test_retries_exhausted_reports_attempts_and_status():
@@ -211,15 +214,13 @@ def _free_port() -> int:
 
 
 def test_unreachable_server_names_base_url():
-    sleeps = Sleeps()
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    with OpenAIBackend(url, MODEL, max_retries=2, sleep=sleeps, timeout=2) as b:
+    with OpenAIBackend(url, MODEL, max_retries=2, timeout=2) as b:
         with pytest.raises(BackendError) as info:
             list(b.complete([make_probe(8)]))
         assert b.retry_count == 2
     message = str(info.value)
     assert "--base-url" in message and url in message and "after 3 attempts" in message
-    assert len(sleeps.delays) == 2
 
 
 def test_rejected_key_names_env_var_and_never_shows_the_key(monkeypatch):
@@ -278,7 +279,7 @@ def test_missing_key_says_which_env_var_to_set(monkeypatch):
 
 def test_unknown_model_names_model_flag():
     with start_server(TaskLookupEngine()) as server:
-        b = OpenAIBackend(server.base_url, "no-such-model", sleep=Sleeps())
+        b = OpenAIBackend(server.base_url, "no-such-model")
         with b, pytest.raises(BackendError) as info:
             list(b.complete([make_probe(13)]))
         assert len(server.request_log) == 1
@@ -288,7 +289,7 @@ def test_unknown_model_names_model_flag():
 def test_wrong_path_names_base_url():
     with start_server(TaskLookupEngine()) as server:
         url = server.base_url.removesuffix("/v1") + "/api"
-        with OpenAIBackend(url, MODEL, sleep=Sleeps()) as b, pytest.raises(BackendError) as info:
+        with OpenAIBackend(url, MODEL) as b, pytest.raises(BackendError) as info:
             list(b.complete([make_probe(14)]))
     assert "--base-url" in str(info.value) and "/v1" in str(info.value)
 
@@ -381,8 +382,8 @@ def test_closed_backend_refuses_work():
 def test_importing_http_modules_does_not_import_openai():
     code = (
         "import sys\n"
-        "import phaseaware.calibrate.backends.openai_http\n"
-        "import phaseaware.calibrate.backends.batch\n"
+        "import phaseaware.calibration.backends.openai\n"
+        "import phaseaware.calibration.backends.batch\n"
         "import phaseaware.reference.server, tests.support.fault_server, tests.support.task_engine\n"
         "assert 'openai' not in sys.modules, 'openai imported'\n"
         "assert 'torch' not in sys.modules\n"

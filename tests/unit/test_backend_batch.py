@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from phaseaware.calibrate.backends.base import Completion, ProbeRequest
-from phaseaware.calibrate.backends.batch import (
+from phaseaware.calibration.backends.base import Completion, ProbeRequest
+from phaseaware.calibration.backends.batch import (
     BatchLineError,
     emit_batch,
     ingest_batch,
     read_batch_results,
 )
-from phaseaware.calibrate.task import NAMES, extract_answer, question_text, record_text
+from phaseaware.calibration.task import NAMES, extract_answer, question_text, record_text
 from phaseaware.errors import BackendError, InputError
 from tests.support.fault_server import start_server
 from tests.support.task_engine import TaskLookupEngine, simple_chat_template, word_count

@@ -3,7 +3,7 @@
 Use it to calibrate anything you can call from Python (a local pipeline, a
 client library, a simulated model in tests)::
 
-    from phaseaware.calibrate.backends.callable import CallableBackend
+    from phaseaware.calibration.backends.callable import CallableBackend
 
     def ask(prompt: str) -> str:
         return my_model.generate(prompt)        # the full prompt text, template included
@@ -13,26 +13,27 @@ client library, a simulated model in tests)::
 ``fn`` receives ``ProbeRequest.prompt`` (the exact text the tokenizer counted,
 BOS/template included) and returns the completion text; the runner extracts the
 first number as the answer. With ``pass_request=True`` it receives the whole
-:class:`~phaseaware.calibrate.backends.base.ProbeRequest` instead (to use
+:class:`~phaseaware.calibration.backends.base.ProbeRequest` instead (to use
 ``messages`` for chat APIs). It may return a ``str`` or a
-:class:`~phaseaware.calibrate.backends.base.Completion` (to report an answer
+:class:`~phaseaware.calibration.backends.base.Completion` (to report an answer
 log-probability). Any exception ``fn`` raises becomes a ``BackendError``
 (``KeyboardInterrupt`` passes through so Ctrl-C stops the run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from phaseaware.calibrate.backends.base import Completion, ProbeRequest
+from phaseaware.calibration.backends.base import Completion, ProbeRequest
 from phaseaware.errors import BackendError
 
 __all__ = ["CallableBackend"]
 
 
 class CallableBackend:
-    """Calls ``fn`` once per probe, in order."""
+    """Calls ``fn`` once per probe, in order. ``model_info``: facts about the model
+    for the log header (e.g. ``{"local_window": 64}``)."""
 
     def __init__(
         self,
@@ -40,13 +41,14 @@ class CallableBackend:
         *,
         name: str = "callable",
         pass_request: bool = False,
+        model_info: Mapping[str, Any] | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"CallableBackend needs a callable, got {type(fn).__name__}")
         self.fn = fn
         self.name = name
         self.pass_request = pass_request
-        self.model_info: dict[str, Any] = {}
+        self.model_info: dict[str, Any] = dict(model_info or {})
 
     def complete(self, group: Sequence[ProbeRequest]) -> Iterator[Completion]:
         for request in group:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from phaseaware.calibrate.stats import (
+from phaseaware.calibration.stats import (
     bootstrap_gap_interval,
     cochran_q,
     detect_period,

@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from phaseaware.calibrate.stats_dist import binom_two_sided_half, chi2_sf
-from phaseaware.calibrate.stats_outcomes import as_outcomes, complete_rows
+from phaseaware.calibration.stats.dist import binom_two_sided_half, chi2_sf
+from phaseaware.calibration.stats.outcomes import as_outcomes, complete_rows
 from phaseaware.errors import InputError
 
 __all__ = [

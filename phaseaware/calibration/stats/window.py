@@ -1,6 +1,6 @@
 """Window-sweep outcomes: accuracy by key-to-end distance and inside the raw local window.
 
-A window-sweep probe (see :mod:`phaseaware.calibrate.probes`) puts the target
+A window-sweep probe (see :mod:`phaseaware.calibration.probes`) puts the target
 record last, so its key token sits ``distance = prompt_tokens - key_position``
 tokens from the end of the prompt. Keys with ``distance <= local_window`` are
 read uncompressed; pooling those probes measures the window's own reliability
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from phaseaware.calibrate.log import ProbeRecord
+from phaseaware.calibration.log import ProbeRecord
 from phaseaware.profile import LocalWindowEffect
 from phaseaware.stats import wilson_interval
 

@@ -32,7 +32,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from phaseaware.calibrate.stats_dist import binom_logpmf, log_factorials
+from phaseaware.calibration.stats.dist import binom_logpmf, log_factorials
 from phaseaware.errors import InputError
 from phaseaware.stats import Z_95
 

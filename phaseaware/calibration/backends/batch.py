@@ -15,24 +15,35 @@ order::
 and returns completions by ``custom_id`` plus every line that could not be
 used (bad JSON, HTTP error, missing fields, prompt-token mismatch), never
 dropping one silently. :func:`ingest_batch` is the strict form: it raises
-one ``BackendError`` that summarizes all problems.
+one ``BackendError`` that summarizes all problems. Each line's
+``usage.prompt_tokens`` follows the HTTP backend's rule
+(:func:`~phaseaware.calibration.backends.base.prompt_token_mismatch`).
+
+:class:`ReplayBackend` hands completions read from a results file to the
+runner, so batch results are logged and judged exactly like live answers.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from phaseaware.atomic import atomic_write_text
-from phaseaware.calibrate.backends.base import Completion, ProbeRequest
+from phaseaware.calibration.backends.base import (
+    Completion,
+    ProbeRequest,
+    prompt_token_mismatch,
+)
 from phaseaware.errors import BackendError, InputError
 
 __all__ = [
+    "BATCH_BACKEND",
     "ENDPOINT_URLS",
+    "ReplayBackend",
     "BatchLineError",
     "BatchResults",
     "batch_request_line",
@@ -41,6 +52,7 @@ __all__ = [
     "ingest_batch",
 ]
 
+BATCH_BACKEND = "openai-batch"  # the backend name batch runs log under
 ENDPOINT_URLS: Mapping[str, str] = {
     "chat": "/v1/chat/completions",
     "completions": "/v1/completions",
@@ -69,6 +81,26 @@ class BatchResults:
     @property
     def ok(self) -> bool:
         return not self.errors and not self.missing
+
+
+class ReplayBackend:
+    """A backend that replays ``completions`` (by probe id) read from a batch results file.
+
+    Probes without a completion get none (the runner keeps them pending when told
+    ``allow_missing``).
+    """
+
+    name: str = BATCH_BACKEND
+
+    def __init__(self, completions: Mapping[str, Completion]) -> None:
+        self.completions = dict(completions)
+        self.model_info: dict[str, object] = {}
+
+    def complete(self, group: Sequence[ProbeRequest]) -> Iterator[Completion]:
+        return (self.completions[r.probe_id] for r in group if r.probe_id in self.completions)
+
+    def close(self) -> None:
+        return None
 
 
 def batch_request_line(request: ProbeRequest, *, model: str, endpoint: str) -> dict[str, Any]:
@@ -245,11 +277,9 @@ def _check(
     request = expected.get(completion.probe_id)
     if request is None:
         return "custom_id matches no probe of this run"
-    reported = completion.reported_prompt_tokens
-    if offset is not None and reported is not None and reported != request.prompt_tokens + offset:
-        shown = f"{request.prompt_tokens}" + (f" (+{offset} offset)" if offset else "")
-        return (
-            f"server counted {reported} prompt tokens, phaseaware counted {shown}: wrong "
-            "--tokenizer or --template? (--prompt-token-offset if the server adds BOS itself)"
-        )
+    if offset is not None:
+        reported = completion.reported_prompt_tokens
+        problem = prompt_token_mismatch(request, reported, offset, source="the batch server")
+        if problem is not None:
+            return problem
     return completion

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from phaseaware.calibrate.probes import ProbeSettings, build_group, iter_groups, judge
+from phaseaware.calibration.probes import ProbeSettings, build_group, iter_groups, judge
 from phaseaware.errors import CalibrationError
 from phaseaware.layouts import get_layout
 from phaseaware.reference.paths import model_dir

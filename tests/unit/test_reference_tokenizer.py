@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from phaseaware.calibrate.task import vocabulary  # noqa: E402
+from phaseaware.calibration.task import vocabulary  # noqa: E402
 from phaseaware.reference.synth import make_example  # noqa: E402
 from phaseaware.reference.tokenizer_build import SPECIAL_TOKENS, build_tokenizer  # noqa: E402
 

@@ -9,7 +9,12 @@ cut off before appending); any other damage, a foreign file, or a header from a
 different run raises :class:`~phaseaware.errors.LogError` naming the fix.
 
 The header never holds credentials: :func:`open_log` refuses a header that
-contains the value of ``PHASEAWARE_API_KEY`` or ``OPENAI_API_KEY``.
+contains the value of an API-key variable (``API_KEY_ENV_VARS``:
+``PHASEAWARE_API_KEY``, ``OPENAI_API_KEY``).
+
+:func:`logged_probe_ids` reads what a resumable log already holds without opening
+it for appending (batch emission); it and :func:`open_log` refuse a log of another
+run through the same check (:func:`check_same_run`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from phaseaware.atomic import atomic_write_text
+from phaseaware.calibration.backends.base import API_KEY_ENV_VARS
 from phaseaware.errors import LogError
 
 __all__ = [
@@ -31,11 +37,12 @@ __all__ = [
     "CalibrationLog",
     "read_log",
     "open_log",
+    "check_same_run",
+    "logged_probe_ids",
 ]
 
 SCHEMA = "phaseaware.calibration-log/v1"
 COMPLETION_CHARS = 200  # completions are truncated to this many characters in the log
-_SECRET_ENV = ("PHASEAWARE_API_KEY", "OPENAI_API_KEY")
 _FIX = "pass --log with another file to keep it, or --fresh to start this run over"
 
 
@@ -210,7 +217,7 @@ class CalibrationLog:
 
 
 def _check_no_secret(text: str) -> None:
-    for name in _SECRET_ENV:
+    for name in API_KEY_ENV_VARS:
         value = os.environ.get(name)
         if value and len(value) >= 8 and value in text:
             raise LogError(f"refusing to write the value of ${name} into a calibration log")
@@ -233,14 +240,35 @@ def open_log(
         atomic_write_text(target, header_line)
         return CalibrationLog(target, header, [])
     stored, records, good_end = _read(target)
-    if stored.fingerprint != header.fingerprint:
-        raise LogError(
-            f"{target} belongs to a different run (fingerprint {stored.fingerprint[:19]}, "
-            f"model {stored.model!r}; this run is {header.fingerprint[:19]}); {_FIX}"
-        )
+    check_same_run(stored, header, target)
     if good_end < target.stat().st_size:
         with target.open("r+b") as handle:  # drop the torn tail so appends start on a new line
             handle.truncate(good_end)
             handle.flush()
             os.fsync(handle.fileno())
     return CalibrationLog(target, stored, records)
+
+
+def check_same_run(stored: LogHeader, header: LogHeader, path: str | os.PathLike[str]) -> None:
+    """Raise ``LogError`` unless the log at ``path`` (header ``stored``) is ``header``'s run."""
+    if stored.fingerprint != header.fingerprint:
+        raise LogError(
+            f"{path} belongs to a different run (fingerprint {stored.fingerprint[:19]}, "
+            f"model {stored.model!r}; this run is {header.fingerprint[:19]}); {_FIX}"
+        )
+
+
+def logged_probe_ids(
+    path: str | os.PathLike[str], header: LogHeader, *, fresh: bool = False
+) -> set[str]:
+    """Ids of the probes the log at ``path`` already holds for ``header``'s run.
+
+    Empty for a missing or empty file, or with ``fresh`` (the run starts over).
+    Raises ``LogError`` for a log of another run, as :func:`open_log` does.
+    """
+    target = Path(path)
+    if fresh or not target.exists() or target.stat().st_size == 0:
+        return set()
+    stored, records = read_log(target)
+    check_same_run(stored, header, target)
+    return {r.probe_id for r in records}

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from phaseaware.calibrate.backends.base import ProbeRequest
-from phaseaware.calibrate.backends.openai_http import OpenAIBackend
-from phaseaware.calibrate.task import (
+from phaseaware.calibration.backends.base import ProbeRequest
+from phaseaware.calibration.backends.openai import OpenAIBackend
+from phaseaware.calibration.task import (
     NAMES,
     extract_answer,
     filler_sentence,

@@ -28,40 +28,23 @@ from typing import Any
 
 import numpy as np
 
-from phaseaware.calibrate.stats_outcomes import as_outcomes, complete_rows
-from phaseaware.calibrate.stats_paired import (
+from phaseaware.calibration.stats.outcomes import as_outcomes, complete_rows
+from phaseaware.calibration.stats.paired import (
     CochranResult,
     McNemarResult,
     cochran_q,
-    holm_adjust,
     mcnemar_vs_best,
     weak_residues,
 )
-from phaseaware.calibrate.stats_period import PeriodDetection, detect_period
-from phaseaware.calibrate.stats_plan import CalibrationPlan, plan_calibration
-from phaseaware.calibrate.stats_shrink import BetaPrior, beta_prior, shrink_accuracies
+from phaseaware.calibration.stats.shrink import BetaPrior, beta_prior, shrink_accuracies
 from phaseaware.errors import InputError
 from phaseaware.stats import Z_95, wilson_interval
 
 __all__ = [
     "ResidueSummary",
-    "CochranResult",
-    "McNemarResult",
-    "BetaPrior",
     "CalibrationStats",
-    "PeriodDetection",
-    "CalibrationPlan",
-    "as_outcomes",
     "residue_summary",
     "bootstrap_gap_interval",
-    "cochran_q",
-    "mcnemar_vs_best",
-    "weak_residues",
-    "holm_adjust",
-    "beta_prior",
-    "shrink_accuracies",
-    "detect_period",
-    "plan_calibration",
     "verdict",
     "calibration_stats",
 ]

@@ -10,11 +10,11 @@ import zlib
 import numpy as np
 import pytest
 
-from phaseaware.calibrate.backends.callable import CallableBackend
-from phaseaware.calibrate.log import read_log
-from phaseaware.calibrate.probes import ProbeSettings, iter_groups
-from phaseaware.calibrate.runner import build_profile_from_log, calibrate
-from phaseaware.cli.calibrate_report import print_report, summary_dict
+from phaseaware.calibration.backends.callable import CallableBackend
+from phaseaware.calibration.log import read_log
+from phaseaware.calibration.probes import ProbeSettings, iter_groups
+from phaseaware.calibration.report import format_report, summary_dict
+from phaseaware.calibration.runner import build_profile_from_log, calibrate
 from phaseaware.cli.main import main
 from phaseaware.errors import BackendError, LogError
 from phaseaware.layouts import get_layout
@@ -276,8 +276,7 @@ def test_no_local_window_no_field(tmp_path, capsys):
     distances = {p.prompt_tokens - p.key_position for p in _window_probes()}
     rows = result.analysis.window.by_distance  # accuracy by distance is still shown
     assert {r.distance for r in rows} == distances
-    print_report(result)
-    out = capsys.readouterr().out
+    out = format_report(result)
     assert "raw local window: unknown" in out and "no local window" in out
     doc = summary_dict(result)
     assert doc["local_window_accuracy"] is None

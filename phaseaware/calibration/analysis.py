@@ -1,0 +1,179 @@
+"""Turn a calibration log into statistics and a profile.
+
+``build_profile_from_log`` is the single place where outcomes become
+statistics: key-sweep outcomes by key residue (``key_position mod period``),
+length-sweep outcomes by length residue (``prompt_tokens mod period``), both as
+paired base-prompt × residue matrices for ``phaseaware.calibration.stats``, and
+window-sweep outcomes by key-to-end distance (``prompt_tokens - key_position``),
+those within the model's ``local_window`` (from the backend's ``model_info``)
+pooled into the profile's ``local_window_accuracy``
+(``phaseaware.calibration.stats.window``). Each sweep's probes feed only its own
+figures.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phaseaware import __version__
+from phaseaware.calibration.log import LogHeader, ProbeRecord, read_log
+from phaseaware.calibration.stats import CalibrationStats, PeriodDetection, calibration_stats
+from phaseaware.calibration.stats.period import detect_period
+from phaseaware.calibration.stats.window import WindowSweep, window_sweep
+from phaseaware.errors import CalibrationError
+from phaseaware.profile import LengthResidueEffect, Profile, Provenance, TokenizerRef
+
+__all__ = ["LogAnalysis", "analyze_log", "build_profile_from_log"]
+
+
+@dataclass(frozen=True)
+class LogAnalysis:
+    """Statistics of a log: the key sweep (``stats``), the length sweep, period detection,
+    the window sweep (``None`` when the log holds none)."""
+
+    header: LogHeader
+    period: int
+    stats: CalibrationStats
+    length_stats: CalibrationStats | None
+    detection: PeriodDetection | None
+    n_records: int
+    window: WindowSweep | None = None
+
+
+def _matrix(records: list[ProbeRecord], *, sweep: str, period: int, column: str) -> np.ndarray:
+    """Outcomes (rows: base prompt × block of ``period`` offsets; columns: residue), NaN = none."""
+    rows: dict[tuple[int, int], np.ndarray] = {}
+    for r in records:
+        if r.sweep != sweep:
+            continue
+        row = rows.setdefault((r.base_index, r.offset // period), np.full(period, np.nan))
+        row[getattr(r, column) % period] = 1.0 if r.correct else 0.0
+    if not rows:
+        return np.empty((0, period))
+    return np.array([rows[k] for k in sorted(rows)])
+
+
+def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalysis:
+    """Statistics of the log at ``log_path`` (raises ``CalibrationError`` if it has no key sweep)."""
+    header, records = read_log(log_path)
+    settings = header.settings
+    detection = None
+    period = settings.get("period")
+    if period == "auto" or period is None:
+        n_offsets = int(settings["n_offsets"])
+        by_offset = _matrix(records, sweep="key", period=n_offsets, column="key_position")
+        if by_offset.size == 0:
+            raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
+        max_period = max(2, n_offsets // 2)
+        detection = detect_period(by_offset, max_period=max_period, seed=seed)
+        period = detection.period if detection.period is not None else detection.candidate
+    period = int(period)
+    key = _matrix(records, sweep="key", period=period, column="key_position")
+    if key.size == 0 or np.isnan(key).all():
+        raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
+    stats = calibration_stats(key, seed=seed)
+    missing = [r for r, n in enumerate(stats.summary.n) if n == 0]
+    if missing:
+        raise CalibrationError(
+            f"{log_path} has no completed probe at residue(s) {missing}; re-run the same "
+            "calibrate command to finish the run"
+        )
+    length = _matrix(records, sweep="length", period=period, column="prompt_tokens")
+    length_stats = None
+    if length.size and not np.isnan(length).all():
+        length_stats = calibration_stats(length, seed=seed)
+    window = window_sweep(
+        records,
+        local_window=header.model_info.get("local_window"),
+        protocol=(
+            f"phaseaware calibrate window sweep: target record last, "
+            f"{settings['base_prompts']} base prompts x {settings['n_offsets']} offsets, "
+            f"{settings['context_tokens']}-{settings['context_tokens'] + settings['n_offsets'] - 1}"
+            f"-token prompts, template {settings['template']!r}"
+        ),
+    )
+    return LogAnalysis(header, period, stats, length_stats, detection, len(records), window)
+
+
+def _length_effect(analysis: LogAnalysis, source: str) -> LengthResidueEffect | None:
+    stats = analysis.length_stats
+    if stats is None:
+        return None
+    s = stats.summary
+    return LengthResidueEffect(
+        period=analysis.period,
+        accuracy=tuple(None if math.isnan(a) else float(a) for a in s.accuracy),
+        kind="measured",
+        source=source,
+        n=tuple(int(k) if k else None for k in s.n),
+        note=stats.verdict,
+    )
+
+
+def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
+    """The measured profile of the calibration log at ``log_path`` (see module docstring)."""
+    analysis = analyze_log(log_path)
+    header, stats = analysis.header, analysis.stats
+    s, settings, info = stats.summary, header.settings, header.model_info
+    source = f"phaseaware calibrate, backend {header.backend!r} (log {Path(log_path).name})"
+    protocol = (
+        f"needle-in-a-haystack key sweep: {settings['base_prompts']} base prompts x "
+        f"{settings['n_offsets']} key offsets, {settings['context_tokens']}-token prompts, "
+        f"{settings['distractors']} distractors, template {settings['template']!r}, "
+        f"seed {settings['seed']}; greedy answer judged by its first number"
+    )
+    extra: dict[str, Any] = {
+        "stats": stats.to_dict(),
+        "run_fingerprint": header.fingerprint,
+        "position_offset": int(settings.get("position_offset", 0)),
+    }
+    if analysis.length_stats is not None:
+        extra["length_stats"] = analysis.length_stats.to_dict()
+    window = analysis.window
+    if window is not None:
+        extra["window_sweep"] = {
+            "local_window": window.local_window,
+            "by_distance": [
+                {"distance": row.distance, "n": row.n, "correct": row.correct}
+                for row in window.by_distance
+            ],
+            "note": window.note,
+        }
+    if analysis.detection is not None:
+        d = analysis.detection
+        extra["period_detection"] = {
+            "period": d.period,
+            "candidate": d.candidate,
+            "strength": d.strength,
+            "p_value": d.p_value,
+        }
+    return Profile(
+        model=header.model,
+        period=analysis.period,
+        residue_accuracy=tuple(float(a) for a in s.accuracy),
+        n=tuple(int(k) for k in s.n),
+        ci_low=tuple(float(v) for v in s.ci_low),
+        ci_high=tuple(float(v) for v in s.ci_high),
+        tokenizer=TokenizerRef(
+            spec=header.tokenizer_spec, fingerprint=header.tokenizer_fingerprint
+        ),
+        local_window=info.get("local_window"),
+        provenance=Provenance(
+            kind="measured",
+            source=source,
+            protocol=protocol,
+            created=header.created,
+            tool_version=__version__,
+        ),
+        compression_stride=info.get("compression_stride"),
+        length_residue_accuracy=_length_effect(analysis, source),
+        reliability=tuple(float(v) for v in stats.reliability),
+        local_window_accuracy=None if window is None else window.effect,
+        extra=extra,
+    )
