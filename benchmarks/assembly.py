@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.layouts import get_layout
-from phaseaware.registry import get_profile, list_profiles
+from phaseaware.profiles.registry import get_profile, list_profiles
+from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 _WORD_TEXT = (

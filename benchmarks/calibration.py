@@ -44,8 +44,8 @@ def main() -> None:
 
     from phaseaware.calibration.backends.hf import default_tokenizer_spec, load_hf_backend
     from phaseaware.calibration.probes import ProbeSettings, iter_groups
-    from phaseaware.layouts import get_layout
     from phaseaware.reference.load import reference_model_source
+    from phaseaware.templates import get_layout
     from phaseaware.tokenizers import load_tokenizer
 
     model = {"auto": _default_model(), "reference": None}.get(args.model, args.model)

@@ -35,9 +35,9 @@ def main() -> None:
     import torch
 
     from phaseaware.atomic import atomic_write_text
+    from phaseaware.intervals import wilson_interval
     from phaseaware.reference.load import load_reference
     from phaseaware.reference.train import PERIOD, evaluate, heldout
-    from phaseaware.stats import wilson_interval
 
     torch.set_num_threads(1)
     model, tok = load_reference(directory=args.model)

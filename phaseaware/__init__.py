@@ -9,15 +9,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from phaseaware.version import __version__
 
 _EXPORTS: dict[str, str] = {
-    "Chunk": "phaseaware.chunks",
-    "assemble": "phaseaware.assembly",
-    "assemble_from_specs": "phaseaware.assembly",
-    "AssemblyOptions": "phaseaware.assembly_result",
-    "AssemblyResult": "phaseaware.assembly_result",
-    "Placement": "phaseaware.assembly_result",
+    "Chunk": "phaseaware.assembly.chunks",
+    "assemble": "phaseaware.assembly.pipeline",
+    "assemble_from_specs": "phaseaware.assembly.pipeline",
+    "AssemblyOptions": "phaseaware.assembly.options",
+    "AssemblyResult": "phaseaware.assembly.result",
+    "Placement": "phaseaware.assembly.result",
     "audit_prompt": "phaseaware.audit",
     "Profile": "phaseaware.profiles.model",
     "get_profile": "phaseaware.profiles.registry",
@@ -47,10 +47,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from phaseaware.assembly import assemble, assemble_from_specs
-    from phaseaware.assembly_result import AssemblyOptions, AssemblyResult, Placement
+    from phaseaware.assembly.chunks import Chunk
+    from phaseaware.assembly.options import AssemblyOptions
+    from phaseaware.assembly.pipeline import assemble, assemble_from_specs
+    from phaseaware.assembly.result import AssemblyResult, Placement
     from phaseaware.audit import audit_prompt
-    from phaseaware.chunks import Chunk
     from phaseaware.profiles.io import load_profile, save_profile
     from phaseaware.profiles.model import Profile
     from phaseaware.profiles.registry import get_profile, list_profiles

@@ -15,7 +15,7 @@ from typing import Any
 
 from phaseaware.assembly.options import check_position_offset
 from phaseaware.errors import InputError
-from phaseaware.profile import Profile
+from phaseaware.profiles.model import Profile
 from phaseaware.serialize import to_plain
 from phaseaware.tokenizers.base import Tokenizer
 

@@ -41,7 +41,9 @@ def _cli(*args: str) -> bytes:
 
 
 def _benchmark_module():
-    spec = importlib.util.spec_from_file_location("_bench_assembly", ROOT / "benchmarks/assembly.py")
+    spec = importlib.util.spec_from_file_location(
+        "_bench_assembly", ROOT / "benchmarks/assembly.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -62,7 +64,9 @@ def benchmark_hashes() -> list[tuple[str, str]]:
         layout = phaseaware.get_layout(layout_name, tok)
         names = ["deepseek-v4-flash-base"]
         if spec == "deepseek-v4":
-            names = sorted({e.name for e in phaseaware.list_profiles() if e.name.startswith("deepseek")})
+            names = sorted(
+                {e.name for e in phaseaware.list_profiles() if e.name.startswith("deepseek")}
+            )
         for name in names:
             profile = phaseaware.get_profile(name)
             for label, n, size, budget in cases:
@@ -102,9 +106,19 @@ def probe_hashes() -> list[tuple[str, str]]:
 
 
 def cli_hashes() -> list[tuple[str, str]]:
-    out = [("assemble --json examples/request.json", _sha(_cli("assemble", "--json", "examples/request.json")))]
+    out = [
+        (
+            "assemble --json examples/request.json",
+            _sha(_cli("assemble", "--json", "examples/request.json")),
+        )
+    ]
     for entry in sorted(phaseaware.list_profiles(), key=lambda e: e.name):
-        out.append((f"profile show {entry.name} --json", _sha(_cli("profile", "show", entry.name, "--json"))))
+        out.append(
+            (
+                f"profile show {entry.name} --json",
+                _sha(_cli("profile", "show", entry.name, "--json")),
+            )
+        )
     return out
 
 

@@ -1,4 +1,4 @@
-"""Generate the built-in published profiles in phaseaware/profiles/*.json.
+"""Generate the built-in published profiles in phaseaware/profiles/builtin/*.json.
 
 The published per-residue counts are typed here once; accuracies are
 ``count / n`` and the 95% bounds come from ``phaseaware.stats.wilson_interval``
@@ -21,11 +21,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, str(REPO_ROOT))
 
-from phaseaware.profile import LengthResidueEffect, Profile, Provenance, TokenizerRef  # noqa: E402
-from phaseaware.profile_io import dumps_profile  # noqa: E402
-from phaseaware.stats import wilson_interval  # noqa: E402
+from phaseaware.intervals import wilson_interval  # noqa: E402
+from phaseaware.profiles.io import dumps_profile  # noqa: E402
+from phaseaware.profiles.model import LengthResidueEffect, Profile, Provenance, TokenizerRef  # noqa: E402
 
-PROFILE_DIR = REPO_ROOT / "phaseaware" / "profiles"
+PROFILE_DIR = REPO_ROOT / "phaseaware" / "profiles" / "builtin"
 
 SOURCE = "Periodic Weak Spots (arXiv 2609.36322), project page"
 PROTOCOL = (

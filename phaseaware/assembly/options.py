@@ -10,22 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phaseaware.assembly.planner import STRATEGIES
-from phaseaware.errors import InputError
+from phaseaware.errors import InputError, PhaseawareError
 
 __all__ = ["AssemblyOptions", "check_position_offset"]
 
 
-def check_position_offset(value: object, *, name: str) -> int:
-    """``value`` if it is an int >= 0, else ``InputError`` naming ``name``.
+def check_position_offset(
+    value: object, *, name: str, error: type[PhaseawareError] = InputError
+) -> int:
+    """``value`` if it is an int >= 0, else ``error`` (default ``InputError``) naming ``name``.
 
     A position offset counts the tokens a server adds before the prompt's
     own tokens (1 for a BOS the prompt text lacks); residues are taken at
     prompt token index + offset.
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{name} must be an integer >= 0, got {value!r}")
+        raise error(f"{name} must be an integer >= 0, got {value!r}")
     if value < 0:
-        raise InputError(
+        raise error(
             f"{name} must be >= 0 (tokens the server adds before the prompt, e.g. 1 for a BOS), "
             f"got {value}"
         )

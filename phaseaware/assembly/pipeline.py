@@ -32,9 +32,9 @@ from phaseaware.assembly.render import RepeatBlock, render_prompt, repeat_block
 from phaseaware.assembly.result import AssemblyResult, build_result
 from phaseaware.assembly.setup import Setup, end_reserve, plan_pads, prepare
 from phaseaware.assembly.verify import Verified, verify
-from phaseaware.layouts import PromptLayout, get_layout
-from phaseaware.profile import Profile
-from phaseaware.registry import get_profile
+from phaseaware.profiles.model import Profile
+from phaseaware.profiles.registry import get_profile
+from phaseaware.templates import PromptLayout, get_layout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 

@@ -78,7 +78,7 @@ from phaseaware.assembly.padding import (
 from phaseaware.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from phaseaware.profile import Profile
+    from phaseaware.profiles.model import Profile
 
 __all__ = [
     "STRATEGIES",

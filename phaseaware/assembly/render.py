@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from phaseaware.assembly.evidence import evidence_snippet
 from phaseaware.assembly.planner import Plan
 from phaseaware.errors import TemplateError
-from phaseaware.layouts import PromptLayout, RenderedPrompt
+from phaseaware.templates import PromptLayout, RenderedPrompt
 
 __all__ = [
     "CHUNK_SEPARATOR",

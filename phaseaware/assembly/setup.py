@@ -21,9 +21,9 @@ from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.assembly.planner import PadTable, PadTables
 from phaseaware.assembly.render import CHUNK_SEPARATOR
 from phaseaware.errors import BudgetError, InputError
-from phaseaware.layouts import PromptLayout
-from phaseaware.profile import Profile
-from phaseaware.registry import check_period, check_tokenizer
+from phaseaware.profiles.model import Profile
+from phaseaware.profiles.registry import check_period, check_tokenizer
+from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["Frame", "Setup", "prepare", "end_reserve", "plan_pads"]

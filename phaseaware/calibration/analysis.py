@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from phaseaware import __version__
 from phaseaware.calibration.log import LogHeader, ProbeRecord, read_log
 from phaseaware.calibration.stats import CalibrationStats, PeriodDetection, calibration_stats
 from phaseaware.calibration.stats.period import detect_period
 from phaseaware.calibration.stats.window import WindowSweep, window_sweep
 from phaseaware.errors import CalibrationError
-from phaseaware.profile import LengthResidueEffect, Profile, Provenance, TokenizerRef
+from phaseaware.profiles.model import LengthResidueEffect, Profile, Provenance, TokenizerRef
+from phaseaware.version import __version__
 
 __all__ = ["LogAnalysis", "analyze_log", "build_profile_from_log"]
 

@@ -23,7 +23,7 @@ import numpy as np
 from phaseaware.calibration import task
 from phaseaware.calibration.settings import ProbeSettings
 from phaseaware.errors import CalibrationError
-from phaseaware.layouts import PromptLayout
+from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [

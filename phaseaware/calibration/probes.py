@@ -53,7 +53,7 @@ from phaseaware.calibration.haystack import (
 )
 from phaseaware.calibration.settings import DEFAULT_SWEEPS, SWEEPS, ProbeSettings
 from phaseaware.errors import CalibrationError
-from phaseaware.layouts import PromptLayout
+from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [

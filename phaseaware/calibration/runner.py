@@ -33,16 +33,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from phaseaware import __version__
+from phaseaware.assembly.options import check_position_offset
 from phaseaware.calibration.analysis import LogAnalysis, analyze_log, build_profile_from_log
 from phaseaware.calibration.backends.base import Backend
 from phaseaware.calibration.log import LogHeader, ProbeRecord, open_log
 from phaseaware.calibration.probes import ProbeSettings, iter_groups, judge
 from phaseaware.errors import CalibrationError
-from phaseaware.layouts import PromptLayout
-from phaseaware.profile import Profile
-from phaseaware.profile_io import save_profile
+from phaseaware.profiles.io import save_profile
+from phaseaware.profiles.model import Profile
+from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.version import __version__
 
 __all__ = [
     "CalibrationRun",
@@ -195,11 +196,9 @@ def calibrate(
     """
     if position_offset is None:
         position_offset = int(getattr(backend, "prompt_token_offset", 0) or 0)
-    if position_offset < 0:  # TODO(lead): use the shared validator
-        raise CalibrationError(
-            f"the prompt token offset must be >= 0 (tokens the server adds, e.g. 1 for a BOS), "
-            f"got {position_offset} (--prompt-token-offset)"
-        )
+    position_offset = check_position_offset(
+        position_offset, name="--prompt-token-offset", error=CalibrationError
+    )
 
     if period is not None and period > settings.n_offsets:
         raise CalibrationError(

@@ -50,7 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from phaseaware.audit import audit_prompt
     from phaseaware.errors import InputError
-    from phaseaware.registry import get_profile
+    from phaseaware.profiles.registry import get_profile
     from phaseaware.tokenizers import load_tokenizer
 
     try:
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = load_tokenizer(args.tokenizer)
     profile = get_profile(args.profile)
     if args.template:
-        from phaseaware.layouts import get_layout
+        from phaseaware.templates import get_layout
 
         layout = get_layout(args.template, tokenizer, thinking=args.thinking)
         text = layout.render(system=args.system, context=text, question=args.question).text

@@ -32,7 +32,7 @@ def emit(args: argparse.Namespace, run: Any) -> int:
 
 def ingest(args: argparse.Namespace, run: Any, out: Path) -> int:
     from phaseaware.calibration.batch_run import ingest_results
-    from phaseaware.cli.calibrate_cmd import print_report
+    from phaseaware.cli.calibrate_output import print_report
     from phaseaware.errors import CalibrationError
 
     report = ingest_results(

@@ -149,6 +149,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from phaseaware.assembly.options import check_position_offset
     from phaseaware.errors import CalibrationError
 
     served = args.backend == "openai" or bool(args.ingest or args.emit_batch)
@@ -156,11 +157,9 @@ def run(args: argparse.Namespace) -> int:
         raise CalibrationError("--backend openai needs --tokenizer (the served model's tokenizer)")
     if args.local_window is not None and args.local_window < 1:
         raise CalibrationError(f"--local-window must be >= 1 tokens, got {args.local_window}")
-    if args.prompt_token_offset < 0:  # TODO(lead): use the shared validator
-        raise CalibrationError(
-            f"--prompt-token-offset must be >= 0 (tokens the server adds, e.g. 1 for a BOS), "
-            f"got {args.prompt_token_offset}"
-        )
+    check_position_offset(
+        args.prompt_token_offset, name="--prompt-token-offset", error=CalibrationError
+    )
     if args.prompt_token_offset and not served:
         raise CalibrationError(
             f"--prompt-token-offset applies to --backend openai and batch files only; "
@@ -243,8 +242,8 @@ def _backend_options(args: argparse.Namespace) -> Any:
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     from phaseaware.calibration.backends.factory import make_backend, run_names
     from phaseaware.calibration.runner import CalibrationRun
-    from phaseaware.layouts import get_layout
-    from phaseaware.registry import profile_filename
+    from phaseaware.profiles.registry import profile_filename
+    from phaseaware.templates import get_layout
     from phaseaware.tokenizers import load_tokenizer
 
     options = _backend_options(args)
@@ -292,17 +291,10 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     finally:
         backend.close()
     progress.finish()
+    from phaseaware.cli.calibrate_output import print_report
+
     print_report(result, as_json=args.json, plot=args.plot)
     return 0
-
-
-def print_report(result: Any, *, as_json: bool = False, plot: str | None = None) -> None:
-    """Print a calibration's report (JSON with ``as_json``); save its chart to ``plot``."""
-    from phaseaware.calibration.report import format_report, save_plot, summary_dict
-
-    if plot:
-        save_plot(result, plot)
-    print(json.dumps(summary_dict(result), indent=2) if as_json else format_report(result))
 
 
 class _Progress:

@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from phaseaware.cli.calibrate_cmd import print_report
+    from phaseaware.cli.calibrate_output import print_report
     from phaseaware.demo.run import DemoSettings, run_demo
 
     settings = DemoSettings(

@@ -29,7 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from phaseaware import __version__
+    from phaseaware.version import __version__
 
     parser = argparse.ArgumentParser(
         prog="phaseaware",

@@ -185,10 +185,10 @@ def _build(args: argparse.Namespace) -> int:
     from phaseaware.profiles.io import dumps_profile, save_profile
 
     try:
-        from phaseaware.calibrate.runner import build_profile_from_log
+        from phaseaware.calibration.runner import build_profile_from_log
     except ImportError as exc:
         raise CalibrationError(
-            f"cannot build profiles from logs: phaseaware.calibrate.runner is unavailable ({exc}); "
+            f"cannot build profiles from logs: phaseaware.calibration.runner is unavailable ({exc}); "
             "install a phaseaware version with calibration support"
         ) from exc
     profile = build_profile_from_log(args.log)

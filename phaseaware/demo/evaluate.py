@@ -18,13 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from phaseaware.assembly import assemble
-from phaseaware.assembly_result import AssemblyOptions, AssemblyResult
+from phaseaware.assembly.chunks import Chunk
+from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.result import AssemblyResult
 from phaseaware.calibration import task
-from phaseaware.chunks import Chunk
 from phaseaware.demo.rag_questions import RagQuestion
-from phaseaware.layouts import PromptLayout
-from phaseaware.profile import Profile
-from phaseaware.stats import wilson_interval
+from phaseaware.intervals import wilson_interval
+from phaseaware.profiles.model import Profile
+from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["StrategyResult", "long_context_reorder", "STRATEGIES", "evaluate_strategies"]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from phaseaware.assembly.chunks import Chunk
 from phaseaware.calibration import task
-from phaseaware.chunks import Chunk
 
 __all__ = ["RagQuestion", "make_questions"]
 

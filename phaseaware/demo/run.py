@@ -26,11 +26,11 @@ from phaseaware.calibration.runner import CalibrationResult, calibrate
 from phaseaware.demo.evaluate import StrategyResult, evaluate_strategies
 from phaseaware.demo.rag_questions import make_questions
 from phaseaware.errors import InputError
-from phaseaware.layouts import get_layout
-from phaseaware.profile import Profile
+from phaseaware.profiles.model import Profile
 from phaseaware.reference import protocol
 from phaseaware.reference.load import reference_model_source
 from phaseaware.reference.paths import MODEL_NAME
+from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from phaseaware.tokenizers.registry import REFERENCE_MODEL_DIR
+
 MODEL_NAME = "phaseaware-reference"
 
 
 def model_dir() -> Path:
     """Folder holding config.json, model.safetensors and the tokenizer files."""
-    return Path(__file__).parent / "data"
+    return REFERENCE_MODEL_DIR

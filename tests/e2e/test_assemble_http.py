@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 
 from phaseaware.assembly import AssemblyOptions, assemble
-from phaseaware.chunks import Chunk
-from phaseaware.layouts import get_layout
-from phaseaware.registry import get_profile
+from phaseaware.assembly.chunks import Chunk
+from phaseaware.profiles.registry import get_profile
+from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 from tests.support.fault_server import start_server
 from tests.support.task_engine import TaskLookupEngine

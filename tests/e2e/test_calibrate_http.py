@@ -26,8 +26,8 @@ import pytest
 
 from phaseaware.calibration.probes import ProbeSettings, iter_groups
 from phaseaware.cli.main import main
-from phaseaware.layouts import get_layout
-from phaseaware.profile_io import load_profile, profile_to_dict
+from phaseaware.profiles.io import load_profile, profile_to_dict
+from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 from tests.support.fault_server import Fault, start_server
 from tests.support.run_batch import run_batch

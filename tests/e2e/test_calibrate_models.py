@@ -62,7 +62,7 @@ def test_reference_model_window_sweep(tmp_path, capsys):
     """The window sweep on the real model: its hf backend reports the 16-token local window,
     and the profile gets the in-window accuracy (any value: this checks the measurement)."""
     pytest.importorskip("torch")
-    from phaseaware.profile_io import load_profile
+    from phaseaware.profiles.io import load_profile
 
     out = tmp_path / "ref.json"
     args = [

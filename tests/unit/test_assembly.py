@@ -15,9 +15,9 @@ from phaseaware.errors import (
     InputError,
     PeriodMismatchError,
 )
-from phaseaware.layouts import get_layout
-from phaseaware.profile import LocalWindowEffect, TokenizerRef
-from phaseaware.registry import get_profile
+from phaseaware.profiles.model import LocalWindowEffect, TokenizerRef
+from phaseaware.profiles.registry import get_profile
+from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 QUESTION = "What is the launch code of Project Tamarind?"

@@ -21,8 +21,8 @@ from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.assembly.filler import find_filler
 from phaseaware.assembly.render import CHUNK_SEPARATOR
 from phaseaware.errors import BudgetError
-from phaseaware.layouts import get_layout
-from phaseaware.registry import get_profile
+from phaseaware.profiles.registry import get_profile
+from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 SPECS = ("tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4")

@@ -8,7 +8,7 @@ import pytest
 
 from phaseaware.audit import audit_prompt
 from phaseaware.errors import InputError
-from phaseaware.registry import get_profile
+from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
 
 

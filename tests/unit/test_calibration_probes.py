@@ -6,8 +6,8 @@ import pytest
 
 from phaseaware.calibration.probes import ProbeSettings, build_group, iter_groups, judge
 from phaseaware.errors import CalibrationError
-from phaseaware.layouts import get_layout
 from phaseaware.reference.paths import model_dir
+from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 CASES = [("tiktoken:cl100k_base", "chatml"), ("deepseek-v4", "deepseek-v4")]

@@ -17,9 +17,9 @@ from phaseaware.calibration.report import format_report, summary_dict
 from phaseaware.calibration.runner import build_profile_from_log, calibrate
 from phaseaware.cli.main import main
 from phaseaware.errors import BackendError, LogError
-from phaseaware.layouts import get_layout
-from phaseaware.profile_io import load_profile
-from phaseaware.stats import wilson_interval
+from phaseaware.intervals import wilson_interval
+from phaseaware.profiles.io import load_profile
+from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 TOK = load_tokenizer("tiktoken:cl100k_base")

@@ -16,7 +16,7 @@ from phaseaware.calibration.stats import (
     shrink_accuracies,
     weak_residues,
 )
-from phaseaware.stats import wilson_interval
+from phaseaware.intervals import wilson_interval
 
 
 def _simulate(rng: np.random.Generator, accuracy: np.ndarray, n_base: int) -> np.ndarray:

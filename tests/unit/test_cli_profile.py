@@ -101,9 +101,9 @@ def test_list_shows_user_profiles_and_invalid_ones(
 def test_build_without_calibration_support(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import sys
 
-    monkeypatch.setitem(sys.modules, "phaseaware.calibrate.runner", None)  # import -> ImportError
+    monkeypatch.setitem(sys.modules, "phaseaware.calibration.runner", None)  # import -> ImportError
     assert main(["profile", "build", "run.log"]) == 1
-    assert "phaseaware.calibrate.runner is unavailable" in capsys.readouterr().err
+    assert "phaseaware.calibration.runner is unavailable" in capsys.readouterr().err
 
 
 def test_build_writes_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
@@ -112,7 +112,7 @@ def test_build_writes_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c
 
     from phaseaware.profiles.io import load_profile
 
-    fake = types.ModuleType("phaseaware.calibrate.runner")
+    fake = types.ModuleType("phaseaware.calibration.runner")
     seen = []
 
     def build_profile_from_log(log_path):
@@ -120,7 +120,7 @@ def test_build_writes_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c
         return load_profile(builtin_profile_dir() / "deepseek-v4-pro-0813.json")
 
     fake.build_profile_from_log = build_profile_from_log
-    monkeypatch.setitem(sys.modules, "phaseaware.calibrate.runner", fake)
+    monkeypatch.setitem(sys.modules, "phaseaware.calibration.runner", fake)
     assert main(["profile", "build", "run.log", "-o", str(tmp_path / "out.json")]) == 0
     assert seen == ["run.log"]
     assert "wrote" in capsys.readouterr().out

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from phaseaware.assembly.chunks import Chunk
 from phaseaware.calibration import task
-from phaseaware.chunks import Chunk
 from phaseaware.demo.evaluate import long_context_reorder
 from phaseaware.demo.rag_questions import make_questions
 

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from phaseaware.assembly import planner
-from phaseaware.profile import LocalWindowEffect
-from phaseaware.registry import get_profile
+from phaseaware.profiles.model import LocalWindowEffect
+from phaseaware.profiles.registry import get_profile
 
 
 def weak_window(profile, accuracy: float):

@@ -9,8 +9,8 @@ adapter's for the same vocabulary.
 from __future__ import annotations
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.layouts import get_layout
-from phaseaware.registry import get_profile
+from phaseaware.profiles.registry import get_profile
+from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import (
     BatchTokenizer,

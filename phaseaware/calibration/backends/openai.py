@@ -39,6 +39,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from phaseaware.assembly.options import check_position_offset
 from phaseaware.calibration.backends.base import (
     API_KEY_ENV_VARS,
     Completion,
@@ -94,15 +95,7 @@ class OpenAIBackend:
         model_info: Mapping[str, Any] | None = None,
     ) -> None:
         _validate(base_url, model, endpoint, concurrency, max_retries, timeout)
-        if isinstance(prompt_token_offset, bool) or not isinstance(prompt_token_offset, int):
-            raise BackendError(
-                f"--prompt-token-offset must be an integer, got {prompt_token_offset!r}"
-            )
-        if prompt_token_offset < 0:  # TODO(lead): use the shared validator
-            raise BackendError(
-                f"--prompt-token-offset must be >= 0 (tokens the server adds itself, e.g. 1 "
-                f"for a BOS), got {prompt_token_offset}"
-            )
+        check_position_offset(prompt_token_offset, name="--prompt-token-offset", error=BackendError)
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.endpoint = endpoint

@@ -34,7 +34,7 @@ import numpy as np
 
 from phaseaware.calibration.stats.dist import binom_logpmf, log_factorials
 from phaseaware.errors import InputError
-from phaseaware.stats import Z_95
+from phaseaware.intervals import Z_95
 
 __all__ = ["CalibrationPlan", "plan_calibration", "wilson_half_width", "mcnemar_power"]
 

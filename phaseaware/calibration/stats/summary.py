@@ -38,7 +38,7 @@ from phaseaware.calibration.stats.paired import (
 )
 from phaseaware.calibration.stats.shrink import BetaPrior, beta_prior, shrink_accuracies
 from phaseaware.errors import InputError
-from phaseaware.stats import Z_95, wilson_interval
+from phaseaware.intervals import Z_95, wilson_interval
 
 __all__ = [
     "ResidueSummary",

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from phaseaware.calibration.log import ProbeRecord
-from phaseaware.profile import LocalWindowEffect
-from phaseaware.stats import wilson_interval
+from phaseaware.intervals import wilson_interval
+from phaseaware.profiles.model import LocalWindowEffect
 
 __all__ = ["SWEEP", "DistanceOutcome", "WindowSweep", "window_sweep"]
 

@@ -1,0 +1,129 @@
+"""Import structure: no cycles between phaseaware's modules, and dependencies point one way.
+
+Every ``import`` in ``phaseaware/`` counts, function-local and ``TYPE_CHECKING`` ones
+included: a lazy import is still a dependency. The layers, lowest first, are the ones
+ARCHITECTURE.md draws; a module may import its own layer's modules or lower ones only.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "phaseaware"
+
+# top-level area (module or subpackage of phaseaware) -> layer; lower layers never import higher
+LAYERS: dict[str, int] = {
+    "errors": 0,
+    "atomic": 0,
+    "intervals": 0,
+    "serialize": 0,
+    "version": 0,
+    "charts": 0,
+    "tokenizers": 1,
+    "templates": 2,
+    "chat": 2,
+    "profiles": 3,
+    "assembly": 4,
+    "audit": 5,
+    "endpoints": 5,
+    "calibration": 5,
+    "reference": 6,
+    "demo": 7,
+    "cli": 8,
+    "__main__": 9,
+    "__init__": 9,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py") if "data" not in p.parts}
+
+
+def _resolve(target: str, modules: dict[str, Path]) -> str | None:
+    while target and target not in modules:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def _edges(modules: dict[str, Path]) -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = name.split(".")
+                    anchor = anchor if is_pkg else anchor[:-1]
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [f"{base}.{a.name}" for a in node.names] or [base]
+            for target in targets:
+                if not target.startswith("phaseaware"):
+                    continue
+                resolved = _resolve(target, modules)
+                if resolved and resolved != name:
+                    edges[name].add(resolved)
+    return edges
+
+
+def _area(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_no_import_cycles() -> None:
+    edges = _edges(_modules())
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_dependencies_point_down_the_layers() -> None:
+    edges = _edges(_modules())
+    unknown = sorted({_area(m) for m in edges} - LAYERS.keys())
+    assert not unknown, f"add these areas to LAYERS (and ARCHITECTURE.md): {unknown}"
+    upward = [
+        f"{src} ({_area(src)}, layer {LAYERS[_area(src)]}) imports {dst} "
+        f"({_area(dst)}, layer {LAYERS[_area(dst)]})"
+        for src, targets in sorted(edges.items())
+        for dst in sorted(targets)
+        if LAYERS[_area(dst)] > LAYERS[_area(src)]
+    ]
+    assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
+
+
+def test_modules_stay_small() -> None:
+    big = {
+        name: n
+        for name, path in _modules().items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 420
+    }
+    assert not big, f"modules over ~400 lines (split them by job): {big}"
