@@ -13,7 +13,13 @@ from __future__ import annotations
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.options import AssemblyOptions, check_position_offset
 from phaseaware.assembly.pipeline import assemble, assemble_from_specs
-from phaseaware.assembly.result import AssemblyResult, Dropped, Placement, RepeatPlacement
+from phaseaware.assembly.result import (
+    AssemblyResult,
+    Dropped,
+    Placement,
+    RepeatPlacement,
+    Segment,
+)
 
 __all__ = [
     "AssemblyOptions",
@@ -22,6 +28,7 @@ __all__ = [
     "Dropped",
     "Placement",
     "RepeatPlacement",
+    "Segment",
     "assemble",
     "assemble_from_specs",
     "check_position_offset",

@@ -18,13 +18,14 @@ from phaseaware.assembly import planner
 from phaseaware.assembly.planner import Plan
 from phaseaware.assembly.render import CHUNK_SEPARATOR, RenderedContext
 from phaseaware.assembly.setup import Setup
-from phaseaware.layouts import RenderedPrompt
 from phaseaware.serialize import to_plain
+from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import TokenizedText
 
 __all__ = [
     "Placement",
     "RepeatPlacement",
+    "Segment",
     "Dropped",
     "AssemblyResult",
     "build_result",
@@ -49,6 +50,24 @@ class Placement:
     residues: tuple[int, ...]  # (key_token_positions + position_offset) mod period
 
     expected_accuracy: float | None  # mean over keys (max with its repeat); None: no keys
+    segment_char_start: int  # in the prompt: where this chunk's pad starts (char_start: no pad)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One admitted chunk as rendered: its pad (if any), then its text verbatim.
+
+    ``text == result.prompt[char_start:char_end]`` (character offsets into the prompt).
+    In the context, consecutive segments are separated by ``CHUNK_SEPARATOR``; an
+    adapter that hands back one framework object per chunk uses ``text`` as is.
+    """
+
+    chunk_id: str
+    order: int
+    text: str
+    char_start: int
+    char_end: int
+    padding_tokens: int
 
 
 @dataclass(frozen=True)
@@ -94,6 +113,21 @@ class AssemblyResult:
     fingerprint: str
     layout: str
     position_offset: int = 0  # tokens the server adds before the prompt (options)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """Each admitted chunk's rendered text (pad included), in context order."""
+        return tuple(
+            Segment(
+                chunk_id=p.chunk_id,
+                order=p.order,
+                text=self.prompt[p.segment_char_start : p.char_end],
+                char_start=p.segment_char_start,
+                char_end=p.char_end,
+                padding_tokens=p.padding_tokens,
+            )
+            for p in self.placements
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (lists, not tuples), stable key order."""
@@ -145,13 +179,26 @@ def build_result(
         repeat = _repeat_placement(setup, plan, rendered, measured, rel, period)
         pads = iter(rendered.pad_spans)
         for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
-            pad_tokens = _tokens_in(measured, *(offset + c for c in next(pads))) if k else 0
+            pad_span = next(pads) if k else (0, 0)
+            pad_tokens = (
+                _tokens_in(measured, offset + pad_span[0], offset + pad_span[1]) if k else 0
+            )
             padding += pad_tokens
             floor = None  # the repeat lifts its chunk's accuracy to at least its own
             if repeat is not None and i == plan.repeat:
                 floor = repeat.expected_accuracy or 0.0
             placement = _placement(
-                setup, measured, rel, period, j, i, rendered, ranks[i], pad_tokens, floor
+                setup,
+                measured,
+                rel,
+                period,
+                j,
+                i,
+                rendered,
+                ranks[i],
+                pad_tokens,
+                pad_span[1] - pad_span[0],
+                floor,
             )
             accuracy[i] = placement.expected_accuracy
             placements.append(placement)
@@ -198,6 +245,7 @@ def _placement(
     rendered: RenderedContext,
     rank: int,
     pad_tokens: int,
+    pad_chars: int,
     floor: float | None,
 ) -> Placement:
     """Measured placement of ordered chunk ``order``; accuracy at least ``floor`` (if any)."""
@@ -211,6 +259,7 @@ def _placement(
     if floor is not None and accuracy is not None:
         accuracy = max(accuracy, floor)
     return Placement(
+        segment_char_start=start - pad_chars,
         chunk_id=prep.chunk.id or "",
         order=order,
         rank=rank,
