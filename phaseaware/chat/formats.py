@@ -9,10 +9,11 @@ the layout of the same name in :mod:`phaseaware.layouts` on the
   calls and reasoning are not written.
 - ``chatml``: ``BOS + <|im_start|>role\\ncontent<|im_end|>\\n`` per message, then
   ``<|im_start|>assistant\\n`` with ``add_generation_prompt``. Tool messages are
-  turns of role ``tool``; an assistant's tool calls follow its content as
-  Hermes-style blocks (``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>``,
-  one per line, as Qwen2.5 writes them). Reasoning is not written; ``thinking``
-  has no effect.
+  turns of role ``tool``; an assistant's tool calls follow its content and a
+  ``"\\n"`` (also when the content is empty: the layout never depends on the
+  text) as Hermes-style blocks, one per line, as Qwen2.5 writes them:
+  ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>``. Reasoning
+  is not written; ``thinking`` has no effect.
 - ``hf``: the tokenizer's own Jinja template (:mod:`phaseaware.chat.hf`).
 - ``deepseek-v4``: DeepSeek's official V4 encoding (:mod:`phaseaware.chat.deepseek_v4`).
 
@@ -98,9 +99,8 @@ class ChatMLFormat:
         parts = [self.bos_text]
         for message in messages:
             body = message.content
-            calls = hermes_tool_calls(message)
-            if calls:
-                body = body + "\n" + calls if body else calls
+            if message.tool_calls:  # the separator never depends on the text (the slot's)
+                body += "\n" + hermes_tool_calls(message)
             parts.append(f"<|im_start|>{message.role}\n{body}<|im_end|>\n")
         if add_generation_prompt:
             parts.append("<|im_start|>assistant\n")

@@ -256,7 +256,7 @@ def ref_chatml(messages: list[dict[str, Any]], bos: str) -> str:
             + "\n</tool_call>"
             for c in m.get("tool_calls", [])
         ]
-        body = "\n".join([m["content"], *calls] if m["content"] else calls)
+        body = "\n".join([m["content"], *calls])
         out += f"<|im_start|>{m['role']}\n{body}<|im_end|>\n"
     return out + "<|im_start|>assistant\n"
 
