@@ -76,7 +76,7 @@ class HFChatFormat:
         content appears verbatim, once, in order."""
         text = self._apply(messages, add_generation_prompt)
         markers = {
-            i: f"PHASEAWAREMSG{i}X{uuid.uuid4().hex[:12]}"
+            i: f"PHASEAWAREMSG{i}X{uuid.uuid4().hex[:12].upper()}"
             for i, m in enumerate(messages)
             if m.content
         }
@@ -104,6 +104,8 @@ class HFChatFormat:
         last_at, last_index = -1, -1
         for i, marker in markers.items():
             count = marked_text.count(marker)
+            if count == 0 and marker.lower() in marked_text.lower():
+                self._fail(messages, i, "rewritten", "changes the letter case of")
             if count == 0:
                 self._fail(messages, i, "dropped", "drops")
             if count > 1:
