@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from phaseaware.chat.append import (
+    AppendLayout,
+    DeltaLayout,
+    append_from_count,
+    append_layout,
+    sent_text,
+)
 from phaseaware.chat.errors import (
     DuplicateSlotError,
     MessageContentError,
@@ -27,6 +34,11 @@ from phaseaware.chat.messages import (
 )
 
 __all__ = [
+    "AppendLayout",
+    "DeltaLayout",
+    "append_from_count",
+    "append_layout",
+    "sent_text",
     "CHAT_FORMAT_NAMES",
     "ChatFormat",
     "ConversationLayout",

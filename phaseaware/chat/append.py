@@ -33,6 +33,7 @@ from typing import Any
 from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat
+from phaseaware.chat.hf import HFChatFormat
 from phaseaware.chat.layout import ConversationLayout
 from phaseaware.chat.messages import (
     ConversationTemplate,
@@ -177,7 +178,10 @@ class DeltaLayout:
             raise InputError("an appended message has no system prompt; pass system=None")
         new = self.template.messages[0]
         deltas = set()
-        for history in _stand_ins(new, getattr(self.chat_format, "thinking", False)):
+        thinking = isinstance(self.chat_format, DeepSeekV4Format | HFChatFormat) and (
+            self.chat_format.thinking
+        )
+        for history in _stand_ins(new, thinking):
             sent = sent_text(sent=history, chat_format=self.chat_format)
             stand_in = ConversationTemplate.from_parts(
                 [*history, new], [*([m.content] for m in history), self.template.parts[0]]
