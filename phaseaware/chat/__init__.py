@@ -1,0 +1,64 @@
+"""Conversations: exact placement inside any chat (messages, chat formats, layouts)."""
+
+from __future__ import annotations
+
+from phaseaware.chat.append import (
+    AppendLayout,
+    DeltaLayout,
+    append_from_count,
+    append_layout,
+    sent_text,
+)
+from phaseaware.chat.errors import (
+    DuplicateSlotError,
+    MessageContentError,
+    MessageError,
+    MissingSlotError,
+    PrefixRewriteError,
+    SlotError,
+    TemplateRewriteError,
+    ToolResultError,
+    UnknownRoleError,
+)
+from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_format
+from phaseaware.chat.layout import ConversationLayout, conversation_layout
+from phaseaware.chat.messages import (
+    ConversationTemplate,
+    Message,
+    Placeholder,
+    ToolCall,
+    parse_conversation,
+    parse_message,
+    parse_messages,
+    simple_conversation,
+)
+
+__all__ = [
+    "AppendLayout",
+    "DeltaLayout",
+    "append_from_count",
+    "append_layout",
+    "sent_text",
+    "CHAT_FORMAT_NAMES",
+    "ChatFormat",
+    "ConversationLayout",
+    "ConversationTemplate",
+    "DuplicateSlotError",
+    "Message",
+    "MessageContentError",
+    "MessageError",
+    "MissingSlotError",
+    "Placeholder",
+    "PrefixRewriteError",
+    "SlotError",
+    "TemplateRewriteError",
+    "ToolCall",
+    "ToolResultError",
+    "UnknownRoleError",
+    "conversation_layout",
+    "get_chat_format",
+    "parse_conversation",
+    "parse_message",
+    "parse_messages",
+    "simple_conversation",
+]

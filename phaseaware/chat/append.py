@@ -1,0 +1,249 @@
+"""Append alignment groundwork: place context in ONE new message of a conversation
+already sent, without changing a byte of what the server has cached.
+
+Two forms:
+
+- :func:`append_layout` takes the sent messages. Its layout renders the whole
+  conversation (sent + new); every ``split`` confirms that the prefix starts
+  with :func:`sent_text` (the exact text the server holds), so token positions
+  measured on the full render are absolute positions in the conversation.
+- :func:`append_from_count` takes only the sent prefix's token count (e.g.
+  ``usage.prompt_tokens + usage.completion_tokens`` of the last call). Its layout
+  renders the new message's text alone (``delta``); absolute position =
+  ``offset_tokens`` + position in the delta. The delta is measured after two
+  different stand-in histories and must be the same after both, and the
+  tokenizer must not merge tokens across the boundary (checked on adversarial
+  endings): formats whose new turn starts with a special token (``chatml``,
+  ``deepseek-v4``) pass; ``none`` usually fails, since its ``"\\n\\n"`` merges
+  with preceding punctuation.
+
+When the prefix is stable (otherwise :class:`~phaseaware.chat.errors.PrefixRewriteError`):
+``chatml`` and ``none`` always; ``deepseek-v4`` non-thinking after an assistant
+message, thinking only with ``drop_thinking=False`` (see
+:mod:`phaseaware.chat.deepseek_v4` for exactly which bytes change); ``hf``
+whenever the template renders the sent conversation as a prefix (checked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
+from phaseaware.chat.errors import PrefixRewriteError
+from phaseaware.chat.formats import ChatFormat
+from phaseaware.chat.hf import HFChatFormat
+from phaseaware.chat.layout import ConversationLayout
+from phaseaware.chat.messages import (
+    ConversationTemplate,
+    Message,
+    Part,
+    ToolCall,
+    parse_conversation,
+    parse_message,
+    parse_messages,
+)
+from phaseaware.errors import InputError, TemplateError
+from phaseaware.layouts import RenderedPrompt
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = ["sent_text", "AppendLayout", "append_layout", "DeltaLayout", "append_from_count"]
+
+# endings a real sent text may have, to catch BPE merges across the boundary
+_BOUNDARY_ENDINGS = ("a", ".", "!\n", " ", "\n", "1", "é", "中", "<|im_end|>\n", "}")
+
+
+def sent_text(*, sent: Sequence[Message], chat_format: ChatFormat) -> str:
+    """The text the server holds for ``sent``: its render, with the generation prompt
+    when the last message awaits a reply (not an assistant message)."""
+    awaiting = sent[-1].role != "assistant"
+    return chat_format.render(sent, add_generation_prompt=awaiting)
+
+
+def _rewrite_error(chat_format: ChatFormat, sent: str, full: str, what: str) -> PrefixRewriteError:
+    offset = next(
+        (i for i, (a, b) in enumerate(zip(sent, full, strict=False)) if a != b),
+        min(len(sent), len(full)),
+    )
+    hint = "append after the assistant's reply, or resend the conversation unaligned"
+    if (
+        isinstance(chat_format, DeepSeekV4Format)
+        and chat_format.thinking
+        and chat_format.drop_thinking
+    ):
+        hint = (
+            "deepseek-v4 thinking mode drops earlier reasoning when a user or tool "
+            "message arrives; pass drop_thinking=False (the official encoder does so "
+            "when tools are defined), or " + hint
+        )
+    return PrefixRewriteError(
+        f"chat format {chat_format.name!r} rewrites the already-sent text when {what} is "
+        f"appended (first change at character {offset}: sent {sent[offset : offset + 24]!r}, "
+        f"now {full[offset : offset + 24]!r}); the server's prefix cache would miss; {hint}",
+        char_offset=offset,
+    )
+
+
+class AppendLayout(ConversationLayout):
+    """The whole conversation; ``split`` checks the prefix starts with ``sent_text``."""
+
+    def __init__(
+        self, template: ConversationTemplate, chat_format: ChatFormat, *, sent_text: str,
+        question: str | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(template, chat_format, question=question)
+        self.sent_text = sent_text
+
+    def split(self, *, system: str | None, question: str) -> tuple[str, str]:
+        prefix, suffix = super().split(system=system, question=question)
+        if not prefix.startswith(self.sent_text):
+            raise _rewrite_error(
+                self.chat_format, self.sent_text, prefix + suffix, "the new message"
+            )
+        return prefix, suffix
+
+
+def _new_message_parts(new: Mapping[str, Any] | Message, index: int) -> tuple[Message, list[Part]]:
+    template = parse_conversation([parse_message(new, index=index)])
+    return template.messages[0], list(template.parts[0])
+
+
+def append_layout(
+    *,
+    sent: Sequence[Mapping[str, Any] | Message],
+    new: Mapping[str, Any] | Message,
+    chat_format: ChatFormat,
+    question: str | None = None,
+) -> AppendLayout:
+    """A layout over ``sent + [new]`` whose prefix starts with the sent text, byte for byte.
+
+    ``sent`` is taken verbatim (no placeholders); ``new`` holds the one ``{context}``
+    and any ``{question}``. Raises :class:`PrefixRewriteError` where the format
+    would change bytes already sent (checked now with ``question`` or ``""``,
+    and again on every ``split``).
+    """
+    sent_messages = parse_messages(sent)
+    message, parts = _new_message_parts(new, len(sent_messages))
+    template = ConversationTemplate.from_parts(
+        [*sent_messages, message], [*([m.content] for m in sent_messages), parts]
+    )
+    layout = AppendLayout(
+        template,
+        chat_format,
+        sent_text=sent_text(sent=sent_messages, chat_format=chat_format),
+        question=question,
+    )
+    layout.split(system=None, question=question or "")
+    return layout
+
+
+def _stand_ins(new: Message, thinking: bool) -> tuple[tuple[Message, ...], ...]:
+    """Two unlike histories ending in an assistant message that answers ``new``."""
+    reasoning = "weighing it" if thinking else None
+    calls = (ToolCall(name="lookup", arguments="{}", id=new.tool_call_id),)
+    tool_calls = calls if new.role == "tool" else ()
+    short = (
+        Message(role="user", content="a"),
+        Message(role="assistant", content="b.", tool_calls=tool_calls, reasoning_content=reasoning),
+    )
+    long = (
+        Message(role="system", content="Be brief."),
+        Message(role="user", content="What is x?\n"),
+        Message(role="assistant", content=" x is 1!", reasoning_content=reasoning),
+        Message(role="user", content="and y"),
+        Message(role="assistant", content="", tool_calls=tool_calls, reasoning_content=reasoning),
+    )
+    return short, long
+
+
+@dataclass(frozen=True)
+class DeltaLayout:
+    """The new message's text alone; absolute token = ``offset_tokens`` + delta token.
+
+    ``render(...).messages`` is ``None``: a messages API needs the whole conversation.
+    """
+
+    chat_format: ChatFormat
+    template: ConversationTemplate  # the new message alone
+    offset_tokens: int
+    tokenizer: Tokenizer
+
+    @property
+    def name(self) -> str:
+        return self.chat_format.name
+
+    def split(self, *, system: str | None, question: str) -> tuple[str, str]:
+        if system:
+            raise InputError("an appended message has no system prompt; pass system=None")
+        new = self.template.messages[0]
+        deltas = set()
+        thinking = isinstance(self.chat_format, DeepSeekV4Format | HFChatFormat) and (
+            self.chat_format.thinking
+        )
+        for history in _stand_ins(new, thinking):
+            sent = sent_text(sent=history, chat_format=self.chat_format)
+            stand_in = ConversationTemplate.from_parts(
+                [*history, new], [*([m.content] for m in history), self.template.parts[0]]
+            )
+            probe = ConversationLayout(stand_in, self.chat_format)
+            prefix, suffix = probe.split(system=None, question=question)
+            if not prefix.startswith(sent):
+                raise _rewrite_error(self.chat_format, sent, prefix + suffix, "a message")
+            deltas.add((prefix[len(sent) :], suffix))
+        if len(deltas) != 1:
+            raise TemplateError(
+                f"chat format {self.name!r} renders the new message differently after "
+                "different histories; pass the sent messages (append_layout) instead of a count"
+            )
+        delta_prefix, delta_suffix = deltas.pop()
+        self._check_boundary(delta_prefix + "x" + delta_suffix)
+        return delta_prefix, delta_suffix
+
+    def _check_boundary(self, delta: str) -> None:
+        ids = self.tokenizer.encode(delta)
+        for ending in _BOUNDARY_ENDINGS:
+            if self.tokenizer.encode(ending + delta) != self.tokenizer.encode(ending) + ids:
+                raise TemplateError(
+                    f"with tokenizer {self.tokenizer.spec!r} the new message's first token "
+                    f"merges with a sent text ending in {ending!r} (chat format {self.name!r}), "
+                    "so positions cannot come from a token count; pass the sent messages "
+                    "(append_layout)"
+                )
+
+    def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
+        if not isinstance(context, str):
+            raise InputError(f"context must be a string, got {type(context).__name__}")
+        prefix, suffix = self.split(system=system, question=question)
+        return RenderedPrompt(
+            text=prefix + context + suffix,
+            context_start=len(prefix),
+            context_end=len(prefix) + len(context),
+            messages=None,
+        )
+
+
+def append_from_count(
+    *,
+    prefix_tokens: int,
+    new: Mapping[str, Any] | Message,
+    chat_format: ChatFormat,
+    tokenizer: Tokenizer,
+) -> DeltaLayout:
+    """The cheap form: a layout of ``new`` alone after ``prefix_tokens`` sent tokens.
+
+    The sent conversation must end with an assistant message (the reply that
+    ``usage`` counted). Raises ``PrefixRewriteError``/``TemplateError`` where a
+    count cannot give exact positions (see the module docstring).
+    """
+    if isinstance(prefix_tokens, bool) or not isinstance(prefix_tokens, int) or prefix_tokens < 1:
+        raise InputError(f"prefix_tokens must be a positive int, got {prefix_tokens!r}")
+    message, parts = _new_message_parts(new, 0)
+    layout = DeltaLayout(
+        chat_format=chat_format,
+        template=ConversationTemplate.from_parts([message], [parts]),
+        offset_tokens=prefix_tokens,
+        tokenizer=tokenizer,
+    )
+    layout.split(system=None, question="")
+    return layout

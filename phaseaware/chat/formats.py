@@ -1,0 +1,132 @@
+"""Chat formats: a whole message list -> the exact prompt string the tokenizer sees.
+
+Formats (``get_chat_format(name, tokenizer, thinking=...)``), each agreeing with
+the layout of the same name in :mod:`phaseaware.layouts` on the
+``[system?, user]`` shape:
+
+- ``none``: a plain completion, ``BOS + "\\n\\n".join(contents)``. Every message
+  contributes its content (an empty one still adds its separator); roles, tool
+  calls and reasoning are not written.
+- ``chatml``: ``BOS + <|im_start|>role\\ncontent<|im_end|>\\n`` per message, then
+  ``<|im_start|>assistant\\n`` with ``add_generation_prompt``. Tool messages are
+  turns of role ``tool``; an assistant's tool calls follow its content and a
+  ``"\\n"`` (also when the content is empty: the layout never depends on the
+  text) as Hermes-style blocks, one per line, as Qwen2.5 writes them:
+  ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>``. Reasoning
+  is not written; ``thinking`` has no effect.
+- ``hf``: the tokenizer's own Jinja template (:mod:`phaseaware.chat.hf`).
+- ``deepseek-v4``: DeepSeek's official V4 encoding (:mod:`phaseaware.chat.deepseek_v4`).
+
+Every format keeps message text verbatim (``hf`` checks it), so the text around
+a placeholder inside a message is a fixed prefix and suffix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
+from phaseaware.chat.hf import HFChatFormat
+from phaseaware.chat.messages import Message
+from phaseaware.errors import TemplateError
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = [
+    "CHAT_FORMAT_NAMES",
+    "ChatFormat",
+    "PlainFormat",
+    "ChatMLFormat",
+    "get_chat_format",
+]
+
+CHAT_FORMAT_NAMES = ("none", "chatml", "hf", "deepseek-v4")
+
+
+@runtime_checkable
+class ChatFormat(Protocol):
+    """Renders a conversation; ``chat`` is False for plain completions (no messages API)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def chat(self) -> bool: ...
+
+    def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+        """The prompt text of ``messages`` (BOS and markers included)."""
+        ...
+
+
+class PlainFormat:
+    """``BOS + "\\n\\n".join(message contents)``; no chat markers."""
+
+    name = "none"
+    chat = False
+
+    def __init__(self, *, bos_text: str) -> None:
+        self.bos_text = bos_text
+
+    def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+        return self.bos_text + "\n\n".join(m.content for m in messages)
+
+    def __repr__(self) -> str:
+        return f"PlainFormat(bos_text={self.bos_text!r})"
+
+
+def hermes_tool_calls(message: Message) -> str:
+    """An assistant's tool calls as ``<tool_call>`` JSON blocks (``""`` without calls)."""
+    blocks = [
+        "<tool_call>\n"
+        + json.dumps({"name": c.name, "arguments": c.parsed_arguments()}, ensure_ascii=False)
+        + "\n</tool_call>"
+        for c in message.tool_calls
+    ]
+    return "\n".join(blocks)
+
+
+class ChatMLFormat:
+    """ChatML turns after the tokenizer's BOS (see the module docstring)."""
+
+    name = "chatml"
+    chat = True
+
+    def __init__(self, *, bos_text: str) -> None:
+        self.bos_text = bos_text
+
+    def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+        parts = [self.bos_text]
+        for message in messages:
+            body = message.content
+            if message.tool_calls:  # the separator never depends on the text (the slot's)
+                body += "\n" + hermes_tool_calls(message)
+            parts.append(f"<|im_start|>{message.role}\n{body}<|im_end|>\n")
+        if add_generation_prompt:
+            parts.append("<|im_start|>assistant\n")
+        return "".join(parts)
+
+    def __repr__(self) -> str:
+        return f"ChatMLFormat(bos_text={self.bos_text!r})"
+
+
+def get_chat_format(
+    name: str, tokenizer: Tokenizer, *, thinking: bool = False, drop_thinking: bool = True
+) -> ChatFormat:
+    """The chat format ``name`` (one of :data:`CHAT_FORMAT_NAMES`) for ``tokenizer``.
+
+    ``thinking`` selects the thinking variant (``deepseek-v4``; passed to ``hf``
+    templates as ``enable_thinking``/``thinking``). ``drop_thinking`` is the
+    ``deepseek-v4`` encoder's option of the same name (see its module).
+    """
+    if name == "none":
+        return PlainFormat(bos_text=tokenizer.bos_text)
+    if name == "chatml":
+        return ChatMLFormat(bos_text=tokenizer.bos_text)
+    if name == "hf":
+        return HFChatFormat(tokenizer, thinking=thinking)
+    if name == "deepseek-v4":
+        return DeepSeekV4Format(thinking=thinking, drop_thinking=drop_thinking)
+    raise TemplateError(
+        f"unknown chat format {name!r}; use one of {', '.join(CHAT_FORMAT_NAMES)} (template=)"
+    )

@@ -1,0 +1,173 @@
+"""``ConversationLayout``: a whole conversation with one context slot, as a PromptLayout.
+
+It implements :class:`phaseaware.layouts.PromptLayout`, so the assembler places
+chunks into any conversation exactly as it does into today's shape::
+
+    layout = ConversationLayout(parse_conversation(messages), get_chat_format(...))
+    prefix, suffix = layout.split(system=None, question=q)
+    layout.render(system=None, context=c, question=q).text == prefix + c + suffix
+
+``question`` fills every ``{question}`` placeholder and is the text whose key
+terms define default evidence, wherever it sits (or does not appear at all). The
+system prompt belongs in the messages: ``system`` must be ``None`` or ``""``.
+``conversation_layout(system=s, ...)`` builds today's ``[system?, user(context +
+"\\n\\n" + question)]`` shape, byte-identical to ``get_layout`` of the same name.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from phaseaware.chat.errors import TemplateRewriteError
+from phaseaware.chat.formats import ChatFormat, get_chat_format
+from phaseaware.chat.messages import (
+    ConversationTemplate,
+    Message,
+    parse_conversation,
+    simple_conversation,
+)
+from phaseaware.errors import InputError
+from phaseaware.layouts import RenderedPrompt
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = ["ConversationLayout", "conversation_layout"]
+
+_CACHE_SIZE = 64
+
+
+def _check_text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+class ConversationLayout:
+    """Prefix and suffix around the one context slot of a conversation (see module doc)."""
+
+    def __init__(
+        self,
+        template: ConversationTemplate,
+        chat_format: ChatFormat,
+        *,
+        question: str | None = None,
+        add_generation_prompt: bool = True,
+    ) -> None:
+        if not isinstance(template, ConversationTemplate):
+            raise InputError(
+                "template must be a ConversationTemplate; build one with parse_conversation()"
+            )
+        self.template = template
+        self.chat_format = chat_format
+        self.question = question
+        self.add_generation_prompt = add_generation_prompt
+        self._splits: OrderedDict[str, tuple[str, str]] = OrderedDict()
+
+    @property
+    def name(self) -> str:
+        return self.chat_format.name
+
+    @property
+    def slot_index(self) -> int:
+        """Index of the message that holds the context."""
+        return self.template.slot_index
+
+    def __repr__(self) -> str:
+        return (
+            f"ConversationLayout({len(self.template.messages)} messages, slot in message "
+            f"{self.slot_index}, format={self.chat_format!r})"
+        )
+
+    def _question(self, system: str | None, question: str) -> str:
+        if system:
+            raise InputError(
+                "a conversation layout holds its system prompt in its messages; pass "
+                "system=None (or put the system text into the first message)"
+            )
+        return _check_text("question", question)
+
+    def filled(self, *, context: str, question: str) -> tuple[Message, ...]:
+        """The messages with the slot holding ``context`` and ``{question}`` replaced."""
+        return self.template.fill(context=context, question=question)
+
+    def messages_for(self, *, context: str, question: str) -> tuple[dict[str, Any], ...]:
+        """OpenAI-style messages of the filled conversation (for APIs that take messages)."""
+        return tuple(m.to_openai() for m in self.filled(context=context, question=question))
+
+    def render_text(self, messages: Sequence[Message]) -> str:
+        return self.chat_format.render(messages, add_generation_prompt=self.add_generation_prompt)
+
+    def split(self, *, system: str | None, question: str) -> tuple[str, str]:
+        """Text before and after the slot (characters; BOS and markers included)."""
+        question = self._question(system, question)
+        cached = self._splits.get(question)
+        if cached is not None:
+            self._splits.move_to_end(question)
+            return cached
+        sentinel = f"PHASEAWARE_CONTEXT_{uuid.uuid4().hex}"
+        text = self.render_text(self.filled(context=sentinel, question=question))
+        copies = text.count(sentinel)
+        if copies != 1:
+            raise TemplateRewriteError(
+                f"chat format {self.name!r} renders the context slot {copies} times; "
+                "use chat format chatml or deepseek-v4",
+                index=self.slot_index,
+                change="dropped" if copies == 0 else "repeated",
+            )
+        prefix, suffix = text.split(sentinel)
+        self._splits[question] = (prefix, suffix)
+        if len(self._splits) > _CACHE_SIZE:
+            self._splits.popitem(last=False)
+        return prefix, suffix
+
+    def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
+        """``prefix + context + suffix``, confirmed by rendering the filled messages."""
+        context = _check_text("context", context)
+        prefix, suffix = self.split(system=system, question=question)
+        filled = self.filled(context=context, question=question)
+        text = prefix + context + suffix
+        if self.render_text(filled) != text:
+            raise TemplateRewriteError(
+                f"chat format {self.name!r} rewrites message {self.slot_index} once the "
+                "context is in it (e.g. strips whitespace); strip leading/trailing whitespace "
+                "from the context, or use chat format chatml",
+                index=self.slot_index,
+                change="rewritten",
+            )
+        return RenderedPrompt(
+            text=text,
+            context_start=len(prefix),
+            context_end=len(prefix) + len(context),
+            messages=tuple(m.to_openai() for m in filled) if self.chat_format.chat else None,
+        )
+
+
+def conversation_layout(
+    *,
+    tokenizer: Tokenizer,
+    chat_format: str | ChatFormat,
+    messages: Sequence[Mapping[str, Any] | Message] | None = None,
+    system: str | None = None,
+    question: str | None = None,
+    thinking: bool = False,
+    add_generation_prompt: bool = True,
+) -> ConversationLayout:
+    """A :class:`ConversationLayout` from ``messages`` (one ``{context}``), or, without
+    ``messages``, today's ``[system?, user(context + "\\n\\n" + question)]`` shape."""
+    if messages is not None and system:
+        raise InputError("pass the system prompt inside messages, or system= without messages")
+    if system is not None:
+        _check_text("system", system)
+    fmt = (
+        get_chat_format(chat_format, tokenizer, thinking=thinking)
+        if isinstance(chat_format, str)
+        else chat_format
+    )
+    template = (
+        parse_conversation(messages) if messages is not None else simple_conversation(system=system)
+    )
+    return ConversationLayout(
+        template, fmt, question=question, add_generation_prompt=add_generation_prompt
+    )

