@@ -45,7 +45,7 @@ from phaseaware.chat.messages import (
     parse_messages,
 )
 from phaseaware.errors import InputError, TemplateError
-from phaseaware.layouts import RenderedPrompt
+from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["sent_text", "AppendLayout", "append_layout", "DeltaLayout", "append_from_count"]

@@ -1,7 +1,7 @@
 """Chat formats: a whole message list -> the exact prompt string the tokenizer sees.
 
 Formats (``get_chat_format(name, tokenizer, thinking=...)``), each agreeing with
-the layout of the same name in :mod:`phaseaware.layouts` on the
+the layout of the same name in :mod:`phaseaware.templates` on the
 ``[system?, user]`` shape:
 
 - ``none``: a plain completion, ``BOS + "\\n\\n".join(contents)``. Every message

@@ -1,6 +1,6 @@
 """``ConversationLayout``: a whole conversation with one context slot, as a PromptLayout.
 
-It implements :class:`phaseaware.layouts.PromptLayout`, so the assembler places
+It implements :class:`phaseaware.templates.PromptLayout`, so the assembler places
 chunks into any conversation exactly as it does into today's shape::
 
     layout = ConversationLayout(parse_conversation(messages), get_chat_format(...))
@@ -30,7 +30,7 @@ from phaseaware.chat.messages import (
     simple_conversation,
 )
 from phaseaware.errors import InputError
-from phaseaware.layouts import RenderedPrompt
+from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["ConversationLayout", "conversation_layout"]

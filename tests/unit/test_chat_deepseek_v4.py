@@ -6,7 +6,7 @@ import pytest
 
 from phaseaware.chat import ToolResultError, parse_messages
 from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
-from phaseaware.layouts import DeepSeekV4Layout
+from phaseaware.templates import DeepSeekV4Layout
 
 B, E = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
 U, A = "<｜User｜>", "<｜Assistant｜>"

@@ -21,7 +21,7 @@ from phaseaware.chat import (
 )
 from phaseaware.chat.hf import HFChatFormat
 from phaseaware.errors import InputError, TemplateError
-from phaseaware.layouts import LAYOUT_NAMES, PromptLayout, get_layout
+from phaseaware.templates import LAYOUT_NAMES, PromptLayout, get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 SMOLLM2 = "hf:" + str(

@@ -304,7 +304,7 @@ def test_split_invariant_and_reference_render(spec, messages, context, question)
 def _v3_tokenizer():
     from transformers import AutoTokenizer
 
-    from phaseaware.tokenizers.hf_adapter import HFTokenizer
+    from phaseaware.tokenizers.hf import HFTokenizer
     from phaseaware.tokenizers.registry import deepseek_v4_dir
 
     hf = AutoTokenizer.from_pretrained(str(deepseek_v4_dir()), local_files_only=True)
