@@ -73,3 +73,15 @@ class BackendError(CalibrationError):
 
 class LogError(CalibrationError):
     """A calibration log is corrupt or belongs to a different run."""
+
+
+class EndpointError(PhaseawareError):
+    """A serving endpoint does not tokenize the prompt the way phaseaware rendered it."""
+
+
+class PromptTokenDriftError(EndpointError):
+    """The server's ``usage.prompt_tokens`` disagrees with the plan plus the known offset."""
+
+
+class PhaseawareWarning(UserWarning):
+    """A placement phaseaware cannot vouch for (e.g. the server counted other tokens)."""

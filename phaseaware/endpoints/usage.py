@@ -1,0 +1,103 @@
+"""Checked at the model: compare the server's ``usage.prompt_tokens`` with the plan.
+
+A placement is right only if the server tokenized exactly what phaseaware rendered,
+plus a known number of tokens of its own before it (the endpoint's ``offset``: a BOS
+the prompt text lacks, a hidden system preamble). After each call, the response's
+``usage.prompt_tokens`` must equal ``planned_tokens + offset``. Anything else means
+the residues phaseaware reported are not the model's: the server adds text of its
+own that was not accounted for, or renders another chat format.
+
+Both framework adapters and ``calibrate`` call :func:`check_prompt_tokens`; it is
+pure apart from the warning it may issue.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftError
+
+__all__ = ["ON_MISMATCH", "UsageCheck", "check_prompt_tokens"]
+
+ON_MISMATCH = ("warn", "raise", "ignore")
+
+
+@dataclass(frozen=True)
+class UsageCheck:
+    """One comparison, in tokens. ``drift == 0`` means the plan holds at the model."""
+
+    planned_tokens: int  # tokens of the prompt phaseaware rendered and verified
+    offset: int  # tokens the endpoint is known to add before the prompt
+    reported_tokens: int  # the server's usage.prompt_tokens
+
+    @property
+    def expected_tokens(self) -> int:
+        return self.planned_tokens + self.offset
+
+    @property
+    def drift(self) -> int:
+        """Tokens the server counted beyond (or, negative, short of) the expectation."""
+        return self.reported_tokens - self.expected_tokens
+
+    @property
+    def ok(self) -> bool:
+        return self.drift == 0
+
+    @property
+    def observed_offset(self) -> int:
+        """The offset that would explain this count (``reported - planned``)."""
+        return self.reported_tokens - self.planned_tokens
+
+    def message(self) -> str:
+        """What differed, the likely cause and the fix, in one line."""
+        cause = (
+            "the server adds text of its own before or around the prompt (a hidden system "
+            "prompt, a date line, a BOS)"
+            if self.drift > 0
+            else "the server renders another chat format or drops text phaseaware sent"
+        )
+        return (
+            f"the server counted {self.reported_tokens} prompt tokens, phaseaware planned "
+            f"{self.planned_tokens} + offset {self.offset} = {self.expected_tokens} "
+            f"(drift {self.drift:+d}): {cause}, so the reported residues are not the model's; "
+            f"run `phaseaware probe-endpoint` and pass its record, or set position_offset="
+            f"{self.observed_offset}"
+            + ("" if self.observed_offset >= 0 else " (impossible: check the chat format)")
+        )
+
+
+def _count(name: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def check_prompt_tokens(
+    *,
+    planned_tokens: int,
+    reported_tokens: int,
+    offset: int = 0,
+    on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
+) -> UsageCheck:
+    """Compare ``reported_tokens`` (usage.prompt_tokens) with ``planned_tokens + offset``.
+
+    ``on_mismatch``: ``"warn"`` issues a :class:`PhaseawareWarning`, ``"raise"``
+    raises :class:`PromptTokenDriftError`, ``"ignore"`` only returns the check.
+    """
+    if on_mismatch not in ON_MISMATCH:
+        raise InputError(
+            f"on_mismatch must be one of {', '.join(ON_MISMATCH)}, got {on_mismatch!r}"
+        )
+    check = UsageCheck(
+        planned_tokens=_count("planned_tokens", planned_tokens, minimum=0),
+        offset=_count("offset", offset, minimum=0),
+        reported_tokens=_count("reported_tokens", reported_tokens, minimum=0),
+    )
+    if not check.ok:
+        if on_mismatch == "raise":
+            raise PromptTokenDriftError(check.message())
+        if on_mismatch == "warn":
+            warnings.warn(check.message(), PhaseawareWarning, stacklevel=2)
+    return check
