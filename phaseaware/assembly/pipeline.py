@@ -31,12 +31,13 @@ from phaseaware.assembly.planner import PadTables, Plan
 from phaseaware.assembly.render import RepeatBlock, render_prompt, repeat_block
 from phaseaware.assembly.result import AssemblyResult, build_result
 from phaseaware.assembly.setup import Setup, end_reserve, plan_pads, prepare
+from phaseaware.assembly.untrusted import confirm
 from phaseaware.assembly.verify import Verified, verify
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import PromptLayout, get_layout
 from phaseaware.tokenizers import load_tokenizer
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.base import TokenizedText, Tokenizer
 
 __all__ = ["assemble", "assemble_from_specs"]
 
@@ -181,6 +182,7 @@ def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) ->
     if verified is None:
         prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
         measured = setup.tokenizer.tokenize(prompt.text)
+        _confirm(setup, measured)
         return build_result(
             setup, plan=None, rendered=None, measured=measured, prompt=prompt, dropped=dropped
         )
@@ -192,6 +194,7 @@ def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) ->
         prefix=setup.frame.prefix,
         suffix=setup.frame.suffix,
     )
+    _confirm(setup, verified.measured)
     return build_result(
         setup,
         plan=verified.plan,
@@ -200,6 +203,13 @@ def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) ->
         prompt=prompt,
         dropped=dropped,
     )
+
+
+def _confirm(setup: Setup, measured: TokenizedText) -> None:
+    """No control token in the prompt beyond its template's (re-tokenized, not assumed)."""
+    if setup.scanner is not None:
+        frame = setup.frame.prefix + setup.frame.suffix
+        confirm(setup.tokenizer, setup.scanner, frame=frame, measured=measured)
 
 
 def assemble_from_specs(

@@ -31,6 +31,7 @@ REQUEST_OPTION_KEYS = (
     "period",
     "max_keys_per_chunk",
     "repeat_max_chars",
+    "control_tokens",
 )
 
 

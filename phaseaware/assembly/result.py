@@ -21,6 +21,7 @@ from phaseaware.assembly.setup import Setup
 from phaseaware.serialize import to_plain
 from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import TokenizedText
+from phaseaware.tokenizers.control import Neutralized
 
 __all__ = [
     "Placement",
@@ -113,6 +114,8 @@ class AssemblyResult:
     fingerprint: str
     layout: str
     position_offset: int = 0  # tokens the server adds before the prompt (options)
+    neutralized: tuple[Neutralized, ...] = ()  # control strings broken in user strings
+    tokenizer_mismatch_allowed: bool = False  # profile fingerprint differs; caller opted in
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -232,6 +235,8 @@ def build_result(
         fingerprint=setup.tokenizer.fingerprint(),
         layout=setup.layout.name,
         position_offset=shift,
+        neutralized=setup.neutralized,
+        tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,
     )
 
 

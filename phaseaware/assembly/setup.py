@@ -20,11 +20,13 @@ from phaseaware.assembly.measure import MeasuredChunk, measure_chunks
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.assembly.planner import PadTable, PadTables
 from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.assembly.untrusted import clean_inputs
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_period, check_tokenizer
 from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
 __all__ = ["Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
 
@@ -56,6 +58,9 @@ class Setup:
     weights: tuple[float, ...]  # relevance weights, input order
     filler: Filler | None  # None: padding off or no profile
     tables: PadTables  # before verification froze any pad
+    neutralized: tuple[Neutralized, ...] = ()  # control strings broken in user strings
+    scanner: ControlScanner | None = None
+    tokenizer_mismatch_allowed: bool = False  # the profile's fingerprint differs; opted in
 
 
 def prepare(
@@ -72,9 +77,16 @@ def prepare(
     """The checked, measured ``Setup`` of an ``assemble`` call (raises what ``assemble`` does)."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputError(f"budget_tokens must be a positive int, got {budget!r}")
-    normalized = normalize_chunks(chunks)
+    normalized, question, system, neutralized, scanner = clean_inputs(
+        normalize_chunks(chunks), question=question, system=system, tokenizer=tokenizer,
+        layout=layout.name, policy=options.control_tokens,
+    )  # fmt: skip
+    mismatch_allowed = False
     if profile is not None:
-        check_tokenizer(profile, tokenizer, allow_mismatch=options.allow_tokenizer_mismatch)
+        matched = check_tokenizer(
+            profile, tokenizer, allow_mismatch=options.allow_tokenizer_mismatch
+        )
+        mismatch_allowed = not matched and profile.tokenizer.fingerprint is not None
         if options.period is not None:
             check_period(profile, options.period)
     prefix, suffix = layout.split(system=system, question=question)
@@ -108,6 +120,7 @@ def prepare(
             chunks=chunk_pad_tables(tokenizer, filler if options.pad else None, prepared),
             end=end_table,
         ),
+        neutralized=neutralized, scanner=scanner, tokenizer_mismatch_allowed=mismatch_allowed,
     )  # fmt: skip
 
 

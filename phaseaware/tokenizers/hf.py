@@ -87,6 +87,12 @@ class HFTokenizer:
         return template or None
 
     @property
+    def special_strings(self) -> frozenset[str]:
+        """Every added-token string (special or not: both are matched whole in text)."""
+        added = self._backend.get_added_tokens_decoder().values()
+        return frozenset(str(t.content) for t in added if len(str(t.content).strip()) >= 2)
+
+    @property
     def hf_tokenizer(self) -> Any:
         """The wrapped ``transformers`` tokenizer (read-only use)."""
         return self._tok

@@ -285,6 +285,11 @@ class TiktokenTokenizer:
         return None
 
     @property
+    def special_strings(self) -> frozenset[str]:
+        """Every special-token string of the encoding (parsed as one id in text)."""
+        return frozenset(self._encoding.special_tokens_set)
+
+    @property
     def pattern(self) -> str:
         """The encoding's pre-tokenizer regex (text is split by it before BPE merges)."""
         return self._pat_str

@@ -1,0 +1,186 @@
+"""Control tokens in untrusted text: find every one and neutralise it (or refuse).
+
+Retrieved chunks, evidence, the question, the system prompt and message contents
+are user-supplied strings. Every adapter parses special-token strings inside the
+text it encodes (the convention of ``tokenizers.base``), so a chunk holding
+``<｜User｜>`` or ``<|im_start|>system`` would otherwise become a real chat turn.
+
+The control strings of one call are the tokenizer's special/added-token strings
+(``special_strings``) plus the chat format's own markers (``FORMAT_CONTROL``, e.g.
+ChatML's ``<|im_start|>`` even where the vocabulary has no such special token).
+
+**Neutralisation** (the documented, visible rule): every occurrence of a control
+string gets :data:`BREAK` (U+00B7 MIDDLE DOT, ``·``) inserted after its first
+character: ``<|im_start|>`` becomes ``<·|im_start|>``, ``<｜User｜>`` becomes
+``<·｜User｜>``, ``<think>`` becomes ``<·think>``. The scan visits *every*
+start position, overlapping occurrences included, so no control string survives:
+``BREAK`` occurs in no control string (checked), every control string has two or
+more characters, and each BREAK-free piece of the output is a piece of the input
+that contains no occurrence start except possibly its last character. The
+assembly pipeline also re-tokenizes the final prompt and counts control ids.
+
+Policy ``"refuse"`` raises :class:`ControlTokenError` instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol, runtime_checkable
+
+from phaseaware.errors import InputError
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = [
+    "BREAK",
+    "CONTROL_POLICIES",
+    "FORMAT_CONTROL",
+    "ControlTokenError",
+    "ControlScanner",
+    "Neutralized",
+    "SpecialStringsTokenizer",
+    "control_ids",
+    "scanner_for",
+    "special_strings",
+]
+
+BREAK = "\u00b7"
+CONTROL_POLICIES = ("neutralize", "refuse")
+
+# Markers of each chat format, control text whether or not the vocabulary has them.
+FORMAT_CONTROL: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "chatml": ("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
+    "hf": (),
+    "deepseek-v4": (
+        "<｜begin▁of▁sentence｜>",
+        "<｜end▁of▁sentence｜>",
+        "<｜User｜>",
+        "<｜Assistant｜>",
+        "<think>",
+        "</think>",
+    ),
+}
+
+
+class ControlTokenError(InputError):
+    """A user-supplied string holds a control token and the policy is ``"refuse"``."""
+
+
+@runtime_checkable
+class SpecialStringsTokenizer(Protocol):
+    """A tokenizer that lists the strings it parses as special/added tokens."""
+
+    @property
+    def special_strings(self) -> frozenset[str]: ...
+
+
+@dataclass(frozen=True)
+class Neutralized:
+    """One control string found in a user string and broken with :data:`BREAK`.
+
+    ``where``: ``"chunk <id>"``, ``"chunk <id> evidence[k]"``, ``"question"``,
+    ``"system"`` or ``"messages[i]"``; ``offset``: its character offset in the
+    caller's original string; ``text``: the control string found.
+    """
+
+    where: str
+    offset: int
+    text: str
+
+
+def special_strings(tokenizer: Tokenizer) -> frozenset[str]:
+    """The strings ``tokenizer`` parses as special tokens (BOS/EOS at least)."""
+    found: set[str] = set()
+    if isinstance(tokenizer, SpecialStringsTokenizer):
+        found.update(tokenizer.special_strings)
+    for name in ("bos_text", "eos_text"):
+        value = getattr(tokenizer, name, "")
+        if isinstance(value, str):
+            found.add(value)
+    return frozenset(s for s in found if len(s) >= 2 and s.strip())
+
+
+def control_ids(tokenizer: Tokenizer, strings: Iterable[str]) -> frozenset[int]:
+    """Ids of the control strings that encode to exactly one token."""
+    ids: set[int] = set()
+    for text in strings:
+        encoded = tokenizer.encode(text)
+        if len(encoded) == 1:
+            ids.add(encoded[0])
+    return frozenset(ids)
+
+
+class ControlScanner:
+    """Finds and breaks the control strings of one tokenizer + chat format."""
+
+    def __init__(self, strings: Iterable[str], *, policy: str = "neutralize") -> None:
+        if policy not in CONTROL_POLICIES:
+            raise InputError(
+                f"control_tokens={policy!r} is unknown; use one of {', '.join(CONTROL_POLICIES)}"
+            )
+        self.policy = policy
+        self.strings = frozenset(s for s in strings if len(s) >= 2)
+        if any(BREAK in s for s in self.strings):
+            raise InputError(f"a control string contains the break character {BREAK!r}")
+        ordered = sorted(self.strings, key=lambda s: (-len(s), s))
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._ids: dict[tuple[str, str], frozenset[int]] = {}
+
+    def ids(self, tokenizer: Tokenizer) -> frozenset[int]:
+        """``control_ids`` of this scanner's strings under ``tokenizer`` (cached)."""
+        key = (tokenizer.spec, tokenizer.fingerprint())
+        if key not in self._ids:
+            self._ids[key] = control_ids(tokenizer, self.strings)
+        return self._ids[key]
+
+    def clean(self, text: str, *, where: str) -> tuple[str, tuple[Neutralized, ...]]:
+        """``text`` with every control string broken, and what was broken.
+
+        Raises :class:`ControlTokenError` under policy ``"refuse"``.
+        """
+        if self._pattern is None or not text:
+            return text, ()
+        found: list[Neutralized] = []
+        pieces: list[str] = []
+        last = 0
+        pos = 0
+        while True:
+            match = self._pattern.search(text, pos)
+            if match is None:
+                break
+            start = match.start()
+            found.append(Neutralized(where=where, offset=start, text=match.group()))
+            pieces.append(text[last : start + 1])
+            pieces.append(BREAK)
+            last = pos = start + 1  # next start, overlapping occurrences included
+        if not found:
+            return text, ()
+        if self.policy == "refuse":
+            first = found[0]
+            raise ControlTokenError(
+                f"{where} holds the control token {first.text!r} at char {first.offset} "
+                f"({len(found)} in all); remove it, or use control_tokens='neutralize' "
+                f"(the default) to break it as {_broken(first.text)!r}"
+            )
+        pieces.append(text[last:])
+        return "".join(pieces), tuple(found)
+
+
+def _broken(text: str) -> str:
+    return text[:1] + BREAK + text[1:]
+
+
+@lru_cache(maxsize=32)
+def _cached(strings: frozenset[str], policy: str) -> ControlScanner:
+    return ControlScanner(strings, policy=policy)
+
+
+def scanner_for(
+    tokenizer: Tokenizer, *, layout: str = "none", policy: str = "neutralize"
+) -> ControlScanner:
+    """The scanner of ``tokenizer``'s special strings plus ``layout``'s markers."""
+    strings = special_strings(tokenizer) | frozenset(FORMAT_CONTROL.get(layout, ()))
+    return _cached(strings, policy)
