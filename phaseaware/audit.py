@@ -16,6 +16,7 @@ from typing import Any
 from phaseaware.assembly.options import check_position_offset
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
+from phaseaware.profiles.registry import check_tokenizer
 from phaseaware.serialize import to_plain
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -67,6 +68,7 @@ class AuditResult:
     tokenizer: str
     evidence: tuple[EvidenceAudit, ...]
     length: LengthAudit | None
+    tokenizer_mismatch_allowed: bool = False  # profile fingerprint differs; caller opted in
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (lists, not tuples), stable key order."""
@@ -82,6 +84,7 @@ def audit_prompt(
     evidence: Sequence[str],
     max_occurrences: int = 100,
     position_offset: int = 0,
+    allow_tokenizer_mismatch: bool = False,
 ) -> AuditResult:
     """Measured position, residue and expected accuracy of each evidence occurrence.
 
@@ -90,8 +93,13 @@ def audit_prompt(
     ``position_offset``: tokens the server adds before the prompt (1 for a BOS
     the text lacks); residues and accuracies are taken at the model's
     positions (token position + offset), token positions stay prompt indices.
+    Raises ``FingerprintMismatchError`` when ``profile`` was measured with
+    another tokenizer, unless ``allow_tokenizer_mismatch`` (the result then
+    says so in ``tokenizer_mismatch_allowed``).
     """
     check_position_offset(position_offset, name="position_offset")
+    matched = check_tokenizer(profile, tokenizer, allow_mismatch=allow_tokenizer_mismatch)
+    mismatch_allowed = not matched and profile.tokenizer.fingerprint is not None
     if not isinstance(prompt_text, str) or not prompt_text:
         raise InputError("prompt_text must be a non-empty string (the full prompt the model sees)")
     if isinstance(evidence, str):
@@ -130,6 +138,7 @@ def audit_prompt(
         tokenizer=tokenizer.spec,
         evidence=tuple(audits),
         length=_length_audit(profile, model_length),
+        tokenizer_mismatch_allowed=mismatch_allowed,
     )
 
 

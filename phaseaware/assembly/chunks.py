@@ -66,14 +66,25 @@ def chunks_from_request(items: object, *, source: str = "<request>") -> list[Chu
 def _check_score(score: object, where: str) -> float:
     if isinstance(score, bool) or not isinstance(score, int | float) or score != score:
         raise InputError(f"{where}.score must be a number, got {score!r}")
-    if score in (float("inf"), float("-inf")):
+    try:
+        value = float(score)
+    except OverflowError:
+        raise InputError(f"{where}.score is too large for a float; give a finite number") from None
+    if value in (float("inf"), float("-inf")):
         raise InputError(f"{where}.score must be finite, got {score!r}")
-    return float(score)
+    return value
 
 
 def _check_id(chunk_id: object, where: str) -> str | None:
     if chunk_id is not None and not isinstance(chunk_id, str):
         raise InputError(f"{where}.id must be a str, got {chunk_id!r}")
+    if chunk_id is not None:
+        try:
+            chunk_id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(
+                f"{where}.id {chunk_id!r} holds a lone surrogate; give a valid Unicode string"
+            ) from None
     return chunk_id
 
 

@@ -10,14 +10,14 @@ error is an ``InputError`` that names the file and points at the example.
 
 from __future__ import annotations
 
-import json
 from typing import Any, NoReturn
 
 from phaseaware.assembly.chunks import chunks_from_request
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.errors import InputError
+from phaseaware.userfiles import parse_json_document, read_user_text
 
-__all__ = ["EXAMPLE", "REQUEST_OPTION_KEYS", "load_request", "parse_request"]
+__all__ = ["EXAMPLE", "REQUEST_KEYS", "REQUEST_OPTION_KEYS", "load_request", "parse_request"]
 
 EXAMPLE = "examples/request.json"
 REQUEST_OPTION_KEYS = (
@@ -39,21 +39,33 @@ def _fail(message: str) -> NoReturn:
     raise InputError(f"{message}; see {EXAMPLE} for a minimal valid request")
 
 
+# Every top-level key a request may have ("messages": conversation requests).
+REQUEST_KEYS = (
+    "tokenizer",
+    "template",
+    "profile",
+    "system",
+    "question",
+    "chunks",
+    "budget_tokens",
+    "options",
+    "messages",
+)
+
+
 def load_request(path: str) -> dict[str, Any]:
-    """Keyword arguments for ``assemble_from_specs`` from a request file (InputError if bad)."""
+    """Keyword arguments for ``assemble_from_specs`` from a request file (InputError if bad).
+
+    Only a regular file under the size cap is read (``phaseaware.userfiles``); duplicate
+    keys, NaN/Infinity, huge integers, deep nesting and lone surrogates are errors.
+    """
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        _fail(f"cannot read request file {path!r}: {exc.strerror}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        _fail(f"request file {path!r} is not valid UTF-8 (byte {exc.start})")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        _fail(f"request file {path!r} is not valid JSON (line {exc.lineno}: {exc.msg})")
+        text = read_user_text(path, what="request file")
+    except InputError as exc:
+        _fail(str(exc))
+    doc = parse_json_document(
+        text, source=f"request file {path}", hint=f"see {EXAMPLE} for a minimal valid request"
+    )
     return parse_request(doc, source=path)
 
 
@@ -61,6 +73,12 @@ def parse_request(doc: Any, *, source: str = "<request>") -> dict[str, Any]:
     """Keyword arguments for ``assemble_from_specs`` from a parsed request document."""
     if not isinstance(doc, dict):
         _fail(f"{source}: the request must be a JSON object")
+    unknown_keys = sorted(set(doc) - set(REQUEST_KEYS))
+    if unknown_keys:
+        _fail(
+            f"{source}: unknown key(s) {', '.join(map(repr, unknown_keys))}; "
+            f"known keys: {', '.join(REQUEST_KEYS)}"
+        )
     for key in ("tokenizer", "question", "chunks", "budget_tokens"):
         if key not in doc:
             _fail(f"{source}: missing key {key!r}")

@@ -44,24 +44,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="tokens the server adds before the prompt, e.g. 1 for a BOS it prepends "
         "(residues are taken at token position + N; default 0)",
     )
+    parser.add_argument(
+        "--allow-tokenizer-mismatch",
+        action="store_true",
+        help="use the profile even though it was measured with another tokenizer "
+        "(the result records the override)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from phaseaware.audit import audit_prompt
-    from phaseaware.errors import InputError
     from phaseaware.profiles.registry import get_profile
     from phaseaware.tokenizers import load_tokenizer
+    from phaseaware.userfiles import read_user_text
 
-    try:
-        with open(args.prompt_file, "rb") as handle:
-            text = handle.read().decode("utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read PROMPT_FILE {args.prompt_file!r}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"PROMPT_FILE {args.prompt_file!r} is not valid UTF-8 (byte {exc.start})"
-        ) from None
+    text = read_user_text(args.prompt_file, what="PROMPT_FILE")
     tokenizer = load_tokenizer(args.tokenizer)
     profile = get_profile(args.profile)
     if args.template:
@@ -75,11 +75,21 @@ def run(args: argparse.Namespace) -> int:
         profile=profile,
         evidence=args.evidence,
         position_offset=args.prompt_token_offset,
+        allow_tokenizer_mismatch=args.allow_tokenizer_mismatch,
     )
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
         print(format_report(result))
+    missing = [e.text for e in result.evidence if not e.found]
+    if missing:
+        shown = ", ".join(repr(m[:40]) for m in missing[:3])
+        print(
+            f"phaseaware: error: {len(missing)} evidence string(s) not found in the prompt "
+            f"({shown}); check the text, or the --template that wraps it",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -117,6 +117,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--detect-gap", type=float, help="--plan: accuracy gap to detect (fraction)")
     add("--price-per-million", type=float, help="--plan: price per million tokens")
     add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
+    add(
+        "--api-key-file",
+        help="--backend openai: read the API key from this file (else PHASEAWARE_API_KEY "
+        "or OPENAI_API_KEY)",
+    )
+    add("--api-key", help="--backend openai: API key (visible to other users: prefer the env)")
     add("--endpoint", choices=("chat", "completions"), default="chat", help="openai endpoint")
     add("--concurrency", type=int, default=4, help="--backend openai: requests in flight")
     add(
@@ -165,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
             f"--prompt-token-offset applies to --backend openai and batch files only; "
             f"--backend {args.backend} sees exactly phaseaware's tokens"
         )
+    _check_paths(args)
     settings = _settings(args)
     if args.plan:
         from phaseaware.calibration.report import format_plan, plan_summary
@@ -221,10 +228,51 @@ def _depth(text: str) -> tuple[float, float]:
     return low, high
 
 
+def _check_paths(args: argparse.Namespace) -> None:
+    """Output paths checked before any model loads or probe runs."""
+    from phaseaware.errors import CalibrationError
+
+    for flag, value in (("--out", args.out), ("--log", args.log), ("--plot", args.plot)):
+        if not value:
+            continue
+        path = Path(value)
+        if path.is_dir():
+            raise CalibrationError(f"{flag} {value} is a folder; name a file inside it")
+        if path.exists() and not path.is_file():
+            raise CalibrationError(f"{flag} {value} is not a regular file; name a file")
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise CalibrationError(
+                f"{flag} {value}: folder {folder} does not exist; create it first"
+            )
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    from phaseaware.errors import CalibrationError
+    from phaseaware.userfiles import read_user_text
+
+    if args.api_key_file:
+        key = read_user_text(
+            args.api_key_file, what="--api-key-file", max_bytes=64 * 1024, error=CalibrationError
+        ).strip()
+        if not key:
+            raise CalibrationError(f"--api-key-file {args.api_key_file} is empty")
+        return key
+    if args.api_key:
+        print(
+            "phaseaware: warning: --api-key is visible to other users of this machine "
+            "(ps, shell history); set PHASEAWARE_API_KEY or use --api-key-file",
+            file=sys.stderr,
+        )
+        return str(args.api_key)
+    return None
+
+
 def _backend_options(args: argparse.Namespace) -> Any:
     from phaseaware.calibration.backends.factory import BackendOptions
 
     return BackendOptions(
+        api_key=_api_key(args) if args.backend == "openai" else None,
         kind=args.backend,
         model=args.model,
         threads=args.threads,

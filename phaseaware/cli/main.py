@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from phaseaware.errors import PhaseawareError
+from phaseaware.redact import redact
 
 # One list, in help order. A command module that fails to import is a bug, not
 # an optional feature: heavy dependencies are imported inside ``run``.
@@ -55,14 +57,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()
+        return code
     except PhaseawareError as exc:
-        message = str(exc).replace("\n", " ")
-        print(f"phaseaware: error: {message}", file=sys.stderr)
-        return 1
+        return _fail(str(exc))
     except KeyboardInterrupt:
         print("phaseaware: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
+    except Exception as exc:  # last resort: no traceback reaches a user
+        if os.environ.get("PHASEAWARE_DEBUG"):
+            raise
+        return _fail(
+            f"unexpected {type(exc).__name__}: {exc}; this is a bug, please report it "
+            "(set PHASEAWARE_DEBUG=1 to see the traceback)"
+        )
+
+
+def _fail(message: str) -> int:
+    """Print ``phaseaware: error: <message>`` as one line (credentials redacted); 1."""
+    line = " ".join(redact(message).split())
+    print(f"phaseaware: error: {line}", file=sys.stderr)
+    return 1
+
+
+def _closed_pipe() -> int:
+    """The reader went away (``| head``): stop quietly, as the Python docs advise."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (in-process callers)
+        pass
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -44,6 +44,7 @@ from phaseaware.profiles.schema import (
     validate_profile_dict,
 )
 from phaseaware.serialize import dataclass_to_dict
+from phaseaware.userfiles import parse_json_document, read_user_text
 
 __all__ = [
     "SUPPORTED_SCHEMAS",
@@ -179,29 +180,13 @@ def dumps_profile(profile: Profile) -> str:
     return _format(profile_to_dict(profile), 0) + "\n"
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed (use a finite number or null)")
-
-
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def _parse_json(text: str, source: str) -> Any:
-    try:
-        return json.loads(
-            text, parse_constant=_reject_constant, object_pairs_hook=_reject_duplicates
-        )
-    except ValueError as exc:  # json.JSONDecodeError is a ValueError
-        raise ProfileError(
-            f"profile {source} is not valid JSON: {exc}; "
-            "fix the file or re-create it with `phaseaware profile build`"
-        ) from exc
+    return parse_json_document(
+        text,
+        source=f"profile {source}",
+        error=ProfileError,
+        hint="fix the file or re-create it with `phaseaware profile build`",
+    )
 
 
 def loads_profile(text: str, *, source: str = "<string>") -> Profile:
@@ -211,19 +196,12 @@ def loads_profile(text: str, *, source: str = "<string>") -> Profile:
 
 def _read_text(path: str | os.PathLike[str]) -> str:
     target = Path(path)
-    try:
-        data = target.read_bytes()
-    except FileNotFoundError:
+    if not os.path.lexists(target):
         raise ProfileNotFoundError(
             f"profile file {target} does not exist; check the path, or run "
             "`phaseaware profile list` to see the registered profiles"
-        ) from None
-    except IsADirectoryError:
-        raise ProfileError(f"profile path {target} is a folder; pass a .json file") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f"profile {target} is not UTF-8 text ({exc}); save it as UTF-8") from exc
+        )
+    return read_user_text(target, what="profile file", error=ProfileError)
 
 
 def load_profile(path: str | os.PathLike[str]) -> Profile:

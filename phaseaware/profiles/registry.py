@@ -28,9 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from phaseaware.errors import FingerprintMismatchError, PeriodMismatchError, ProfileNotFoundError
+from phaseaware.errors import (
+    FingerprintMismatchError,
+    PeriodMismatchError,
+    ProfileError,
+    ProfileNotFoundError,
+)
 from phaseaware.profiles.io import load_profile, save_profile
 from phaseaware.profiles.model import Profile
+from phaseaware.userfiles import read_user_bytes
 
 if TYPE_CHECKING:
     from phaseaware.tokenizers.base import Tokenizer
@@ -183,6 +189,9 @@ def profile_path(name_or_path: str | os.PathLike[str]) -> Path:
     candidate = Path(text).expanduser()
     if candidate.is_file():
         return candidate
+    if os.path.lexists(candidate) and not os.path.isfile(candidate):
+        # a folder, FIFO, device or symlink loop: say which (raises ProfileError)
+        read_user_bytes(candidate, what="profile file", error=ProfileError)
     if _looks_like_path(text) or not isinstance(name_or_path, str):
         raise ProfileNotFoundError(
             f"profile file {text} does not exist; check the path, or pass a model name "

@@ -47,9 +47,14 @@ def make_chunks(n: int = 6) -> list[Chunk]:
     return out
 
 
-def run(tokenizer, profile, chunks, **kw):
+def run(tokenizer, profile, chunks, *, strict_tokenizer: bool = False, **kw):
+    """assemble with cl100k and a DeepSeek profile: the tokenizer mismatch is opted in
+    explicitly (``allow_tokenizer_mismatch``) unless ``strict_tokenizer``."""
     layout = get_layout(kw.pop("layout", "chatml"), tokenizer)
     kw.setdefault("budget_tokens", 4000)
+    if not strict_tokenizer:
+        options = kw.get("options") or AssemblyOptions()
+        kw["options"] = dataclasses.replace(options, allow_tokenizer_mismatch=True)
     return assemble(
         chunks, tokenizer=tokenizer, layout=layout, question=QUESTION, profile=profile, **kw
     )
@@ -144,11 +149,14 @@ def test_fingerprint_and_period_mismatch(cl100k, base_profile) -> None:
         base_profile, tokenizer=TokenizerRef(spec="deepseek-v4", fingerprint="sha256:00")
     )
     with pytest.raises(FingerprintMismatchError):
-        run(cl100k, wrong, make_chunks(2))
+        run(cl100k, wrong, make_chunks(2), strict_tokenizer=True)
+    with pytest.raises(FingerprintMismatchError, match="deepseek-v4"):
+        run(cl100k, base_profile, make_chunks(2), strict_tokenizer=True)  # built-ins too
     allowed = run(
         cl100k, wrong, make_chunks(2), options=AssemblyOptions(allow_tokenizer_mismatch=True)
     )
-    assert allowed.placements
+    assert allowed.placements and allowed.tokenizer_mismatch_allowed
+    assert allowed.to_dict()["tokenizer_mismatch_allowed"] is True
     with pytest.raises(PeriodMismatchError):
         run(cl100k, base_profile, make_chunks(2), options=AssemblyOptions(period=4))
 

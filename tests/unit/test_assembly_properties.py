@@ -126,7 +126,8 @@ def check(spec: str, items, budget: int, strategy: str) -> None:
     layout = get_layout(LAYOUTS[spec], tok)
     profile = stress_profile()
     chunks = [Chunk(text=t, score=s, id=f"c{i}") for i, (t, s) in enumerate(items)]
-    options = AssemblyOptions(strategy=strategy)
+    # a DeepSeek profile with the tiktoken encodings: the mismatch is opted in explicitly
+    options = AssemblyOptions(strategy=strategy, allow_tokenizer_mismatch=spec != "deepseek-v4")
     kw = dict(tokenizer=tok, layout=layout, question=QUESTION, profile=profile, options=options)
     try:
         result = assemble(chunks, budget_tokens=budget, **kw)

@@ -16,6 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "phaseaware"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "atomic": 0,
+    "userfiles": 0,
+    "redact": 0,
     "intervals": 0,
     "serialize": 0,
     "version": 0,

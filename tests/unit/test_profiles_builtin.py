@@ -12,6 +12,8 @@ from phaseaware.profiles.io import load_profile, validate_profile_file
 from phaseaware.profiles.registry import builtin_profile_dir
 
 ROOT = Path(__file__).resolve().parents[2]
+# The shipped DeepSeek-V4 tokenizer's fingerprint, which every built-in records.
+DEEPSEEK_V4_FINGERPRINT = "sha256:f444d6af1e645e0538ba644ce0e778280cd0537ffb6c0ec30d56443f6891cdf7"
 
 # Typed independently of scripts/make_builtin_profiles.py, straight from the brief.
 PUBLISHED = {
@@ -54,7 +56,8 @@ def test_builtin_matches_published_counts(name: str) -> None:
         assert profile.ci_high[r] == pytest.approx(high, abs=5e-7)
     assert profile.provenance.kind == "published"
     assert "arXiv 2609.36322" in profile.provenance.source
-    assert profile.tokenizer.spec == "deepseek-v4" and profile.tokenizer.fingerprint is None
+    assert profile.tokenizer.spec == "deepseek-v4"
+    assert profile.tokenizer.fingerprint == DEEPSEEK_V4_FINGERPRINT
     assert profile.local_window == (128 if "flash" in name else None)
 
 
@@ -92,3 +95,9 @@ def test_files_are_exactly_what_the_generator_writes() -> None:
 
 def test_generator_table_matches_brief() -> None:
     assert {k: (s, n, list(c)) for k, (s, n, c) in load_generator().PUBLISHED.items()} == PUBLISHED
+
+
+def test_builtin_fingerprint_is_the_shipped_v4_tokenizer() -> None:
+    from phaseaware.tokenizers import load_tokenizer
+
+    assert load_tokenizer("deepseek-v4").fingerprint() == DEEPSEEK_V4_FINGERPRINT

@@ -182,7 +182,12 @@ class FakeTokenizer:
 
 def test_check_tokenizer() -> None:
     published = get_profile("deepseek-v4-flash-base")
-    assert check_tokenizer(published, FakeTokenizer("x", "sha256:1")) is False  # unverifiable
+    unverifiable = dataclasses.replace(
+        published, tokenizer=dataclasses.replace(published.tokenizer, fingerprint=None)
+    )
+    assert check_tokenizer(unverifiable, FakeTokenizer("x", "sha256:1")) is False
+    with pytest.raises(FingerprintMismatchError):  # built-ins record the V4 fingerprint
+        check_tokenizer(published, FakeTokenizer("x", "sha256:1"))
     measured = dataclasses.replace(
         published, tokenizer=dataclasses.replace(published.tokenizer, fingerprint="sha256:aa")
     )

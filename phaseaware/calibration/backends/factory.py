@@ -12,7 +12,7 @@ read it; it is a construction parameter of the backend's ``model_info``.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from phaseaware.calibration.backends.base import Backend
@@ -48,6 +48,7 @@ class BackendOptions:
     max_retries: int = 5
     prompt_token_offset: int = 0
     prompt_token_check: bool = True
+    api_key: str | None = field(default=None, repr=False)  # else the env (openai backend)
 
 
 def _hf_model(options: BackendOptions, default_model: HFModelSource | None) -> str | HFModelSource:
@@ -91,11 +92,34 @@ def make_backend(
             prompt_token_offset=options.prompt_token_offset,
             expected_prompt_tokens_check=options.prompt_token_check,
             model_info=info,
+            api_key=options.api_key,
         )
     if options.kind == "callable":
         module_name, _, attr = (options.model or "").partition(":")
         if not module_name or not attr:
             raise CalibrationError("--backend callable needs --model module:function")
-        fn = getattr(importlib.import_module(module_name), attr)
+        fn = _import_callable(module_name, attr)
         return CallableBackend(fn, name=options.model or "callable", model_info=info)
     raise CalibrationError(f"unknown backend {options.kind!r}; use hf, openai or callable")
+
+
+def _import_callable(module_name: str, attr: str) -> Any:
+    """``module:function`` of ``--backend callable`` (``CalibrationError`` naming the fix)."""
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CalibrationError(
+            f"--model {module_name}:{attr}: cannot import module {module_name!r} ({exc}); "
+            "check the name and that it is on PYTHONPATH"
+        ) from None
+    except Exception as exc:  # the module itself failed while importing
+        raise CalibrationError(
+            f"--model {module_name}:{attr}: importing {module_name!r} failed "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise CalibrationError(
+            f"--model {module_name}:{attr}: module {module_name!r} has no callable {attr!r}"
+        )
+    return fn

@@ -47,6 +47,8 @@ from phaseaware.calibration.backends.base import (
     prompt_token_mismatch,
 )
 from phaseaware.errors import BackendError, PhaseawareError
+from phaseaware.redact import redact as redact_text
+from phaseaware.redact import redact_url
 
 __all__ = ["OpenAIBackend", "API_KEY_ENV_VARS", "ErrorContext", "redact", "to_backend_error"]
 
@@ -108,7 +110,7 @@ class OpenAIBackend:
         self._lock = threading.Lock()
         self._retries = 0
         key, key_source = _resolve_api_key(api_key)
-        self._context = ErrorContext(self.base_url, model, key_source, secret=key)
+        self._context = ErrorContext(redact_url(self.base_url), model, key_source, secret=key)
         self._client = _make_client(
             self.base_url, key, self.timeout, max_retries, on_request=self._count_retry
         )
@@ -175,7 +177,7 @@ class OpenAIBackend:
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, "
+            f"OpenAIBackend(base_url={redact_url(self.base_url)!r}, model={self.model!r}, "
             f"endpoint={self.endpoint!r}, concurrency={self.concurrency})"
         )
 
@@ -200,7 +202,7 @@ class OpenAIBackend:
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise BackendError(
-                f"server at {self.base_url} returned no choices for probe {request.probe_id}; "
+                f"server at {redact_url(self.base_url)} returned no choices for probe {request.probe_id}; "
                 "check that --base-url points at an OpenAI-compatible server"
             )
         choice = choices[0]
@@ -213,7 +215,7 @@ class OpenAIBackend:
         reported = getattr(usage, "prompt_tokens", None) if usage is not None else None
         if self.expected_prompt_tokens_check:
             problem = prompt_token_mismatch(
-                request, reported, self.prompt_token_offset, source=self.base_url
+                request, reported, self.prompt_token_offset, source=redact_url(self.base_url)
             )
             if problem is not None:
                 raise BackendError(problem)
@@ -231,7 +233,7 @@ def _validate(
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
         raise BackendError(
             f"--base-url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1), "
-            f"got {base_url!r}"
+            f"got {redact_text(str(base_url))!r}"
         )
     if not model:
         raise BackendError("--model is required: the model name the server serves")
@@ -279,8 +281,8 @@ class ErrorContext:
 
 
 def redact(text: str, secret: str) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
-    return text.replace(secret, "***") if secret else text
+    """``text`` with ``secret`` and URL credentials (``phaseaware.redact``) as ``***``."""
+    return redact_text(text.replace(secret, "***") if secret else text)
 
 
 def _status(exc: BaseException) -> int | None:
