@@ -102,7 +102,8 @@ def read_user_text(
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(
-            f"{what} {os.fspath(path)} is not valid UTF-8 (byte {exc.start}); save it as UTF-8"
+            f"{what} {os.fspath(path)} is not UTF-8 text (not valid UTF-8 at byte "
+            f"{exc.start}); save it as UTF-8"
         ) from None
 
 

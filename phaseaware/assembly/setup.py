@@ -21,6 +21,7 @@ from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.assembly.planner import PadTable, PadTables
 from phaseaware.assembly.render import CHUNK_SEPARATOR
 from phaseaware.assembly.untrusted import clean_inputs
+from phaseaware.chat.layout import ConversationLayout
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_period, check_tokenizer
@@ -81,6 +82,8 @@ def prepare(
         normalize_chunks(chunks), question=question, system=system, tokenizer=tokenizer,
         layout=layout.name, policy=options.control_tokens,
     )  # fmt: skip
+    if isinstance(layout, ConversationLayout):  # message contents, cleaned when built
+        neutralized = layout.neutralized + neutralized
     mismatch_allowed = False
     if profile is not None:
         matched = check_tokenizer(

@@ -29,9 +29,11 @@ from phaseaware.chat.messages import (
     parse_conversation,
     simple_conversation,
 )
+from phaseaware.chat.untrusted import clean_template
 from phaseaware.errors import InputError
 from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.control import Neutralized, scanner_for
 
 __all__ = ["ConversationLayout", "conversation_layout"]
 
@@ -54,6 +56,7 @@ class ConversationLayout:
         *,
         question: str | None = None,
         add_generation_prompt: bool = True,
+        neutralized: tuple[Neutralized, ...] = (),
     ) -> None:
         if not isinstance(template, ConversationTemplate):
             raise InputError(
@@ -63,6 +66,7 @@ class ConversationLayout:
         self.chat_format = chat_format
         self.question = question
         self.add_generation_prompt = add_generation_prompt
+        self.neutralized = neutralized  # control strings broken in the messages
         self._splits: OrderedDict[str, tuple[str, str]] = OrderedDict()
 
     @property
@@ -153,9 +157,13 @@ def conversation_layout(
     question: str | None = None,
     thinking: bool = False,
     add_generation_prompt: bool = True,
+    control_tokens: str = "neutralize",
 ) -> ConversationLayout:
     """A :class:`ConversationLayout` from ``messages`` (one ``{context}``), or, without
-    ``messages``, today's ``[system?, user(context + "\\n\\n" + question)]`` shape."""
+    ``messages``, today's ``[system?, user(context + "\\n\\n" + question)]`` shape.
+
+    Control tokens in message contents are broken (``control_tokens="neutralize"``,
+    listed in ``layout.neutralized``) or refused (``"refuse"``: ``ControlTokenError``)."""
     if messages is not None and system:
         raise InputError("pass the system prompt inside messages, or system= without messages")
     if system is not None:
@@ -168,6 +176,12 @@ def conversation_layout(
     template = (
         parse_conversation(messages) if messages is not None else simple_conversation(system=system)
     )
+    scanner = scanner_for(tokenizer, layout=fmt.name, policy=control_tokens)
+    template, neutralized = clean_template(template, scanner)
     return ConversationLayout(
-        template, fmt, question=question, add_generation_prompt=add_generation_prompt
+        template,
+        fmt,
+        question=question,
+        add_generation_prompt=add_generation_prompt,
+        neutralized=neutralized,
     )

@@ -76,6 +76,9 @@ class SpecialStringsTokenizer(Protocol):
     @property
     def special_strings(self) -> frozenset[str]: ...
 
+    @property
+    def unknown_text(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class Neutralized:
@@ -104,11 +107,18 @@ def special_strings(tokenizer: Tokenizer) -> frozenset[str]:
 
 
 def control_ids(tokenizer: Tokenizer, strings: Iterable[str]) -> frozenset[int]:
-    """Ids of the control strings that encode to exactly one token."""
+    """Ids of the control strings that encode to exactly one token.
+
+    The unknown token is left out: out-of-vocabulary text encodes to it, so it is
+    no sign of a control string (its string itself is still neutralised).
+    """
+    unknown: set[int] = set()
+    if isinstance(tokenizer, SpecialStringsTokenizer) and tokenizer.unknown_text:
+        unknown.update(tokenizer.encode(tokenizer.unknown_text))
     ids: set[int] = set()
     for text in strings:
         encoded = tokenizer.encode(text)
-        if len(encoded) == 1:
+        if len(encoded) == 1 and encoded[0] not in unknown:
             ids.add(encoded[0])
     return frozenset(ids)
 

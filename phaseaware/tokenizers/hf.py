@@ -93,6 +93,11 @@ class HFTokenizer:
         return frozenset(str(t.content) for t in added if len(str(t.content).strip()) >= 2)
 
     @property
+    def unknown_text(self) -> str:
+        """The unknown token (out-of-vocabulary text encodes to it); "" if none."""
+        return str(self._tok.unk_token or "")
+
+    @property
     def hf_tokenizer(self) -> Any:
         """The wrapped ``transformers`` tokenizer (read-only use)."""
         return self._tok
@@ -254,7 +259,13 @@ def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) ->
         raise TokenizerError(
             f"{spec!r} needs transformers: `pip install 'phaseaware[hf]'`"
         ) from None
+    from transformers.utils import logging as hf_logging
+
     path = Path(target).expanduser()
+    verbosity = hf_logging.get_verbosity()
+    # A tokenizer folder's config.json names a model type transformers may not know
+    # (the reference model's): its "instantiate a model of type" warning is noise here.
+    hf_logging.set_verbosity_error()
     try:
         if path.suffix.lower() == ".gguf":
             if not path.is_file():
@@ -277,4 +288,6 @@ def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) ->
             "pass a local folder holding tokenizer.json (--tokenizer hf:/path/to/folder); "
             "phaseaware never downloads tokenizers"
         ) from exc
+    finally:
+        hf_logging.set_verbosity(verbosity)
     return HFTokenizer(tokenizer, spec=spec, bos_text=bos_text)

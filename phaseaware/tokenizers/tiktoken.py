@@ -290,6 +290,11 @@ class TiktokenTokenizer:
         return frozenset(self._encoding.special_tokens_set)
 
     @property
+    def unknown_text(self) -> str:
+        """Byte-level BPE has no unknown token."""
+        return ""
+
+    @property
     def pattern(self) -> str:
         """The encoding's pre-tokenizer regex (text is split by it before BPE merges)."""
         return self._pat_str
