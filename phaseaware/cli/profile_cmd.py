@@ -74,12 +74,14 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from phaseaware.errors import ProfileError
     from phaseaware.profiles.registry import get_profile, profile_path
+    from phaseaware.userfiles import read_user_text
 
     path = profile_path(args.name)
     profile = get_profile(path)  # validates, also for --json
     if args.json:
-        sys.stdout.write(path.read_text(encoding="utf-8"))
+        sys.stdout.write(read_user_text(path, what="profile file", error=ProfileError))
         return 0
     print(_describe(profile))
     return 0
