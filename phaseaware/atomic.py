@@ -3,6 +3,10 @@
 The data goes to a temporary file in the *same folder* (so ``os.replace`` is a
 rename on one file system), is flushed and fsynced, then renamed over the
 target. On any error the temporary file is removed and the target is untouched.
+
+A process killed mid-write (SIGKILL, power loss) cannot remove its temporary
+file ``.NAME.<random>.tmp``; the next write to ``NAME`` removes every such file
+older than :data:`STALE_SECONDS` (younger ones may belong to a writer still at work).
 """
 
 from __future__ import annotations
@@ -10,9 +14,26 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text"]
+__all__ = ["STALE_SECONDS", "atomic_write_bytes", "atomic_write_text", "remove_stale_temps"]
+
+STALE_SECONDS = 600.0
+
+
+def remove_stale_temps(target: Path, *, older_than: float = STALE_SECONDS) -> list[Path]:
+    """Remove ``.NAME.*.tmp`` files of ``target`` left by killed writers; return them."""
+    folder = target.parent if str(target.parent) else Path(".")
+    cutoff = time.time() - older_than
+    removed: list[Path] = []
+    with contextlib.suppress(OSError):
+        for path in folder.glob(f".{target.name}.*.tmp"):
+            with contextlib.suppress(OSError):
+                if path.is_file() and path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed.append(path)
+    return removed
 
 
 def atomic_write_bytes(
@@ -33,6 +54,7 @@ def atomic_write_bytes(
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {target}: folder {folder} does not exist")
+    remove_stale_temps(target)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as handle:

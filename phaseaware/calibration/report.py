@@ -6,9 +6,12 @@ here prints: the CLI prints what these functions return.
 
 from __future__ import annotations
 
+import io
 import math
+from pathlib import Path
 from typing import Any
 
+from phaseaware.atomic import atomic_write_bytes
 from phaseaware.calibration.runner import CalibrationResult
 from phaseaware.calibration.settings import ProbeSettings
 from phaseaware.calibration.stats.plan import plan_calibration
@@ -162,8 +165,14 @@ def save_plot(result: CalibrationResult, path: str) -> None:
     ax.set_ylim(0, 1.05)
     ax.set_title(profile.model)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    buffer = io.BytesIO()
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    fig.savefig(buffer, dpi=120, format=fmt)
     plt.close(fig)
+    try:
+        atomic_write_bytes(path, buffer.getvalue())  # readers never see half a chart
+    except OSError as exc:
+        raise CalibrationError(f"cannot write --plot {path}: {exc}") from None
 
 
 def plan_summary(
