@@ -265,7 +265,7 @@ def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) ->
     verbosity = hf_logging.get_verbosity()
     # A tokenizer folder's config.json names a model type transformers may not know
     # (the reference model's): its "instantiate a model of type" warning is noise here.
-    hf_logging.set_verbosity_error()
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     try:
         if path.suffix.lower() == ".gguf":
             if not path.is_file():

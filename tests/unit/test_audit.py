@@ -46,8 +46,14 @@ def test_audit_prompt_reports_missing_and_length(cl100k) -> None:
         assert occ.residue == (base.token_position + 1) % profile.period
     assert shifted.length.residue == (len(measured) + 1) % 4
     with pytest.raises(InputError, match="position_offset"):
-        audit_prompt(text, tokenizer=cl100k, profile=profile, evidence=["4471"], position_offset=-1,
-                     **MISMATCH_OK)
+        audit_prompt(
+            text,
+            tokenizer=cl100k,
+            profile=profile,
+            evidence=["4471"],
+            position_offset=-1,
+            **MISMATCH_OK,
+        )
 
 
 def test_audit_to_dict_keeps_its_keys_and_order(cl100k) -> None:
