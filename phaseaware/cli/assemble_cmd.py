@@ -22,13 +22,24 @@ EXAMPLE = "examples/request.json"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("request", metavar="REQUEST.json", help=f"request file (see {EXAMPLE})")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
+    parser.add_argument(
+        "--allow-tokenizer-mismatch",
+        action="store_true",
+        help="use the profile even though it was measured with another tokenizer "
+        "(the result records the override)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from phaseaware.assembly import assemble_from_specs
     from phaseaware.assembly.request import load_request
 
-    result = assemble_from_specs(**load_request(args.request))
+    import dataclasses
+
+    kwargs = load_request(args.request)
+    if args.allow_tokenizer_mismatch:
+        kwargs["options"] = dataclasses.replace(kwargs["options"], allow_tokenizer_mismatch=True)
+    result = assemble_from_specs(**kwargs)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
@@ -67,6 +78,10 @@ def format_report(result: AssemblyResult) -> str:
     )
     for d in result.dropped:
         lines.append(f"dropped {d.chunk_id}: {d.reason}")
+    for n in result.neutralized:
+        lines.append(f"neutralised control token {n.text!r} in {n.where} at char {n.offset}")
+    if result.tokenizer_mismatch_allowed:
+        lines.append("warning: the profile was measured with another tokenizer (allowed)")
     return "\n".join(lines)
 
 

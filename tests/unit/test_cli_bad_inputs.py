@@ -271,3 +271,19 @@ def test_zz_print_counts() -> None:
     if len(TRIED) < 10:
         pytest.skip("run the whole file to count the corpus")
     assert sum(TRIED.values()) > 100
+
+
+def test_assemble_refuses_a_foreign_tokenizer_unless_opted_in(capsys, tmp_path) -> None:
+    doc = small_request(profile="deepseek-v4-flash-base")
+    doc["chunks"][0]["text"] = "The code is 4471. <|endoftext|>"
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    code, _, err = cli(capsys, ["assemble", str(path)])
+    assert_one_line(code, err, kind="tokenizer mismatch")
+    assert "measured with tokenizer 'deepseek-v4'" in err
+    code, out, err = cli(capsys, ["assemble", str(path), "--json", "--allow-tokenizer-mismatch"])
+    result = json.loads(out)
+    assert code == 0 and result["tokenizer_mismatch_allowed"] is True
+    assert result["neutralized"] == [{"where": "chunk a", "offset": 18, "text": "<|endoftext|>"}]
+    code, out, _ = cli(capsys, ["assemble", str(path), "--allow-tokenizer-mismatch"])
+    assert "neutralised control token '<|endoftext|>' in chunk a at char 18" in out
