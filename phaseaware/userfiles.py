@@ -20,6 +20,7 @@ from typing import Any
 from phaseaware.errors import InputError, PhaseawareError
 
 __all__ = [
+    "LARGE_FILE",
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
@@ -28,7 +29,8 @@ __all__ = [
     "read_user_text",
 ]
 
-MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES = 64 * 1024 * 1024  # request, profile and prompt files
+LARGE_FILE = 4 * 1024 * 1024 * 1024  # calibration logs and batch results
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 30
 
@@ -79,7 +81,7 @@ def read_user_bytes(
 
 def _open_message(what: str, name: str, exc: OSError) -> str:
     if exc.errno == errno.ENOENT:
-        return f"{what} {name} does not exist; check the path"
+        return f"cannot read {what} {name}: it does not exist; check the path"
     if exc.errno == errno.ELOOP:
         return f"{what} {name} is a symlink loop; point it at a real file"
     if exc.errno == errno.EISDIR:

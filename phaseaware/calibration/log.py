@@ -28,6 +28,7 @@ from typing import Any
 from phaseaware.atomic import atomic_write_text
 from phaseaware.calibration.backends.base import API_KEY_ENV_VARS
 from phaseaware.errors import LogError
+from phaseaware.userfiles import LARGE_FILE, read_user_bytes
 
 __all__ = [
     "SCHEMA",
@@ -156,12 +157,7 @@ def read_log(path: str | os.PathLike[str]) -> tuple[LogHeader, list[ProbeRecord]
 
 def _read(path: Path) -> tuple[LogHeader, list[ProbeRecord], int]:
     source = str(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise LogError(f"calibration log {source} does not exist; check the path") from None
-    except OSError as exc:
-        raise LogError(f"cannot read calibration log {source}: {exc}") from None
+    data = read_user_bytes(path, what="calibration log", max_bytes=LARGE_FILE, error=LogError)
     lines, good_end = _split_lines(data)
     if not lines:
         raise LogError(f"{source} is empty or holds no complete header line; {_FIX}")

@@ -31,10 +31,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from phaseaware.assembly import assemble_from_specs
     from phaseaware.assembly.request import load_request
-
-    import dataclasses
 
     kwargs = load_request(args.request)
     if args.allow_tokenizer_mismatch:

@@ -38,19 +38,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _api_key(args: argparse.Namespace) -> str | None:
     if args.api_key_file is not None:
-        if not os.path.isfile(args.api_key_file):
-            raise PhaseawareError(
-                f"--api-key-file {args.api_key_file!r} is not a regular file; "
-                "pass a text file holding the key"
-            )
-        try:
-            with open(args.api_key_file, encoding="utf-8") as handle:
-                key = handle.read(4096).strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PhaseawareError(
-                f"cannot read --api-key-file {args.api_key_file!r} ({exc}); "
-                "pass a readable text file holding the key"
-            ) from exc
+        from phaseaware.userfiles import read_user_text
+
+        key = read_user_text(
+            args.api_key_file, what="--api-key-file", max_bytes=64 * 1024, error=PhaseawareError
+        ).strip()
         if not key:
             raise PhaseawareError(f"--api-key-file {args.api_key_file!r} is empty")
         return key

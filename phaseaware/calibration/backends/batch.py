@@ -29,7 +29,6 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from phaseaware.atomic import atomic_write_text
@@ -39,6 +38,7 @@ from phaseaware.calibration.backends.base import (
     prompt_token_mismatch,
 )
 from phaseaware.errors import BackendError, InputError
+from phaseaware.userfiles import LARGE_FILE, read_user_text
 
 __all__ = [
     "BATCH_BACKEND",
@@ -164,10 +164,7 @@ def read_batch_results(
     listed in ``missing``.
     """
     expected = {r.probe_id: r for r in requests} if requests is not None else None
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BackendError(f"cannot read batch results {path}: {exc.strerror}") from exc
+    text = read_user_text(path, what="batch results", max_bytes=LARGE_FILE, error=BackendError)
     completions: dict[str, Completion] = {}
     errors: list[BatchLineError] = []
     for number, raw in enumerate(text.splitlines(), start=1):
