@@ -28,6 +28,7 @@ from typing import Any
 from phaseaware.atomic import atomic_write_text
 from phaseaware.calibration.backends.base import API_KEY_ENV_VARS
 from phaseaware.errors import LogError
+from phaseaware.redact import redact
 from phaseaware.userfiles import LARGE_FILE, read_user_bytes
 
 __all__ = [
@@ -213,6 +214,11 @@ class CalibrationLog:
 
 
 def _check_no_secret(text: str) -> None:
+    if redact(text) != text:  # URL credentials, bearer tokens, sk- keys
+        raise LogError(
+            "refusing to write credentials (user:password@ in a URL, or an API key) into a "
+            "calibration log; pass them through PHASEAWARE_API_KEY or --api-key-file instead"
+        )
     for name in API_KEY_ENV_VARS:
         value = os.environ.get(name)
         if value and len(value) >= 8 and value in text:

@@ -120,3 +120,12 @@ def test_chunk_score_overflow_from_python() -> None:
         normalize_chunks([Chunk(text="x", score=10**401)])
     with pytest.raises(InputError, match="surrogate"):
         normalize_chunks([Chunk(text="x", id="\ud800")])
+
+
+def test_log_header_refuses_credentials() -> None:
+    from phaseaware.calibration.log import _check_no_secret
+    from phaseaware.errors import LogError
+
+    _check_no_secret('{"model": "m", "backend": "openai-http"}')
+    with pytest.raises(LogError, match="refusing to write credentials"):
+        _check_no_secret('{"model": "http://u:p@h/v1"}')
