@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "PhaseawareError",
     "InputError",
+    "ControlTokenError",
     "TokenizerError",
     "TemplateError",
     "ProfileError",
@@ -29,6 +30,10 @@ class PhaseawareError(Exception):
 
 class InputError(PhaseawareError, ValueError):
     """The caller's input (chunks, request file, evidence) cannot be used as given."""
+
+
+class ControlTokenError(InputError):
+    """A user string holds a special/chat-control token and the policy is ``"refuse"``."""
 
 
 class TokenizerError(PhaseawareError):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
-from phaseaware.errors import InputError
+from phaseaware.errors import ControlTokenError, InputError
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
@@ -63,10 +63,6 @@ FORMAT_CONTROL: dict[str, tuple[str, ...]] = {
         "</think>",
     ),
 }
-
-
-class ControlTokenError(InputError):
-    """A user-supplied string holds a control token and the policy is ``"refuse"``."""
 
 
 @runtime_checkable
