@@ -14,33 +14,14 @@ the first offending message, its role and what happened.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Sequence
 
 from phaseaware.chat.errors import TemplateRewriteError
 from phaseaware.chat.messages import Message
 from phaseaware.errors import TemplateError
+from phaseaware.tokenizers.base import ChatTemplateTokenizer
 
-__all__ = ["ChatTemplateTokenizer", "HFChatFormat"]
-
-
-@runtime_checkable
-class ChatTemplateTokenizer(Protocol):
-    """A tokenizer that can apply its own chat template (the ``hf:`` adapter is one)."""
-
-    @property
-    def spec(self) -> str: ...
-
-    @property
-    def chat_template(self) -> str | None: ...
-
-    def render_chat(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        add_generation_prompt: bool = True,
-        **kwargs: Any,
-    ) -> str: ...
+__all__ = ["HFChatFormat"]
 
 
 class HFChatFormat:
