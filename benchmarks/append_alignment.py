@@ -147,10 +147,7 @@ def main() -> None:
         f"append alignment, {args.turns}-turn tool conversation (seed {args.seed}), "
         f"deepseek-v4 tokenizer + chat format, profile {PROFILE}"
     )
-    print(
-        f"{'turn':>4} {'prefix':>7} | {'top evidence':^21} | {'all evidence':^17} | "
-        f"{'pad':>4}"
-    )
+    print(f"{'turn':>4} {'prefix':>7} | {'top evidence':^21} | {'all evidence':^17} | {'pad':>4}")
     print(
         f"{'':>4} {'tokens':>7} | {'aligned':>7} {'as is':>6} {'res':>6} | "
         f"{'aligned':>7} {'as is':>7} | {'tok':>4}"

@@ -226,15 +226,17 @@ def assemble_from_specs(
     ``system``: the conversation is rendered by chat format ``layout`` (a name).
     """
     tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    lay: PromptLayout
     if messages is not None:
         if not isinstance(layout, str):
             raise InputError("with messages, layout must name a chat format (e.g. 'chatml')")
-        layout = conversation_layout(
+        lay = conversation_layout(
             tokenizer=tok, chat_format=layout, messages=messages, system=system,
             question=question, thinking=thinking,
         )  # fmt: skip
         system = None
-    lay = get_layout(layout, tok, thinking=thinking) if isinstance(layout, str) else layout
+    else:
+        lay = get_layout(layout, tok, thinking=thinking) if isinstance(layout, str) else layout
     prof = get_profile(profile) if isinstance(profile, str) else profile
     return assemble(
         chunks,

@@ -112,7 +112,7 @@ def _messages(doc: dict[str, Any], source: str) -> tuple[Message, ...] | None:
     if doc.get("system"):
         _fail(f"{source}: give either 'system' or 'messages' (put the system text in messages)")
     if not isinstance(raw, list):
-        _fail(f"{source}: key 'messages' must be a list of {{\"role\", \"content\"}} objects")
+        _fail(f'{source}: key \'messages\' must be a list of {{"role", "content"}} objects')
     try:
         return parse_conversation(raw).messages
     except (MessageError, SlotError) as exc:

@@ -141,9 +141,7 @@ def _run_messages(args: argparse.Namespace) -> int:
     messages, declared = load_conversation_file(args.messages)
     evidence = [*declared, *(e for e in args.evidence if e not in declared)]
     if not evidence:
-        raise InputError(
-            'give --evidence TEXT, or declare "evidence": [...] in the messages file'
-        )
+        raise InputError('give --evidence TEXT, or declare "evidence": [...] in the messages file')
     context = _read_text(args.prompt_file, "PROMPT_FILE") if args.prompt_file else None
     tokenizer = load_tokenizer(args.tokenizer)
     result = audit_messages(

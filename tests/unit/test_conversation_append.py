@@ -56,7 +56,7 @@ def _call(turn: int) -> dict:
 
 
 def test_reliable_residues_are_the_profiles_upper_half():
-    assert RELIABLE == {1, 2, 5, 6}
+    assert {1, 2, 5, 6} == RELIABLE
 
 
 def test_twenty_turn_tool_loop(deepseek_v4):
@@ -92,9 +92,7 @@ def test_twenty_turn_tool_loop(deepseek_v4):
         assert top.residues[0] in RELIABLE, (turn, top.residues)
         # the count form: same absolute positions from the prefix's token count alone
         if turn % 5 == 0:
-            cheap = assemble_append_after(
-                prefix_tokens=len(deepseek_v4.encode(held)), **kwargs
-            )
+            cheap = assemble_append_after(prefix_tokens=len(deepseek_v4.encode(held)), **kwargs)
             assert held + cheap.prompt == result.prompt
             assert cheap.token_count == result.token_count
             assert cheap.placements == tuple(

@@ -167,16 +167,13 @@ def test_langchain_shape_and_six_turns_assemble_exactly(tokenizers, name, chat_f
         profile=PROFILE, budget_tokens=1500, options=OPTIONS,
     )  # fmt: skip
     assert {p.chunk_id for p in result.placements} == {c.id for c in DOCS}
-    confirm(
-        result, messages, DOCS, question=QUESTION, chat_format=chat_format, tokenizer=tokenizer
-    )
+    confirm(result, messages, DOCS, question=QUESTION, chat_format=chat_format, tokenizer=tokenizer)
     assert result.expected_accuracy is not None
     assert result.prompt.count(QUESTION) == 1
 
 
 def test_the_shorthand_is_the_one_message_conversation(deepseek_v4):
     from phaseaware import assemble
-
     from phaseaware.templates import get_layout
 
     system = "You answer from the documents only."
