@@ -188,3 +188,21 @@ def test_the_shorthand_is_the_one_message_conversation(deepseek_v4):
     )  # fmt: skip
     assert long.prompt == short.prompt
     assert long.placements == short.placements
+
+
+@FAST
+@given(messages=conversations(), context=st.text(max_size=20), question=st.text(max_size=10))
+def test_message_spans_hold_each_message(deepseek_v4, messages, context, question):
+    from phaseaware.chat import get_chat_format, parse_messages
+    from phaseaware.chat.spans import render_with_spans
+
+    filled = fill(messages, context, question)
+    for chat_format in FORMATS:
+        rendered = render_with_spans(
+            parse_messages(filled), get_chat_format(chat_format, deepseek_v4)
+        )
+        assert rendered.text == reference_render(chat_format, filled, deepseek_v4.bos_text, False)
+        for i, (start, end) in enumerate(rendered.spans):
+            assert rendered.text[start:end] == filled[i]["content"]
+            if end > start:
+                assert rendered.message_at(start) == i
