@@ -175,15 +175,15 @@ def _verdict(fail_under: float | None, failures: list[str], missing: list[str]) 
     if failures:
         parts.append(
             f"{len(failures)} evidence occurrence(s) below expected accuracy {fail_under:.3f} "
-            f"(first: {failures[0]})"
+            f"(first: {failures[0]}); move or reword that text (phaseaware assemble places "
+            "evidence on reliable positions), or lower --fail-under"
         )
     if missing:
-        parts.append(f"evidence not found: {', '.join(repr(m) for m in missing)}")
-    print(
-        "phaseaware: audit failed: " + "; ".join(parts) + "; move or reword the evidence "
-        "(phaseaware assemble places it), or lower --fail-under",
-        file=sys.stderr,
-    )
+        parts.append(
+            f"evidence not found: {', '.join(repr(m) for m in missing)}; fix the evidence "
+            "string or the prompt"
+        )
+    print("phaseaware: audit failed: " + "; ".join(parts), file=sys.stderr)
     return 1
 
 

@@ -155,3 +155,14 @@ def test_cli_audit_fills_the_slot_from_prompt_file(tmp_path, capsys):
     assert (occ["message_index"], occ["role"]) == (0, "system")
     line = _one_line_error(capsys, [*argv, "--fail-under", "0"])
     assert "evidence not found: 'absent'" in line
+
+
+def test_cli_audit_fail_under_on_a_plain_prompt(capsys):
+    argv = [
+        "audit", str(EXAMPLES / "prompt.txt"), "--tokenizer", "deepseek-v4",
+        "--profile", "deepseek-v4-flash-base", "--evidence", "3.62 volts",
+    ]  # fmt: skip
+    assert main([*argv, "--fail-under", "0.5"]) == 0
+    capsys.readouterr()
+    line = _one_line_error(capsys, [*argv, "--fail-under", "0.99"])
+    assert line.startswith("phaseaware: audit failed: ") and "lower --fail-under" in line
