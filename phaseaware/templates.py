@@ -74,7 +74,8 @@ class RenderedPrompt:
 class PromptLayout(Protocol):
     """Fixed text around the context; ``render(...).text == prefix + context + suffix``."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt: ...
 
