@@ -44,13 +44,6 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
-from phaseaware.assembly.options import AssemblyOptions, check_position_offset
-from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.render import CHUNK_SEPARATOR
-from phaseaware.errors import InputError, VerificationError
-from phaseaware.profiles.model import Profile
-from phaseaware.templates import RenderedPrompt
-from phaseaware.tokenizers.base import Tokenizer
 from pydantic import ConfigDict, PrivateAttr
 
 from langchain_phaseaware.convert import (
@@ -60,6 +53,13 @@ from langchain_phaseaware.convert import (
     resolve_profile,
     resolve_tokenizer,
 )
+from phaseaware.assembly.options import AssemblyOptions, check_position_offset
+from phaseaware.assembly.pipeline import assemble
+from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.errors import InputError, VerificationError
+from phaseaware.profiles.model import Profile
+from phaseaware.templates import RenderedPrompt
+from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareCompressor"]
 

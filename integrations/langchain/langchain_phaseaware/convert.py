@@ -29,6 +29,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.chat.formats import ChatFormat, get_chat_format

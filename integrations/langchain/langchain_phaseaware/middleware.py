@@ -43,15 +43,6 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import run_in_executor
 from langgraph.types import Command
-from phaseaware.assembly.options import AssemblyOptions
-from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.result import AssemblyResult
-from phaseaware.chat.append import append_layout
-from phaseaware.chat.formats import ChatFormat
-from phaseaware.endpoints import ON_MISMATCH, check_prompt_tokens
-from phaseaware.errors import InputError
-from phaseaware.profiles.model import Profile
-from phaseaware.tokenizers.base import Tokenizer
 
 from langchain_phaseaware.convert import (
     document_chunks,
@@ -63,6 +54,15 @@ from langchain_phaseaware.convert import (
     resolve_tokenizer,
 )
 from langchain_phaseaware.prompt import placement_report
+from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.pipeline import assemble
+from phaseaware.assembly.result import AssemblyResult
+from phaseaware.chat.append import append_layout
+from phaseaware.chat.formats import ChatFormat
+from phaseaware.endpoints import ON_MISMATCH, check_prompt_tokens
+from phaseaware.errors import InputError
+from phaseaware.profiles.model import Profile
+from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
 
@@ -144,15 +144,18 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def _documents(self, message: ToolMessage) -> list[Document]:
         artifact = message.artifact
-        if isinstance(artifact, list) and artifact and all(
-            isinstance(d, Document) for d in artifact
+        if (
+            isinstance(artifact, list)
+            and artifact
+            and all(isinstance(d, Document) for d in artifact)
         ):
             return list(artifact)
         text = message_text(message, 0)
         return [Document(page_content=t) for t in text.split(self.document_separator) if t]
 
     def align(
-        self, request: ModelRequest  # type: ignore[type-arg]
+        self,
+        request: ModelRequest,  # type: ignore[type-arg]
     ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:  # type: ignore[type-arg]
         """The request to send, the aligned tool message (``None``: nothing to align)
         and its assembly. Pure: neither ``request`` nor its messages are changed."""
@@ -209,9 +212,7 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     ) -> ModelResponse | ExtendedModelResponse:  # type: ignore[type-arg]
         if aligned is None or result is None:
             return response
-        usage = next(
-            (m.usage_metadata for m in response.result if isinstance(m, AIMessage)), None
-        )
+        usage = next((m.usage_metadata for m in response.result if isinstance(m, AIMessage)), None)
         if usage is not None and "input_tokens" in usage:
             check_prompt_tokens(
                 planned_tokens=result.token_count,

@@ -23,17 +23,6 @@ from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
-from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.result import AssemblyResult
-from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
-from phaseaware.chat.formats import ChatFormat
-from phaseaware.chat.layout import ConversationLayout
-from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, parse_message
-from phaseaware.errors import InputError
-from phaseaware.profiles.model import Profile
-from phaseaware.tokenizers.base import Tokenizer
 
 from langchain_phaseaware.convert import (
     document_chunks,
@@ -45,6 +34,17 @@ from langchain_phaseaware.convert import (
     resolve_profile,
     resolve_tokenizer,
 )
+from phaseaware.assembly.chunks import Chunk
+from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.pipeline import assemble
+from phaseaware.assembly.result import AssemblyResult
+from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
+from phaseaware.chat.formats import ChatFormat
+from phaseaware.chat.layout import ConversationLayout
+from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, parse_message
+from phaseaware.errors import InputError
+from phaseaware.profiles.model import Profile
+from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwarePrompt", "PhaseAwarePromptWithReport", "PlacedPrompt", "placement_report"]
 
@@ -258,9 +258,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         **kwargs: Any,
     ) -> list[ChatPromptValue]:
         """One ``ainvoke`` per input, concurrently (each in a worker thread)."""
-        return await super().abatch(
-            inputs, config, return_exceptions=return_exceptions, **kwargs
-        )
+        return await super().abatch(inputs, config, return_exceptions=return_exceptions, **kwargs)
 
     def with_report(self) -> PhaseAwarePromptWithReport:
         """A runnable returning ``{"prompt": ChatPromptValue, "report": dict}`` per call.

@@ -24,14 +24,14 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
+
+from langchain_phaseaware.convert import message_dicts, resolve_chat_format, resolve_tokenizer
 from phaseaware.assembly.options import check_position_offset
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.messages import parse_messages
 from phaseaware.endpoints import ON_MISMATCH, UsageCheck, check_prompt_tokens
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import Tokenizer
-
-from langchain_phaseaware.convert import message_dicts, resolve_chat_format, resolve_tokenizer
 
 __all__ = ["PhaseAwareUsageCheck", "reported_prompt_tokens", "planned_prompt_tokens"]
 
@@ -48,9 +48,7 @@ def reported_prompt_tokens(response: LLMResult) -> int | None:
     """The server's prompt token count in ``response``, or ``None`` when it sent none."""
     for generations in response.generations:
         for generation in generations:
-            if isinstance(generation, ChatGeneration) and isinstance(
-                generation.message, AIMessage
-            ):
+            if isinstance(generation, ChatGeneration) and isinstance(generation.message, AIMessage):
                 usage = generation.message.usage_metadata
                 if usage is not None and "input_tokens" in usage:
                     return int(usage["input_tokens"])
