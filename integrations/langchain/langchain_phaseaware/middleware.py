@@ -91,7 +91,9 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     bounds the whole conversation. ``tool_names``: align only results of these
     tools (default: any). ``check_usage``: compare the response's
     ``usage.prompt_tokens`` with the planned count after an aligned call
-    (``"warn"``, ``"raise"`` or ``"ignore"``).
+    (``"warn"``, ``"raise"`` or ``"ignore"``). ``message_template``: the aligned
+    message's content, ``{context}`` once and ``{question}`` (the newest user
+    message) any number of times, e.g. ``"{context}\n\n{question}"``.
     """
 
     def __init__(
@@ -110,8 +112,13 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         score_keys: Sequence[str] = ("score", "relevance_score"),
         evidence_key: str | None = "evidence",
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
+        message_template: str = "{context}",
     ) -> None:
         super().__init__()
+        if not isinstance(message_template, str) or message_template.count("{context}") != 1:
+            raise InputError(
+                f"message_template must hold {{context}} exactly once, got {message_template!r}"
+            )
         if tool_role not in ("tool", "user"):
             raise InputError(f"tool_role must be 'tool' or 'user', got {tool_role!r}")
         if check_usage not in ON_MISMATCH:
@@ -131,6 +138,7 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
         self.check_usage: Literal["warn", "raise", "ignore"] = check_usage
+        self.message_template = message_template
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -176,9 +184,9 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             "",
         )
         new: dict[str, Any] = (
-            {"role": "tool", "content": "{context}", "tool_call_id": target.tool_call_id}
+            {"role": "tool", "content": self.message_template, "tool_call_id": target.tool_call_id}
             if self.tool_role == "tool"
-            else {"role": "user", "content": "{context}"}
+            else {"role": "user", "content": self.message_template}
         )
         layout = append_layout(sent=sent, new=new, chat_format=self.chat_format)
         chunks = document_chunks(
@@ -198,9 +206,8 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         report = placement_report(result, documents)
         report.pop("prompt")  # the whole conversation: the state holds it already
         metadata = {**target.response_metadata, REPORT_KEY: report}
-        aligned = target.model_copy(
-            update={"content": result.context, "response_metadata": metadata}
-        )
+        content = layout.filled(context=result.context, question=question)[-1].content
+        aligned = target.model_copy(update={"content": content, "response_metadata": metadata})
         view = _model_view([*messages[:-1], aligned], self.tool_role)
         return request.override(messages=view), aligned, result
 

@@ -59,6 +59,7 @@ def test_agent_aligns_the_tool_result_and_keeps_sent_bytes(served, chat_model, r
         budget_tokens=768,
         tool_role="user",  # the reference chat template has no tool role
         check_usage="raise",
+        message_template="{context}\n\n{question}",
     )
     agent = create_agent(model=chat_model, tools=[search], middleware=[middleware])
     call = {"name": "search_notes", "args": {"query": q.question}, "id": "call-1"}
@@ -91,6 +92,7 @@ def test_agent_aligns_the_tool_result_and_keeps_sent_bytes(served, chat_model, r
             key = tokenizer.decode([received.ids[placement["key_token_positions"][0]]])
             assert key.strip() == source.evidence[0].split()[0]
     assert isinstance(state["messages"][-1], AIMessage)
+    assert aligned.content.endswith("\n\n" + q.question)
 
     # A follow-up turn resends the aligned bytes; nothing is aligned again.
     follow = [*state["messages"], HumanMessage("What is the access code for " + q.key_name + " ?")]

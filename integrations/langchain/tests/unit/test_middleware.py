@@ -141,3 +141,18 @@ def test_constructor_errors(o200k, options, profile_name):
         _middleware(o200k, options, profile_name, tool_role="system")
     with pytest.raises(InputError, match="check_usage"):
         _middleware(o200k, options, profile_name, check_usage="loud")
+
+
+def test_message_template_puts_the_question_after_the_context(
+    o200k, options, profile_name, make_documents
+):
+    middleware = _middleware(
+        o200k, options, profile_name, tool_role="user", message_template="{context}\n\n{question}"
+    )
+    sent, aligned, result = middleware.align(_request(_history(make_documents(2))))
+    assert aligned.content.endswith("\n\n" + QUESTION)
+    assert aligned.content[: -len(QUESTION) - 2] == result.context
+    assert _render(o200k, sent) == result.prompt
+    assert aligned.response_metadata[REPORT_KEY]["token_count"] == len(o200k.encode(result.prompt))
+    with pytest.raises(InputError, match="message_template"):
+        _middleware(o200k, options, profile_name, message_template="no slot")
