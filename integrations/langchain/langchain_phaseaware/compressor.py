@@ -44,7 +44,7 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_phaseaware.convert import (
     document_chunks,
@@ -107,9 +107,9 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    tokenizer: Any
-    profile: Any = None
-    budget_tokens: int
+    tokenizer: Any = Field(description="a phaseaware tokenizer spec or Tokenizer object")
+    profile: Any = Field(default=None, description="model name, profile path, Profile or None")
+    budget_tokens: int = Field(description="most tokens of the whole prompt")
     prefix: str | None = None
     prefix_tokens: int | None = None
     suffix: str = ""
@@ -137,11 +137,7 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
         options: AssemblyOptions | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            tokenizer=tokenizer, profile=profile, budget_tokens=budget_tokens, prefix=prefix,
-            prefix_tokens=prefix_tokens, suffix=suffix, separator=separator, options=options,
-            **kwargs,
-        )  # fmt: skip
+        # checked before pydantic sees them, so the caller gets phaseaware's typed errors
         if (prefix is None) == (prefix_tokens is None):
             raise InputError(
                 "pass exactly one of prefix= (the prompt text before the documents) and "
@@ -150,23 +146,30 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             )
         if separator != CHUNK_SEPARATOR:
             raise InputError(
-                f"separator={separator!r} cannot be exact: phaseaware joins documents with "
-                f"{CHUNK_SEPARATOR!r}; use document_separator={CHUNK_SEPARATOR!r} in your "
+                f"separator={separator!r} cannot be exact: phaseaware joins documents "
+                f"with {CHUNK_SEPARATOR!r}; use document_separator={CHUNK_SEPARATOR!r} in your "
                 "stuff-documents step"
             )
-        self._tokenizer = resolve_tokenizer(tokenizer)
-        self._profile = resolve_profile(profile)
+        fields = dict(
+            tokenizer=tokenizer, profile=profile, budget_tokens=budget_tokens, prefix=prefix,
+            prefix_tokens=prefix_tokens, suffix=suffix, separator=separator, options=options,
+        )  # fmt: skip
+        super().__init__(**fields, **kwargs)
+
+    def model_post_init(self, context: Any) -> None:
+        self._tokenizer = resolve_tokenizer(self.tokenizer)
+        self._profile = resolve_profile(self.profile)
         base = (
-            options
-            if options is not None
+            self.options
+            if self.options is not None
             else AssemblyOptions(repeat=False)  # a restated block belongs to no document
         )
         offset = None
-        if prefix_tokens is not None:
-            offset = check_position_offset(prefix_tokens, name="prefix_tokens")
+        if self.prefix_tokens is not None:
+            offset = check_position_offset(self.prefix_tokens, name="prefix_tokens")
             offset += resolve_options(base).position_offset
         self._options = resolve_options(base, position_offset=offset)
-        self._layout = _FixedLayout(prefix or "", suffix)
+        self._layout = _FixedLayout(self.prefix or "", self.suffix)
 
     def compress_documents(
         self,

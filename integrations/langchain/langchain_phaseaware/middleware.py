@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -40,7 +40,7 @@ from langchain.agents.middleware import (
     ModelResponse,
 )
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import run_in_executor
 from langgraph.types import Command
 
@@ -62,6 +62,7 @@ from phaseaware.chat.formats import ChatFormat
 from phaseaware.endpoints import ON_MISMATCH, check_prompt_tokens
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
+from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
@@ -69,22 +70,22 @@ __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
 REPORT_KEY = "phaseaware"
 
 
-def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[BaseMessage]:
+def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[AnyMessage]:
     """What the model is shown: the messages, or with ``tool_role="user"`` tool turns as text."""
     if tool_role == "tool":
-        return list(messages)
-    view: list[BaseMessage] = []
+        return cast(list[AnyMessage], list(messages))
+    view: list[AnyMessage] = []
     for index, message in enumerate(messages):
         if isinstance(message, ToolMessage):
             view.append(HumanMessage(content=message_text(message, index), id=message.id))
         elif isinstance(message, AIMessage) and message.tool_calls:
             view.append(AIMessage(content=message_text(message, index), id=message.id))
         else:
-            view.append(message)
+            view.append(cast(AnyMessage, message))
     return view
 
 
-class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class PhaseAwareMiddleware(AgentMiddleware):
     """Align the newest tool result before each model call (see the module docstring).
 
     Arguments as :class:`~langchain_phaseaware.PhaseAwarePrompt`; ``budget_tokens``
@@ -163,8 +164,8 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def align(
         self,
-        request: ModelRequest,  # type: ignore[type-arg]
-    ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:  # type: ignore[type-arg]
+        request: ModelRequest,
+    ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:
         """The request to send, the aligned tool message (``None``: nothing to align)
         and its assembly. Pure: neither ``request`` nor its messages are changed."""
         messages = list(request.messages)
@@ -172,7 +173,9 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         if target is None:
             return request.override(messages=_model_view(messages, self.tool_role)), None, None
         documents = self._documents(target)
-        history = [request.system_message] if request.system_message is not None else []
+        history: list[BaseMessage] = (
+            [request.system_message] if request.system_message is not None else []
+        )
         history += messages[:-1]
         sent = message_dicts(_model_view(history, self.tool_role))
         question = next(
@@ -197,7 +200,7 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         result = assemble(
             chunks,
             tokenizer=self.tokenizer,
-            layout=layout,
+            layout=cast(PromptLayout, layout),
             question=question,
             profile=self.profile,
             budget_tokens=self.budget_tokens,
@@ -213,10 +216,10 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def _finish(
         self,
-        response: ModelResponse,  # type: ignore[type-arg]
+        response: ModelResponse,
         aligned: ToolMessage | None,
         result: AssemblyResult | None,
-    ) -> ModelResponse | ExtendedModelResponse:  # type: ignore[type-arg]
+    ) -> ModelResponse | ExtendedModelResponse:
         if aligned is None or result is None:
             return response
         usage = next((m.usage_metadata for m in response.result if isinstance(m, AIMessage)), None)
@@ -235,17 +238,17 @@ class PhaseAwareMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def wrap_model_call(
         self,
-        request: ModelRequest,  # type: ignore[type-arg]
-        handler: Callable[[ModelRequest], ModelResponse],  # type: ignore[type-arg]
-    ) -> ModelResponse | ExtendedModelResponse:  # type: ignore[type-arg]
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], ModelResponse],
+    ) -> ModelResponse | ExtendedModelResponse:
         sent, aligned, result = self.align(request)
         return self._finish(handler(sent), aligned, result)
 
     async def awrap_model_call(
         self,
-        request: ModelRequest,  # type: ignore[type-arg]
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],  # type: ignore[type-arg]
-    ) -> ModelResponse | ExtendedModelResponse:  # type: ignore[type-arg]
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse | ExtendedModelResponse:
         """As ``wrap_model_call``; the CPU-bound assembly runs in the default executor."""
         sent, aligned, result = await run_in_executor(None, self.align, request)
         return self._finish(await handler(sent), aligned, result)

@@ -44,6 +44,7 @@ from phaseaware.chat.layout import ConversationLayout
 from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, parse_message
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
+from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwarePrompt", "PhaseAwarePromptWithReport", "PlacedPrompt", "placement_report"]
@@ -220,7 +221,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         result = assemble(
             chunks or [Chunk(text="", id="doc-none")],
             tokenizer=self.tokenizer,
-            layout=layout,
+            layout=cast(PromptLayout, layout),  # ConversationLayout implements it
             question=question,
             profile=self.profile,
             budget_tokens=self.budget_tokens,
