@@ -20,6 +20,9 @@ __all__ = [
     "CalibrationError",
     "BackendError",
     "LogError",
+    "EndpointError",
+    "PromptTokenDriftError",
+    "PhaseawareWarning",
 ]
 
 
