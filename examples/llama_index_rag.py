@@ -28,9 +28,8 @@ from llama_index.core import PromptTemplate
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.llms.openai_like import OpenAILike
-from rank_bm25 import BM25Okapi
-
 from llama_index.postprocessor.phaseaware import PLACEMENT_KEY, phaseaware_query_engine
+from rank_bm25 import BM25Okapi
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "integrations" / "llama-index" / "tests" / "data" / "phaseaware-reference.json"

@@ -13,8 +13,8 @@ import pytest
 from llama_index.core import PromptTemplate
 from llama_index.core.postprocessor import LongContextReorder
 from llama_index.core.query_engine import RetrieverQueryEngine
-
 from llama_index.postprocessor.phaseaware import phaseaware_query_engine
+
 from phaseaware.calibration import task
 from phaseaware.demo.rag_questions import make_questions
 from phaseaware.intervals import wilson_interval

@@ -8,16 +8,15 @@ every evidence key token must sit where the placement report says. The default
 from __future__ import annotations
 
 import pytest
-
 from llama_index.core import PromptTemplate
 from llama_index.core.query_engine import RetrieverQueryEngine
-
 from llama_index.postprocessor.phaseaware import (
     ASSEMBLY_KEY,
     PLACEMENT_KEY,
     RepackWarning,
     phaseaware_query_engine,
 )
+
 from phaseaware.demo.rag_questions import make_questions
 from phaseaware.tokenizers import load_tokenizer
 
@@ -76,7 +75,9 @@ def test_every_key_token_lands_where_the_report_says(
     for n in response.source_nodes:
         placement = n.node.metadata[PLACEMENT_KEY]
         assert rendered[placement["segment_char_start"] : placement["char_end"]] == n.node.text
-        for pos, char in zip(placement["key_token_positions"], placement["key_char_offsets"]):
+        for pos, char in zip(
+            placement["key_token_positions"], placement["key_char_offsets"], strict=True
+        ):
             assert measured.token_at_char(char) == pos
             start, end = measured.char_span(pos)
             assert start <= char < end  # that server token holds the key's first character

@@ -12,7 +12,6 @@ pytest.importorskip("llama_index.core")
 pytest.importorskip("transformers")
 
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode  # noqa: E402
-
 from llama_index.postprocessor.phaseaware import (  # noqa: E402
     ASSEMBLY_KEY,
     PLACEMENT_KEY,
@@ -20,6 +19,7 @@ from llama_index.postprocessor.phaseaware import (  # noqa: E402
     PhaseAwarePostprocessor,
     RepackWarning,
 )
+
 from phaseaware.tokenizers import load_tokenizer  # noqa: E402
 
 QUESTION = "What is the access code for Priya ?"
@@ -92,7 +92,9 @@ def test_segments_are_the_prompt_and_inputs_are_untouched(postprocessor, mode, s
         assert n.node.text == prompt[placement["segment_char_start"] : placement["char_end"]]
         assert n.node.text.endswith(TEXTS[int(n.node.node_id[1])])
         # Every reported key token is where the re-tokenized prompt puts it.
-        for pos, char in zip(placement["key_token_positions"], placement["key_char_offsets"]):
+        for pos, char in zip(
+            placement["key_token_positions"], placement["key_char_offsets"], strict=True
+        ):
             assert measured.token_at_char(char) == pos
         original = next(o for o in nodes if o.node.node_id == n.node.node_id)
         assert n.score == original.score  # None stays None
@@ -118,7 +120,9 @@ def test_metadata_kept_and_report_hidden_from_llm_and_embedding(postprocessor, m
 
 
 def test_visible_metadata_header_is_part_of_the_planned_text(postprocessor):
-    node = NodeWithScore(node=TextNode(text=TEXTS[0], id_="x", metadata={"file": "a.txt"}), score=1.0)
+    node = NodeWithScore(
+        node=TextNode(text=TEXTS[0], id_="x", metadata={"file": "a.txt"}), score=1.0
+    )
     (out,) = postprocessor.postprocess_nodes([node], query_str=QUESTION)
     assert out.node.text.endswith("file: a.txt\n\n" + TEXTS[0])  # what LlamaIndex shows the LLM
     assert node.node.text == TEXTS[0]

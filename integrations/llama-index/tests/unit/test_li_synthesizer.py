@@ -18,11 +18,11 @@ from llama_index.core.base.llms.types import ChatMessage, ChatResponse  # noqa: 
 from llama_index.core.llms import MockLLM  # noqa: E402
 from llama_index.core.prompts.chat_prompts import CHAT_TEXT_QA_PROMPT  # noqa: E402
 from llama_index.core.schema import NodeWithScore, TextNode  # noqa: E402
-
 from llama_index.postprocessor.phaseaware import (  # noqa: E402
     PhaseAwareSynthesizer,
     text_qa_conversation,
 )
+
 from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftError  # noqa: E402
 
 QUESTION = "What is the access code for Priya ?"
@@ -119,7 +119,9 @@ def test_reordered_nodes_are_planned_again_with_a_warning():
         synth.synthesize(QUESTION, list(reversed(planned)))
     assert synth.last_sent.replanned
     # The re-plan starts from the chunk texts (pads removed), not the padded segments.
-    assert synth.last_sent.messages == tuple(planned[0].node.metadata["phaseaware_assembly"]["messages"])
+    assert synth.last_sent.messages == tuple(
+        planned[0].node.metadata["phaseaware_assembly"]["messages"]
+    )
 
 
 def test_plain_nodes_are_planned_without_a_warning():

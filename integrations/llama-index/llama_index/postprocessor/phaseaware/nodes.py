@@ -66,18 +66,21 @@ class PhaseAwareNode(TextNode):
         metadata[PLACEMENT_KEY] = dict(placement)
         metadata[ASSEMBLY_KEY] = assembly  # one dict shared by the nodes of a call
         embed_hidden = [
-            k for k in original.excluded_embed_metadata_keys if k not in (PLACEMENT_KEY, ASSEMBLY_KEY)
+            k
+            for k in original.excluded_embed_metadata_keys
+            if k not in (PLACEMENT_KEY, ASSEMBLY_KEY)
         ]
-        return cls(
-            id_=original.node_id,
-            text=text,
-            metadata=metadata,
-            excluded_llm_metadata_keys=list(metadata),
-            excluded_embed_metadata_keys=[*embed_hidden, PLACEMENT_KEY, ASSEMBLY_KEY],
-            relationships=copy.deepcopy(original.relationships),
-            metadata_template=original.metadata_template,
-            metadata_separator=original.metadata_separator,
-        )
+        fields: dict[str, Any] = {  # field names (pydantic aliases differ: extra_info, ...)
+            "id_": original.node_id,
+            "text": text,
+            "metadata": metadata,
+            "excluded_llm_metadata_keys": list(metadata),
+            "excluded_embed_metadata_keys": [*embed_hidden, PLACEMENT_KEY, ASSEMBLY_KEY],
+            "relationships": copy.deepcopy(original.relationships),
+            "metadata_template": original.metadata_template,
+            "metadata_separator": original.metadata_separator,
+        }
+        return cls(**fields)
 
     def get_content(self, metadata_mode: MetadataMode = MetadataMode.NONE) -> str:
         if metadata_mode == MetadataMode.LLM:

@@ -8,14 +8,13 @@ repacks node text and would move the placements (the nodes warn when that happen
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-
 from llama_index.postprocessor.phaseaware.conversation import default_text_qa_messages
-from llama_index.postprocessor.phaseaware.plan import Planned, PlanConfig, assemble_nodes
+from llama_index.postprocessor.phaseaware.plan import PlanConfig, Planned, assemble_nodes
 
 __all__ = ["PhaseAwarePostprocessor"]
 
@@ -60,7 +59,7 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
             "position_offset for tokens the server adds before the prompt, ...)."
         ),
     )
-    messages: Optional[list[dict[str, str]]] = Field(
+    messages: list[dict[str, str]] | None = Field(
         default=None,
         description=(
             "The conversation the synthesizer sends, OpenAI-style, with one {context} and "
@@ -101,8 +100,8 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         return [dict(m) for m in self._messages]
 
     def plan(
-        self, nodes: list[NodeWithScore], query_bundle: Optional[QueryBundle] = None
-    ) -> Optional[Planned]:
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> Planned | None:
         """The whole plan for ``nodes`` (``None`` for no nodes); a missing query is ``""``."""
         if not nodes:
             return None
@@ -114,7 +113,7 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
     def _postprocess_nodes(
         self,
         nodes: list[NodeWithScore],
-        query_bundle: Optional[QueryBundle] = None,
+        query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         planned = self.plan(nodes, query_bundle)
         return list(planned.nodes) if planned is not None else []
@@ -122,7 +121,7 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
     async def _apostprocess_nodes(
         self,
         nodes: list[NodeWithScore],
-        query_bundle: Optional[QueryBundle] = None,
+        query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         # Planning is CPU work (tokenizing); keep the event loop free while it runs.
         planned = await asyncio.to_thread(self.plan, list(nodes), query_bundle)

@@ -18,27 +18,20 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import ChatResponse, CompletionResponse
 from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.callbacks.schema import CBEventType, EventPayload
 from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers.base import BaseSynthesizer, QueryTextType
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-
-from phaseaware.assembly import AssemblyOptions
-from phaseaware.endpoints import UsageCheck, check_prompt_tokens
-from phaseaware.errors import InputError, PhaseawareWarning
-from phaseaware.profiles.model import Profile
-from phaseaware.tokenizers.base import Tokenizer
-
 from llama_index.postprocessor.phaseaware.conversation import (
     is_chat_llm,
     text_qa_conversation,
@@ -52,6 +45,12 @@ from llama_index.postprocessor.phaseaware.plan import (
     conversation_key,
 )
 from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
+
+from phaseaware.assembly import AssemblyOptions
+from phaseaware.endpoints import UsageCheck, check_prompt_tokens
+from phaseaware.errors import InputError, PhaseawareWarning
+from phaseaware.profiles.model import Profile
+from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareSynthesizer", "PlanSent", "phaseaware_query_engine"]
 
@@ -125,12 +124,12 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         budget_tokens: int,
         profile: str | os.PathLike[str] | Profile | None = None,
         options: AssemblyOptions | Mapping[str, Any] | None = None,
-        llm: Optional[LLM] = None,
-        text_qa_template: Optional[BasePromptTemplate] = None,
+        llm: LLM | None = None,
+        text_qa_template: BasePromptTemplate | None = None,
         on_mismatch: OnMismatch = "warn",
-        prompt_token_offset: Optional[int] = None,
-        callback_manager: Optional[CallbackManager] = None,
-        empty_response: Optional[str] = None,
+        prompt_token_offset: int | None = None,
+        callback_manager: CallbackManager | None = None,
+        empty_response: str | None = None,
     ) -> None:
         super().__init__(llm=llm, callback_manager=callback_manager, empty_response=empty_response)
         self._config = PlanConfig.resolve(
@@ -178,7 +177,9 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             self._text_qa_template = prompts["text_qa_template"]
             self._messages = text_qa_conversation(self._text_qa_template, llm=self._llm)
 
-    def _plan(self, nodes: list[NodeWithScore], question: str) -> tuple[PlanSent, list[NodeWithScore]]:
+    def _plan(
+        self, nodes: list[NodeWithScore], question: str
+    ) -> tuple[PlanSent, list[NodeWithScore]]:
         key = conversation_key(self._config, self._messages, question)
         reason = _stale_reason(nodes, key)
         if reason is None:
@@ -194,7 +195,9 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
                 PhaseawareWarning,
                 stacklevel=3,
             )
-        planned = assemble_nodes(nodes, config=self._config, messages=self._messages, question=question)
+        planned = assemble_nodes(
+            nodes, config=self._config, messages=self._messages, question=question
+        )
         r = planned.result
         sent = PlanSent(r.messages, r.prompt, r.token_count, r.position_offset, True)
         return sent, list(planned.nodes)
@@ -211,7 +214,12 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             on_mismatch=self._on_mismatch,
         )
         return PlanSent(
-            sent.messages, sent.prompt, sent.token_count, sent.position_offset, sent.replanned, check
+            sent.messages,
+            sent.prompt,
+            sent.token_count,
+            sent.position_offset,
+            sent.replanned,
+            check,
         )
 
     def _call(self, sent: PlanSent) -> tuple[str, PlanSent]:
@@ -238,7 +246,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         self,
         query: QueryTextType,
         nodes: list[NodeWithScore],
-        additional_source_nodes: Optional[Sequence[NodeWithScore]] = None,
+        additional_source_nodes: Sequence[NodeWithScore] | None = None,
         **response_kwargs: Any,
     ) -> RESPONSE_TYPE:
         if not nodes:
@@ -257,7 +265,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         self,
         query: QueryTextType,
         nodes: list[NodeWithScore],
-        additional_source_nodes: Optional[Sequence[NodeWithScore]] = None,
+        additional_source_nodes: Sequence[NodeWithScore] | None = None,
         **response_kwargs: Any,
     ) -> RESPONSE_TYPE:
         if not nodes:
@@ -273,7 +281,10 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         return response
 
     def _text_nodes(self, text_chunks: Sequence[str]) -> list[NodeWithScore]:
-        return [NodeWithScore(node=TextNode(text=t, id_=f"chunk-{i}")) for i, t in enumerate(text_chunks)]
+        return [
+            NodeWithScore(node=TextNode(text=t, id_=f"chunk-{i}"))
+            for i, t in enumerate(text_chunks)
+        ]
 
     def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
         """Plan ``text_chunks`` (retrieval order) and answer; prefer :meth:`synthesize`."""
@@ -296,7 +307,7 @@ def phaseaware_query_engine(
     profile: str | os.PathLike[str] | Profile | None,
     budget_tokens: int,
     options: AssemblyOptions | Mapping[str, Any] | None = None,
-    text_qa_template: Optional[BasePromptTemplate] = None,
+    text_qa_template: BasePromptTemplate | None = None,
     node_postprocessors: Sequence[BaseNodePostprocessor] = (),
     on_mismatch: OnMismatch = "warn",
 ) -> RetrieverQueryEngine:
