@@ -146,3 +146,18 @@ def test_chat_llm_with_plain_format_names_the_fix():
 def test_template_with_literal_placeholder_is_rejected():
     with pytest.raises(InputError, match="literally"):
         text_qa_conversation(PromptTemplate("{context_str} {{question}} {query_str}"), llm=None)
+
+
+def test_parts_built_separately_with_defaults_agree():
+    """RetrieverQueryEngine(node_postprocessors=[PhaseAwarePostprocessor(...)],
+    response_synthesizer=PhaseAwareSynthesizer(...)) with the default text-QA prompt."""
+    from llama_index.postprocessor.phaseaware import PhaseAwarePostprocessor
+
+    llm = ChatMock()
+    common = {"tokenizer": "reference", "chat_format": "chatml", "budget_tokens": 512}
+    postprocessor = PhaseAwarePostprocessor(**common)
+    synth = PhaseAwareSynthesizer(llm=llm, on_mismatch="ignore", **common)
+    planned = postprocessor.postprocess_nodes(_nodes(), query_str=QUESTION)
+    synth.synthesize(QUESTION, planned)
+    assert not synth.last_sent.replanned
+    assert synth.last_sent.messages[0]["role"] == "system"  # LlamaIndex's QA system prompt
