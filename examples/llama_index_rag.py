@@ -28,7 +28,7 @@ from llama_index.core import PromptTemplate
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.llms.openai_like import OpenAILike
-from llama_index.postprocessor.phaseaware import PLACEMENT_KEY, phaseaware_query_engine
+from llama_index.postprocessor.phaseaware import PLACEMENT_KEY, SENT_KEY, phaseaware_query_engine
 from rank_bm25 import BM25Okapi
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def run(base_url: str, question: str) -> int:
         on_mismatch="raise",
     )
     response = engine.query(question)
-    sent = engine._response_synthesizer.last_sent  # type: ignore[attr-defined]
+    sent = response.metadata[SENT_KEY]  # what was sent, and the usage check
     print(f"question: {question}")
     print(f"answer:   {str(response).strip()}")
     print(f"prompt:   {sent.token_count} tokens planned; server counted "

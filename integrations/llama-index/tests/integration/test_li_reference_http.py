@@ -60,7 +60,7 @@ def test_every_key_token_lands_where_the_report_says(
         response = query_engine.query(question.question)
     else:
         response = asyncio.run(query_engine.aquery(question.question))
-    sent = query_engine._response_synthesizer.last_sent
+    sent = response.metadata["phaseaware"]
     assert sent is not None and not sent.replanned and sent.check is not None
     assert sent.check.ok and sent.check.reported_tokens == sent.token_count
     received = _last_chat_body(server)["messages"]

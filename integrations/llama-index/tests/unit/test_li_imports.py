@@ -22,6 +22,7 @@ def test_all_is_the_public_api() -> None:
             "PhaseAwareSynthesizer",
             "PlanSent",
             "RepackWarning",
+            "SENT_KEY",
             "phaseaware_query_engine",
             "text_qa_conversation",
         ]

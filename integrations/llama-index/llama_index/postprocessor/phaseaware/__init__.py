@@ -5,6 +5,7 @@ from llama_index.postprocessor.phaseaware.nodes import PhaseAwareNode, RepackWar
 from llama_index.postprocessor.phaseaware.plan import ASSEMBLY_KEY, PLACEMENT_KEY
 from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
 from llama_index.postprocessor.phaseaware.synthesizer import (
+    SENT_KEY,
     PhaseAwareSynthesizer,
     PlanSent,
     phaseaware_query_engine,
@@ -18,6 +19,7 @@ __all__ = [
     "PhaseAwareSynthesizer",
     "PlanSent",
     "RepackWarning",
+    "SENT_KEY",
     "phaseaware_query_engine",
     "text_qa_conversation",
 ]

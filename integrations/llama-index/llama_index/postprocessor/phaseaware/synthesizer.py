@@ -52,7 +52,9 @@ from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.profiles.model import Profile
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["PhaseAwareSynthesizer", "PlanSent", "phaseaware_query_engine"]
+__all__ = ["SENT_KEY", "PhaseAwareSynthesizer", "PlanSent", "phaseaware_query_engine"]
+
+SENT_KEY = "phaseaware"  # response.metadata[SENT_KEY]: the PlanSent of that answer
 
 OnMismatch = Literal["warn", "raise", "ignore"]
 
@@ -113,7 +115,8 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     ``usage.prompt_tokens`` that differs from the plan does (``warn``, ``raise``:
     ``PromptTokenDriftError``, ``ignore``); ``prompt_token_offset`` is the
     tokens the endpoint adds before the prompt (default:
-    ``options.position_offset``). ``last_sent`` holds what the latest call sent.
+    ``options.position_offset``). Each response's ``metadata["phaseaware"]`` is the
+    :class:`PlanSent` of that call (``last_sent``: the latest call's).
     """
 
     def __init__(
@@ -240,7 +243,9 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         self, text: str, sent: PlanSent, nodes: list[NodeWithScore], extra: Sequence[NodeWithScore]
     ) -> RESPONSE_TYPE:
         self.last_sent = sent
-        return self._prepare_response_output(text, [*nodes, *extra])
+        response = self._prepare_response_output(text, [*nodes, *extra])
+        response.metadata = {**(response.metadata or {}), SENT_KEY: sent}
+        return response
 
     def synthesize(
         self,
