@@ -127,3 +127,24 @@ def test_compact_mode_breaks_the_alignment_and_warns(
     aligned = _engine(llm, question, reference_profile_path, retriever_for)
     aligned.query(question.question)
     assert _last_chat_body(server)["messages"] == plan["messages"]
+
+
+def test_completion_llm_gets_the_planned_prompt_verbatim(
+    served, question, reference_profile_path, retriever_for
+):
+    """``OpenAILike(is_chat_model=False)``: the rendered prompt goes to /v1/completions as is
+    (LlamaIndex would otherwise send ``"user: ..."`` text of its own)."""
+    from llama_index.llms.openai_like import OpenAILike
+
+    server, engine = served
+    llm = OpenAILike(
+        model=engine.model_name, api_base=server.base_url, api_key="x", is_chat_model=False,
+        max_tokens=4, temperature=0.0, max_retries=0, timeout=60,
+    )  # fmt: skip
+    query_engine = _engine(llm, question, reference_profile_path, retriever_for)
+    response = query_engine.query(question.question)
+    sent = response.metadata["phaseaware"]
+    body = [r for r in server.request_log if r.path == "/v1/completions"][-1].body
+    assert body["prompt"] == sent.prompt
+    assert sent.check is not None and sent.check.ok
+    assert len(engine.encode_prompt(body["prompt"])) == sent.token_count
