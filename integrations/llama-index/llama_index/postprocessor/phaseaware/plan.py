@@ -19,7 +19,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, cast
+from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
@@ -29,7 +29,6 @@ from phaseaware.chat import conversation_layout
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -216,9 +215,7 @@ def assemble_nodes(
     result = assemble(
         chunks,
         tokenizer=config.tokenizer,
-        # ConversationLayout implements PromptLayout; its read-only ``name`` property is
-        # what mypy's protocol check trips over (core typing, not a behaviour difference).
-        layout=cast(PromptLayout, layout),
+        layout=layout,
         question=question,
         profile=config.profile,
         budget_tokens=config.budget_tokens,
