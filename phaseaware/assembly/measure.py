@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.evidence import find_key_chars
 from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.assembly.stitch import ChunkTokenCache, TokenStarts, stitched_starts, windowed_support
 from phaseaware.tokenizers.base import (
     CharIndexTokenizer,
     ParallelBatchTokenizer,
@@ -41,7 +42,12 @@ class MeasuredChunk:
 
 
 def measure_chunks(
-    chunks: Sequence[Chunk], *, tokenizer: Tokenizer, terms: Sequence[str], max_keys: int
+    chunks: Sequence[Chunk],
+    *,
+    tokenizer: Tokenizer,
+    terms: Sequence[str],
+    max_keys: int,
+    cache: ChunkTokenCache | None = None,
 ) -> tuple[MeasuredChunk, ...]:
     """Token cost and key tokens of every chunk, each measured in the context it will have.
 
@@ -50,6 +56,8 @@ def measure_chunks(
     ``parallel_batch`` true) get one batch of ``SEP c_i SEP`` pieces; others get
     ONE call on ``SEP c0 SEP c1 ... SEP``. ``tokens`` counts the chunk plus its
     trailing separator; ``key_tokens`` are relative to the chunk's first token.
+    With a ``cache`` and a tokenizer ``stitch.windowed_support`` accepts, the
+    one call is stitched from cached chunk tokens (the same starts, proven).
     """
     key_chars = [
         ()
@@ -71,7 +79,7 @@ def measure_chunks(
     ):
         counts = _measure_pieces(tokenizer, texts)
     else:
-        counts = _measure_joined(tokenizer, texts)
+        counts = _measure_joined(tokenizer, texts, cache)
     out: list[MeasuredChunk] = []
     measured = iter(counts)
     for chunk, keys in zip(chunks, key_chars, strict=True):
@@ -85,13 +93,18 @@ def measure_chunks(
     return tuple(out)
 
 
-def _measure_joined(tokenizer: Tokenizer, texts: Sequence[str]) -> list[_Measured]:
+def _measure_joined(
+    tokenizer: Tokenizer, texts: Sequence[str], cache: ChunkTokenCache | None = None
+) -> list[_Measured]:
     """(tokens, char → relative token) per text from one call on ``SEP t0 SEP t1 ... SEP``."""
     sep = len(CHUNK_SEPARATOR)
     starts = list(itertools.accumulate((len(t) + sep for t in texts), initial=sep))
     text = CHUNK_SEPARATOR + "".join(t + CHUNK_SEPARATOR for t in texts)
-    joined: TokenizedText | CharIndex
-    if isinstance(tokenizer, CharIndexTokenizer):  # lookups without building tuples
+    joined: TokenizedText | CharIndex | TokenStarts
+    if cache is not None and windowed_support(tokenizer) is None:
+        spans = [(s, s + len(t)) for s, t in zip(starts, texts, strict=False)]
+        joined = stitched_starts(tokenizer, text, spans, cache=cache)
+    elif isinstance(tokenizer, CharIndexTokenizer):  # lookups without building tuples
         joined = tokenizer.char_index(text)
     else:
         joined = tokenizer.tokenize(text)
@@ -113,6 +126,6 @@ def _measure_pieces(tokenizer: ParallelBatchTokenizer, texts: Sequence[str]) -> 
 
 
 def _locator(
-    tokenized: TokenizedText | CharIndex, char_base: int, token_base: int
+    tokenized: TokenizedText | CharIndex | TokenStarts, char_base: int, token_base: int
 ) -> Callable[[int], int]:
     return lambda c: tokenized.token_at_char(char_base + c) - token_base

@@ -9,7 +9,6 @@ are estimated from the in-context per-chunk token counts (the naive prompt is no
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from phaseaware.assembly.render import CHUNK_SEPARATOR, RenderedContext
 from phaseaware.assembly.setup import Setup
 from phaseaware.serialize import to_plain
 from phaseaware.templates import RenderedPrompt
-from phaseaware.tokenizers.base import TokenizedText
+from phaseaware.assembly.stitch import TokenStarts
 
 __all__ = [
     "Placement",
@@ -113,6 +112,10 @@ class AssemblyResult:
     fingerprint: str
     layout: str
     position_offset: int = 0  # tokens the server adds before the prompt (options)
+    # How the final tokenization was confirmed: "windowed" (cached chunk tokens,
+    # junctions re-encoded, proven equal: ``assembly.stitch``) or "full" (one encode).
+    # Not in ``to_dict`` (the JSON report is unchanged by caching).
+    verification: str = "full"
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -132,12 +135,13 @@ class AssemblyResult:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (lists, not tuples), stable key order."""
         plain: dict[str, Any] = to_plain(self)
+        plain.pop("verification", None)
         return plain
 
 
-def _tokens_in(measured: TokenizedText, start: int, end: int) -> int:
+def _tokens_in(measured: TokenStarts, start: int, end: int) -> int:
     """Tokens whose first character lies in prompt chars ``[start, end)``."""
-    return bisect.bisect_left(measured.starts, end) - bisect.bisect_left(measured.starts, start)
+    return measured.tokens_in(start, end)
 
 
 def _residues(positions: tuple[int, ...], period: int | None, offset: int) -> tuple[int, ...]:
@@ -154,7 +158,7 @@ def build_result(
     *,
     plan: Plan | None,
     rendered: RenderedContext | None,
-    measured: TokenizedText,
+    measured: TokenStarts,
     prompt: RenderedPrompt,
     dropped: Mapping[int, str],
 ) -> AssemblyResult:
@@ -232,12 +236,13 @@ def build_result(
         fingerprint=setup.tokenizer.fingerprint(),
         layout=setup.layout.name,
         position_offset=shift,
+        verification=measured.verification,
     )
 
 
 def _placement(
     setup: Setup,
-    measured: TokenizedText,
+    measured: TokenStarts,
     rel: Callable[[int], float],
     period: int | None,
     order: int,
@@ -253,7 +258,7 @@ def _placement(
     start = len(setup.frame.prefix) + rendered.chunk_starts[order]
     end = start + len(prep.chunk.text)
     chars = tuple(start + c for c in prep.key_chars)
-    positions = tuple(measured.token_at_char(c) for c in chars)
+    positions = tuple(measured.tokens_at_chars(chars))
     span = measured.token_span(start, end)
     accuracy = _mean([rel(t) for t in positions])
     if floor is not None and accuracy is not None:
@@ -280,7 +285,7 @@ def _repeat_placement(
     setup: Setup,
     plan: Plan,
     rendered: RenderedContext,
-    measured: TokenizedText,
+    measured: TokenStarts,
     rel: Callable[[int], float],
     period: int | None,
 ) -> RepeatPlacement | None:

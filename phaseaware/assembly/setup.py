@@ -20,6 +20,7 @@ from phaseaware.assembly.measure import MeasuredChunk, measure_chunks
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.assembly.planner import PadTable, PadTables
 from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.assembly.stitch import ChunkTokenCache
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_period, check_tokenizer
@@ -56,6 +57,7 @@ class Setup:
     weights: tuple[float, ...]  # relevance weights, input order
     filler: Filler | None  # None: padding off or no profile
     tables: PadTables  # before verification froze any pad
+    cache: ChunkTokenCache | None = None  # chunk tokens (``stitch``); None: encode in full
 
 
 def prepare(
@@ -68,6 +70,7 @@ def prepare(
     profile: Profile | None,
     budget: int,
     options: AssemblyOptions,
+    cache: ChunkTokenCache | None = None,
 ) -> Setup:
     """The checked, measured ``Setup`` of an ``assemble`` call (raises what ``assemble`` does)."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
@@ -90,6 +93,7 @@ def prepare(
         tokenizer=tokenizer,
         terms=question_terms(question),
         max_keys=options.max_keys_per_chunk,
+        cache=cache,
     )
     filler, end_table = _filler(tokenizer, profile, options, suffix)
     frame = Frame(
@@ -108,6 +112,7 @@ def prepare(
             chunks=chunk_pad_tables(tokenizer, filler if options.pad else None, prepared),
             end=end_table,
         ),
+        cache=cache,
     )  # fmt: skip
 
 
