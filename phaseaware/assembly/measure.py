@@ -26,8 +26,8 @@ from phaseaware.tokenizers.offsets import CharIndex
 
 __all__ = ["MeasuredChunk", "measure_chunks"]
 
-# (tokens, char offset in the text -> token index relative to the text's first token)
-_Measured = tuple[int, Callable[[int], int]]
+# (tokens, char offsets in the text -> token indices relative to the text's first token)
+_Measured = tuple[int, Callable[[Sequence[int]], tuple[int, ...]]]
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def measure_chunks(
             )
             continue
         tokens, locate = next(measured)
-        out.append(MeasuredChunk(chunk, tokens, keys, tuple(locate(c) for c in keys), False))
+        out.append(MeasuredChunk(chunk, tokens, keys, locate(keys), False))
     return tuple(out)
 
 
@@ -108,7 +108,10 @@ def _measure_joined(
         joined = tokenizer.char_index(text)
     else:
         joined = tokenizer.tokenize(text)
-    first = [joined.token_at_char(s) for s in starts[:-1]] + [len(joined)]
+    if isinstance(joined, TokenStarts):
+        first = joined.tokens_at_chars(starts[:-1]) + [len(joined)]
+    else:
+        first = [joined.token_at_char(s) for s in starts[:-1]] + [len(joined)]
     return [
         (first[k + 1] - first[k], _locator(joined, starts[k], first[k])) for k in range(len(texts))
     ]
@@ -127,5 +130,13 @@ def _measure_pieces(tokenizer: ParallelBatchTokenizer, texts: Sequence[str]) -> 
 
 def _locator(
     tokenized: TokenizedText | CharIndex | TokenStarts, char_base: int, token_base: int
-) -> Callable[[int], int]:
-    return lambda c: tokenized.token_at_char(char_base + c) - token_base
+) -> Callable[[Sequence[int]], tuple[int, ...]]:
+    if isinstance(tokenized, TokenStarts):
+        at = tokenized
+
+        def many(chars: Sequence[int]) -> tuple[int, ...]:
+            found = at.tokens_at_chars([char_base + c for c in chars])
+            return tuple(t - token_base for t in found)
+
+        return many
+    return lambda chars: tuple(tokenized.token_at_char(char_base + c) - token_base for c in chars)

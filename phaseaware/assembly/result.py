@@ -180,6 +180,7 @@ def build_result(
     if plan is not None and rendered is not None:
         ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
         offset = len(setup.frame.prefix)
+        _prefetch(setup, plan, rendered, measured)
         repeat = _repeat_placement(setup, plan, rendered, measured, rel, period)
         pads = iter(rendered.pad_spans)
         for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
@@ -238,6 +239,22 @@ def build_result(
         position_offset=shift,
         verification=measured.verification,
     )
+
+
+def _prefetch(
+    setup: Setup, plan: Plan, rendered: RenderedContext, measured: TokenStarts
+) -> None:
+    """One vectorised lookup of every key char and chunk span ``_placement`` will ask for."""
+    offset = len(setup.frame.prefix)
+    chars: list[int] = []
+    ends: list[int] = []
+    for i, start in zip(plan.order, rendered.chunk_starts, strict=True):
+        prep = setup.chunks[i]
+        begin = offset + start
+        chars.append(begin)
+        chars.extend(begin + c for c in prep.key_chars)
+        ends.append(begin + len(prep.chunk.text))
+    measured.prefetch(chars, ends)
 
 
 def _placement(

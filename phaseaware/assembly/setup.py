@@ -191,4 +191,5 @@ def plan_pads(
         pad_cost=setup.options.pad_cost,
         length=length,
         slack=max(0, slack) + end_reserve(setup, tables),
+        residue_values=[profile.residue_reliability(r + offset) for r in range(profile.period)],
     )

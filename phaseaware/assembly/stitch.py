@@ -34,9 +34,14 @@ call such ``p`` a *cut*; two kinds are used, both decided by ``T[p-1]`` and
    ``\\s*[\\r\\n]`` (``\\s*[\\r\\n]+``) takes all of it followed by a letter as
    it does at the end of text, where cl100k's ``\\s++$`` takes the same run.
 
-(a) holds when the text holds no special-token string at all: every special
-of the supported encodings starts with ``<|`` (checked per encoding), and a
-text that contains ``<|`` is encoded in full. A chunk's *core* runs from its first cut to its last one, both
+(a): every special token of the supported encodings is ``<|name|>`` with no
+``|`` in ``name`` and ``len(name) < 16`` (checked per encoding), and only a
+chunk without ``|`` gets a core, of at least 16 characters. An occurrence
+meeting a core then either holds one of its ``|`` inside the chunk (there is
+none), or lies inside the chunk's core (its ``name`` would hold the whole
+core: too short), or has ``<`` or ``>`` next to a cut, whose sides are a
+letter or newline. Occurrences in the junctions (the chat template's) are
+found there exactly as in the whole text: none crosses a core edge. A chunk's *core* runs from its first cut to its last one, both
 inside the chunk text, so it is a cut-bounded stretch of every prompt that
 holds the chunk: its tokens, offset by its position, are the prompt's tokens
 there. The junctions (the text between cores: chunk edges, separators, pads,
@@ -54,16 +59,19 @@ been made for them, so they are encoded in full and say so.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import regex
 
+from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import CharIndexTokenizer, Tokenizer
+from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
@@ -78,12 +86,11 @@ __all__ = [
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 
 _CUT = regex.compile(r"(?<=\p{L})(?=[^\p{L}\p{M}'\p{Cn}])|(?<=\n)(?=[\p{L}\p{Nd}])")
-_SPECIAL_MARK = "<|"  # every special-token string of the supported encodings starts so
 _MIN_CORE = 16  # shorter cores are left in the junction (not worth a cache entry)
 
 
 class ChunkTokenCache:
-    """Thread-safe LRU of chunk-core token starts, keyed by (fingerprint, text), capped in bytes.
+    """Thread-safe LRU of chunk token starts (its core), keyed by (fingerprint, chunk text), byte-capped.
 
     ``max_bytes`` bounds the sum of each entry's size (its starts array plus
     its key text); the least recently used entries are evicted past it.
@@ -93,7 +100,7 @@ class ChunkTokenCache:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
             raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, str], tuple[np.ndarray, int]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str], tuple[_Entry, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -107,7 +114,7 @@ class ChunkTokenCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: tuple[str, str]) -> np.ndarray | None:
+    def get(self, key: tuple[str, str]) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
@@ -117,15 +124,15 @@ class ChunkTokenCache:
             self.hits += 1
             return entry[0]
 
-    def put(self, key: tuple[str, str], starts: np.ndarray) -> None:
-        size = int(starts.nbytes) + sys.getsizeof(key[1]) + 64
+    def put(self, key: tuple[str, str], entry: _Entry) -> None:
+        size = entry.nbytes + sys.getsizeof(key[1]) + sys.getsizeof(key) + 64
         if size > self.max_bytes:
             return
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= old[1]
-            self._entries[key] = (starts, size)
+            self._entries[key] = (entry, size)
             self._bytes += size
             while self._bytes > self.max_bytes:
                 _, (_, dropped) = self._entries.popitem(last=False)
@@ -152,11 +159,23 @@ class TokenStarts:
     starts: np.ndarray
     text_length: int
     verification: str  # "windowed": stitched from cached chunks; "full": one encode
+    _at: dict[int, int] = field(default_factory=dict, repr=False)  # prefetched lookups
+    _right: dict[int, int] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return int(self.starts.size)
 
+    def prefetch(self, chars: Sequence[int], span_ends: Sequence[int]) -> None:
+        """Look up ``token_at_char`` of ``chars`` and ``token_span`` ends in one pass each."""
+        self._at.update(zip(chars, self.tokens_at_chars(chars), strict=True))
+        if len(span_ends):
+            found = np.searchsorted(self.starts, np.asarray(span_ends) - 1, side="right")
+            self._right.update(zip(span_ends, found.tolist(), strict=True))
+
     def token_at_char(self, char_offset: int) -> int:
+        known = self._at.get(char_offset)
+        if known is not None:
+            return known
         if not 0 <= char_offset < self.text_length:
             raise IndexError(f"char offset {char_offset} outside text of {self.text_length} chars")
         first = int(np.searchsorted(self.starts, char_offset, side="left"))
@@ -168,6 +187,8 @@ class TokenStarts:
         """``[token_at_char(c) for c in chars]`` in one numpy pass."""
         if not len(chars):
             return []
+        if self._at and all(c in self._at for c in chars):
+            return [self._at[c] for c in chars]
         c = np.asarray(chars, dtype=np.int64)
         if int(c.min()) < 0 or int(c.max()) >= self.text_length:
             raise IndexError(f"char offsets outside text of {self.text_length} chars")
@@ -182,7 +203,9 @@ class TokenStarts:
             raise IndexError(
                 f"char span [{char_start}, {char_end}) invalid for text of {self.text_length} chars"
             )
-        end = int(np.searchsorted(self.starts, char_end - 1, side="right"))
+        end = self._right.get(char_end)
+        if end is None:
+            end = int(np.searchsorted(self.starts, char_end - 1, side="right"))
         return self.token_at_char(char_start), end
 
     def tokens_in(self, start: int, end: int) -> int:
@@ -197,18 +220,16 @@ def windowed_support(tokenizer: Tokenizer) -> str | None:
 
 
 def _support_reason(tokenizer: Tokenizer) -> str | None:
-    from phaseaware.tokenizers.tiktoken import (  # noqa: PLC0415 (same layer, lazy)
-        CL100K_PATTERN,
-        O200K_PATTERN,
-        TiktokenTokenizer,
-    )
-
     if not isinstance(tokenizer, TiktokenTokenizer):
         return "the windowed argument is made for tiktoken's regex pre-tokenizers only"
     if tokenizer.pattern not in (CL100K_PATTERN, O200K_PATTERN):
         return "unknown pre-tokenizer pattern"
-    if not all(s.startswith(_SPECIAL_MARK) for s in tokenizer.encoding.special_tokens_set):
-        return "a special-token string does not start with '<|'"
+    for special in tokenizer.encoding.special_tokens_set:
+        middle = special[2:-2]
+        if not (special[:2] == "<|" and special[-2:] == "|>" and "|" not in middle):
+            return f"special token {special!r} is not of the form <|name|>"
+        if len(middle) >= _MIN_CORE:
+            return f"special token {special!r} is longer than a core's minimum"
     return None
 
 
@@ -219,6 +240,41 @@ def full_starts(tokenizer: Tokenizer, text: str) -> TokenStarts:
     else:
         starts = np.asarray(tokenizer.tokenize(text).starts, dtype=np.int64)
     return TokenStarts(starts=starts, text_length=len(text), verification="full")
+
+
+def _starts_of(tokenizer: TiktokenTokenizer, text: str) -> np.ndarray:
+    """``char_index(text).starts`` without its fixed numpy cost on short ASCII texts."""
+    if not text.isascii():
+        return np.asarray(tokenizer.char_index(text).starts, dtype=np.int64)
+    ids = tokenizer.encoding.encode(text, allowed_special="all", disallowed_special=())
+    table = tokenizer.token_byte_lengths()
+    lengths = [table[i] for i in ids]
+    if sum(lengths) != len(text):
+        raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
+    return np.fromiter(
+        itertools.accumulate(lengths[:-1], initial=0), dtype=np.int64, count=len(lengths)
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _Entry:
+    """A chunk's core ``[a, b)`` (chunk-relative) and its token starts; None: no core."""
+
+    a: int
+    b: int
+    starts: np.ndarray | None
+
+    @property
+    def nbytes(self) -> int:
+        return 80 + (int(self.starts.nbytes) if self.starts is not None else 0)
+
+
+def _entry(tokenizer: TiktokenTokenizer, chunk: str) -> _Entry:
+    core = _core(chunk, 0, len(chunk)) if "|" not in chunk else None
+    if core is None:
+        return _Entry(0, 0, None)
+    a, b = core
+    return _Entry(a, b, _starts_of(tokenizer, chunk[a:b]) + a)
 
 
 def _core(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -247,29 +303,28 @@ def stitched_starts(
     Falls back to one full encode when ``windowed_support`` names a reason or
     ``cache`` is None.
     """
-    if cache is None or _SPECIAL_MARK in text or windowed_support(tokenizer) is not None:
+    if cache is None or windowed_support(tokenizer) is not None:
         return full_starts(tokenizer, text)
-    assert isinstance(tokenizer, CharIndexTokenizer)
+    assert isinstance(tokenizer, TiktokenTokenizer)
     fp = tokenizer.fingerprint()
     parts: list[np.ndarray] = []
     pos = 0
 
     def encode(s: int, e: int) -> None:
         if e > s:
-            parts.append(np.asarray(tokenizer.char_index(text[s:e]).starts) + s)
+            parts.append(_starts_of(tokenizer, text[s:e]) + s)
 
     for start, end in spans:
-        core = _core(text, start, end)
-        if core is None:
+        key = (fp, text[start:end])
+        entry = cache.get(key)
+        if entry is None:
+            entry = _entry(tokenizer, key[1])
+            cache.put(key, entry)
+        if entry.starts is None:
             continue
-        a, b = core
+        a, b = start + entry.a, start + entry.b
         encode(pos, a)
-        key = (fp, text[a:b])
-        cached = cache.get(key)
-        if cached is None:
-            cached = np.asarray(tokenizer.char_index(key[1]).starts, dtype=np.int64)
-            cache.put(key, cached)
-        parts.append(cached + a)
+        parts.append(entry.starts + start)
         pos = b
     encode(pos, len(text))
     starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
