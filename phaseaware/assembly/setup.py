@@ -27,7 +27,14 @@ from phaseaware.profiles.registry import check_period, check_tokenizer
 from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
+__all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
+
+# Largest profile period assembly accepts (``InputError`` above it). Qualifying the
+# filler for period P tokenizes pads of up to 2P units in real contexts: O(P^2)
+# characters, once per (tokenizer, period), then cached in memory; planning is
+# linear in P. Measured (benchmarks/assembly.py, o200k): first call about 1 s at
+# P = 500, then ~10 ms; KV-compression periods seen in practice are 4-128.
+MAX_PERIOD = 512
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,12 @@ def prepare(
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputError(f"budget_tokens must be a positive int, got {budget!r}")
     normalized = normalize_chunks(chunks)
+    if profile is not None and profile.period > MAX_PERIOD:
+        raise InputError(
+            f"profile {profile.model!r} has period {profile.period}; assembly supports "
+            f"periods up to {MAX_PERIOD} (setup.MAX_PERIOD); re-calibrate with a shorter "
+            "period or assemble without the profile"
+        )
     if profile is not None:
         check_tokenizer(profile, tokenizer, allow_mismatch=options.allow_tokenizer_mismatch)
         if options.period is not None:
