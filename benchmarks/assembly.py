@@ -171,7 +171,13 @@ def make_cjk(n: int, seed: int) -> list[Chunk]:
     out = []
     for i in range(n):
         picked = rng.choice(sentences, size=8).tolist()
-        text = f"文档{i}：" + "".join(picked) + "金库代码是" + str(int(rng.integers(1000, 9999))) + "。"
+        text = (
+            f"文档{i}："
+            + "".join(picked)
+            + "金库代码是"
+            + str(int(rng.integers(1000, 9999)))
+            + "。"
+        )
         out.append(Chunk(text=text, score=float(np.round(rng.random(), 4)), id=f"cjk-{i:04d}"))
     return out
 

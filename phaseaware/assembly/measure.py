@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.evidence import find_key_chars
 from phaseaware.assembly.render import CHUNK_SEPARATOR
-from phaseaware.assembly.stitch import ChunkTokenCache, TokenStarts, stitched_starts, windowed_support
+from phaseaware.assembly.stitch import (
+    ChunkTokenCache,
+    TokenStarts,
+    stitched_starts,
+    windowed_support,
+)
 from phaseaware.tokenizers.base import (
     CharIndexTokenizer,
     ParallelBatchTokenizer,
@@ -26,8 +31,8 @@ from phaseaware.tokenizers.offsets import CharIndex
 
 __all__ = ["MeasuredChunk", "measure_chunks"]
 
-# (tokens, char offsets in the text -> token indices relative to the text's first token)
-_Measured = tuple[int, Callable[[Sequence[int]], tuple[int, ...]]]
+# (tokens, char offset in the text -> token index relative to the text's first token)
+_Measured = tuple[int, Callable[[int], int]]
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,8 @@ def measure_chunks(
     ):
         counts = _measure_pieces(tokenizer, texts)
     else:
-        counts = _measure_joined(tokenizer, texts, cache)
+        keyed = [k for c, k in zip(chunks, key_chars, strict=True) if c.text.strip()]
+        counts = _measure_joined(tokenizer, texts, cache, keyed)
     out: list[MeasuredChunk] = []
     measured = iter(counts)
     for chunk, keys in zip(chunks, key_chars, strict=True):
@@ -89,12 +95,15 @@ def measure_chunks(
             )
             continue
         tokens, locate = next(measured)
-        out.append(MeasuredChunk(chunk, tokens, keys, locate(keys), False))
+        out.append(MeasuredChunk(chunk, tokens, keys, tuple(locate(c) for c in keys), False))
     return tuple(out)
 
 
 def _measure_joined(
-    tokenizer: Tokenizer, texts: Sequence[str], cache: ChunkTokenCache | None = None
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    cache: ChunkTokenCache | None = None,
+    key_chars: Sequence[Sequence[int]] | None = None,
 ) -> list[_Measured]:
     """(tokens, char → relative token) per text from one call on ``SEP t0 SEP t1 ... SEP``."""
     sep = len(CHUNK_SEPARATOR)
@@ -109,6 +118,10 @@ def _measure_joined(
     else:
         joined = tokenizer.tokenize(text)
     if isinstance(joined, TokenStarts):
+        if key_chars is not None:  # one vectorised lookup for every key
+            joined.prefetch(
+                [s + c for s, keys in zip(starts, key_chars, strict=False) for c in keys], ()
+            )
         first = joined.tokens_at_chars(starts[:-1]) + [len(joined)]
     else:
         first = [joined.token_at_char(s) for s in starts[:-1]] + [len(joined)]
@@ -130,13 +143,5 @@ def _measure_pieces(tokenizer: ParallelBatchTokenizer, texts: Sequence[str]) -> 
 
 def _locator(
     tokenized: TokenizedText | CharIndex | TokenStarts, char_base: int, token_base: int
-) -> Callable[[Sequence[int]], tuple[int, ...]]:
-    if isinstance(tokenized, TokenStarts):
-        at = tokenized
-
-        def many(chars: Sequence[int]) -> tuple[int, ...]:
-            found = at.tokens_at_chars([char_base + c for c in chars])
-            return tuple(t - token_base for t in found)
-
-        return many
-    return lambda chars: tuple(tokenized.token_at_char(char_base + c) - token_base for c in chars)
+) -> Callable[[int], int]:
+    return lambda c: tokenized.token_at_char(char_base + c) - token_base

@@ -17,9 +17,9 @@ from phaseaware.assembly import planner
 from phaseaware.assembly.planner import Plan
 from phaseaware.assembly.render import CHUNK_SEPARATOR, RenderedContext
 from phaseaware.assembly.setup import Setup
+from phaseaware.assembly.stitch import TokenStarts
 from phaseaware.serialize import to_plain
 from phaseaware.templates import RenderedPrompt
-from phaseaware.assembly.stitch import TokenStarts
 
 __all__ = [
     "Placement",
@@ -241,9 +241,7 @@ def build_result(
     )
 
 
-def _prefetch(
-    setup: Setup, plan: Plan, rendered: RenderedContext, measured: TokenStarts
-) -> None:
+def _prefetch(setup: Setup, plan: Plan, rendered: RenderedContext, measured: TokenStarts) -> None:
     """One vectorised lookup of every key char and chunk span ``_placement`` will ask for."""
     offset = len(setup.frame.prefix)
     chars: list[int] = []

@@ -19,8 +19,8 @@ from phaseaware.assembly import planner
 from phaseaware.assembly.planner import NO_PAD, PadTables, Plan
 from phaseaware.assembly.render import RenderedContext, RepeatBlock, render_context
 from phaseaware.assembly.setup import Setup, end_reserve, plan_pads
-from phaseaware.errors import VerificationError
 from phaseaware.assembly.stitch import TokenStarts, stitched_starts
+from phaseaware.errors import VerificationError
 
 __all__ = ["Verified", "verify", "freeze_moving", "measured_keys"]
 
@@ -38,7 +38,6 @@ class Verified:
 def verify(setup: Setup, tables: PadTables, plan: Plan, repeat: RepeatBlock | None) -> Verified:
     """The fixed point reached from ``plan`` (``repeat``: the block of ``plan.repeat``)."""
     rounds = setup.options.max_repair_rounds
-    frame = setup.frame
     texts = [p.chunk.text for p in setup.chunks]
     unit = setup.filler.unit if setup.filler is not None else ""
     for round_ in range(rounds + 3):
