@@ -18,6 +18,7 @@ from phaseaware.assembly.render import CHUNK_SEPARATOR
 from phaseaware.assembly.stitch import (
     ChunkTokenCache,
     TokenStarts,
+    cached_pieces,
     stitched_starts,
     windowed_support,
 )
@@ -82,7 +83,11 @@ def measure_chunks(
         and tokenizer.parallel_batch
         and len(texts) > 1
     ):
-        counts = _measure_pieces(tokenizer, texts)
+        counts = (
+            _measure_pieces(tokenizer, texts)
+            if cache is None
+            else _measure_pieces(tokenizer, texts, cache=cache, fingerprint=tokenizer.fingerprint())
+        )
     else:
         keyed = [k for c, k in zip(chunks, key_chars, strict=True) if c.text.strip()]
         counts = _measure_joined(tokenizer, texts, cache, keyed)
@@ -130,10 +135,30 @@ def _measure_joined(
     ]
 
 
-def _measure_pieces(tokenizer: ParallelBatchTokenizer, texts: Sequence[str]) -> list[_Measured]:
-    """(tokens, char → relative token) per text from one batch of ``SEP t SEP`` pieces."""
+def _measure_pieces(
+    tokenizer: ParallelBatchTokenizer,
+    texts: Sequence[str],
+    *,
+    cache: ChunkTokenCache | None = None,
+    fingerprint: str = "",
+) -> list[_Measured]:
+    """(tokens, char → relative token) per text from one batch of ``SEP t SEP`` pieces.
+
+    Each piece depends on its text alone, so with a ``cache`` the pieces of
+    texts seen before come from it and only the others are tokenized.
+    """
     sep = len(CHUNK_SEPARATOR)
-    pieces = tokenizer.tokenize_batch([CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts])
+    if cache is None:
+        pieces: Sequence[TokenizedText | TokenStarts] = list(
+            tokenizer.tokenize_batch([CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts])
+        )
+    else:
+        pieces = cached_pieces(
+            tokenizer,
+            [CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts],
+            cache,
+            fingerprint=fingerprint,
+        )
     out: list[_Measured] = []
     for piece in pieces:
         first = piece.token_at_char(sep)

@@ -70,7 +70,7 @@ import numpy as np
 import regex
 
 from phaseaware.errors import InputError
-from phaseaware.tokenizers.base import CharIndexTokenizer, Tokenizer
+from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
 from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
 
 __all__ = [
@@ -80,6 +80,7 @@ __all__ = [
     "default_cache",
     "windowed_support",
     "stitched_starts",
+    "cached_pieces",
     "full_starts",
 ]
 
@@ -231,6 +232,26 @@ def _support_reason(tokenizer: Tokenizer) -> str | None:
         if len(middle) >= _MIN_CORE:
             return f"special token {special!r} is longer than a core's minimum"
     return None
+
+
+def cached_pieces(
+    tokenizer: BatchTokenizer, texts: Sequence[str], cache: ChunkTokenCache, *, fingerprint: str
+) -> list[TokenStarts]:
+    """``tokenize_batch(texts)`` as token starts, each text's looked up in ``cache`` first."""
+    fp = fingerprint + "/piece"
+    entries = [cache.get((fp, t)) for t in texts]
+    missing = [k for k, e in enumerate(entries) if e is None]
+    if missing:
+        fresh = tokenizer.tokenize_batch([texts[k] for k in missing])
+        for k, piece in zip(missing, fresh, strict=True):
+            entry = _Entry(0, 0, np.asarray(piece.starts, dtype=np.int64))
+            cache.put((fp, texts[k]), entry)
+            entries[k] = entry
+    out = []
+    for text, got in zip(texts, entries, strict=True):
+        assert got is not None and got.starts is not None
+        out.append(TokenStarts(starts=got.starts, text_length=len(text), verification="full"))
+    return out
 
 
 def full_starts(tokenizer: Tokenizer, text: str) -> TokenStarts:
