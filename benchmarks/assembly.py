@@ -424,7 +424,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5, help="timing repeats (median)")
     parser.add_argument("--quick", action="store_true", help="fewer cases (smoke run)")
-    parser.add_argument("--accuracy", action="store_true", help="also the accuracy table")
+    parser.add_argument("--no-accuracy", action="store_true", help="skip the accuracy table")
     args = parser.parse_args()
     rows = case_rows(args.repeats, args.quick)
     print(rows[-1] if rows[-1].startswith("LC*") else "")
@@ -434,7 +434,7 @@ def main() -> None:
     print("\n".join(period_rows(args.quick)))
     print()
     print("\n".join(memory_rows()))
-    if args.accuracy:
+    if not args.no_accuracy:
         print()
         print("\n".join(accuracy_rows()))
 
