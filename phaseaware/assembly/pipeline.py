@@ -32,6 +32,7 @@ from phaseaware.assembly.planner import PadTables, Plan
 from phaseaware.assembly.render import RepeatBlock, render_prompt, repeat_block
 from phaseaware.assembly.result import AssemblyResult, build_result
 from phaseaware.assembly.setup import Setup, end_reserve, plan_pads, prepare
+from phaseaware.assembly.stitch import ChunkTokenCache, default_cache, full_starts
 from phaseaware.assembly.verify import Verified, verify
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
@@ -44,6 +45,8 @@ from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["assemble", "assemble_from_specs"]
 
+_DEFAULT_CACHE = default_cache()
+
 
 def assemble(
     chunks: Sequence[Chunk | str],
@@ -55,8 +58,13 @@ def assemble(
     profile: Profile | None = None,
     budget_tokens: int,
     options: AssemblyOptions | None = None,
+    cache: ChunkTokenCache | None = _DEFAULT_CACHE,
 ) -> AssemblyResult:
     """Assemble ``chunks`` into a prompt of at most ``budget_tokens`` tokens.
+
+    ``cache``: chunk tokenizations reused across calls (``stitch.ChunkTokenCache``,
+    LRU, capped in bytes; the process-wide 64 MiB one by default, ``None``: no
+    cache, every prompt encoded in full). Caching never changes the result.
 
     Raises ``InputError`` (empty chunk list, bad evidence, bad options),
     ``BudgetError`` (budget below the template + question),
@@ -66,7 +74,7 @@ def assemble(
     options = options if options is not None else AssemblyOptions()
     setup = prepare(
         chunks, tokenizer=tokenizer, layout=layout, question=question, system=system,
-        profile=profile, budget=budget_tokens, options=options,
+        profile=profile, budget=budget_tokens, options=options, cache=cache,
     )  # fmt: skip
     frame, tables = setup.frame, setup.tables
     fixed = frame.prefix_tokens + frame.suffix_tokens
@@ -184,7 +192,7 @@ def _choose_repeat(
 def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
     if verified is None:
         prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
-        measured = setup.tokenizer.tokenize(prompt.text)
+        measured = full_starts(setup.tokenizer, prompt.text)
         return build_result(
             setup, plan=None, rendered=None, measured=measured, prompt=prompt, dropped=dropped
         )
@@ -218,6 +226,7 @@ def assemble_from_specs(
     options: AssemblyOptions | None = None,
     thinking: bool = False,
     messages: Sequence[Mapping[str, Any] | Message] | None = None,
+    cache: ChunkTokenCache | None = _DEFAULT_CACHE,
 ) -> AssemblyResult:
     """``assemble`` with a tokenizer spec, layout name and profile name/path accepted.
 
@@ -247,4 +256,5 @@ def assemble_from_specs(
         profile=prof,
         budget_tokens=budget_tokens,
         options=options,
+        cache=cache,
     )

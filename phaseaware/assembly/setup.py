@@ -20,13 +20,21 @@ from phaseaware.assembly.measure import MeasuredChunk, measure_chunks
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.assembly.planner import PadTable, PadTables
 from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.assembly.stitch import ChunkTokenCache
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_period, check_tokenizer
 from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
+__all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
+
+# Largest profile period assembly accepts (``InputError`` above it). Qualifying the
+# filler for period P tokenizes pads of up to 2P units in real contexts: O(P^2)
+# characters, once per (tokenizer, period), then cached in memory; planning is
+# linear in P. Measured (benchmarks/assembly.py, o200k): first call about 1 s at
+# P = 500, then ~10 ms; KV-compression periods seen in practice are 4-128.
+MAX_PERIOD = 512
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,7 @@ class Setup:
     weights: tuple[float, ...]  # relevance weights, input order
     filler: Filler | None  # None: padding off or no profile
     tables: PadTables  # before verification froze any pad
+    cache: ChunkTokenCache | None = None  # chunk tokens (``stitch``); None: encode in full
 
 
 def prepare(
@@ -68,11 +77,18 @@ def prepare(
     profile: Profile | None,
     budget: int,
     options: AssemblyOptions,
+    cache: ChunkTokenCache | None = None,
 ) -> Setup:
     """The checked, measured ``Setup`` of an ``assemble`` call (raises what ``assemble`` does)."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputError(f"budget_tokens must be a positive int, got {budget!r}")
     normalized = normalize_chunks(chunks)
+    if profile is not None and profile.period > MAX_PERIOD:
+        raise InputError(
+            f"profile {profile.model!r} has period {profile.period}; assembly supports "
+            f"periods up to {MAX_PERIOD} (setup.MAX_PERIOD); re-calibrate with a shorter "
+            "period or assemble without the profile"
+        )
     if profile is not None:
         check_tokenizer(profile, tokenizer, allow_mismatch=options.allow_tokenizer_mismatch)
         if options.period is not None:
@@ -90,6 +106,7 @@ def prepare(
         tokenizer=tokenizer,
         terms=question_terms(question),
         max_keys=options.max_keys_per_chunk,
+        cache=cache,
     )
     filler, end_table = _filler(tokenizer, profile, options, suffix)
     frame = Frame(
@@ -108,6 +125,7 @@ def prepare(
             chunks=chunk_pad_tables(tokenizer, filler if options.pad else None, prepared),
             end=end_table,
         ),
+        cache=cache,
     )  # fmt: skip
 
 
@@ -186,4 +204,5 @@ def plan_pads(
         pad_cost=setup.options.pad_cost,
         length=length,
         slack=max(0, slack) + end_reserve(setup, tables),
+        residue_values=[profile.residue_reliability(r + offset) for r in range(profile.period)],
     )
