@@ -20,4 +20,7 @@ done
 python -m ruff check .
 python -m ruff format --check .
 python -m mypy
+# the integration packages, strict too (MYPYPATH: mypy does not follow editable-install hooks)
+MYPYPATH=.:integrations/llama-index python -m mypy --strict integrations/langchain/langchain_phaseaware
+MYPYPATH=.:integrations/llama-index python -m mypy --strict -p llama_index.postprocessor.phaseaware
 python -m pytest -q "${suites[@]}" "$@"
