@@ -21,6 +21,9 @@ __all__ = [
     "CalibrationError",
     "BackendError",
     "LogError",
+    "EndpointError",
+    "PromptTokenDriftError",
+    "PhaseawareWarning",
 ]
 
 

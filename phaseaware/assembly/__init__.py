@@ -4,7 +4,8 @@ One module per job: ``chunks`` (the input type), ``evidence`` (key tokens),
 ``measure`` (chunks in context), ``filler`` (exact padding text), ``setup``
 (a checked, measured request), ``planner`` and ``padding`` (all planning, pure),
 ``render`` (context and prompt text), ``verify`` (re-tokenization to a fixed
-point), ``result`` (measured placements), ``pipeline`` (``assemble``),
+point), ``stitch`` (the bounded chunk-token cache and windowed verification),
+``result`` (measured placements), ``pipeline`` (``assemble``),
 ``options`` and ``request`` (the request document of ``phaseaware assemble``).
 """
 
@@ -20,11 +21,13 @@ from phaseaware.assembly.result import (
     RepeatPlacement,
     Segment,
 )
+from phaseaware.assembly.stitch import ChunkTokenCache, default_cache
 
 __all__ = [
     "AssemblyOptions",
     "AssemblyResult",
     "Chunk",
+    "ChunkTokenCache",
     "Dropped",
     "Placement",
     "RepeatPlacement",
@@ -32,4 +35,5 @@ __all__ = [
     "assemble",
     "assemble_from_specs",
     "check_position_offset",
+    "default_cache",
 ]

@@ -50,14 +50,20 @@ class Filler:
     chunk_pad: PadTable  # shifts of ``pad_block(unit, k)`` before a chunk
 
 
-def _insertion_shift(tokenizer: Tokenizer, before: str, pad: str, after: str) -> int | None:
+def _insertion_shift(
+    tokenizer: Tokenizer,
+    before: str,
+    pad: str,
+    after: str,
+    known: tuple[list[int], list[int]] | None = None,
+) -> int | None:
     """Tokens added by inserting ``pad`` between ``before`` and ``after``.
 
     None when the insertion changes the tokens of ``before`` or ``after``.
+    ``known``: ``(encode(before + after), encode(before))``, when the caller has them.
     """
-    base = tokenizer.encode(before + after)
+    base, alone = known or (tokenizer.encode(before + after), tokenizer.encode(before))
     padded = tokenizer.encode(before + pad + after)
-    alone = tokenizer.encode(before)
     n_before = len(alone)
     n_after = len(base) - n_before
     if base[:n_before] != alone:
@@ -88,9 +94,11 @@ def _linear_table(measured: Sequence[int | None]) -> PadTable | None:
 def _qualify(tokenizer: Tokenizer, unit: str, period: int) -> Filler | None:
     max_k = 2 * period
     table: PadTable | None = None
+    alone = tokenizer.encode(_SAMPLE_PREV)
     for nxt in _SAMPLE_NEXT:
+        known = (tokenizer.encode(_SAMPLE_PREV + nxt), alone)  # the same for every k
         shifts = [
-            _insertion_shift(tokenizer, _SAMPLE_PREV, pad_block(unit, k), nxt)
+            _insertion_shift(tokenizer, _SAMPLE_PREV, pad_block(unit, k), nxt, known)
             for k in range(max_k + 1)
         ]
         candidate = _linear_table(shifts)

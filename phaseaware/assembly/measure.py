@@ -15,6 +15,13 @@ from dataclasses import dataclass
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.evidence import find_key_chars
 from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.assembly.stitch import (
+    ChunkTokenCache,
+    TokenStarts,
+    cached_pieces,
+    stitched_starts,
+    windowed_support,
+)
 from phaseaware.tokenizers.base import (
     CharIndexTokenizer,
     ParallelBatchTokenizer,
@@ -41,7 +48,12 @@ class MeasuredChunk:
 
 
 def measure_chunks(
-    chunks: Sequence[Chunk], *, tokenizer: Tokenizer, terms: Sequence[str], max_keys: int
+    chunks: Sequence[Chunk],
+    *,
+    tokenizer: Tokenizer,
+    terms: Sequence[str],
+    max_keys: int,
+    cache: ChunkTokenCache | None = None,
 ) -> tuple[MeasuredChunk, ...]:
     """Token cost and key tokens of every chunk, each measured in the context it will have.
 
@@ -50,6 +62,8 @@ def measure_chunks(
     ``parallel_batch`` true) get one batch of ``SEP c_i SEP`` pieces; others get
     ONE call on ``SEP c0 SEP c1 ... SEP``. ``tokens`` counts the chunk plus its
     trailing separator; ``key_tokens`` are relative to the chunk's first token.
+    With a ``cache`` and a tokenizer ``stitch.windowed_support`` accepts, the
+    one call is stitched from cached chunk tokens (the same starts, proven).
     """
     key_chars = [
         ()
@@ -69,9 +83,14 @@ def measure_chunks(
         and tokenizer.parallel_batch
         and len(texts) > 1
     ):
-        counts = _measure_pieces(tokenizer, texts)
+        counts = (
+            _measure_pieces(tokenizer, texts)
+            if cache is None
+            else _measure_pieces(tokenizer, texts, cache=cache, fingerprint=tokenizer.fingerprint())
+        )
     else:
-        counts = _measure_joined(tokenizer, texts)
+        keyed = [k for c, k in zip(chunks, key_chars, strict=True) if c.text.strip()]
+        counts = _measure_joined(tokenizer, texts, cache, keyed)
     out: list[MeasuredChunk] = []
     measured = iter(counts)
     for chunk, keys in zip(chunks, key_chars, strict=True):
@@ -85,26 +104,61 @@ def measure_chunks(
     return tuple(out)
 
 
-def _measure_joined(tokenizer: Tokenizer, texts: Sequence[str]) -> list[_Measured]:
+def _measure_joined(
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    cache: ChunkTokenCache | None = None,
+    key_chars: Sequence[Sequence[int]] | None = None,
+) -> list[_Measured]:
     """(tokens, char → relative token) per text from one call on ``SEP t0 SEP t1 ... SEP``."""
     sep = len(CHUNK_SEPARATOR)
     starts = list(itertools.accumulate((len(t) + sep for t in texts), initial=sep))
     text = CHUNK_SEPARATOR + "".join(t + CHUNK_SEPARATOR for t in texts)
-    joined: TokenizedText | CharIndex
-    if isinstance(tokenizer, CharIndexTokenizer):  # lookups without building tuples
+    joined: TokenizedText | CharIndex | TokenStarts
+    if cache is not None and windowed_support(tokenizer) is None:
+        spans = [(s, s + len(t)) for s, t in zip(starts, texts, strict=False)]
+        joined = stitched_starts(tokenizer, text, spans, cache=cache)
+    elif isinstance(tokenizer, CharIndexTokenizer):  # lookups without building tuples
         joined = tokenizer.char_index(text)
     else:
         joined = tokenizer.tokenize(text)
-    first = [joined.token_at_char(s) for s in starts[:-1]] + [len(joined)]
+    if isinstance(joined, TokenStarts):
+        if key_chars is not None:  # one vectorised lookup for every key
+            joined.prefetch(
+                [s + c for s, keys in zip(starts, key_chars, strict=False) for c in keys], ()
+            )
+        first = joined.tokens_at_chars(starts[:-1]) + [len(joined)]
+    else:
+        first = [joined.token_at_char(s) for s in starts[:-1]] + [len(joined)]
     return [
         (first[k + 1] - first[k], _locator(joined, starts[k], first[k])) for k in range(len(texts))
     ]
 
 
-def _measure_pieces(tokenizer: ParallelBatchTokenizer, texts: Sequence[str]) -> list[_Measured]:
-    """(tokens, char → relative token) per text from one batch of ``SEP t SEP`` pieces."""
+def _measure_pieces(
+    tokenizer: ParallelBatchTokenizer,
+    texts: Sequence[str],
+    *,
+    cache: ChunkTokenCache | None = None,
+    fingerprint: str = "",
+) -> list[_Measured]:
+    """(tokens, char → relative token) per text from one batch of ``SEP t SEP`` pieces.
+
+    Each piece depends on its text alone, so with a ``cache`` the pieces of
+    texts seen before come from it and only the others are tokenized.
+    """
     sep = len(CHUNK_SEPARATOR)
-    pieces = tokenizer.tokenize_batch([CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts])
+    if cache is None:
+        pieces: Sequence[TokenizedText | TokenStarts] = list(
+            tokenizer.tokenize_batch([CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts])
+        )
+    else:
+        pieces = cached_pieces(
+            tokenizer,
+            [CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts],
+            cache,
+            fingerprint=fingerprint,
+        )
     out: list[_Measured] = []
     for piece in pieces:
         first = piece.token_at_char(sep)
@@ -113,6 +167,6 @@ def _measure_pieces(tokenizer: ParallelBatchTokenizer, texts: Sequence[str]) -> 
 
 
 def _locator(
-    tokenized: TokenizedText | CharIndex, char_base: int, token_base: int
+    tokenized: TokenizedText | CharIndex | TokenStarts, char_base: int, token_base: int
 ) -> Callable[[int], int]:
     return lambda c: tokenized.token_at_char(char_base + c) - token_base

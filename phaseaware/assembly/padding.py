@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 __all__ = ["PadTable", "NO_PAD", "order_scorer", "choose_pads", "pads_value", "best_pads"]
 
 
@@ -99,6 +101,7 @@ def choose_pads(
     length: int,
     tail: int = 0,
     window: int | None = None,
+    residue_values: Sequence[float] | None = None,
 ) -> tuple[int, ...]:
     """Filler units ``k`` before each chunk (in context order).
 
@@ -116,8 +119,14 @@ def choose_pads(
     ``window``: reliability no longer depends on the distance beyond it
     (``None``: it never does), so only earlier keys within ``window`` of the end
     are re-scored when a later pad pushes them away.
+    ``residue_values`` (optional): ``reliability(t, d) == residue_values[t %
+    period]`` whenever ``d > window``; then a chunk whose keys are all farther
+    than ``window`` from the end is scored over its distinct key residues at
+    once (numpy, O(residues x options)) instead of one call per key and option.
     """
     cache: dict[int, tuple[tuple[int, int], ...]] = {}
+    table_shifts: dict[int, np.ndarray] = {}
+    values = np.asarray(residue_values, dtype=np.float64) if residue_values is not None else None
     ks: list[int] = []
     shift_so_far = 0
     # earlier keys whose reliability may still change: (position, distance, weight per key)
@@ -132,11 +141,18 @@ def choose_pads(
         dists = [length - t + tail for t in keys]  # a pad before the chunk leaves them as is
         single = (keys[0], dists[0]) if len(keys) == 1 else None
         best_k, best_value, best_shift = 0, None, 0
-        for k, shift in cache[id(table)]:
+        fast: list[float] | None = None
+        if values is not None and (window is None or min(dists) > window):
+            if id(table) not in table_shifts:
+                table_shifts[id(table)] = np.asarray([s for _, s in cache[id(table)]])
+            fast = _residue_sums(values, keys, shift_so_far, table_shifts[id(table)], period)
+        for j, (k, shift) in enumerate(cache[id(table)]):
             if shift > slack:
                 continue
             offset = shift_so_far + shift
-            if single is not None:  # one key: skip the generator (hot path)
+            if fast is not None:
+                value = per_key * fast[j]
+            elif single is not None:  # one key: skip the generator (hot path)
                 value = per_key * reliability(single[0] + offset, single[1])
             else:
                 value = per_key * sum(
@@ -202,6 +218,7 @@ def best_pads(
     pad_cost: float,
     length: int,
     slack: int,
+    residue_values: Sequence[float] | None = None,
 ) -> tuple[tuple[int, ...], int]:
     """(pads per ordered chunk, end pad k): the best padding of one order.
 
@@ -237,6 +254,7 @@ def best_pads(
             key_positions=shifted(j0, j1, shift), weights=weights[j0:j1], period=period,
             reliability=reliability, pad_tables=pad_tables[j0:j1], pad_cost=pad_cost,
             slack=max(0, room), length=length + shift, tail=tail, window=window,
+            residue_values=residue_values,
         )  # fmt: skip
 
     def value_of(j0: int, j1: int, pads: Sequence[int], shift: int, tail: int) -> float:
@@ -265,6 +283,21 @@ def best_pads(
     if best is None:  # the head took the slack the end pads need
         return head + tuple(0 for _ in range(split, n)), 0
     return best[1], best[2]
+
+
+def _residue_sums(
+    values: np.ndarray, keys: Sequence[int], base: int, shifts: np.ndarray, period: int
+) -> list[float]:
+    """``[Σ_t values[(t + base + s) % period] for s in shifts]`` over distinct key residues."""
+    tally: dict[int, int] = {}
+    for t in keys:
+        r = (t + base) % period
+        tally[r] = tally.get(r, 0) + 1
+    residues = np.fromiter(tally.keys(), dtype=np.int64, count=len(tally))
+    counts = np.fromiter(tally.values(), dtype=np.float64, count=len(tally))
+    index = (residues[:, None] + shifts[None, :]) % period
+    sums: list[float] = (counts @ values[index]).tolist()
+    return sums
 
 
 def _pad_options(pad_table: PadTable, period: int) -> tuple[tuple[int, int], ...]:

@@ -22,7 +22,8 @@ caller objects are never mutated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from phaseaware.assembly import planner
 from phaseaware.assembly.chunks import Chunk
@@ -31,15 +32,21 @@ from phaseaware.assembly.planner import PadTables, Plan
 from phaseaware.assembly.render import RepeatBlock, render_prompt, repeat_block
 from phaseaware.assembly.result import AssemblyResult, build_result
 from phaseaware.assembly.setup import Setup, end_reserve, plan_pads, prepare
+from phaseaware.assembly.stitch import ChunkTokenCache, default_cache, full_starts
 from phaseaware.assembly.untrusted import confirm
 from phaseaware.assembly.verify import Verified, verify
+from phaseaware.chat.layout import conversation_layout
+from phaseaware.chat.messages import Message
+from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import PromptLayout, get_layout
 from phaseaware.tokenizers import load_tokenizer
-from phaseaware.tokenizers.base import TokenizedText, Tokenizer
+from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["assemble", "assemble_from_specs"]
+
+_DEFAULT_CACHE = default_cache()
 
 
 def assemble(
@@ -52,8 +59,13 @@ def assemble(
     profile: Profile | None = None,
     budget_tokens: int,
     options: AssemblyOptions | None = None,
+    cache: ChunkTokenCache | None = _DEFAULT_CACHE,
 ) -> AssemblyResult:
     """Assemble ``chunks`` into a prompt of at most ``budget_tokens`` tokens.
+
+    ``cache``: chunk tokenizations reused across calls (``stitch.ChunkTokenCache``,
+    LRU, capped in bytes; the process-wide 64 MiB one by default, ``None``: no
+    cache, every prompt encoded in full). Caching never changes the result.
 
     Raises ``InputError`` (empty chunk list, bad evidence, bad options),
     ``BudgetError`` (budget below the template + question),
@@ -63,7 +75,7 @@ def assemble(
     options = options if options is not None else AssemblyOptions()
     setup = prepare(
         chunks, tokenizer=tokenizer, layout=layout, question=question, system=system,
-        profile=profile, budget=budget_tokens, options=options,
+        profile=profile, budget=budget_tokens, options=options, cache=cache,
     )  # fmt: skip
     frame, tables = setup.frame, setup.tables
     fixed = frame.prefix_tokens + frame.suffix_tokens
@@ -181,8 +193,8 @@ def _choose_repeat(
 def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
     if verified is None:
         prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
-        measured = setup.tokenizer.tokenize(prompt.text)
-        _confirm(setup, measured)
+        measured = full_starts(setup.tokenizer, prompt.text)
+        _confirm(setup, prompt.text)
         return build_result(
             setup, plan=None, rendered=None, measured=measured, prompt=prompt, dropped=dropped
         )
@@ -194,7 +206,7 @@ def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) ->
         prefix=setup.frame.prefix,
         suffix=setup.frame.suffix,
     )
-    _confirm(setup, verified.measured)
+    _confirm(setup, prompt.text)
     return build_result(
         setup,
         plan=verified.plan,
@@ -205,11 +217,10 @@ def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) ->
     )
 
 
-def _confirm(setup: Setup, measured: TokenizedText) -> None:
-    """No control token in the prompt beyond its template's (re-tokenized, not assumed)."""
+def _confirm(setup: Setup, prompt: str) -> None:
+    """No control string in the final prompt beyond its template's (scanned, not assumed)."""
     if setup.scanner is not None:
-        frame = setup.frame.prefix + setup.frame.suffix
-        confirm(setup.tokenizer, setup.scanner, frame=frame, measured=measured)
+        confirm(setup.scanner, frame=setup.frame.prefix + setup.frame.suffix, prompt=prompt)
 
 
 def assemble_from_specs(
@@ -223,13 +234,27 @@ def assemble_from_specs(
     budget_tokens: int,
     options: AssemblyOptions | None = None,
     thinking: bool = False,
+    messages: Sequence[Mapping[str, Any] | Message] | None = None,
+    cache: ChunkTokenCache | None = _DEFAULT_CACHE,
 ) -> AssemblyResult:
     """``assemble`` with a tokenizer spec, layout name and profile name/path accepted.
 
     ``thinking`` selects the thinking variant of the layout (``deepseek-v4``, ``hf``).
+    ``messages`` (one ``{context}`` slot, ``{question}`` placeholders) replaces
+    ``system``: the conversation is rendered by chat format ``layout`` (a name).
     """
     tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-    lay = get_layout(layout, tok, thinking=thinking) if isinstance(layout, str) else layout
+    lay: PromptLayout
+    if messages is not None:
+        if not isinstance(layout, str):
+            raise InputError("with messages, layout must name a chat format (e.g. 'chatml')")
+        lay = conversation_layout(
+            tokenizer=tok, chat_format=layout, messages=messages, system=system,
+            question=question, thinking=thinking,
+        )  # fmt: skip
+        system = None
+    else:
+        lay = get_layout(layout, tok, thinking=thinking) if isinstance(layout, str) else layout
     prof = get_profile(profile) if isinstance(profile, str) else profile
     return assemble(
         chunks,
@@ -240,4 +265,5 @@ def assemble_from_specs(
         profile=prof,
         budget_tokens=budget_tokens,
         options=options,
+        cache=cache,
     )

@@ -9,7 +9,6 @@ are estimated from the in-context per-chunk token counts (the naive prompt is no
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,9 +17,9 @@ from phaseaware.assembly import planner
 from phaseaware.assembly.planner import Plan
 from phaseaware.assembly.render import CHUNK_SEPARATOR, RenderedContext
 from phaseaware.assembly.setup import Setup
+from phaseaware.assembly.stitch import TokenStarts
 from phaseaware.serialize import to_plain
 from phaseaware.templates import RenderedPrompt
-from phaseaware.tokenizers.base import TokenizedText
 from phaseaware.tokenizers.control import Neutralized
 
 __all__ = [
@@ -116,6 +115,10 @@ class AssemblyResult:
     position_offset: int = 0  # tokens the server adds before the prompt (options)
     neutralized: tuple[Neutralized, ...] = ()  # control strings broken in user strings
     tokenizer_mismatch_allowed: bool = False  # profile fingerprint differs; caller opted in
+    # How the final tokenization was confirmed: "windowed" (cached chunk tokens,
+    # junctions re-encoded, proven equal: ``assembly.stitch``) or "full" (one encode).
+    # Not in ``to_dict`` (the JSON report is unchanged by caching).
+    verification: str = "full"
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -135,12 +138,13 @@ class AssemblyResult:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (lists, not tuples), stable key order."""
         plain: dict[str, Any] = to_plain(self)
+        plain.pop("verification", None)
         return plain
 
 
-def _tokens_in(measured: TokenizedText, start: int, end: int) -> int:
+def _tokens_in(measured: TokenStarts, start: int, end: int) -> int:
     """Tokens whose first character lies in prompt chars ``[start, end)``."""
-    return bisect.bisect_left(measured.starts, end) - bisect.bisect_left(measured.starts, start)
+    return measured.tokens_in(start, end)
 
 
 def _residues(positions: tuple[int, ...], period: int | None, offset: int) -> tuple[int, ...]:
@@ -157,7 +161,7 @@ def build_result(
     *,
     plan: Plan | None,
     rendered: RenderedContext | None,
-    measured: TokenizedText,
+    measured: TokenStarts,
     prompt: RenderedPrompt,
     dropped: Mapping[int, str],
 ) -> AssemblyResult:
@@ -179,6 +183,7 @@ def build_result(
     if plan is not None and rendered is not None:
         ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
         offset = len(setup.frame.prefix)
+        _prefetch(setup, plan, rendered, measured)
         repeat = _repeat_placement(setup, plan, rendered, measured, rel, period)
         pads = iter(rendered.pad_spans)
         for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
@@ -237,12 +242,27 @@ def build_result(
         position_offset=shift,
         neutralized=setup.neutralized,
         tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,
+        verification=measured.verification,
     )
+
+
+def _prefetch(setup: Setup, plan: Plan, rendered: RenderedContext, measured: TokenStarts) -> None:
+    """One vectorised lookup of every key char and chunk span ``_placement`` will ask for."""
+    offset = len(setup.frame.prefix)
+    chars: list[int] = []
+    ends: list[int] = []
+    for i, start in zip(plan.order, rendered.chunk_starts, strict=True):
+        prep = setup.chunks[i]
+        begin = offset + start
+        chars.append(begin)
+        chars.extend(begin + c for c in prep.key_chars)
+        ends.append(begin + len(prep.chunk.text))
+    measured.prefetch(chars, ends)
 
 
 def _placement(
     setup: Setup,
-    measured: TokenizedText,
+    measured: TokenStarts,
     rel: Callable[[int], float],
     period: int | None,
     order: int,
@@ -258,7 +278,7 @@ def _placement(
     start = len(setup.frame.prefix) + rendered.chunk_starts[order]
     end = start + len(prep.chunk.text)
     chars = tuple(start + c for c in prep.key_chars)
-    positions = tuple(measured.token_at_char(c) for c in chars)
+    positions = tuple(measured.tokens_at_chars(chars))
     span = measured.token_span(start, end)
     accuracy = _mean([rel(t) for t in positions])
     if floor is not None and accuracy is not None:
@@ -285,7 +305,7 @@ def _repeat_placement(
     setup: Setup,
     plan: Plan,
     rendered: RenderedContext,
-    measured: TokenizedText,
+    measured: TokenStarts,
     rel: Callable[[int], float],
     period: int | None,
 ) -> RepeatPlacement | None:

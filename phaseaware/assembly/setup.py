@@ -20,6 +20,7 @@ from phaseaware.assembly.measure import MeasuredChunk, measure_chunks
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.assembly.planner import PadTable, PadTables
 from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.assembly.stitch import ChunkTokenCache
 from phaseaware.assembly.untrusted import clean_inputs
 from phaseaware.chat.layout import ConversationLayout
 from phaseaware.errors import BudgetError, InputError
@@ -29,7 +30,14 @@ from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
-__all__ = ["Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
+__all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
+
+# Largest profile period assembly accepts (``InputError`` above it). Qualifying the
+# filler for period P tokenizes pads of up to 2P units in real contexts: O(P^2)
+# characters, once per (tokenizer, period), then cached in memory; planning is
+# linear in P. Measured (benchmarks/assembly.py, o200k): first call about 1 s at
+# P = 500, then ~10 ms; KV-compression periods seen in practice are 4-128.
+MAX_PERIOD = 512
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class Setup:
     neutralized: tuple[Neutralized, ...] = ()  # control strings broken in user strings
     scanner: ControlScanner | None = None
     tokenizer_mismatch_allowed: bool = False  # the profile's fingerprint differs; opted in
+    cache: ChunkTokenCache | None = None  # chunk tokens (``stitch``); None: encode in full
 
 
 def prepare(
@@ -74,6 +83,7 @@ def prepare(
     profile: Profile | None,
     budget: int,
     options: AssemblyOptions,
+    cache: ChunkTokenCache | None = None,
 ) -> Setup:
     """The checked, measured ``Setup`` of an ``assemble`` call (raises what ``assemble`` does)."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
@@ -84,6 +94,12 @@ def prepare(
     )  # fmt: skip
     if isinstance(layout, ConversationLayout):  # message contents, cleaned when built
         neutralized = layout.neutralized + neutralized
+    if profile is not None and profile.period > MAX_PERIOD:
+        raise InputError(
+            f"profile {profile.model!r} has period {profile.period}; assembly supports "
+            f"periods up to {MAX_PERIOD} (setup.MAX_PERIOD); re-calibrate with a shorter "
+            "period or assemble without the profile"
+        )
     mismatch_allowed = False
     if profile is not None:
         matched = check_tokenizer(
@@ -105,6 +121,7 @@ def prepare(
         tokenizer=tokenizer,
         terms=question_terms(question),
         max_keys=options.max_keys_per_chunk,
+        cache=cache,
     )
     filler, end_table = _filler(tokenizer, profile, options, suffix)
     frame = Frame(
@@ -124,6 +141,7 @@ def prepare(
             end=end_table,
         ),
         neutralized=neutralized, scanner=scanner, tokenizer_mismatch_allowed=mismatch_allowed,
+        cache=cache,
     )  # fmt: skip
 
 
@@ -202,4 +220,5 @@ def plan_pads(
         pad_cost=setup.options.pad_cost,
         length=length,
         slack=max(0, slack) + end_reserve(setup, tables),
+        residue_values=[profile.residue_reliability(r + offset) for r in range(profile.period)],
     )

@@ -19,8 +19,8 @@ from phaseaware.assembly import planner
 from phaseaware.assembly.planner import NO_PAD, PadTables, Plan
 from phaseaware.assembly.render import RenderedContext, RepeatBlock, render_context
 from phaseaware.assembly.setup import Setup, end_reserve, plan_pads
+from phaseaware.assembly.stitch import TokenStarts, stitched_starts
 from phaseaware.errors import VerificationError
-from phaseaware.tokenizers.base import TokenizedText
 
 __all__ = ["Verified", "verify", "freeze_moving", "measured_keys"]
 
@@ -32,18 +32,17 @@ class Verified:
     plan: Plan
     tables: PadTables  # the pad tables it was confirmed with (moving pads frozen)
     rendered: RenderedContext
-    measured: TokenizedText  # of prefix + rendered.text + suffix
+    measured: TokenStarts  # of prefix + rendered.text + suffix (stitched or one encode)
 
 
 def verify(setup: Setup, tables: PadTables, plan: Plan, repeat: RepeatBlock | None) -> Verified:
     """The fixed point reached from ``plan`` (``repeat``: the block of ``plan.repeat``)."""
     rounds = setup.options.max_repair_rounds
-    frame = setup.frame
     texts = [p.chunk.text for p in setup.chunks]
     unit = setup.filler.unit if setup.filler is not None else ""
     for round_ in range(rounds + 3):
         rendered = render_context(texts=texts, plan=plan, unit=unit, repeat=repeat)
-        measured = setup.tokenizer.tokenize(frame.prefix + rendered.text + frame.suffix)
+        measured = _measure(setup, plan, rendered)
         base_keys = measured_keys(setup, tables, plan, rendered, measured)
         length = len(measured) - planner.pad_tokens(tables=tables, plan=plan)
         slack = setup.budget - length - end_reserve(setup, tables)
@@ -65,6 +64,18 @@ def verify(setup: Setup, tables: PadTables, plan: Plan, repeat: RepeatBlock | No
     )
 
 
+def _measure(setup: Setup, plan: Plan, rendered: RenderedContext) -> TokenStarts:
+    """Token starts of prefix + context + suffix; chunk texts from the cache where sound."""
+    frame = setup.frame
+    offset = len(frame.prefix)
+    spans = [
+        (offset + start, offset + start + len(setup.chunks[i].chunk.text))
+        for i, start in zip(plan.order, rendered.chunk_starts, strict=True)
+    ]
+    text = frame.prefix + rendered.text + frame.suffix
+    return stitched_starts(setup.tokenizer, text, spans, cache=setup.cache)
+
+
 def freeze_moving(tables: PadTables, plan: Plan, *, pads: Sequence[int], end_pad: int) -> PadTables:
     """``tables`` with no padding for the chunks (and end pad) whose pads moved from ``plan``."""
     chunks = list(tables.chunks)
@@ -80,14 +91,19 @@ def measured_keys(
     tables: PadTables,
     plan: Plan,
     rendered: RenderedContext,
-    measured: TokenizedText,
+    measured: TokenStarts,
 ) -> list[tuple[int, ...]]:
     """Measured key positions minus the planned shift of the pads before each key."""
     offset = len(setup.frame.prefix)
+    chars = [
+        offset + start + c
+        for i, start in zip(plan.order, rendered.chunk_starts, strict=True)
+        for c in setup.chunks[i].key_chars
+    ]
+    tokens = iter(measured.tokens_at_chars(chars))
     out: list[tuple[int, ...]] = []
     shift = 0
-    for i, k, start in zip(plan.order, plan.pads, rendered.chunk_starts, strict=True):
+    for i, k in zip(plan.order, plan.pads, strict=True):
         shift += tables.chunks[i].shifts[k]
-        keys = setup.chunks[i].key_chars
-        out.append(tuple(measured.token_at_char(offset + start + c) - shift for c in keys))
+        out.append(tuple(next(tokens) - shift for _ in setup.chunks[i].key_chars))
     return out

@@ -17,7 +17,8 @@ start position, overlapping occurrences included, so no control string survives:
 ``BREAK`` occurs in no control string (checked), every control string has two or
 more characters, and each BREAK-free piece of the output is a piece of the input
 that contains no occurrence start except possibly its last character. The
-assembly pipeline also re-tokenizes the final prompt and counts control ids.
+assembly pipeline also counts control strings in the final prompt against its
+template's, and the property test counts the ids of the re-tokenized prompt.
 
 Policy ``"refuse"`` raises :class:`ControlTokenError` instead.
 """
@@ -141,6 +142,10 @@ class ControlScanner:
         if key not in self._ids:
             self._ids[key] = control_ids(tokenizer, self.strings)
         return self._ids[key]
+
+    def count(self, text: str) -> int:
+        """Non-overlapping occurrences of control strings in ``text`` (longest first)."""
+        return 0 if self._pattern is None else sum(1 for _ in self._pattern.finditer(text))
 
     def clean(self, text: str, *, where: str) -> tuple[str, tuple[Neutralized, ...]]:
         """``text`` with every control string broken, and what was broken.

@@ -263,6 +263,7 @@ class TiktokenTokenizer:
         self._pat_str = pat_str
         self._lock = threading.Lock()
         self._byte_lengths: np.ndarray | None = None
+        self._byte_lengths_list: list[int] | None = None
         self._fingerprint: str | None = None
 
     def __repr__(self) -> str:
@@ -363,6 +364,12 @@ class TiktokenTokenizer:
         self._build_tables()
         assert self._fingerprint is not None
         return self._fingerprint
+
+    def token_byte_lengths(self) -> list[int]:
+        """UTF-8 byte length of every id (index = id), as a list (built once)."""
+        if self._byte_lengths_list is None:
+            self._byte_lengths_list = self._lengths_table().tolist()
+        return self._byte_lengths_list
 
     def _lengths_table(self) -> np.ndarray:
         if self._byte_lengths is None:

@@ -45,7 +45,9 @@ def assert_one_line(code: int, err: str, *, kind: str) -> None:
     assert code in (1, 2), (code, err)
     lines = [line for line in err.splitlines() if line.strip()]
     if code == 1:
-        assert len(lines) == 1 and lines[0].startswith("phaseaware: error: "), err
+        assert len(lines) == 1 and lines[0].startswith(
+            ("phaseaware: error: ", "phaseaware: audit failed: ")
+        ), err
     else:  # argparse: usage, then one error line
         assert lines and "error:" in lines[-1], err
 
@@ -160,7 +162,7 @@ def test_audit_exits_1_when_evidence_is_missing(capsys, tmp_path) -> None:
     assert "FingerprintMismatch" not in err and "measured with tokenizer 'deepseek-v4'" in err
     code, out, err = cli(capsys, [*argv, "--allow-tokenizer-mismatch"])
     assert_one_line(code, err, kind="audit")
-    assert "NOT FOUND" in out and "not found in the prompt" in err
+    assert "NOT FOUND" in out and "evidence not found" in err
 
 
 def test_secrets_are_redacted(capsys) -> None:

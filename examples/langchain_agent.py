@@ -1,0 +1,85 @@
+"""An agent, offline: create_agent + PhaseAwareMiddleware + a BM25 retriever tool.
+
+The model is ChatOpenAI (langchain-openai) talking to ``phaseaware serve-reference``,
+started here as a subprocess on 127.0.0.1. The reference model cannot emit tool
+calls, so the first step is scripted: the assistant's call of ``search_notes`` is
+written into the history and the REAL tool runs on it; every model call after that
+is the agent's, through the middleware, over HTTP. The middleware aligns the tool
+result before the model call (append alignment: the conversation already sent keeps
+its bytes) and stores the aligned message, with its placement report, in the state.
+A follow-up question then shows the aligned bytes resent unchanged.
+
+    PYTHONPATH=integrations/langchain python examples/langchain_agent.py [--profile FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from langchain.agents import create_agent
+from langchain_common import MODEL, BM25Retriever, local_notes, reference_profile, reference_server
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langchain_phaseaware import PhaseAwareMiddleware
+from langchain_phaseaware.middleware import REPORT_KEY
+
+from phaseaware.tokenizers import load_tokenizer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", help="a reference-model profile (default: calibrate now)")
+    args = parser.parse_args()
+
+    corpus, questions = local_notes()
+    retriever = BM25Retriever(documents=corpus, k=5)
+
+    @tool(response_format="content_and_artifact")
+    def search_notes(query: str) -> tuple[str, list[Document]]:
+        """Search the access-code notes."""
+        documents = retriever.invoke(query)
+        return "\n\n".join(d.page_content for d in documents), documents
+
+    middleware = PhaseAwareMiddleware(
+        tokenizer=load_tokenizer("reference"),
+        chat_format="hf",
+        profile=reference_profile(args.profile),
+        budget_tokens=1024,
+        tool_role="user",  # the reference chat template knows only user and assistant turns
+        check_usage="raise",
+        message_template="{context}\n\n{question}",  # the shape the reference model reads
+    )
+    question = questions[0]
+    with reference_server() as base_url:
+        llm = ChatOpenAI(
+            base_url=base_url, api_key="unused", model=MODEL, temperature=0, max_tokens=4
+        )
+        agent = create_agent(model=llm, tools=[search_notes], middleware=[middleware])
+        call = {"name": "search_notes", "args": {"query": question.question}, "id": "call-1"}
+        result = search_notes.invoke({**call, "type": "tool_call"})  # the scripted first step
+        history = [HumanMessage(question.question), AIMessage("", tool_calls=[call]), result]
+        state = agent.invoke({"messages": history})
+        aligned = next(m for m in state["messages"] if isinstance(m, ToolMessage))
+        report = aligned.response_metadata[REPORT_KEY]
+        answer = state["messages"][-1].content
+        print(f"{question.question}  ->  {answer.strip()!r}  (expected {question.answer})")
+        print(f"conversation {report['token_count']} tokens; the tool result was aligned:")
+        print("  order  note        pad  key positions  residues  exp.acc")
+        for p in report["placements"]:
+            acc = p["expected_accuracy"]
+            print(
+                f"  {p['order']:5d}  {str(p['document_id']):10s} {p['padding_tokens']:4d}  "
+                f"{','.join(map(str, p['key_token_positions'])):13s}  "
+                f"{','.join(map(str, p['residues'])):8s}  {'-' if acc is None else f'{acc:.3f}'}"
+            )
+        follow = questions[1].question
+        state = agent.invoke({"messages": [*state["messages"], HumanMessage(follow)]})
+        resent = next(m for m in state["messages"] if isinstance(m, ToolMessage))
+        print(f"\nfollow-up {follow!r} -> {state['messages'][-1].content.strip()!r}")
+        print(f"aligned tool result resent byte for byte: {resent.content == aligned.content}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Shared parts of the LangChain examples: local notes, a BM25 retriever, the reference
+server as a subprocess on loopback, and the reference model's profile. All offline.
+
+Run the examples from the repository root (``python examples/langchain_rag.py``);
+they need ``langchain-phaseaware`` (``pip install -e integrations/langchain``, or
+``PYTHONPATH=integrations/langchain``), ``langchain-openai``, ``rank-bm25`` and
+phaseaware's ``reference`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, PrivateAttr
+from rank_bm25 import BM25Okapi
+
+from phaseaware.demo.rag_questions import RagQuestion, make_questions
+from phaseaware.demo.run import CHUNKS_PER_QUESTION, MAX_FILLER_SENTENCES
+from phaseaware.profiles.io import load_profile
+from phaseaware.profiles.model import Profile
+
+__all__ = ["BM25Retriever", "local_notes", "reference_profile", "reference_server"]
+
+MODEL = "phaseaware-reference"
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+class BM25Retriever(BaseRetriever):
+    """Top-``k`` documents by BM25 (rank_bm25), the score in ``metadata["score"]``.
+
+    Like a search engine's highlights, ``metadata["evidence"]`` lists the rare query
+    words (in fewer than half of the documents) that the document contains, as they
+    are written in it. Returns new Document objects; the corpus is never modified.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    documents: list[Document]
+    k: int = 5
+    _index: BM25Okapi = PrivateAttr()
+    _df: dict[str, int] = PrivateAttr()
+
+    def model_post_init(self, context: Any) -> None:
+        words = [_words(d.page_content) for d in self.documents]
+        self._index = BM25Okapi(words)
+        self._df = {}
+        for doc_words in words:
+            for word in set(doc_words):
+                self._df[word] = self._df.get(word, 0) + 1
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        rare = [w for w in _words(query) if self._df.get(w, 0) <= len(self.documents) // 2]
+        scores = self._index.get_scores(rare)
+        best = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: self.k]
+        out = []
+        for i in best:
+            doc = self.documents[i]
+            found = (re.search(rf"\b{re.escape(w)}\b", doc.page_content, re.I) for w in rare)
+            evidence = [m.group(0) for m in found if m is not None]
+            metadata = {**doc.metadata, "score": round(float(scores[i]), 4), "evidence": evidence}
+            out.append(Document(page_content=doc.page_content, metadata=metadata, id=doc.id))
+        return out
+
+
+def local_notes(count: int = 8, seed: int = 50_000) -> tuple[list[Document], list[RagQuestion]]:
+    """Notes in the reference model's language (one access code per note) and questions.
+
+    Each question's notes hold its answer and four distractor facts; the corpus pools
+    them all, so the retriever must find the right notes among the others.
+    """
+    questions = make_questions(
+        count=count,
+        seed=seed,
+        chunks_per_question=CHUNKS_PER_QUESTION,
+        max_filler_sentences=MAX_FILLER_SENTENCES,
+    )
+    corpus = [
+        Document(page_content=c.text, metadata={"source": c.id}, id=c.id)
+        for q in questions
+        for c in q.chunks
+    ]
+    return corpus, questions
+
+
+def reference_profile(path: str | None) -> Profile:
+    """The given profile, else a quick calibration of the reference model (~15-30 s)."""
+    if path:
+        return load_profile(Path(path))
+    from phaseaware.calibration.backends.hf import load_hf_backend
+    from phaseaware.calibration.runner import calibrate
+    from phaseaware.demo.run import DemoSettings
+    from phaseaware.reference.load import reference_model_source
+    from phaseaware.templates import get_layout
+    from phaseaware.tokenizers import load_tokenizer
+
+    print("calibrating the reference model (pass --profile FILE to skip) ...", file=sys.stderr)
+    out = Path(tempfile.mkdtemp(prefix="phaseaware-example-"))
+    tokenizer = load_tokenizer("reference")
+    backend = load_hf_backend(reference_model_source(), tokenizer, threads=1)
+    try:
+        return calibrate(
+            backend=backend,
+            tokenizer=tokenizer,
+            layout=get_layout("hf", tokenizer),
+            settings=DemoSettings(base_prompts=12).probe_settings(),
+            model=MODEL,
+            template="hf",
+            log_path=out / "calibration.jsonl",
+            period=8,
+            out_path=out / f"{MODEL}.json",
+        ).profile
+    finally:
+        backend.close()
+
+
+@contextmanager
+def reference_server() -> Iterator[str]:
+    """``phaseaware serve-reference --port 0`` as a subprocess; yields its base URL."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "phaseaware", "serve-reference", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if " at http://" not in line:
+            raise RuntimeError(f"the reference server did not start: {line!r}")
+        yield line.split(" at ")[1].split()[0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,0 +1,254 @@
+"""``PhaseAwareMiddleware`` for ``langchain.agents.create_agent`` (extra ``agents``).
+
+Before each model call (``wrap_model_call``) it looks at the newest tool result: the
+last message when it is a ``ToolMessage`` that has not been aligned yet. Its
+documents (the tool's ``artifact`` when that is a list of ``Document`` objects, as
+``response_format="content_and_artifact"`` tools return them; else its text split
+on ``document_separator``) are assembled into that one message with
+:func:`phaseaware.chat.append_layout`: the conversation already sent (system
+prompt and every earlier message) is rendered by the model's chat format, checked
+to be a byte-for-byte prefix of the new render, and positions are measured on the
+whole conversation. Everything already sent keeps its bytes, so a server's prefix
+cache still hits.
+
+The aligned message replaces the original in the agent state (same message id,
+through a ``Command`` returned with the model response), so every later call
+resends exactly the bytes this call planned. Its ``response_metadata["phaseaware"]``
+holds the placement report; a message carrying it is never aligned again.
+
+``tool_role="user"``: for models whose chat format has no tool role (the shipped
+reference model knows only user and assistant), the model is shown each tool
+result as a user message and each tool-calling assistant turn as its text alone;
+the state keeps the real tool messages.
+
+Exactness needs the server to render the same chat format and nothing of its own
+before the conversation; servers that write tool definitions into the prompt do
+(usage check: ``check_usage`` warns with the drift; pass their token count as
+``position_offset`` when they come before everything else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables.config import run_in_executor
+from langgraph.types import Command
+
+from langchain_phaseaware.convert import (
+    document_chunks,
+    message_dicts,
+    message_text,
+    resolve_chat_format,
+    resolve_options,
+    resolve_profile,
+    resolve_tokenizer,
+)
+from langchain_phaseaware.prompt import placement_report
+from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.pipeline import assemble
+from phaseaware.assembly.result import AssemblyResult
+from phaseaware.chat.append import append_layout
+from phaseaware.chat.formats import ChatFormat
+from phaseaware.endpoints import ON_MISMATCH, check_prompt_tokens
+from phaseaware.errors import InputError
+from phaseaware.profiles.model import Profile
+from phaseaware.templates import PromptLayout
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
+
+REPORT_KEY = "phaseaware"
+
+
+def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[AnyMessage]:
+    """What the model is shown: the messages, or with ``tool_role="user"`` tool turns as text."""
+    if tool_role == "tool":
+        return cast(list[AnyMessage], list(messages))
+    view: list[AnyMessage] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, ToolMessage):
+            view.append(HumanMessage(content=message_text(message, index), id=message.id))
+        elif isinstance(message, AIMessage) and message.tool_calls:
+            view.append(AIMessage(content=message_text(message, index), id=message.id))
+        else:
+            view.append(cast(AnyMessage, message))
+    return view
+
+
+class PhaseAwareMiddleware(AgentMiddleware):
+    """Align the newest tool result before each model call (see the module docstring).
+
+    Arguments as :class:`~langchain_phaseaware.PhaseAwarePrompt`; ``budget_tokens``
+    bounds the whole conversation. ``tool_names``: align only results of these
+    tools (default: any). ``check_usage``: compare the response's
+    ``usage.prompt_tokens`` with the planned count after an aligned call
+    (``"warn"``, ``"raise"`` or ``"ignore"``). ``message_template``: the aligned
+    message's content, ``{context}`` once and ``{question}`` (the newest user
+    message) any number of times, e.g. ``"{context}\n\n{question}"``.
+    """
+
+    def __init__(
+        self,
+        *,
+        tokenizer: str | Tokenizer,
+        chat_format: str | ChatFormat,
+        profile: str | Path | Profile | None,
+        budget_tokens: int,
+        options: AssemblyOptions | Mapping[str, Any] | None = None,
+        position_offset: int | None = None,
+        thinking: bool = False,
+        tool_role: Literal["tool", "user"] = "tool",
+        tool_names: Sequence[str] | None = None,
+        document_separator: str = "\n\n",
+        score_keys: Sequence[str] = ("score", "relevance_score"),
+        evidence_key: str | None = "evidence",
+        check_usage: Literal["warn", "raise", "ignore"] = "warn",
+        message_template: str = "{context}",
+    ) -> None:
+        super().__init__()
+        if not isinstance(message_template, str) or message_template.count("{context}") != 1:
+            raise InputError(
+                f"message_template must hold {{context}} exactly once, got {message_template!r}"
+            )
+        if tool_role not in ("tool", "user"):
+            raise InputError(f"tool_role must be 'tool' or 'user', got {tool_role!r}")
+        if check_usage not in ON_MISMATCH:
+            raise InputError(
+                f"check_usage must be one of {', '.join(ON_MISMATCH)}, got {check_usage!r}"
+            )
+        if not isinstance(document_separator, str) or not document_separator:
+            raise InputError("document_separator must be a non-empty string")
+        self.tokenizer = resolve_tokenizer(tokenizer)
+        self.chat_format = resolve_chat_format(chat_format, self.tokenizer, thinking=thinking)
+        self.profile = resolve_profile(profile)
+        self.budget_tokens = budget_tokens
+        self.options = resolve_options(options, position_offset=position_offset)
+        self.tool_role = tool_role
+        self.tool_names = frozenset(tool_names) if tool_names is not None else None
+        self.document_separator = document_separator
+        self.score_keys = tuple(score_keys)
+        self.evidence_key = evidence_key
+        self.check_usage: Literal["warn", "raise", "ignore"] = check_usage
+        self.message_template = message_template
+
+    # -- planning ---------------------------------------------------------------------------
+
+    def _target(self, messages: Sequence[BaseMessage]) -> ToolMessage | None:
+        last = messages[-1] if messages else None
+        if not isinstance(last, ToolMessage) or REPORT_KEY in last.response_metadata:
+            return None
+        if self.tool_names is not None and last.name not in self.tool_names:
+            return None
+        return last
+
+    def _documents(self, message: ToolMessage) -> list[Document]:
+        artifact = message.artifact
+        if (
+            isinstance(artifact, list)
+            and artifact
+            and all(isinstance(d, Document) for d in artifact)
+        ):
+            return list(artifact)
+        text = message_text(message, 0)
+        return [Document(page_content=t) for t in text.split(self.document_separator) if t]
+
+    def align(
+        self,
+        request: ModelRequest,
+    ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:
+        """The request to send, the aligned tool message (``None``: nothing to align)
+        and its assembly. Pure: neither ``request`` nor its messages are changed."""
+        messages = list(request.messages)
+        target = self._target(messages)
+        if target is None:
+            return request.override(messages=_model_view(messages, self.tool_role)), None, None
+        documents = self._documents(target)
+        history: list[BaseMessage] = (
+            [request.system_message] if request.system_message is not None else []
+        )
+        history += messages[:-1]
+        sent = message_dicts(_model_view(history, self.tool_role))
+        question = next(
+            (
+                message_text(m, i)
+                for i, m in reversed(list(enumerate(messages)))
+                if isinstance(m, HumanMessage)
+            ),
+            "",
+        )
+        new: dict[str, Any] = (
+            {"role": "tool", "content": self.message_template, "tool_call_id": target.tool_call_id}
+            if self.tool_role == "tool"
+            else {"role": "user", "content": self.message_template}
+        )
+        layout = append_layout(sent=sent, new=new, chat_format=self.chat_format)
+        chunks = document_chunks(
+            documents, score_keys=self.score_keys, evidence_key=self.evidence_key
+        )
+        if not chunks:
+            return request.override(messages=_model_view(messages, self.tool_role)), None, None
+        result = assemble(
+            chunks,
+            tokenizer=self.tokenizer,
+            layout=cast(PromptLayout, layout),
+            question=question,
+            profile=self.profile,
+            budget_tokens=self.budget_tokens,
+            options=self.options,
+        )
+        report = placement_report(result, documents)
+        report.pop("prompt")  # the whole conversation: the state holds it already
+        metadata = {**target.response_metadata, REPORT_KEY: report}
+        content = layout.filled(context=result.context, question=question)[-1].content
+        aligned = target.model_copy(update={"content": content, "response_metadata": metadata})
+        view = _model_view([*messages[:-1], aligned], self.tool_role)
+        return request.override(messages=view), aligned, result
+
+    def _finish(
+        self,
+        response: ModelResponse,
+        aligned: ToolMessage | None,
+        result: AssemblyResult | None,
+    ) -> ModelResponse | ExtendedModelResponse:
+        if aligned is None or result is None:
+            return response
+        usage = next((m.usage_metadata for m in response.result if isinstance(m, AIMessage)), None)
+        if usage is not None and "input_tokens" in usage:
+            check_prompt_tokens(
+                planned_tokens=result.token_count,
+                reported_tokens=int(usage["input_tokens"]),
+                offset=self.options.position_offset,
+                on_mismatch=self.check_usage,
+            )
+        return ExtendedModelResponse(
+            model_response=response, command=Command(update={"messages": [aligned]})
+        )
+
+    # -- AgentMiddleware --------------------------------------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], ModelResponse],
+    ) -> ModelResponse | ExtendedModelResponse:
+        sent, aligned, result = self.align(request)
+        return self._finish(handler(sent), aligned, result)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse | ExtendedModelResponse:
+        """As ``wrap_model_call``; the CPU-bound assembly runs in the default executor."""
+        sent, aligned, result = await run_in_executor(None, self.align, request)
+        return self._finish(await handler(sent), aligned, result)

@@ -1,0 +1,25 @@
+"""phaseaware for LlamaIndex: phase-aware node arrangement and a synthesis path that keeps it."""
+
+from llama_index.postprocessor.phaseaware.conversation import text_qa_conversation
+from llama_index.postprocessor.phaseaware.nodes import PhaseAwareNode, RepackWarning
+from llama_index.postprocessor.phaseaware.plan import ASSEMBLY_KEY, PLACEMENT_KEY
+from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
+from llama_index.postprocessor.phaseaware.synthesizer import (
+    SENT_KEY,
+    PhaseAwareSynthesizer,
+    PlanSent,
+    phaseaware_query_engine,
+)
+
+__all__ = [
+    "ASSEMBLY_KEY",
+    "PLACEMENT_KEY",
+    "PhaseAwareNode",
+    "PhaseAwarePostprocessor",
+    "PhaseAwareSynthesizer",
+    "PlanSent",
+    "RepackWarning",
+    "SENT_KEY",
+    "phaseaware_query_engine",
+    "text_qa_conversation",
+]

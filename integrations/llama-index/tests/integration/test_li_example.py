@@ -1,0 +1,28 @@
+"""examples/llama_index_rag.py runs offline against the reference server and answers."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rank_bm25")
+pytestmark = [pytest.mark.slow, pytest.mark.needs_trained_reference]
+
+EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "llama_index_rag.py"
+
+
+def test_example_answers_and_prints_where_evidence_landed(served, capsys) -> None:
+    server, _ = served
+    spec = importlib.util.spec_from_file_location("llama_index_rag", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("llama_index_rag", module)
+    spec.loader.exec_module(module)
+    assert module.main(["--base-url", server.base_url]) == 0
+    out = capsys.readouterr().out
+    assert "answer:   259" in out
+    planned, counted = out.split("prompt:")[1].split("tokens planned; server counted")
+    assert int(planned) == int(counted.split()[0])
+    assert "valley-diary" in out and "residues" in out

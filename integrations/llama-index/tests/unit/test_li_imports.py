@@ -1,0 +1,64 @@
+"""Packaging: the namespace package resolves, its __all__ is exact, and the core stays
+free of LlamaIndex (``import phaseaware`` imports no llama_index module)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2]
+
+
+def test_all_is_the_public_api() -> None:
+    import llama_index.postprocessor.phaseaware as pkg
+
+    assert sorted(pkg.__all__) == sorted(
+        [
+            "ASSEMBLY_KEY",
+            "PLACEMENT_KEY",
+            "PhaseAwareNode",
+            "PhaseAwarePostprocessor",
+            "PhaseAwareSynthesizer",
+            "PlanSent",
+            "RepackWarning",
+            "SENT_KEY",
+            "phaseaware_query_engine",
+            "text_qa_conversation",
+        ]
+    )
+    for name in pkg.__all__:
+        assert getattr(pkg, name) is not None
+
+
+def test_namespace_package_has_no_init_above_it() -> None:
+    assert not (PACKAGE / "llama_index" / "__init__.py").exists()
+    assert not (PACKAGE / "llama_index" / "postprocessor" / "__init__.py").exists()
+    import llama_index.core
+    import llama_index.postprocessor.phaseaware as pkg
+
+    assert Path(pkg.__file__).resolve().is_relative_to(PACKAGE)  # ours, beside site-packages'
+    assert llama_index.core.__file__ is not None
+
+
+def test_import_phaseaware_alone_imports_no_llama_index() -> None:
+    code = (
+        "import sys, phaseaware, phaseaware.assembly, phaseaware.endpoints;"
+        "print(','.join(m for m in sys.modules if m.split('.')[0] == 'llama_index'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"llama_index modules imported by the core: {out}"
+
+
+def test_core_source_never_mentions_llama_index() -> None:
+    import phaseaware
+
+    core = Path(phaseaware.__file__).parent
+    offenders = [
+        str(p.relative_to(core))
+        for p in core.rglob("*.py")
+        if "import llama_index" in p.read_text() or "from llama_index" in p.read_text()
+    ]
+    assert offenders == []

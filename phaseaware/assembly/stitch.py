@@ -1,0 +1,352 @@
+"""Token starts of a long text stitched from cached chunk tokenizations, proven equal.
+
+``stitched_starts`` returns exactly ``tokenizer.char_index(text).starts``; the
+chunk texts inside ``text`` are tokenized once (``ChunkTokenCache``) and only the
+short *junctions* between them are encoded on each call. Every result is an
+exact tokenization, never an estimate: where the argument below does not hold
+(a tokenizer other than tiktoken's cl100k/o200k patterns), the whole text is
+encoded (``verification == "full"``).
+
+Soundness (tiktoken, ``CL100K_PATTERN`` and ``O200K_PATTERN``). tiktoken splits
+the text at special-token occurrences, splits each ordinary stretch with its
+pre-tokenizer regex into pieces (leftmost-first, contiguous: the alternatives
+cover every character), and byte-pair merges inside each piece only. So the
+tokens of ``T`` are the tokens of ``T[:p]`` followed by those of ``T[p:]``
+whenever ``p`` is a piece boundary of ``T`` that (a) no special-token string
+spans, and (b) splits the same way when the text ends (or starts) there. We
+call such ``p`` a *cut*; two kinds are used, both decided by ``T[p-1]`` and
+``T[p]`` alone:
+
+1. ``T[p-1]`` is a letter (``\\p{L}``) and ``T[p]`` is not a letter, mark,
+   ``'`` or unassigned. The piece holding ``T[p-1]`` is a letter piece (or
+   cl100k's ``'s``-style contraction); every letter alternative consumes only
+   letters and marks after its optional one-character prefix, and o200k's
+   contraction suffix must start with ``'``, so that piece ends at ``p``. No
+   alternative has a look-behind, so the pieces from ``p`` on depend on
+   ``T[p:]`` only. The pieces before ``p`` read at most one character past
+   their end (``\\p{L}++`` and the optional contraction look at ``T[p]``, a
+   non-letter, non-``'``), which they treat as they treat the end of text.
+2. ``T[p-1] == "\\n"`` and ``T[p]`` is a letter or decimal digit. No
+   alternative continues a piece from a newline into a letter or digit (the
+   letter alternatives' prefix excludes ``\\r\\n``; punctuation's trailing
+   ``[\\r\\n]*`` / ``[\\r\\n/]*`` and the whitespace alternatives stop there).
+   The whitespace run ending at ``p - 1`` ends in a newline, so
+   ``\\s*[\\r\\n]`` (``\\s*[\\r\\n]+``) takes all of it followed by a letter as
+   it does at the end of text, where cl100k's ``\\s++$`` takes the same run.
+
+(a): every special token of the supported encodings is ``<|name|>`` with no
+``|`` in ``name`` and ``len(name) < 16`` (checked per encoding), and only a
+chunk without ``|`` gets a core, of at least 16 characters. An occurrence
+meeting a core then either holds one of its ``|`` inside the chunk (there is
+none), or lies inside the chunk's core (its ``name`` would hold the whole
+core: too short), or has ``<`` or ``>`` next to a cut, whose sides are a
+letter or newline. Occurrences in the junctions (the chat template's) are
+found there exactly as in the whole text: none crosses a core edge. A chunk's *core* runs from its first cut to its last one, both
+inside the chunk text, so it is a cut-bounded stretch of every prompt that
+holds the chunk: its tokens, offset by its position, are the prompt's tokens
+there. The junctions (the text between cores: chunk edges, separators, pads,
+template) are encoded whole on every call. Windows are thus whole
+pre-tokenizer pieces, W = the distance from a chunk's edge to its first cut
+(typically one word). The property test
+``tests/unit/test_stitch_properties.py`` checks ``stitched == full`` on
+adversarial boundaries (whitespace runs, combining marks, ZWJ emoji, digit
+runs, CJK, contractions).
+
+Byte-level Hugging Face tokenizers (DeepSeek-V4's ``tokenizer.json``) chain
+several split regexes, a normalizer and added tokens; the argument has not
+been made for them, so they are encoded in full and say so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import regex
+
+from phaseaware.errors import InputError
+from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
+from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
+
+__all__ = [
+    "DEFAULT_CACHE_BYTES",
+    "ChunkTokenCache",
+    "TokenStarts",
+    "default_cache",
+    "windowed_support",
+    "stitched_starts",
+    "cached_pieces",
+    "full_starts",
+]
+
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+
+_CUT = regex.compile(r"(?<=\p{L})(?=[^\p{L}\p{M}'\p{Cn}])|(?<=\n)(?=[\p{L}\p{Nd}])")
+_MIN_CORE = 16  # shorter cores are left in the junction (not worth a cache entry)
+
+
+class ChunkTokenCache:
+    """Thread-safe LRU of chunk token starts (its core), keyed by (fingerprint, chunk text), byte-capped.
+
+    ``max_bytes`` bounds the sum of each entry's size (its starts array plus
+    its key text); the least recently used entries are evicted past it.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+            raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, str], tuple[_Entry, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the entries hold now (always <= ``max_bytes``)."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: tuple[str, str]) -> _Entry | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry[0]
+
+    def put(self, key: tuple[str, str], entry: _Entry) -> None:
+        size = entry.nbytes + sys.getsizeof(key[1]) + sys.getsizeof(key) + 64
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._entries[key] = (entry, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_default = ChunkTokenCache()
+
+
+def default_cache() -> ChunkTokenCache:
+    """The process-wide cache ``assemble`` uses unless told otherwise (64 MiB cap)."""
+    return _default
+
+
+@dataclass(frozen=True, eq=False)
+class TokenStarts:
+    """Token char starts of a text (as ``TokenizedText``'s lookups), from a numpy array."""
+
+    starts: np.ndarray
+    text_length: int
+    verification: str  # "windowed": stitched from cached chunks; "full": one encode
+    _at: dict[int, int] = field(default_factory=dict, repr=False)  # prefetched lookups
+    _right: dict[int, int] = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+    def prefetch(self, chars: Sequence[int], span_ends: Sequence[int]) -> None:
+        """Look up ``token_at_char`` of ``chars`` and ``token_span`` ends in one pass each."""
+        self._at.update(zip(chars, self.tokens_at_chars(chars), strict=True))
+        if len(span_ends):
+            found = np.searchsorted(self.starts, np.asarray(span_ends) - 1, side="right")
+            self._right.update(zip(span_ends, found.tolist(), strict=True))
+
+    def token_at_char(self, char_offset: int) -> int:
+        known = self._at.get(char_offset)
+        if known is not None:
+            return known
+        if not 0 <= char_offset < self.text_length:
+            raise IndexError(f"char offset {char_offset} outside text of {self.text_length} chars")
+        first = int(np.searchsorted(self.starts, char_offset, side="left"))
+        if first < self.starts.size and self.starts[first] == char_offset:
+            return first
+        return first - 1
+
+    def tokens_at_chars(self, chars: Sequence[int]) -> list[int]:
+        """``[token_at_char(c) for c in chars]`` in one numpy pass."""
+        if not len(chars):
+            return []
+        if self._at and all(c in self._at for c in chars):
+            return [self._at[c] for c in chars]
+        c = np.asarray(chars, dtype=np.int64)
+        if int(c.min()) < 0 or int(c.max()) >= self.text_length:
+            raise IndexError(f"char offsets outside text of {self.text_length} chars")
+        first = np.searchsorted(self.starts, c, side="left")
+        clipped = np.minimum(first, self.starts.size - 1)
+        hit = (first < self.starts.size) & (self.starts[clipped] == c)
+        out: list[int] = np.where(hit, first, first - 1).tolist()
+        return out
+
+    def token_span(self, char_start: int, char_end: int) -> tuple[int, int]:
+        if not 0 <= char_start < char_end <= self.text_length:
+            raise IndexError(
+                f"char span [{char_start}, {char_end}) invalid for text of {self.text_length} chars"
+            )
+        end = self._right.get(char_end)
+        if end is None:
+            end = int(np.searchsorted(self.starts, char_end - 1, side="right"))
+        return self.token_at_char(char_start), end
+
+    def tokens_in(self, start: int, end: int) -> int:
+        """Tokens whose first character lies in ``[start, end)``."""
+        left, right = np.searchsorted(self.starts, [start, end], side="left").tolist()
+        return int(right - left)
+
+
+def windowed_support(tokenizer: Tokenizer) -> str | None:
+    """None when ``stitched_starts`` is sound for ``tokenizer``; else why it is not."""
+    return _support_reason(tokenizer)
+
+
+def _support_reason(tokenizer: Tokenizer) -> str | None:
+    if not isinstance(tokenizer, TiktokenTokenizer):
+        return "the windowed argument is made for tiktoken's regex pre-tokenizers only"
+    if tokenizer.pattern not in (CL100K_PATTERN, O200K_PATTERN):
+        return "unknown pre-tokenizer pattern"
+    for special in tokenizer.encoding.special_tokens_set:
+        middle = special[2:-2]
+        if not (special[:2] == "<|" and special[-2:] == "|>" and "|" not in middle):
+            return f"special token {special!r} is not of the form <|name|>"
+        if len(middle) >= _MIN_CORE:
+            return f"special token {special!r} is longer than a core's minimum"
+    return None
+
+
+def cached_pieces(
+    tokenizer: BatchTokenizer, texts: Sequence[str], cache: ChunkTokenCache, *, fingerprint: str
+) -> list[TokenStarts]:
+    """``tokenize_batch(texts)`` as token starts, each text's looked up in ``cache`` first."""
+    fp = fingerprint + "/piece"
+    entries = [cache.get((fp, t)) for t in texts]
+    missing = [k for k, e in enumerate(entries) if e is None]
+    if missing:
+        fresh = tokenizer.tokenize_batch([texts[k] for k in missing])
+        for k, piece in zip(missing, fresh, strict=True):
+            entry = _Entry(0, 0, np.asarray(piece.starts, dtype=np.int64))
+            cache.put((fp, texts[k]), entry)
+            entries[k] = entry
+    out = []
+    for text, got in zip(texts, entries, strict=True):
+        assert got is not None and got.starts is not None
+        out.append(TokenStarts(starts=got.starts, text_length=len(text), verification="full"))
+    return out
+
+
+def full_starts(tokenizer: Tokenizer, text: str) -> TokenStarts:
+    """One encode of ``text`` (``verification="full"``)."""
+    if isinstance(tokenizer, CharIndexTokenizer):
+        starts = np.asarray(tokenizer.char_index(text).starts, dtype=np.int64)
+    else:
+        starts = np.asarray(tokenizer.tokenize(text).starts, dtype=np.int64)
+    return TokenStarts(starts=starts, text_length=len(text), verification="full")
+
+
+def _starts_of(tokenizer: TiktokenTokenizer, text: str) -> np.ndarray:
+    """``char_index(text).starts`` without its fixed numpy cost on short ASCII texts."""
+    if not text.isascii():
+        return np.asarray(tokenizer.char_index(text).starts, dtype=np.int64)
+    ids = tokenizer.encoding.encode(text, allowed_special="all", disallowed_special=())
+    table = tokenizer.token_byte_lengths()
+    lengths = [table[i] for i in ids]
+    if sum(lengths) != len(text):
+        raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
+    return np.fromiter(
+        itertools.accumulate(lengths[:-1], initial=0), dtype=np.int64, count=len(lengths)
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _Entry:
+    """A chunk's core ``[a, b)`` (chunk-relative) and its token starts; None: no core."""
+
+    a: int
+    b: int
+    starts: np.ndarray | None
+
+    @property
+    def nbytes(self) -> int:
+        return 80 + (int(self.starts.nbytes) if self.starts is not None else 0)
+
+
+def _entry(tokenizer: TiktokenTokenizer, chunk: str) -> _Entry:
+    core = _core(chunk, 0, len(chunk)) if "|" not in chunk else None
+    if core is None:
+        return _Entry(0, 0, None)
+    a, b = core
+    return _Entry(a, b, _starts_of(tokenizer, chunk[a:b]) + a)
+
+
+def _core(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """[a, b) of ``text[start:end]``'s first and last cut strictly inside it; None if too short."""
+    first = _CUT.search(text, start + 1, end)
+    if first is None:
+        return None
+    a = b = first.start()
+    for begin in (max(a, end - 64), a):  # the last cut: look near the end first
+        for match in _CUT.finditer(text, begin, end):
+            b = match.start()
+        if b > a or begin == a:
+            break
+    return (a, b) if b - a >= _MIN_CORE else None
+
+
+def stitched_starts(
+    tokenizer: Tokenizer,
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    *,
+    cache: ChunkTokenCache | None,
+) -> TokenStarts:
+    """``char_index(text).starts``, with the chunk texts at ``spans`` (ascending) cached.
+
+    Falls back to one full encode when ``windowed_support`` names a reason or
+    ``cache`` is None.
+    """
+    if cache is None or windowed_support(tokenizer) is not None:
+        return full_starts(tokenizer, text)
+    assert isinstance(tokenizer, TiktokenTokenizer)
+    fp = tokenizer.fingerprint()
+    parts: list[np.ndarray] = []
+    pos = 0
+
+    def encode(s: int, e: int) -> None:
+        if e > s:
+            parts.append(_starts_of(tokenizer, text[s:e]) + s)
+
+    for start, end in spans:
+        key = (fp, text[start:end])
+        entry = cache.get(key)
+        if entry is None:
+            entry = _entry(tokenizer, key[1])
+            cache.put(key, entry)
+        if entry.starts is None:
+            continue
+        a, b = start + entry.a, start + entry.b
+        encode(pos, a)
+        parts.append(entry.starts + start)
+        pos = b
+    encode(pos, len(text))
+    starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return TokenStarts(starts=starts, text_length=len(text), verification="windowed")
