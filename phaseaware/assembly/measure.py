@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.evidence import find_key_chars
+from phaseaware.assembly.evidence import chunk_key_chars
 from phaseaware.assembly.render import CHUNK_SEPARATOR
 from phaseaware.tokenizers.base import (
     CharIndexTokenizer,
@@ -51,18 +51,7 @@ def measure_chunks(
     ONE call on ``SEP c0 SEP c1 ... SEP``. ``tokens`` counts the chunk plus its
     trailing separator; ``key_tokens`` are relative to the chunk's first token.
     """
-    key_chars = [
-        ()
-        if not chunk.text.strip()
-        else find_key_chars(
-            chunk.text,
-            chunk_id=chunk.id or "",
-            evidence=chunk.evidence,
-            terms=terms,
-            max_keys=max_keys,
-        )
-        for chunk in chunks
-    ]
+    key_chars = chunk_key_chars(chunks, terms=terms, max_keys=max_keys)
     texts = [c.text for c in chunks if c.text.strip()]
     if (
         isinstance(tokenizer, ParallelBatchTokenizer)
