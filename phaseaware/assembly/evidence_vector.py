@@ -118,12 +118,18 @@ def _at(points: np.ndarray, index: np.ndarray) -> np.ndarray:
     return np.where(inside, points[np.clip(index, 0, max(len(points) - 1, 0))], 0)
 
 
-def _pairs(points: np.ndarray) -> np.ndarray:
-    """Each code point with the next one, as one uint64 (a form's first two characters)."""
-    return (points[:-1].astype(np.uint64) << np.uint64(32)) | points[1:].astype(np.uint64)
+def _pairs(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Code points ``(i, i + 1)`` as one little-endian uint64, for even and odd ``i`` (views)."""
+    data = np.ascontiguousarray(points, dtype="<u4")
+    n = len(data)
+    even = data[: 2 * (n // 2)].view("<u8")
+    odd = data[1 : 1 + 2 * ((n - 1) // 2)].view("<u8") if n > 1 else even[:0]
+    return even, odd
 
 
-def _form_starts(points: np.ndarray, pairs: np.ndarray, form: str) -> np.ndarray:
+def _form_starts(
+    points: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], form: str
+) -> np.ndarray:
     """Every start of ``form`` in the code points (overlapping ones included), sorted."""
     codes = [ord(c) for c in form]
     size = len(points) - len(codes) + 1
@@ -131,7 +137,10 @@ def _form_starts(points: np.ndarray, pairs: np.ndarray, form: str) -> np.ndarray
         return np.zeros(0, dtype=np.int64)
     if len(codes) == 1:
         return np.flatnonzero(points == codes[0]).astype(np.int64)
-    at = np.flatnonzero(pairs[:size] == np.uint64((codes[0] << 32) | codes[1]))
+    key = np.uint64(codes[0] | (codes[1] << 32))
+    even, odd = pairs
+    at = np.sort(np.concatenate([np.flatnonzero(even == key) * 2, np.flatnonzero(odd == key) * 2 + 1]))
+    at = at[at < size]
     for k, code in enumerate(codes[2:], start=2):
         if not len(at):
             break
