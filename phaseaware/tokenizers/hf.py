@@ -1,6 +1,10 @@
-"""Adapter from a Hugging Face fast tokenizer (``transformers``) to :class:`Tokenizer`.
+"""Adapter from a Hugging Face fast tokenizer to :class:`Tokenizer`.
 
-``transformers`` is imported only inside :func:`load_hf_tokenizer`. Encoding goes
+A local folder with ``tokenizer.json`` loads through the Rust ``tokenizers``
+library alone (``hf_files``: no transformers, no torch, ~0.1 s), unless
+transformers would build a different backend from it; ``transformers`` is
+imported only to load other targets (hub names, ``.gguf`` files) and, lazily,
+to render a Jinja chat template (``render_chat``, ``hf_tokenizer``). Encoding goes
 straight to the Rust ``tokenizers`` backend with ``add_special_tokens=False``
 (BOS is part of the text by convention); added/special-token strings in the
 text are parsed as those tokens.
@@ -27,6 +31,7 @@ import numpy as np
 
 from phaseaware.errors import TemplateError, TokenizerError
 from phaseaware.tokenizers.base import TokenizedText
+from phaseaware.tokenizers.hf_files import TokenizerFolder, read_tokenizer_folder
 from phaseaware.tokenizers.offsets import split_starts, utf8_bytes
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
@@ -56,10 +61,27 @@ class HFTokenizer:
                 f"{spec!r} loaded a slow (Python) tokenizer; phaseaware needs a fast one "
                 "(a folder with tokenizer.json)"
             )
-        self._tok = tokenizer
-        self._backend = tokenizer.backend_tokenizer
-        self._spec = spec
+        self._init(tokenizer.backend_tokenizer, spec=spec)
+        self._tok: Any = tokenizer
+        self._folder: TokenizerFolder | None = None
         self._bos_text = _infer_bos_text(tokenizer) if bos_text is None else bos_text
+
+    @classmethod
+    def from_folder(
+        cls, folder: TokenizerFolder, *, spec: str, bos_text: str | None = None
+    ) -> HFTokenizer:
+        """A tokenizer read by ``tokenizers`` alone; transformers loads only to render a
+        chat template (``render_chat``) or when ``hf_tokenizer`` is asked for."""
+        self = cls.__new__(cls)
+        self._init(folder.backend, spec=spec)
+        self._tok = None
+        self._folder = folder
+        self._bos_text = _folder_bos_text(folder) if bos_text is None else bos_text
+        return self
+
+    def _init(self, backend: Any, *, spec: str) -> None:
+        self._backend = backend
+        self._spec = spec
         self._lock = threading.Lock()
         self._tables: tuple[list[bytes] | None, np.ndarray | None] | None = None
         self._fingerprint: str | None = None
@@ -77,10 +99,14 @@ class HFTokenizer:
 
     @property
     def eos_text(self) -> str:
+        if self._folder is not None:
+            return self._folder.eos_token or ""
         return self._tok.eos_token or ""
 
     @property
     def chat_template(self) -> str | None:
+        if self._folder is not None:
+            return self._folder.chat_template
         template = getattr(self._tok, "chat_template", None)
         if isinstance(template, dict):  # named templates: the default one is the chat one
             template = template.get("default")
@@ -88,7 +114,11 @@ class HFTokenizer:
 
     @property
     def hf_tokenizer(self) -> Any:
-        """The wrapped ``transformers`` tokenizer (read-only use)."""
+        """The ``transformers`` tokenizer of the same files (read-only use; loaded on first use)."""
+        if self._tok is None:
+            with self._lock:
+                if self._tok is None and self._folder is not None:
+                    self._tok = _auto_tokenizer(str(self._folder.folder), spec=self._spec)
         return self._tok
 
     def encode(self, text: str) -> list[int]:
@@ -151,7 +181,7 @@ class HFTokenizer:
                 "deepseek-v4 or none"
             )
         try:
-            rendered = self._tok.apply_chat_template(
+            rendered = self.hf_tokenizer.apply_chat_template(
                 [dict(m) for m in messages],
                 tokenize=False,
                 add_generation_prompt=add_generation_prompt,
@@ -194,6 +224,17 @@ def _infer_bos_text(tokenizer: Any) -> str:
         return str(bos)
     added = tokenizer.backend_tokenizer.encode("a", add_special_tokens=True).ids
     return str(bos) if added and added[0] == tokenizer.bos_token_id else ""
+
+
+def _folder_bos_text(folder: TokenizerFolder) -> str:
+    """:func:`_infer_bos_text` for a folder read by ``tokenizers`` alone."""
+    bos = folder.bos_token
+    if not bos:
+        return ""
+    if "bos_token" in (folder.chat_template or ""):
+        return bos
+    added = folder.backend.encode("a", add_special_tokens=True).ids
+    return bos if added and added[0] == folder.backend.token_to_id(bos) else ""
 
 
 def _build_byte_tables(backend: Any) -> tuple[list[bytes] | None, np.ndarray | None]:
@@ -241,7 +282,22 @@ def _vocab_fingerprint(backend: Any) -> str:
 
 
 def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) -> HFTokenizer:
-    """Load a local tokenizer folder, a cached hub name, or the tokenizer inside a ``.gguf``."""
+    """Load a local tokenizer folder, a cached hub name, or the tokenizer inside a ``.gguf``.
+
+    A folder with ``tokenizer.json`` loads through ``tokenizers`` alone
+    (:func:`~phaseaware.tokenizers.hf_files.read_tokenizer_folder`) when that
+    gives what transformers would; everything else goes through transformers.
+    """
+    path = Path(target).expanduser()
+    if path.is_dir() and path.suffix.lower() != ".gguf":
+        folder = read_tokenizer_folder(path)
+        if folder is not None:
+            return HFTokenizer.from_folder(folder, spec=spec, bos_text=bos_text)
+    return HFTokenizer(_auto_tokenizer(target, spec=spec), spec=spec, bos_text=bos_text)
+
+
+def _auto_tokenizer(target: str, *, spec: str) -> Any:
+    """``transformers.AutoTokenizer`` on local files only; errors name the fix."""
     try:
         from transformers import AutoTokenizer
     except ImportError:
@@ -255,13 +311,12 @@ def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) ->
                 raise TokenizerError(
                     f"GGUF file {str(path)!r} not found; check the path in {spec!r}"
                 )
-            tokenizer = AutoTokenizer.from_pretrained(
+            return AutoTokenizer.from_pretrained(
                 str(path.parent), gguf_file=path.name, local_files_only=True
             )
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(
-                str(path) if path.exists() else target, local_files_only=True
-            )
+        return AutoTokenizer.from_pretrained(
+            str(path) if path.exists() else target, local_files_only=True
+        )
     except TokenizerError:
         raise
     except Exception as exc:  # transformers/tokenizers raise many unrelated types here
@@ -271,4 +326,3 @@ def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) ->
             "pass a local folder holding tokenizer.json (--tokenizer hf:/path/to/folder); "
             "phaseaware never downloads tokenizers"
         ) from exc
-    return HFTokenizer(tokenizer, spec=spec, bos_text=bos_text)
