@@ -70,7 +70,9 @@ def name_set(rng: np.random.Generator, *, n: int) -> tuple[str, str, list[Chunk]
             who = "Ellison"
         fact = f"Under the policy, {who} holds access code {int(rng.integers(1000, 9999))}."
         sentences.insert(int(rng.integers(1, len(sentences) + 1)), fact)
-        chunks.append(Chunk(text=" ".join(sentences), score=float(rng.uniform(0.4, 0.9)), id=f"c{i}"))
+        chunks.append(
+            Chunk(text=" ".join(sentences), score=float(rng.uniform(0.4, 0.9)), id=f"c{i}")
+        )
     return f"What is the access code policy for {name}?", name, chunks
 
 
@@ -196,9 +198,9 @@ def search_rows(repeats: int) -> list[str]:
         pattern = re.compile(r"(?<!\w)(?:" + "|".join(terms) + r")(?!\w)", re.IGNORECASE)
         mentions = min(len(pattern.findall(t)) for t in texts)
         joined = "\n\n".join(texts)
-        t_old = best_of(lambda: [text_order_keys(t, terms, 8) for t in texts], repeats)
-        t_new = best_of(lambda: chunk_key_chars(chunks, terms=terms, max_keys=8), repeats)
-        t_enc = best_of(lambda: tok.encode(joined), repeats)
+        t_old = best_of(lambda x=texts: [text_order_keys(t, terms, 8) for t in x], repeats)
+        t_new = best_of(lambda c=chunks: chunk_key_chars(c, terms=terms, max_keys=8), repeats)
+        t_enc = best_of(lambda j=joined: tok.encode(j), repeats)
         rows.append(
             f"{f'{n} x {size} tok':<16} {mentions:>14} {1e3 * t_old:>13.2f} {1e3 * t_new:>11.2f} "
             f"{1e3 * t_enc:>9.2f} {t_new / t_enc:>15.3f}"

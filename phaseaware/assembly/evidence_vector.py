@@ -127,9 +127,7 @@ def _pairs(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return even, odd
 
 
-def _form_starts(
-    points: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], form: str
-) -> np.ndarray:
+def _form_starts(points: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], form: str) -> np.ndarray:
     """Every start of ``form`` in the code points (overlapping ones included), sorted."""
     codes = [ord(c) for c in form]
     size = len(points) - len(codes) + 1
@@ -139,7 +137,9 @@ def _form_starts(
         return np.flatnonzero(points == codes[0]).astype(np.int64)
     key = np.uint64(codes[0] | (codes[1] << 32))
     even, odd = pairs
-    at = np.sort(np.concatenate([np.flatnonzero(even == key) * 2, np.flatnonzero(odd == key) * 2 + 1]))
+    at = np.sort(
+        np.concatenate([np.flatnonzero(even == key) * 2, np.flatnonzero(odd == key) * 2 + 1])
+    )
     at = at[at < size]
     for k, code in enumerate(codes[2:], start=2):
         if not len(at):

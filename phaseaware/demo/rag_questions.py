@@ -88,6 +88,4 @@ def make_questions(
 
 def without_evidence(questions: list[RagQuestion]) -> list[RagQuestion]:
     """The same questions with every chunk's evidence strings removed (default evidence)."""
-    return [
-        replace(q, chunks=tuple(replace(c, evidence=()) for c in q.chunks)) for q in questions
-    ]
+    return [replace(q, chunks=tuple(replace(c, evidence=()) for c in q.chunks)) for q in questions]

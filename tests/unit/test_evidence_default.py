@@ -18,7 +18,6 @@ from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.assembly.evidence import chunk_key_chars, find_key_chars, question_terms
 from phaseaware.assembly.evidence_search import (
     SENTENCE_END,
-    compile_terms,
     sentence_ends,
     set_key_chars,
 )
@@ -93,7 +92,9 @@ def test_sentence_ends_equal_the_regex(text) -> None:
 def test_a_distinctive_name_is_the_key_not_the_common_words() -> None:
     question = "What is the access code policy for Varga?"
     common = "The access code policy was revised. Every access code follows the policy."
-    texts = [f"{common} Under the policy, {n} holds access code 4410." for n in ("Novak", "Brennan")]
+    texts = [
+        f"{common} Under the policy, {n} holds access code 4410." for n in ("Novak", "Brennan")
+    ]
     texts.append(f"{common} Varga joined in May. Under the policy, Varga holds access code 7.")
     keys = chunk_key_chars(
         [Chunk(text=t, id=str(i)) for i, t in enumerate(texts)],
@@ -104,7 +105,9 @@ def test_a_distinctive_name_is_the_key_not_the_common_words() -> None:
     best = varga.index("Varga holds")
     assert keys[2][0] == best  # the best sentence's most distinctive term, first
     assert {varga[k : k + 5] for k in keys[2]} == {"Varga"}  # common words are no keys
-    assert keys[0] and all(texts[0][k:].lower().startswith(("access", "code", "policy")) for k in keys[0])
+    assert keys[0] and all(
+        texts[0][k:].lower().startswith(("access", "code", "policy")) for k in keys[0]
+    )
 
 
 def test_without_weights_the_keys_keep_text_order() -> None:
