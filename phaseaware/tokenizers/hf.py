@@ -237,19 +237,29 @@ def _folder_bos_text(folder: TokenizerFolder) -> str:
     return bos if added and added[0] == folder.backend.token_to_id(bos) else ""
 
 
+def _byte_level_table() -> dict[int, int]:
+    """``str.translate`` table: each byte-level stand-in character -> the code point of its
+    byte (0..255); every other character below 256 -> U+FFFF, so that ``encode("latin-1")``
+    fails exactly where a token is not byte-level text (as a lookup in the alphabet would)."""
+    table = {ord(c): b for c, b in byte_level_alphabet().items()}
+    for code in range(256):
+        table.setdefault(code, 0xFFFF)
+    return table
+
+
 def _build_byte_tables(backend: Any) -> tuple[list[bytes] | None, np.ndarray | None]:
     """Exact bytes per id for byte-level BPE vocabularies; ``(None, None)`` for others."""
     if type(backend.decoder).__name__ != "ByteLevel":
         return None, None
-    alphabet = byte_level_alphabet()
+    table = _byte_level_table()
     vocab: dict[str, int] = backend.get_vocab(with_added_tokens=True)
     added = {i: t.content for i, t in backend.get_added_tokens_decoder().items()}
     size = max([*vocab.values(), *added.keys()], default=-1) + 1
     pieces = [b""] * size
     for token, token_id in vocab.items():
-        try:
-            pieces[token_id] = bytes(alphabet[c] for c in token)
-        except KeyError:  # not byte-level text: the ByteLevel decoder keeps it verbatim
+        try:  # byte-level text: each stand-in character -> its byte (C speed)
+            pieces[token_id] = token.translate(table).encode("latin-1")
+        except UnicodeEncodeError:  # not byte-level text: the ByteLevel decoder keeps it
             pieces[token_id] = token.encode("utf-8")
     for token_id, content in added.items():
         pieces[token_id] = content.encode("utf-8")
@@ -271,10 +281,12 @@ def _starts_from_offsets(offsets: Sequence[tuple[int, int]]) -> tuple[int, ...]:
 
 
 def _vocab_fingerprint(backend: Any) -> str:
+    """sha256 over ``"{id}\\0{token}\\n"`` per vocabulary entry (by id, then token), then
+    the added tokens; the entries are joined and hashed in one update (same bytes)."""
     digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
     vocab = backend.get_vocab(with_added_tokens=True)
-    for token, token_id in sorted(vocab.items(), key=lambda kv: (kv[1], kv[0])):
-        digest.update(f"{token_id}\0{token}\n".encode("utf-8", "surrogatepass"))
+    entries = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
+    digest.update("".join([f"{i}\0{t}\n" for t, i in entries]).encode("utf-8", "surrogatepass"))
     digest.update(b"\0added\0")
     for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
         digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
