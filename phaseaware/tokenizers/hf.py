@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import operator
 import threading
 from collections.abc import Sequence
 from pathlib import Path
