@@ -86,6 +86,7 @@ class HFTokenizer:
         self._lock = threading.Lock()
         self._tables: tuple[list[bytes] | None, np.ndarray | None] | None = None
         self._fingerprint: str | None = None
+        self._vocab: dict[str, int] | None = None
 
     def __repr__(self) -> str:
         return f"HFTokenizer(spec={self._spec!r})"
@@ -199,14 +200,24 @@ class HFTokenizer:
         (content and special flag); post-processing and chat template are not included."""
         with self._lock:
             if self._fingerprint is None:
-                self._fingerprint = _vocab_fingerprint(self._backend)
+                self._fingerprint = _vocab_fingerprint(self._backend, self._shared_vocab())
             return self._fingerprint
+
+    def _shared_vocab(self) -> dict[str, int]:
+        """``get_vocab(with_added_tokens=True)`` once for the fingerprint and the byte tables
+        (caller holds ``_lock``); dropped when both are built."""
+        if self._vocab is None:
+            self._vocab = self._backend.get_vocab(with_added_tokens=True)
+        vocab = self._vocab
+        if self._fingerprint is not None or self._tables is not None:
+            self._vocab = None  # the second user: nobody needs it after this
+        return vocab
 
     def _byte_tables(self) -> tuple[list[bytes] | None, np.ndarray | None]:
         if self._tables is None:
             with self._lock:
                 if self._tables is None:
-                    self._tables = _build_byte_tables(self._backend)
+                    self._tables = _build_byte_tables(self._backend, self._shared_vocab())
         return self._tables
 
 
@@ -248,12 +259,17 @@ def _byte_level_table() -> dict[int, int]:
     return table
 
 
-def _build_byte_tables(backend: Any) -> tuple[list[bytes] | None, np.ndarray | None]:
-    """Exact bytes per id for byte-level BPE vocabularies; ``(None, None)`` for others."""
+def _build_byte_tables(
+    backend: Any, vocab: dict[str, int] | None = None
+) -> tuple[list[bytes] | None, np.ndarray | None]:
+    """Exact bytes per id for byte-level BPE vocabularies; ``(None, None)`` for others.
+
+    ``vocab``: ``backend.get_vocab(with_added_tokens=True)`` when the caller has it."""
     if type(backend.decoder).__name__ != "ByteLevel":
         return None, None
     table = _byte_level_table()
-    vocab: dict[str, int] = backend.get_vocab(with_added_tokens=True)
+    if vocab is None:
+        vocab = backend.get_vocab(with_added_tokens=True)
     added = {i: t.content for i, t in backend.get_added_tokens_decoder().items()}
     size = max([*vocab.values(), *added.keys()], default=-1) + 1
     pieces = [b""] * size
@@ -281,13 +297,18 @@ def _starts_from_offsets(offsets: Sequence[tuple[int, int]]) -> tuple[int, ...]:
     return tuple(starts)
 
 
-def _vocab_fingerprint(backend: Any) -> str:
+def _vocab_fingerprint(backend: Any, vocab: dict[str, int] | None = None) -> str:
     """sha256 over ``"{id}\\0{token}\\n"`` per vocabulary entry (by id, then token), then
     the added tokens; the entries are joined and hashed in one update (same bytes)."""
     digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
-    vocab = backend.get_vocab(with_added_tokens=True)
-    entries = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
-    digest.update("".join([f"{i}\0{t}\n" for t, i in entries]).encode("utf-8", "surrogatepass"))
+    if vocab is None:
+        vocab = backend.get_vocab(with_added_tokens=True)
+    if len(set(vocab.values())) == len(vocab):  # ids unique: sorting by id alone is the same
+        entries = sorted(vocab.items(), key=operator.itemgetter(1))
+    else:
+        entries = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
+    text = "".join(itertools.starmap("{1}\0{0}\n".format, entries))
+    digest.update(text.encode("utf-8", "surrogatepass"))
     digest.update(b"\0added\0")
     for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
         digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
