@@ -22,9 +22,10 @@ caller objects are never mutated.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
-from phaseaware.assembly import planner
+from phaseaware.assembly import planner, robust
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.assembly.planner import PadTables, Plan
@@ -60,6 +61,10 @@ def assemble(
     or ``options.period``) and ``VerificationError`` (placement not confirmed).
     """
     options = options if options is not None else AssemblyOptions()
+    if options.offsets:  # offset-robust: plan for the smallest offset, copies cover the rest
+        options = dataclasses.replace(
+            options, position_offset=robust.primary_offset(options.offsets)
+        )
     setup = prepare(
         chunks, tokenizer=tokenizer, layout=layout, question=question, system=system,
         profile=profile, budget=budget_tokens, options=options,
@@ -178,6 +183,11 @@ def _choose_repeat(
 
 
 def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
+    result = _build(setup, verified, dropped)
+    return robust.add_copies(setup, result) if setup.options.offsets else result
+
+
+def _build(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
     if verified is None:
         prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
         measured = setup.tokenizer.tokenize(prompt.text)
