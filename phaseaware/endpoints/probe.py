@@ -189,7 +189,7 @@ def compare_tokens(
         best = max(best, (j, shift))
     j, shift = best
     raise TemplateMismatchError(
-        f"{url}/tokenize differs from phaseaware's rendering at token {j} of phaseaware's "
+        f"/tokenize of {url} differs from phaseaware's rendering at token {j} of phaseaware's "
         f"prompt (server token {shift + j}): the server has {_piece(tokenizer, server, shift + j)}"
         f", phaseaware has {_piece(tokenizer, local, j)}; the server's chat template is not "
         "--chat-format's: pick the matching --chat-format (or hf with the server's tokenizer)"
@@ -264,7 +264,7 @@ def probe_endpoint(
             exact = min(found)
             if len(found) > 1:
                 raise TemplateMismatchError(
-                    f"{url}/tokenize puts {sorted(found)} tokens before probes that differ "
+                    f"/tokenize of {url} puts {sorted(found)} tokens before probes that differ "
                     "only in content: check --chat-format"
                 )
             check = check_prompt_tokens(
@@ -278,7 +278,7 @@ def probe_endpoint(
                 offsets, used = (exact,), "exact"
             elif mode == "exact":
                 raise EndpointError(
-                    f"{url}/tokenize shows offset {exact} but the chat route counted "
+                    f"/tokenize of {url} shows offset {exact} but the chat route counted "
                     f"{check.observed_offset}: the server adds text at chat time; rerun with "
                     "--mode count"
                 )
