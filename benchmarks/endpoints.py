@@ -5,7 +5,9 @@ the official ``openai`` client) renders DeepSeek-V4 chat messages and puts a hid
 preamble of a length drawn from the seed before them (unknown to every strategy).
 It answers each question correctly with the published DeepSeek-V4-Flash-Base
 accuracy of the residue (mod 8) of the key token at the server's TRUE position
-(the best over the key's occurrences: copies count), drawn from a seeded RNG.
+(the best over the key's occurrences: copies count), drawn from a seeded RNG. The
+simulated model has no raw local window, so the planners use the profile with
+``local_window=None`` (otherwise they would leave keys in the last 128 tokens unpadded).
 
 Part 1, constant hidden prefix: naive (retrieval order, no padding), phase-aware
 assuming offset 0, phase-aware after ``probe_endpoint`` (its record's offset).
@@ -20,6 +22,7 @@ question (usage.prompt_tokens) and the probe's own tokens.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import sys
 from collections.abc import Callable
@@ -95,7 +98,9 @@ def run_strategy(
             budget_tokens=4000, options=options,
         )  # fmt: skip
         response = client.chat.completions.create(
-            model="sim-model", messages=list(result.messages or ()), max_tokens=8  # type: ignore[arg-type]
+            model="sim-model",
+            messages=list(result.messages or ()),
+            max_tokens=8,  # type: ignore[arg-type]
         )
         hits += (response.choices[0].message.content or "").strip() == code
         tokens += response.usage.prompt_tokens if response.usage else 0
@@ -122,7 +127,9 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     tok = load_tokenizer("deepseek-v4")
-    prof = get_profile("deepseek-v4-flash-base")
+    # The simulated model has no raw local window (the residue effect holds at every
+    # distance from the end), so the strategies plan with the profile without a window.
+    prof = dataclasses.replace(get_profile("deepseek-v4-flash-base"), local_window=None)
     accuracy = list(prof.residue_accuracy)
     questions = [make_question(rng) for _ in range(args.questions)]
     hidden_n = rng.randint(3, 40)  # the endpoint's secret; strategies never read it

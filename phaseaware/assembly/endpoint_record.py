@@ -149,7 +149,9 @@ def endpoint_dir() -> Path:
     return user_profile_dir().parent / "endpoints"
 
 
-def record_path(base_url: str, model: str, *, directory: str | os.PathLike[str] | None = None) -> Path:
+def record_path(
+    base_url: str, model: str, *, directory: str | os.PathLike[str] | None = None
+) -> Path:
     """The record file of (``base_url``, ``model``): a readable slug plus a short hash."""
     base = _normalized_base(base_url)
     digest = hashlib.sha256(f"{base}\n{model}".encode()).hexdigest()[:12]
@@ -201,9 +203,12 @@ def resolve_endpoint(ref: object, *, source: str = "<request>") -> EndpointRecor
     """A record from a request's ``"endpoint"`` value: ``{"base_url", "model"}`` or a path."""
     if isinstance(ref, str):
         return load_endpoint_record(ref)
-    if isinstance(ref, Mapping) and set(ref) == {"base_url", "model"}:
-        if all(isinstance(ref[k], str) and ref[k] for k in ("base_url", "model")):
-            return find_endpoint_record(str(ref["base_url"]), str(ref["model"]))
+    if (
+        isinstance(ref, Mapping)
+        and set(ref) == {"base_url", "model"}
+        and all(isinstance(ref[k], str) and ref[k] for k in ("base_url", "model"))
+    ):
+        return find_endpoint_record(str(ref["base_url"]), str(ref["model"]))
     raise InputError(
         f"{source}: key 'endpoint' must be a record path or "
         '{"base_url": ..., "model": ...}, got ' + repr(ref)[:80]

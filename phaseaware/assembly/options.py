@@ -87,9 +87,11 @@ class AssemblyOptions:
         check_position_offset(self.position_offset, name="options.position_offset")
         if self.offsets is not None:
             object.__setattr__(self, "offsets", _check_offsets(self.offsets, self.position_offset))
-        if isinstance(self.robust_tolerance, bool) or not isinstance(
-            self.robust_tolerance, int | float
-        ) or not 0 <= self.robust_tolerance <= 1:
+        if (
+            isinstance(self.robust_tolerance, bool)
+            or not isinstance(self.robust_tolerance, int | float)
+            or not 0 <= self.robust_tolerance <= 1
+        ):
             raise InputError(
                 f"options.robust_tolerance must be a number in [0, 1], got {self.robust_tolerance!r}"
             )
@@ -123,9 +125,7 @@ def _check_offsets(value: object, position_offset: int) -> tuple[int, ...]:
             f"options.offsets must be a non-empty list of integers >= 0 (e.g. [1, 2, 3]), "
             f"got {value!r}"
         )
-    offsets = tuple(
-        sorted({check_position_offset(d, name="options.offsets[]") for d in value})
-    )
+    offsets = tuple(sorted({check_position_offset(d, name="options.offsets[]") for d in value}))
     if position_offset and position_offset != offsets[0]:
         raise InputError(
             "options.offsets and options.position_offset exclude each other: put the known "

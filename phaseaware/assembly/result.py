@@ -345,9 +345,7 @@ def _repeat_placement(
     )
 
 
-def overall_expected_accuracy(
-    setup: Setup, accuracy: Mapping[int, float | None]
-) -> float | None:
+def overall_expected_accuracy(setup: Setup, accuracy: Mapping[int, float | None]) -> float | None:
     """Relevance-weighted mean of per-chunk accuracies (input index -> accuracy)."""
     return _overall(setup, accuracy)
 

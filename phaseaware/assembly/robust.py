@@ -61,9 +61,7 @@ def covered_offsets(
 ) -> tuple[int, ...]:
     """The offsets ``d`` for which some copy (prompt residue ``c``) has ``(c + d) % period``
     reliable."""
-    return tuple(
-        d for d in offsets if any((c + d) % period in reliable for c in copy_residues)
-    )
+    return tuple(d for d in offsets if any((c + d) % period in reliable for c in copy_residues))
 
 
 def covering_residues(
@@ -75,9 +73,7 @@ def covering_residues(
     can cover (``reliable`` empty) are left uncovered. Exhaustive over subsets of
     ``range(period)`` by size, so it is exact (periods are small: 2-16).
     """
-    target = set(
-        d for d in offsets if any((r + d) % period in reliable for r in range(period))
-    )
+    target = set(d for d in offsets if any((r + d) % period in reliable for r in range(period)))
     have = set(covered_offsets(copy_residues=existing, offsets=offsets, period=period,
                                reliable=reliable))  # fmt: skip
     if target <= have:
@@ -162,7 +158,9 @@ def add_copies(setup: Setup, result: AssemblyResult) -> AssemblyResult:
                     copy_chars.append((key_char, True))
                     break
     new_context = context[:insert_at] + added + context[insert_at:]
-    rendered = setup.layout.render(system=setup.system, context=new_context, question=setup.question)
+    rendered = setup.layout.render(
+        system=setup.system, context=new_context, question=setup.question
+    )
     final = setup.tokenizer.tokenize(rendered.text)
     report, per_chunk = _report(setup, result, final, top, copy_chars, offsets, reliable)
     placements = tuple(
@@ -246,7 +244,9 @@ def _report(
         top_chunk_id=top[1].chunk_id if top is not None else None,
         copies=copies,
         covered=covered_offsets(
-            copy_residues=[t % period for t in positions], offsets=offsets, period=period,
+            copy_residues=[t % period for t in positions],
+            offsets=offsets,
+            period=period,
             reliable=reliable,
         ),  # fmt: skip
         accuracy_by_offset=tuple(by_offset),

@@ -106,9 +106,7 @@ def make_client(
     import openai
 
     key = api_key or next((os.environ[v] for v in API_KEY_ENV_VARS if os.environ.get(v)), None)
-    return openai.OpenAI(
-        base_url=base_url, api_key=key or "EMPTY", timeout=timeout, max_retries=2
-    )
+    return openai.OpenAI(base_url=base_url, api_key=key or "EMPTY", timeout=timeout, max_retries=2)
 
 
 def _send(client: openai.OpenAI, model: str, prompt: ProbePrompt, url: str) -> int:
@@ -118,7 +116,10 @@ def _send(client: openai.OpenAI, model: str, prompt: ProbePrompt, url: str) -> i
     try:
         if prompt.messages is not None:
             response: Any = client.chat.completions.create(
-                model=model, messages=list(prompt.messages), max_tokens=1, temperature=0  # type: ignore[arg-type]
+                model=model,
+                messages=list(prompt.messages),  # type: ignore[arg-type]
+                max_tokens=1,
+                temperature=0,
             )
         else:
             response = client.completions.create(

@@ -20,7 +20,13 @@ from typing import Any, Literal
 
 from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftError
 
-__all__ = ["ON_MISMATCH", "UsageCheck", "check_prompt_tokens", "check_response", "reported_prompt_tokens"]
+__all__ = [
+    "ON_MISMATCH",
+    "UsageCheck",
+    "check_prompt_tokens",
+    "check_response",
+    "reported_prompt_tokens",
+]
 
 ON_MISMATCH = ("warn", "raise", "ignore")
 
@@ -122,8 +128,14 @@ def check_prompt_tokens(
 
 def reported_prompt_tokens(response: Any) -> int | None:
     """``usage.prompt_tokens`` of an openai response object or a plain dict (None if absent)."""
-    usage = response.get("usage") if isinstance(response, dict) else getattr(response, "usage", None)
-    value = usage.get("prompt_tokens") if isinstance(usage, dict) else getattr(usage, "prompt_tokens", None)
+    usage = (
+        response.get("usage") if isinstance(response, dict) else getattr(response, "usage", None)
+    )
+    value = (
+        usage.get("prompt_tokens")
+        if isinstance(usage, dict)
+        else getattr(usage, "prompt_tokens", None)
+    )
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

@@ -183,7 +183,9 @@ def test_bos_server_count_mode_offset_one(serve, home: Path, tok) -> None:  # ty
 
 def test_one_changed_character_names_the_first_differing_token(serve, home: Path, tok) -> None:  # type: ignore[no-untyped-def]
     base_url, _ = serve(tokenize_route=True, template_edit=("</think>", "</thinK>"))
-    with pytest.raises(TemplateMismatchError, match=r"at token \d+.*phaseaware has id \d+ '</think>'"):
+    with pytest.raises(
+        TemplateMismatchError, match=r"at token \d+.*phaseaware has id \d+ '</think>'"
+    ):
         probe_endpoint(
             base_url=base_url, model="sim-model", tokenizer=tok, chat_format="deepseek-v4",
             save=False,

@@ -134,7 +134,9 @@ def test_record_round_trip_and_apply(tmp_path: Path) -> None:
 
 
 def test_redact_url() -> None:
-    assert redact_url("https://u:p@host/v1?api_key=abc&x=1") == "https://***@host/v1?api_key=***&x=1"
+    assert (
+        redact_url("https://u:p@host/v1?api_key=abc&x=1") == "https://***@host/v1?api_key=***&x=1"
+    )
 
 
 @pytest.mark.parametrize("bad", [(), "1,2", (-1,), (1.5,), (True,)])
