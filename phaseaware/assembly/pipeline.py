@@ -122,7 +122,7 @@ def _initial_plan(
             sizes=[p.tokens for p in setup.chunks],
             key_offsets=[p.key_tokens for p in setup.chunks],
             weights=setup.weights,
-            residue_reliability=[profile.residue_reliability(r) for r in range(profile.period)],
+            residue_reliability=_residue_reliability(profile, options),
             pad_tables=tables.chunks,
             pad_cost=options.pad_cost,
         )
@@ -131,6 +131,15 @@ def _initial_plan(
     pads, end_k = plan_pads(setup, tables, order, keys, length=length, slack=slack)
     plan = Plan(order=order, pads=pads, repeat=repeat[0] if repeat else None, end_pad=end_k)
     return plan, repeat[1] if repeat else None
+
+
+def _residue_reliability(profile: Profile, options: AssemblyOptions) -> list[float]:
+    values = [profile.residue_reliability(r) for r in range(profile.period)]
+    if not options.offsets:
+        return values
+    return robust.mean_residue_reliability(
+        values, offsets=options.offsets, primary=options.position_offset
+    )
 
 
 def _estimate(setup: Setup, order: Sequence[int]) -> tuple[list[tuple[int, ...]], int]:

@@ -45,6 +45,7 @@ __all__ = [
     "add_copies",
     "covered_offsets",
     "covering_residues",
+    "mean_residue_reliability",
     "primary_offset",
     "reliable_residues",
 ]
@@ -87,6 +88,18 @@ def covering_residues(
             if target <= set(got):
                 return extra
     return ()  # unreachable: all residues cover every coverable offset
+
+
+def mean_residue_reliability(
+    reliability: Sequence[float], *, offsets: Sequence[int], primary: int
+) -> list[float]:
+    """Reliability by residue ``r`` (counted at offset ``primary``) averaged over ``offsets``:
+    what ordering and padding maximise when the offset is any of the set."""
+    period = len(reliability)
+    return [
+        sum(reliability[(r - primary + d) % period] for d in offsets) / len(offsets)
+        for r in range(period)
+    ]
 
 
 def primary_offset(offsets: Sequence[int]) -> int:
@@ -185,6 +198,7 @@ def add_copies(setup: Setup, result: AssemblyResult) -> AssemblyResult:
         result, prompt=rendered.text, messages=rendered.messages, context=new_context,
         token_count=len(final), placements=placements, repeat=repeat, length_residue=None,
         expected_accuracy=report.worst_case_accuracy, robust=report,
+        naive_expected_accuracy=report.naive_worst_case_accuracy,
         position_offset=primary_offset(offsets),
     )  # fmt: skip
 
