@@ -15,6 +15,10 @@ _EXPORTS: dict[str, str] = {
     "Chunk": "phaseaware.assembly.chunks",
     "assemble": "phaseaware.assembly.pipeline",
     "assemble_from_specs": "phaseaware.assembly.pipeline",
+    "assemble_conversation": "phaseaware.assembly.conversation",
+    "assemble_append": "phaseaware.assembly.conversation",
+    "assemble_append_after": "phaseaware.assembly.conversation",
+    "audit_messages": "phaseaware.audit",
     "AssemblyOptions": "phaseaware.assembly.options",
     "AssemblyResult": "phaseaware.assembly.result",
     "Placement": "phaseaware.assembly.result",
@@ -36,7 +40,11 @@ __all__ = [
     "Profile",
     "__version__",
     "assemble",
+    "assemble_append",
+    "assemble_append_after",
+    "assemble_conversation",
     "assemble_from_specs",
+    "audit_messages",
     "audit_prompt",
     "get_layout",
     "get_profile",
@@ -48,10 +56,15 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.assembly.chunks import Chunk
+    from phaseaware.assembly.conversation import (
+        assemble_append,
+        assemble_append_after,
+        assemble_conversation,
+    )
     from phaseaware.assembly.options import AssemblyOptions
     from phaseaware.assembly.pipeline import assemble, assemble_from_specs
     from phaseaware.assembly.result import AssemblyResult, Placement
-    from phaseaware.audit import audit_prompt
+    from phaseaware.audit import audit_messages, audit_prompt
     from phaseaware.profiles.io import load_profile, save_profile
     from phaseaware.profiles.model import Profile
     from phaseaware.profiles.registry import get_profile, list_profiles

@@ -9,17 +9,37 @@ includes the raw local window and any length-residue effect.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from phaseaware.assembly.options import check_position_offset
+from phaseaware.chat.formats import ChatFormat, get_chat_format
+from phaseaware.chat.messages import (
+    CONTEXT_PLACEHOLDER,
+    QUESTION_PLACEHOLDER,
+    Message,
+    parse_conversation,
+    parse_messages,
+)
+from phaseaware.chat.spans import render_with_spans
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.serialize import to_plain
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["Occurrence", "EvidenceAudit", "LengthAudit", "AuditResult", "audit_prompt"]
+__all__ = [
+    "Occurrence",
+    "EvidenceAudit",
+    "LengthAudit",
+    "AuditResult",
+    "audit_prompt",
+    "MessageOccurrence",
+    "MessagesAudit",
+    "audit_messages",
+    "load_conversation_file",
+]
 
 
 @dataclass(frozen=True)
@@ -146,3 +166,151 @@ def _length_audit(profile: Profile, length: int) -> LengthAudit | None:
         kind=effect.kind,
         source=effect.source,
     )
+
+
+@dataclass(frozen=True)
+class MessageOccurrence:
+    """One evidence occurrence in a conversation: which message holds it, and how it lands.
+
+    ``message_index``/``role`` are ``None`` for text the chat format adds (markers).
+    ``token_position`` is absolute in the rendered conversation.
+    """
+
+    evidence: str
+    message_index: int | None
+    role: str | None
+    char_offset: int
+    token_position: int
+    residue: int
+    expected_accuracy: float
+    in_local_window: bool
+
+
+@dataclass(frozen=True)
+class MessagesAudit:
+    """``audit_prompt`` of a rendered conversation, every occurrence mapped to its message."""
+
+    chat_format: str
+    messages: int
+    occurrences: tuple[MessageOccurrence, ...]  # prompt order
+    missing: tuple[str, ...]  # declared evidence that occurs nowhere
+    audit: AuditResult
+
+    def below(self, accuracy: float) -> tuple[MessageOccurrence, ...]:
+        """Occurrences whose expected accuracy is below ``accuracy`` (prompt order)."""
+        return tuple(o for o in self.occurrences if o.expected_accuracy < accuracy)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (lists, not tuples), stable key order."""
+        plain: dict[str, Any] = to_plain(self)
+        return plain
+
+
+def _filled(
+    raw: Sequence[Mapping[str, Any] | Message], context: str | None, question: str
+) -> tuple[Message, ...]:
+    messages = parse_messages(raw)
+    if any(CONTEXT_PLACEHOLDER in m.content for m in messages):
+        return parse_conversation(messages).fill(context=context or "", question=question)
+    if context is not None:
+        raise InputError(
+            "a context text was given but no message holds the {context} slot; put the "
+            "literal {context} where it goes, or leave the context out"
+        )
+    return tuple(
+        m.with_content(m.content.replace(QUESTION_PLACEHOLDER, question)) for m in messages
+    )
+
+
+def audit_messages(
+    messages: Sequence[Mapping[str, Any] | Message],
+    *,
+    tokenizer: Tokenizer,
+    profile: Profile,
+    evidence: Sequence[str],
+    chat_format: str | ChatFormat,
+    thinking: bool = False,
+    context: str | None = None,
+    question: str = "",
+    position_offset: int = 0,
+    max_occurrences: int = 100,
+) -> MessagesAudit:
+    """Every occurrence of each ``evidence`` string in a conversation, per message.
+
+    ``messages`` are rendered by ``chat_format`` (with the generation prompt, as
+    they would be sent). A ``{context}`` slot (at most one) is filled with
+    ``context`` (default empty) and every ``{question}`` with ``question``.
+    Positions come from tokenizing the rendered conversation once; each
+    occurrence's message is found from the messages' measured character spans
+    (:func:`phaseaware.chat.spans.render_with_spans`).
+    """
+    fmt = (
+        get_chat_format(chat_format, tokenizer, thinking=thinking)
+        if isinstance(chat_format, str)
+        else chat_format
+    )
+    rendered = render_with_spans(_filled(messages, context, question), fmt)
+    result = audit_prompt(
+        rendered.text,
+        tokenizer=tokenizer,
+        profile=profile,
+        evidence=evidence,
+        max_occurrences=max_occurrences,
+        position_offset=position_offset,
+    )
+    found: list[MessageOccurrence] = []
+    for item in result.evidence:
+        for occ in item.occurrences:
+            index = rendered.message_at(occ.char_offset)
+            found.append(
+                MessageOccurrence(
+                    evidence=item.text,
+                    message_index=index,
+                    role=rendered.messages[index].role if index is not None else None,
+                    char_offset=occ.char_offset,
+                    token_position=occ.token_position,
+                    residue=occ.residue,
+                    expected_accuracy=occ.expected_accuracy,
+                    in_local_window=occ.in_local_window,
+                )
+            )
+    return MessagesAudit(
+        chat_format=fmt.name,
+        messages=len(rendered.messages),
+        occurrences=tuple(sorted(found, key=lambda o: (o.char_offset, o.evidence))),
+        missing=tuple(item.text for item in result.evidence if not item.found),
+        audit=result,
+    )
+
+
+def load_conversation_file(path: str) -> tuple[list[Any], tuple[str, ...]]:
+    """(messages, declared evidence) of a conversation file.
+
+    The file holds a JSON list of ``{"role", "content"}`` messages, or an object
+    ``{"messages": [...], "evidence": ["...", ...]}`` whose ``evidence`` declares
+    the strings to check (``phaseaware audit --messages``). ``InputError`` if bad.
+    """
+    where = f"messages file {path!r}"
+    try:
+        with open(path, "rb") as handle:
+            doc = json.loads(handle.read().decode("utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read {where}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where} is not valid UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if isinstance(doc, list):
+        return doc, ()
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        raise InputError(
+            f'{where} must hold a list of messages or {{"messages": [...], "evidence": [...]}}; '
+            "see examples/long_system_prompt.json"
+        )
+    unknown = sorted(set(doc) - {"messages", "evidence"})
+    if unknown:
+        raise InputError(f"{where} has unknown keys {unknown}; known: messages, evidence")
+    evidence = doc.get("evidence") or []
+    if not isinstance(evidence, list) or not all(isinstance(e, str) and e for e in evidence):
+        raise InputError(f"{where}: 'evidence' must be a list of non-empty strings")
+    return doc["messages"], tuple(evidence)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import uuid
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from phaseaware.errors import InputError, TemplateError
 from phaseaware.tokenizers.base import ChatTemplateTokenizer, Tokenizer
@@ -63,7 +63,7 @@ class RenderedPrompt:
     text: str
     context_start: int
     context_end: int
-    messages: tuple[dict[str, str], ...] | None
+    messages: tuple[dict[str, Any], ...] | None
 
     @property
     def context(self) -> str:
@@ -74,7 +74,8 @@ class RenderedPrompt:
 class PromptLayout(Protocol):
     """Fixed text around the context; ``render(...).text == prefix + context + suffix``."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt: ...
 

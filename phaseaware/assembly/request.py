@@ -2,7 +2,9 @@
 
 Keys: ``tokenizer`` (spec), ``template`` (none/chatml/hf/deepseek-v4, default
 none), ``profile`` (name or path; optional), ``system`` (optional),
-``question``, ``chunks`` ([{id, text, score, evidence?}], read by
+``messages`` (optional, in place of ``system``: a list of ``{"role", "content"}``
+objects holding the literal ``{context}`` exactly once and ``{question}`` any
+number of times, see examples/request_messages.json), ``question``, ``chunks`` ([{id, text, score, evidence?}], read by
 ``Chunk.from_dict``), ``budget_tokens``, ``options`` (optional:
 ``REQUEST_OPTION_KEYS`` plus ``thinking``), ``endpoint`` (optional: an endpoint
 record's path or ``{"base_url", "model"}``; its offset, or offset set, goes into
@@ -17,6 +19,8 @@ from typing import Any, NoReturn
 
 from phaseaware.assembly.chunks import chunks_from_request
 from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.chat.errors import MessageError, SlotError
+from phaseaware.chat.messages import Message, parse_conversation
 from phaseaware.errors import InputError
 
 __all__ = ["EXAMPLE", "REQUEST_OPTION_KEYS", "load_request", "parse_request"]
@@ -97,6 +101,7 @@ def parse_request(doc: Any, *, source: str = "<request>") -> dict[str, Any]:
     for key in ("template", "profile", "system"):
         if doc.get(key) is not None and not isinstance(doc[key], str):
             _fail(f"{source}: key {key!r} must be a string")
+    messages = _messages(doc, source)
     options = AssemblyOptions(
         **{k: options_doc[k] for k in REQUEST_OPTION_KEYS if k in options_doc}
     )
@@ -112,4 +117,20 @@ def parse_request(doc: Any, *, source: str = "<request>") -> dict[str, Any]:
         "budget_tokens": budget,
         "options": options,
         "thinking": bool(options_doc.get("thinking", False)),
+        "messages": messages,
     }
+
+
+def _messages(doc: dict[str, Any], source: str) -> tuple[Message, ...] | None:
+    """The request's ``messages``, parsed and checked for one slot (typed errors)."""
+    raw = doc.get("messages")
+    if raw is None:
+        return None
+    if doc.get("system"):
+        _fail(f"{source}: give either 'system' or 'messages' (put the system text in messages)")
+    if not isinstance(raw, list):
+        _fail(f'{source}: key \'messages\' must be a list of {{"role", "content"}} objects')
+    try:
+        return parse_conversation(raw).messages
+    except (MessageError, SlotError) as exc:
+        raise type(exc)(f"{source}: messages: {exc}") from None

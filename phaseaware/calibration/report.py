@@ -15,12 +15,27 @@ from phaseaware.calibration.stats.plan import plan_calibration
 from phaseaware.calibration.stats.window import WindowSweep
 from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
+from phaseaware.profiles.model import Profile
 
 __all__ = ["summary_dict", "format_report", "save_plot", "plan_summary", "format_plan"]
 
 
 def _num(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _ci_bounds(profile: Profile) -> tuple[list[float], list[float]]:
+    """The profile's 95% interval bounds; a calibration run computes one for every residue."""
+    lows, highs = [], []
+    for r, (lo, hi) in enumerate(zip(profile.ci_low, profile.ci_high, strict=True)):
+        if lo is None or hi is None:
+            raise CalibrationError(
+                f"profile for {profile.model} has no 95% interval for residue {r}; "
+                "the report needs a profile from a calibration run: re-run the calibration"
+            )
+        lows.append(lo)
+        highs.append(hi)
+    return lows, highs
 
 
 def summary_dict(result: CalibrationResult) -> dict[str, Any]:
@@ -105,10 +120,11 @@ def format_report(result: CalibrationResult) -> str:
     lines = [f"model {profile.model}  period {profile.period}  tokenizer {profile.tokenizer.spec}"]
     lines.append(f"{'residue':>7}  {'n':>4}  {'accuracy':>8}  {'95% CI':>15}  {'reliability':>11}")
     reliability = profile.reliability or profile.residue_accuracy
+    ci_low, ci_high = _ci_bounds(profile)
     for r in range(profile.period):
         lines.append(
             f"{r:>7}  {profile.n[r]:>4}  {100 * profile.residue_accuracy[r]:>7.1f}%  "
-            f"[{100 * profile.ci_low[r]:5.1f}, {100 * profile.ci_high[r]:5.1f}]  "
+            f"[{100 * ci_low[r]:5.1f}, {100 * ci_high[r]:5.1f}]  "
             f"{100 * reliability[r]:>10.1f}%"
         )
     lines.append("")
@@ -116,12 +132,12 @@ def format_report(result: CalibrationResult) -> str:
         bar_chart(
             [f"r={r}" for r in range(profile.period)],
             list(profile.residue_accuracy),
-            lows=list(profile.ci_low),
-            highs=list(profile.ci_high),
+            lows=ci_low,
+            highs=ci_high,
         )
     )
     detection = profile.extra.get("period_detection")
-    if detection:
+    if isinstance(detection, dict) and detection:
         found = detection["period"]
         lines.append(
             f"period detection: {'period ' + str(found) if found else 'no significant period'} "
@@ -151,9 +167,10 @@ def save_plot(result: CalibrationResult, path: str) -> None:
     profile = result.profile
     residues = list(range(profile.period))
     acc = profile.residue_accuracy
+    ci_low, ci_high = _ci_bounds(profile)
     err = [
-        [a - lo for a, lo in zip(acc, profile.ci_low, strict=True)],
-        [hi - a for a, hi in zip(acc, profile.ci_high, strict=True)],
+        [a - lo for a, lo in zip(acc, ci_low, strict=True)],
+        [hi - a for a, hi in zip(acc, ci_high, strict=True)],
     ]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.bar(residues, acc, yerr=err, capsize=3, color="#4c72b0")

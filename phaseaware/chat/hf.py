@@ -14,33 +14,14 @@ the first offending message, its role and what happened.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Sequence
 
 from phaseaware.chat.errors import TemplateRewriteError
-from phaseaware.chat.messages import Message
+from phaseaware.chat.messages import Message, check_tool_results
 from phaseaware.errors import TemplateError
+from phaseaware.tokenizers.base import ChatTemplateTokenizer
 
-__all__ = ["ChatTemplateTokenizer", "HFChatFormat"]
-
-
-@runtime_checkable
-class ChatTemplateTokenizer(Protocol):
-    """A tokenizer that can apply its own chat template (the ``hf:`` adapter is one)."""
-
-    @property
-    def spec(self) -> str: ...
-
-    @property
-    def chat_template(self) -> str | None: ...
-
-    def render_chat(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        add_generation_prompt: bool = True,
-        **kwargs: Any,
-    ) -> str: ...
+__all__ = ["HFChatFormat"]
 
 
 class HFChatFormat:
@@ -64,12 +45,16 @@ class HFChatFormat:
 
     def _apply(self, messages: Sequence[Message], add_generation_prompt: bool) -> str:
         # both names are in use (Qwen3: enable_thinking; DeepSeek V3.1: thinking)
-        return self._tokenizer.render_chat(
-            [m.to_openai() for m in messages],
-            add_generation_prompt=add_generation_prompt,
-            enable_thinking=self.thinking,
-            thinking=self.thinking,
-        )
+        try:
+            return self._tokenizer.render_chat(
+                [m.to_openai() for m in messages],
+                add_generation_prompt=add_generation_prompt,
+                enable_thinking=self.thinking,
+                thinking=self.thinking,
+            )
+        except TemplateError:
+            check_tool_results(messages)  # the usual cause: a tool result answering no call
+            raise
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
         """The template's text; raises ``TemplateRewriteError`` unless every message's

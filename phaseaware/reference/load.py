@@ -62,7 +62,9 @@ def load_reference(device: str = "cpu", *, directory: str | Path | None = None) 
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
     model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True)
-    model = model.to(device).eval()
+    # PreTrainedModel.to is decorated with functools.wraps(nn.Module.to); mypy then types it
+    # as an unbound _Wrapped whose first argument is the model, not the device.
+    model = model.to(device).eval()  # type: ignore[arg-type]
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
     return model, tokenizer
 

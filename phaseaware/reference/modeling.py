@@ -19,6 +19,8 @@ earlier positions); ``attention_mask`` is accepted and ignored.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -122,7 +124,8 @@ class CompressedAttention(nn.Module):
         out = F.scaled_dot_product_attention(
             q, torch.cat([ck, k], dim=2), torch.cat([cv, v], dim=2), attn_mask=visible
         )
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+        projected: torch.Tensor = self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+        return projected
 
 
 class Block(nn.Module):
@@ -139,7 +142,8 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), positions)
         y = self.mlp_norm(x)
-        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+        mlp: torch.Tensor = self.down(F.silu(self.gate(y)) * self.up(y))
+        return x + mlp
 
 
 class PhaseRefPreTrainedModel(PreTrainedModel):
@@ -179,7 +183,8 @@ class PhaseRefModel(PhaseRefPreTrainedModel):
         x = self.embed_tokens(input_ids)
         for layer in self.layers:
             x = layer(x, positions)
-        return self.norm(x)
+        normed: torch.Tensor = self.norm(x)
+        return normed
 
 
 class PhaseRefForCausalLM(PhaseRefPreTrainedModel, GenerationMixin):
@@ -192,12 +197,19 @@ class PhaseRefForCausalLM(PhaseRefPreTrainedModel, GenerationMixin):
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
-        return self.model.embed_tokens
+        embed: nn.Embedding = self.model.embed_tokens
+        return embed
 
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        if not isinstance(value, nn.Embedding):
+            raise TypeError(
+                f"input embeddings must be a torch.nn.Embedding, got {type(value).__name__}"
+            )
         self.model.embed_tokens = value
 
-    def prepare_inputs_for_generation(self, input_ids: torch.Tensor, **kwargs) -> dict:
+    def prepare_inputs_for_generation(
+        self, input_ids: torch.Tensor, **kwargs: Any
+    ) -> dict[str, Any]:
         # No cache: every step sees the whole sequence from position 0.
         return {"input_ids": input_ids}
 
@@ -206,7 +218,7 @@ class PhaseRefForCausalLM(PhaseRefPreTrainedModel, GenerationMixin):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> CausalLMOutputWithPast:
         logits = self.lm_head(self.model(input_ids))
         loss = None

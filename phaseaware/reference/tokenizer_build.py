@@ -9,8 +9,12 @@ task text (words separated by single spaces) round-trips exactly.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from phaseaware.calibration.task import vocabulary
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 __all__ = [
     "BOS",
@@ -47,7 +51,7 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tokenizer():
+def build_tokenizer() -> PreTrainedTokenizerFast:
     """A ``PreTrainedTokenizerFast``: ids 0-5 are the specials, then the task words."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -72,7 +76,7 @@ def build_tokenizer():
     return tok
 
 
-def save_tokenizer(directory: str | Path):
+def save_tokenizer(directory: str | Path) -> PreTrainedTokenizerFast:
     """Build the tokenizer and save it (tokenizer.json + config files) into ``directory``."""
     tok = build_tokenizer()
     tok.save_pretrained(str(directory))

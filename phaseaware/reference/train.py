@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         x, ans, aux = tensors(batch, tok)
         loss, correct = loss_and_hits(model, x, ans, aux, args.lm_weight, tok.pad_token_id)
         opt.zero_grad()
-        loss.backward()
+        # torch's Tensor.backward is unannotated.
+        loss.backward()  # type: ignore[no-untyped-call]
         if args.clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         opt.step()
@@ -230,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _write_report(args, history: list[dict], wall_s: float, n_params: int) -> None:
+def _write_report(
+    args: argparse.Namespace, history: list[dict[str, Any]], wall_s: float, n_params: int
+) -> None:
     command = "python -m phaseaware.reference.train " + " ".join(
         shlex.quote(a) for a in sys.argv[1:]
     )

@@ -7,9 +7,18 @@ residue (``key_position mod PERIOD``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from phaseaware.reference.synth import TURN_TOKENS, Example, make_example, make_recall_example
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerFast
+
+    from phaseaware.reference.modeling import PhaseRefForCausalLM
 
 __all__ = [
     "PERIOD",
@@ -31,7 +40,7 @@ def records_that_fit(total_tokens: int) -> int:
 
 def make_batch(
     rng: np.random.Generator,
-    tok,
+    tok: PreTrainedTokenizerFast,
     size: int,
     min_len: int,
     max_len: int,
@@ -39,7 +48,7 @@ def make_batch(
     repeats: int = 0,
     max_records: int = 8,
     recall: float = 0.0,
-    pools: dict | None = None,
+    pools: Mapping[str, Sequence[str]] | None = None,
     questions: int = 1,
     recall_qa: bool = False,
     near: float = 0.0,
@@ -74,7 +83,9 @@ def make_batch(
     return out
 
 
-def tensors(examples: list[Example], tok):
+def tensors(
+    examples: list[Example], tok: PreTrainedTokenizerFast
+) -> tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]:
     import torch
 
     ids = [tok(e.text, add_special_tokens=False)["input_ids"] for e in examples]
@@ -88,7 +99,14 @@ def tensors(examples: list[Example], tok):
     return x, ans, aux
 
 
-def loss_and_hits(model, x, ans, aux=(), lm_weight: float = 0.0, pad_id: int = -100):
+def loss_and_hits(
+    model: PhaseRefForCausalLM,
+    x: torch.Tensor,
+    ans: torch.Tensor,
+    aux: Sequence[tuple[int, int]] = (),
+    lm_weight: float = 0.0,
+    pad_id: int = -100,
+) -> tuple[torch.Tensor, torch.Tensor]:
     import torch
     from torch.nn import functional as F
 
@@ -115,13 +133,19 @@ def loss_and_hits(model, x, ans, aux=(), lm_weight: float = 0.0, pad_id: int = -
     return loss, correct
 
 
-def evaluate(model, tok, examples: list[Example], batch_size: int = 64) -> dict:
+def evaluate(
+    model: PhaseRefForCausalLM,
+    tok: PreTrainedTokenizerFast,
+    examples: list[Example],
+    batch_size: int = 64,
+) -> dict[str, Any]:
     """Per-residue accuracy (fraction) of the greedy answer token on ``examples``."""
     import torch
 
     hits = np.zeros(PERIOD)
     counts = np.zeros(PERIOD)
-    model.eval()
+    # transformers' PreTrainedModel.eval() is unannotated (it is self.train(False)).
+    model.eval()  # type: ignore[no-untyped-call]
     with torch.no_grad():
         for i in range(0, len(examples), batch_size):
             chunk = examples[i : i + batch_size]
@@ -139,7 +163,7 @@ def evaluate(model, tok, examples: list[Example], batch_size: int = 64) -> dict:
     }
 
 
-def heldout(seed: int, n: int, min_len: int, max_len: int, local_window: int = 16):
+def heldout(seed: int, n: int, min_len: int, max_len: int, local_window: int = 16) -> list[Example]:
     """Held-out probes whose target key lies outside the answer's local window."""
     rng = np.random.default_rng([seed, 99991])
     out: list[Example] = []

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING
+
 from phaseaware.calibration.task import NAMES, NUMBERS
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
+
+    from phaseaware.reference.modeling import Block, PhaseRefForCausalLM
 
 __all__ = ["class_init", "match_init", "starting_point", "shift_weights"]
 
 
-def class_init(model, tok, std: float, seed: int) -> None:
+def class_init(
+    model: PhaseRefForCausalLM, tok: PreTrainedTokenizerFast, std: float, seed: int
+) -> None:
     """Give each word class a shared direction in the initial embeddings.
 
     Names, numbers and the remaining words each get one random vector added
@@ -33,7 +43,7 @@ def class_init(model, tok, std: float, seed: int) -> None:
             emb[torch.tensor(ids)] += shared
 
 
-def match_init(model, *, raw: bool, copy: bool) -> None:
+def match_init(model: PhaseRefForCausalLM, *, raw: bool, copy: bool) -> None:
     """Start every attention layer able to match like with like.
 
     The compressed-key map (and with ``raw`` the raw key map too) starts equal
@@ -47,7 +57,7 @@ def match_init(model, *, raw: bool, copy: bool) -> None:
     import torch
 
     with torch.no_grad():
-        for layer in model.model.layers:
+        for layer in _blocks(model):
             attn = layer.attn
             if raw:
                 attn.k_proj.weight.copy_(attn.q_proj.weight)
@@ -57,7 +67,9 @@ def match_init(model, *, raw: bool, copy: bool) -> None:
                 attn.o_proj.weight.copy_(attn.v_proj.weight.t())
 
 
-def starting_point(model, tok, args) -> None:
+def starting_point(
+    model: PhaseRefForCausalLM, tok: PreTrainedTokenizerFast, args: argparse.Namespace
+) -> None:
     """Apply the optional initialisations of a fresh run (none when continuing one)."""
     if args.class_init:
         class_init(model, tok, args.init_std, args.seed)
@@ -70,9 +82,19 @@ def starting_point(model, tok, args) -> None:
 
         weights = shift_weights(args.shift_init, args.query_shift)
         with torch.no_grad():
-            for layer in model.model.layers:
+            for layer in _blocks(model):
                 for j, w in enumerate(weights):
                     layer.attn.shift_weight[j].fill_(w)
+
+
+def _blocks(model: PhaseRefForCausalLM) -> list[Block]:
+    """The model's transformer blocks (``model.model.layers``), typed."""
+    from phaseaware.reference.modeling import Block
+
+    blocks = [layer for layer in model.model.layers if isinstance(layer, Block)]
+    if len(blocks) != len(model.model.layers):
+        raise TypeError("model.model.layers must hold only reference-model Blocks")
+    return blocks
 
 
 def shift_weights(spec: str, query_shift: int) -> list[float]:

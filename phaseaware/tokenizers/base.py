@@ -25,7 +25,7 @@ only :class:`Tokenizer` takes the generic path on purpose:
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -170,7 +170,7 @@ class ChatTemplateTokenizer(Protocol):
 
     def render_chat(
         self,
-        messages: Sequence[dict[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         add_generation_prompt: bool = True,
         **kwargs: Any,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +139,7 @@ class HFTokenizer:
 
     def render_chat(
         self,
-        messages: Sequence[dict[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         add_generation_prompt: bool = True,
         **kwargs: Any,

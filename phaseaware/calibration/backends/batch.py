@@ -224,7 +224,7 @@ def _parse_line(raw: str) -> tuple[str | None, Completion | str]:
     """(custom_id, completion) or (custom_id, error message) for one output line."""
     try:
         item = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg} at column {exc.colno}); is the file truncated?"
     if not isinstance(item, dict):
         return None, "not a JSON object"

@@ -120,7 +120,7 @@ def binom_logpmf(k: np.ndarray, n: int, p: float, log_fact: np.ndarray) -> np.nd
     ``log_fact`` must come from ``log_factorials(m)`` with ``m >= n``.
     """
     k = np.asarray(k, dtype=np.int64)
-    log_coef = log_fact[n] - log_fact[k] - log_fact[n - k]
+    log_coef: np.ndarray = log_fact[n] - log_fact[k] - log_fact[n - k]
     with np.errstate(divide="ignore", invalid="ignore"):
         if p <= 0.0:
             return np.where(k == 0, 0.0, -np.inf)

@@ -39,4 +39,5 @@ def as_outcomes(outcomes: Any) -> np.ndarray:
 
 def complete_rows(arr: np.ndarray) -> np.ndarray:
     """Rows of ``arr`` (from ``as_outcomes``) with no missing outcome."""
-    return arr[~np.isnan(arr).any(axis=1)]
+    rows: np.ndarray = arr[~np.isnan(arr).any(axis=1)]
+    return rows

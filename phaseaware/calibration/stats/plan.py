@@ -27,6 +27,7 @@ actual test is the empirical best, which is at least as good as a fixed one.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -90,7 +91,7 @@ def mcnemar_power(*, n: int, p_best: float, p_weak: float, alpha: float) -> floa
     return min(1.0, power)
 
 
-def _smallest_n(meets, start: int) -> int:
+def _smallest_n(meets: Callable[[int], bool], start: int) -> int:
     """Smallest n (by doubling, then bisection) for which ``meets(n)`` holds."""
     high = max(1, start)
     while not meets(high):
@@ -110,7 +111,15 @@ def _smallest_n(meets, start: int) -> int:
     return high
 
 
-def _check(period, target_half_width, detect_gap, baseline_accuracy, alpha, power, tokens):
+def _check(
+    period: int,
+    target_half_width: float | None,
+    detect_gap: float | None,
+    baseline_accuracy: float,
+    alpha: float,
+    power: float,
+    tokens: int,
+) -> None:
     if isinstance(period, bool) or not isinstance(period, int) or period < 1:
         raise InputError(f"period must be an int >= 1, got {period!r}")
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
