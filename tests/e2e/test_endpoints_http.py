@@ -123,8 +123,12 @@ def test_hidden_prefix_is_discovered_and_evidence_lands_on_reliable_residues(
         assert _server_residues(served, result.prompt, p.key_char_offsets) == list(p.residues)
     top = max(result.placements, key=lambda p: p.score)
     assert _server_residues(served, result.prompt, top.key_char_offsets)[0] in reliable
-    on_reliable = [r in reliable for p in result.placements for r in p.residues]
-    assert sum(on_reliable) >= 0.75 * len(on_reliable)
+    # a chunk with one key can always be padded onto a reliable residue (multi-key chunks
+    # trade their keys' residues against each other)
+    single = [p for p in result.placements if len(p.key_char_offsets) == 1]
+    assert single and all(
+        _server_residues(served, result.prompt, p.key_char_offsets)[0] in reliable for p in single
+    )
 
 
 def test_varying_prefix_robust_placement_keeps_a_copy_on_a_reliable_residue(
