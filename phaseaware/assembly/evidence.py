@@ -157,7 +157,7 @@ def evidence_snippet(text: str, char_offset: int, *, max_chars: int) -> tuple[in
         if end - start > max_chars:
             if char_offset - start >= max_chars // 2:
                 start = char_offset
-            end = start + max_chars
+            end = min(len(text), start + max_chars)  # a key near the end: never past it
             start, end = _trim(text, start, end)
     return min(start, char_offset), max(end, char_offset + 1)
 
