@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.evidence import find_key_chars
+from phaseaware.assembly.evidence import chunk_key_chars
 from phaseaware.assembly.render import CHUNK_SEPARATOR
 from phaseaware.assembly.stitch import (
     ChunkTokenCache,
@@ -65,18 +65,7 @@ def measure_chunks(
     With a ``cache`` and a tokenizer ``stitch.windowed_support`` accepts, the
     one call is stitched from cached chunk tokens (the same starts, proven).
     """
-    key_chars = [
-        ()
-        if not chunk.text.strip()
-        else find_key_chars(
-            chunk.text,
-            chunk_id=chunk.id or "",
-            evidence=chunk.evidence,
-            terms=terms,
-            max_keys=max_keys,
-        )
-        for chunk in chunks
-    ]
+    key_chars = chunk_key_chars(chunks, terms=terms, max_keys=max_keys)
     texts = [c.text for c in chunks if c.text.strip()]
     if (
         isinstance(tokenizer, ParallelBatchTokenizer)

@@ -54,6 +54,14 @@ class AssemblyOptions:
     chat-control string in chunk text, evidence, question and system with a
     visible U+00B7 (``<|im_start|>`` -> ``<·|im_start|>``) and lists each in
     ``AssemblyResult.neutralized``; "refuse" raises ``ControlTokenError``.
+    offsets: the server's offset is one of these (unknown, or varying between
+    requests, e.g. a date line of 1-3 tokens): the chunks are planned for the
+    smallest offset and the top evidence is placed in
+    copies whose residues differ so that for every offset in the set one copy
+    lands on a reliable residue (``phaseaware.assembly.robust``); residues are
+    then reported per offset only. ``position_offset`` may only be the smallest.
+    robust_tolerance: with ``offsets``, a residue is reliable when its
+    reliability is within this much of the profile's best residue.
     """
 
     strategy: str = "reorder"
@@ -69,6 +77,8 @@ class AssemblyOptions:
     max_repair_rounds: int = 3
     position_offset: int = 0
     control_tokens: str = "neutralize"
+    offsets: tuple[int, ...] | None = None
+    robust_tolerance: float = 0.05
 
     def __post_init__(self) -> None:
         for name in ("pad", "repeat", "length_pad", "allow_tokenizer_mismatch"):
@@ -81,6 +91,16 @@ class AssemblyOptions:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InputError(f"options.{name} must be an integer, got {value!r}")
         check_position_offset(self.position_offset, name="options.position_offset")
+        if self.offsets is not None:
+            object.__setattr__(self, "offsets", _check_offsets(self.offsets, self.position_offset))
+        if (
+            isinstance(self.robust_tolerance, bool)
+            or not isinstance(self.robust_tolerance, int | float)
+            or not 0 <= self.robust_tolerance <= 1
+        ):
+            raise InputError(
+                f"options.robust_tolerance must be a number in [0, 1], got {self.robust_tolerance!r}"
+            )
         if isinstance(self.pad_cost, bool) or not isinstance(self.pad_cost, int | float):
             raise InputError(f"options.pad_cost must be a number, got {self.pad_cost!r}")
         if not isinstance(self.repeat_label, str):
@@ -107,3 +127,19 @@ class AssemblyOptions:
             isinstance(self.period, bool) or not isinstance(self.period, int) or self.period < 1
         ):
             raise InputError(f"options.period must be an int >= 1, got {self.period!r}")
+
+
+def _check_offsets(value: object, position_offset: int) -> tuple[int, ...]:
+    """``value`` as a sorted tuple of distinct offsets (>= 0), or ``InputError``."""
+    if isinstance(value, str) or not isinstance(value, tuple | list) or not value:
+        raise InputError(
+            f"options.offsets must be a non-empty list of integers >= 0 (e.g. [1, 2, 3]), "
+            f"got {value!r}"
+        )
+    offsets = tuple(sorted({check_position_offset(d, name="options.offsets[]") for d in value}))
+    if position_offset and position_offset != offsets[0]:
+        raise InputError(
+            "options.offsets and options.position_offset exclude each other: put the known "
+            f"offset {position_offset} in offsets, or drop offsets"
+        )
+    return offsets

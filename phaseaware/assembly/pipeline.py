@@ -22,10 +22,11 @@ caller objects are never mutated.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phaseaware.assembly import planner
+from phaseaware.assembly import planner, robust
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.assembly.planner import PadTables, Plan
@@ -73,6 +74,10 @@ def assemble(
     or ``options.period``) and ``VerificationError`` (placement not confirmed).
     """
     options = options if options is not None else AssemblyOptions()
+    if options.offsets:  # offset-robust: plan for the smallest offset, copies cover the rest
+        options = dataclasses.replace(
+            options, position_offset=robust.primary_offset(options.offsets)
+        )
     setup = prepare(
         chunks, tokenizer=tokenizer, layout=layout, question=question, system=system,
         profile=profile, budget=budget_tokens, options=options, cache=cache,
@@ -130,7 +135,7 @@ def _initial_plan(
             sizes=[p.tokens for p in setup.chunks],
             key_offsets=[p.key_tokens for p in setup.chunks],
             weights=setup.weights,
-            residue_reliability=[profile.residue_reliability(r) for r in range(profile.period)],
+            residue_reliability=_residue_reliability(profile, options),
             pad_tables=tables.chunks,
             pad_cost=options.pad_cost,
         )
@@ -139,6 +144,15 @@ def _initial_plan(
     pads, end_k = plan_pads(setup, tables, order, keys, length=length, slack=slack)
     plan = Plan(order=order, pads=pads, repeat=repeat[0] if repeat else None, end_pad=end_k)
     return plan, repeat[1] if repeat else None
+
+
+def _residue_reliability(profile: Profile, options: AssemblyOptions) -> list[float]:
+    values = [profile.residue_reliability(r) for r in range(profile.period)]
+    if not options.offsets:
+        return values
+    return robust.mean_residue_reliability(
+        values, offsets=options.offsets, primary=options.position_offset
+    )
 
 
 def _estimate(setup: Setup, order: Sequence[int]) -> tuple[list[tuple[int, ...]], int]:
@@ -191,6 +205,11 @@ def _choose_repeat(
 
 
 def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
+    result = _build(setup, verified, dropped)
+    return robust.add_copies(setup, result) if setup.options.offsets else result
+
+
+def _build(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
     if verified is None:
         prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
         measured = full_starts(setup.tokenizer, prompt.text)

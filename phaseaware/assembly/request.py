@@ -6,7 +6,9 @@ none), ``profile`` (name or path; optional), ``system`` (optional),
 objects holding the literal ``{context}`` exactly once and ``{question}`` any
 number of times, see examples/request_messages.json), ``question``, ``chunks`` ([{id, text, score, evidence?}], read by
 ``Chunk.from_dict``), ``budget_tokens``, ``options`` (optional:
-``REQUEST_OPTION_KEYS`` plus ``thinking``). See examples/request.json. Every
+``REQUEST_OPTION_KEYS`` plus ``thinking``), ``endpoint`` (optional: an endpoint
+record's path or ``{"base_url", "model"}``; its offset, or offset set, goes into
+the options). See examples/request.json. Every
 error is an ``InputError`` that names the file and points at the example.
 """
 
@@ -36,6 +38,8 @@ REQUEST_OPTION_KEYS = (
     "max_keys_per_chunk",
     "repeat_max_chars",
     "control_tokens",
+    "offsets",
+    "robust_tolerance",
 )
 
 
@@ -55,6 +59,17 @@ REQUEST_KEYS = (
     "options",
     "messages",
 )
+
+
+def _endpoint_options(
+    ref: Any, tokenizer: str, options: AssemblyOptions, *, source: str
+) -> AssemblyOptions:
+    """``options`` with the offset(s) of the endpoint record ``ref`` names (a path, or
+    ``{"base_url", "model"}``); ``FingerprintMismatchError`` for another tokenizer."""
+    from phaseaware.assembly.endpoint_record import apply_endpoint, resolve_endpoint
+    from phaseaware.tokenizers import load_tokenizer
+
+    return apply_endpoint(options, resolve_endpoint(ref, source=source), load_tokenizer(tokenizer))
 
 
 def load_request(path: str) -> dict[str, Any]:
@@ -109,6 +124,8 @@ def parse_request(doc: Any, *, source: str = "<request>") -> dict[str, Any]:
     options = AssemblyOptions(
         **{k: options_doc[k] for k in REQUEST_OPTION_KEYS if k in options_doc}
     )
+    if doc.get("endpoint") is not None:
+        options = _endpoint_options(doc["endpoint"], doc["tokenizer"], options, source=source)
     return {
         "chunks": chunks,
         "tokenizer": doc["tokenizer"],

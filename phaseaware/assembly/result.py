@@ -27,8 +27,12 @@ __all__ = [
     "RepeatPlacement",
     "Segment",
     "Dropped",
+    "RobustCopy",
+    "RobustReport",
     "AssemblyResult",
     "build_result",
+    "naive_expected_accuracy",
+    "overall_expected_accuracy",
 ]
 
 
@@ -91,6 +95,42 @@ class Dropped:
 
 
 @dataclass(frozen=True)
+class RobustCopy:
+    """One copy of the top evidence's key (measured): its residue under each offset."""
+
+    key_token_position: int  # prompt token index
+    key_char_offset: int
+    residues: tuple[tuple[int, int], ...]  # (offset, (position + offset) mod period)
+    added: bool  # False: the chunk itself or its repeat; True: a copy added for robustness
+
+
+@dataclass(frozen=True)
+class RobustReport:
+    """Offset-robust placement (``AssemblyOptions.offsets``): claims per offset, none single.
+
+    ``reliable_residues``: residues with reliability >= best - ``tolerance``.
+    ``covered``: the offsets under which at least one copy of the top evidence
+    lands on a reliable residue (measured on the final tokenization).
+    ``accuracy_by_offset``: relevance-weighted expected accuracy under each offset,
+    a chunk scored by its best copy; ``worst_case_accuracy`` is their minimum and
+    ``single_offset_accuracy`` what the plan expects if the offset is the smallest.
+    ``extra_tokens``: tokens the added copies cost.
+    """
+
+    offsets: tuple[int, ...]
+    tolerance: float
+    reliable_residues: tuple[int, ...]
+    top_chunk_id: str | None
+    copies: tuple[RobustCopy, ...]
+    covered: tuple[int, ...]
+    accuracy_by_offset: tuple[tuple[int, float | None], ...]
+    worst_case_accuracy: float | None
+    single_offset_accuracy: float | None
+    naive_worst_case_accuracy: float | None
+    extra_tokens: int
+
+
+@dataclass(frozen=True)
 class AssemblyResult:
     """The assembled prompt and its measured placements."""
 
@@ -115,6 +155,7 @@ class AssemblyResult:
     position_offset: int = 0  # tokens the server adds before the prompt (options)
     neutralized: tuple[Neutralized, ...] = ()  # control strings broken in user strings
     tokenizer_mismatch_allowed: bool = False  # profile fingerprint differs; caller opted in
+    robust: RobustReport | None = None  # options.offsets: per-offset claims (residues empty)
     # How the final tokenization was confirmed: "windowed" (cached chunk tokens,
     # junctions re-encoded, proven equal: ``assembly.stitch``) or "full" (one encode).
     # Not in ``to_dict`` (the JSON report is unchanged by caching).
@@ -139,6 +180,8 @@ class AssemblyResult:
         """Plain JSON-ready dict (lists, not tuples), stable key order."""
         plain: dict[str, Any] = to_plain(self)
         plain.pop("verification", None)
+        if plain.get("robust") is None:  # only with options.offsets
+            plain.pop("robust", None)
         return plain
 
 
@@ -329,6 +372,11 @@ def _repeat_placement(
     )
 
 
+def overall_expected_accuracy(setup: Setup, accuracy: Mapping[int, float | None]) -> float | None:
+    """Relevance-weighted mean of per-chunk accuracies (input index -> accuracy)."""
+    return _overall(setup, accuracy)
+
+
 def _overall(setup: Setup, accuracy: Mapping[int, float | None]) -> float | None:
     """Relevance-weighted mean accuracy over keyed, non-empty chunks (dropped → 0)."""
     total = weight_sum = 0.0
@@ -338,6 +386,11 @@ def _overall(setup: Setup, accuracy: Mapping[int, float | None]) -> float | None
         weight_sum += setup.weights[i]
         total += setup.weights[i] * (accuracy.get(i) or 0.0)
     return total / weight_sum if weight_sum > 0 else None
+
+
+def naive_expected_accuracy(setup: Setup) -> float | None:
+    """The naive baseline's expected accuracy at ``setup.options.position_offset``."""
+    return _naive(setup)
 
 
 def _naive(setup: Setup) -> float | None:

@@ -9,7 +9,7 @@ numbers to the planner.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from phaseaware.assembly import planner
@@ -214,7 +214,7 @@ def plan_pads(
         end_shifts=tables.end.shifts if tables.end is not None else None,
         period=profile.period,
         window=profile.local_window,
-        reliability=planner.key_reliability(profile, offset=offset),
+        reliability=_key_reliability(profile, setup.options),
         length_factor=length_factor,
         pad=setup.filler is not None and setup.options.pad,
         pad_cost=setup.options.pad_cost,
@@ -222,3 +222,11 @@ def plan_pads(
         slack=max(0, slack) + end_reserve(setup, tables),
         residue_values=[profile.residue_reliability(r + offset) for r in range(profile.period)],
     )
+
+
+def _key_reliability(profile: Profile, options: AssemblyOptions) -> Callable[[int, int], float]:
+    """The planner's key reliability; with ``options.offsets``, its mean over the set."""
+    if not options.offsets:
+        return planner.key_reliability(profile, offset=options.position_offset)
+    lookups = [planner.key_reliability(profile, offset=d) for d in options.offsets]
+    return lambda t, distance: sum(f(t, distance) for f in lookups) / len(lookups)

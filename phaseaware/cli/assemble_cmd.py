@@ -76,6 +76,8 @@ def format_report(result: AssemblyResult) -> str:
         f"expected accuracy: naive {_fmt(result.naive_expected_accuracy)} -> "
         f"phase-aware {_fmt(result.expected_accuracy)}"
     )
+    if result.robust is not None:
+        lines.extend(_robust_lines(result))
     for d in result.dropped:
         lines.append(f"dropped {d.chunk_id}: {d.reason}")
     for n in result.neutralized:
@@ -83,6 +85,27 @@ def format_report(result: AssemblyResult) -> str:
     if result.tokenizer_mismatch_allowed:
         lines.append("warning: the profile was measured with another tokenizer (allowed)")
     return "\n".join(lines)
+
+
+def _robust_lines(result: AssemblyResult) -> list[str]:
+    """Offset-robust placement: per-offset claims only (no single residue is known)."""
+    report = result.robust
+    assert report is not None
+    lines = [
+        f"offsets {list(report.offsets)}: residues per offset only; reliable residues "
+        f"{list(report.reliable_residues)} (within {report.tolerance:.2f} of the best)",
+    ]
+    for c in report.copies:
+        by_offset = " ".join(f"d={d}:r{r}" for d, r in c.residues)
+        kind = "added copy" if c.added else "in place"
+        lines.append(f"  {report.top_chunk_id} key at {c.key_token_position} ({kind}): {by_offset}")
+    by = " ".join(f"d={d}:{_fmt(a)}" for d, a in report.accuracy_by_offset)
+    lines.append(
+        f"covered offsets {list(report.covered)}; expected accuracy by offset {by}; worst case "
+        f"{_fmt(report.worst_case_accuracy)} (single offset {_fmt(report.single_offset_accuracy)}"
+        f"); extra tokens {report.extra_tokens}"
+    )
+    return lines
 
 
 def _fmt(value: float | None) -> str:

@@ -11,14 +11,14 @@ counts this).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.calibration import task
 
-__all__ = ["RagQuestion", "make_questions"]
+__all__ = ["RagQuestion", "make_questions", "without_evidence"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +84,8 @@ def make_questions(
             )
         )
     return questions
+
+
+def without_evidence(questions: list[RagQuestion]) -> list[RagQuestion]:
+    """The same questions with every chunk's evidence strings removed (default evidence)."""
+    return [replace(q, chunks=tuple(replace(c, evidence=()) for c in q.chunks)) for q in questions]

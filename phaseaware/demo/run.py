@@ -24,7 +24,7 @@ from phaseaware.calibration.probes import ProbeSettings
 from phaseaware.calibration.report import summary_dict
 from phaseaware.calibration.runner import CalibrationResult, calibrate
 from phaseaware.demo.evaluate import StrategyResult, evaluate_strategies
-from phaseaware.demo.rag_questions import make_questions
+from phaseaware.demo.rag_questions import make_questions, without_evidence
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.reference import protocol
@@ -61,7 +61,8 @@ class DemoSettings:
     """``questions``: held-out RAG questions; ``base_prompts``: calibration base prompts
     (x 8 residues x 2 sweeps); ``context_tokens``: calibration prompt size (``None``:
     the reference protocol's 300); ``out``: folder for the log and the profile;
-    ``fresh``: discard an earlier calibration log."""
+    ``fresh``: discard an earlier calibration log; ``evidence_strings``: false drops the
+    chunks' evidence strings, so assembly finds key tokens from the question alone."""
 
     questions: int = 400
     base_prompts: int = 40
@@ -69,6 +70,7 @@ class DemoSettings:
     seed: int = 0
     out: Path = DEFAULT_OUT
     fresh: bool = False
+    evidence_strings: bool = True
 
     def __post_init__(self) -> None:
         if self.questions < 1 or self.base_prompts < 2:
@@ -177,6 +179,8 @@ def _evaluate(
         chunks_per_question=CHUNKS_PER_QUESTION,
         max_filler_sentences=MAX_FILLER_SENTENCES,
     )
+    if not settings.evidence_strings:
+        questions = without_evidence(questions)
 
     def answer(prompt: str, prompt_tokens: int) -> str:
         request = ProbeRequest(

@@ -1,7 +1,62 @@
-"""Endpoints: how a serving stack's token positions relate to phaseaware's rendering."""
+"""Endpoints: how a serving stack's token positions relate to phaseaware's rendering.
+
+Discovery (``probe_endpoint``), the record it writes (``EndpointRecord``; the
+format lives in ``phaseaware.assembly.endpoint_record`` so that assembly can read
+it), verification after every call (``check_prompt_tokens``, ``check_response``)
+and the token-exact completions path (``complete_tokens``).
+"""
 
 from __future__ import annotations
 
-from phaseaware.endpoints.usage import ON_MISMATCH, UsageCheck, check_prompt_tokens
+from phaseaware.assembly.endpoint_record import (
+    EndpointRecord,
+    apply_endpoint,
+    endpoint_dir,
+    find_endpoint_record,
+    load_endpoint_record,
+    record_path,
+    redact_url,
+    resolve_endpoint,
+    save_endpoint_record,
+)
+from phaseaware.endpoints.complete import complete_tokens, prompt_token_ids
+from phaseaware.endpoints.probe import (
+    TemplateMismatchError,
+    TokenizeUnavailable,
+    compare_tokens,
+    make_client,
+    probe_endpoint,
+    probe_prompts,
+)
+from phaseaware.endpoints.usage import (
+    ON_MISMATCH,
+    UsageCheck,
+    check_prompt_tokens,
+    check_response,
+    reported_prompt_tokens,
+)
 
-__all__ = ["ON_MISMATCH", "UsageCheck", "check_prompt_tokens"]
+__all__ = [
+    "ON_MISMATCH",
+    "EndpointRecord",
+    "TemplateMismatchError",
+    "TokenizeUnavailable",
+    "UsageCheck",
+    "apply_endpoint",
+    "check_prompt_tokens",
+    "check_response",
+    "compare_tokens",
+    "complete_tokens",
+    "endpoint_dir",
+    "find_endpoint_record",
+    "load_endpoint_record",
+    "make_client",
+    "probe_endpoint",
+    "probe_prompts",
+    "prompt_token_ids",
+    "record_path",
+    "redact_url",
+    "reported_prompt_tokens",
+    "resolve_endpoint",
+    "save_endpoint_record",
+]

@@ -14,12 +14,19 @@ pure apart from the warning it may issue.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftError
 
-__all__ = ["ON_MISMATCH", "UsageCheck", "check_prompt_tokens"]
+__all__ = [
+    "ON_MISMATCH",
+    "UsageCheck",
+    "check_prompt_tokens",
+    "check_response",
+    "reported_prompt_tokens",
+]
 
 ON_MISMATCH = ("warn", "raise", "ignore")
 
@@ -31,6 +38,7 @@ class UsageCheck:
     planned_tokens: int  # tokens of the prompt phaseaware rendered and verified
     offset: int  # tokens the endpoint is known to add before the prompt
     reported_tokens: int  # the server's usage.prompt_tokens
+    allowed_offsets: tuple[int, ...] = ()  # a varying endpoint: any of these is fine
 
     @property
     def expected_tokens(self) -> int:
@@ -43,6 +51,8 @@ class UsageCheck:
 
     @property
     def ok(self) -> bool:
+        if self.allowed_offsets:
+            return self.observed_offset in self.allowed_offsets
         return self.drift == 0
 
     @property
@@ -58,9 +68,14 @@ class UsageCheck:
             if self.drift > 0
             else "the server renders another chat format or drops text phaseaware sent"
         )
+        known = (
+            f"offset one of {list(self.allowed_offsets)}"
+            if self.allowed_offsets
+            else f"offset {self.offset} = {self.expected_tokens}"
+        )
         return (
             f"the server counted {self.reported_tokens} prompt tokens, phaseaware planned "
-            f"{self.planned_tokens} + offset {self.offset} = {self.expected_tokens} "
+            f"{self.planned_tokens} + {known} "
             f"(drift {self.drift:+d}): {cause}, so the reported residues are not the model's; "
             f"run `phaseaware probe-endpoint` and pass its record, or set position_offset="
             f"{self.observed_offset}"
@@ -80,8 +95,13 @@ def check_prompt_tokens(
     reported_tokens: int,
     offset: int = 0,
     on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
+    offsets: Sequence[int] | None = None,
 ) -> UsageCheck:
     """Compare ``reported_tokens`` (usage.prompt_tokens) with ``planned_tokens + offset``.
+
+    ``offsets``: for an endpoint whose offset varies over a known set (a record
+    with ``stability == "varying"``), any offset in the set is accepted; the
+    message then names the one observed (the new offset to probe or pass).
 
     ``on_mismatch``: ``"warn"`` issues a :class:`PhaseawareWarning`, ``"raise"``
     raises :class:`PromptTokenDriftError`, ``"ignore"`` only returns the check.
@@ -94,6 +114,9 @@ def check_prompt_tokens(
         planned_tokens=_count("planned_tokens", planned_tokens, minimum=0),
         offset=_count("offset", offset, minimum=0),
         reported_tokens=_count("reported_tokens", reported_tokens, minimum=0),
+        allowed_offsets=tuple(
+            sorted({_count("offsets[]", d, minimum=0) for d in offsets}) if offsets else ()
+        ),
     )
     if not check.ok:
         if on_mismatch == "raise":
@@ -101,3 +124,35 @@ def check_prompt_tokens(
         if on_mismatch == "warn":
             warnings.warn(check.message(), PhaseawareWarning, stacklevel=2)
     return check
+
+
+def reported_prompt_tokens(response: Any) -> int | None:
+    """``usage.prompt_tokens`` of an openai response object or a plain dict (None if absent)."""
+    usage = (
+        response.get("usage") if isinstance(response, dict) else getattr(response, "usage", None)
+    )
+    value = (
+        usage.get("prompt_tokens")
+        if isinstance(usage, dict)
+        else getattr(usage, "prompt_tokens", None)
+    )
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def check_response(
+    response: Any,
+    *,
+    planned_tokens: int,
+    offset: int = 0,
+    offsets: Sequence[int] | None = None,
+    on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
+) -> UsageCheck | None:
+    """:func:`check_prompt_tokens` on a response's ``usage.prompt_tokens``; ``None`` when
+    the server reports no usage (nothing to verify)."""
+    reported = reported_prompt_tokens(response)
+    if reported is None:
+        return None
+    return check_prompt_tokens(
+        planned_tokens=planned_tokens, reported_tokens=reported, offset=offset,
+        on_mismatch=on_mismatch, offsets=offsets,
+    )  # fmt: skip

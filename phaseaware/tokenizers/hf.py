@@ -1,6 +1,10 @@
-"""Adapter from a Hugging Face fast tokenizer (``transformers``) to :class:`Tokenizer`.
+"""Adapter from a Hugging Face fast tokenizer to :class:`Tokenizer`.
 
-``transformers`` is imported only inside :func:`load_hf_tokenizer`. Encoding goes
+A local folder with ``tokenizer.json`` loads through the Rust ``tokenizers``
+library alone (``hf_files``: no transformers, no torch, ~0.1 s), unless
+transformers would build a different backend from it; ``transformers`` is
+imported only to load other targets (hub names, ``.gguf`` files) and, lazily,
+to render a Jinja chat template (``render_chat``, ``hf_tokenizer``). Encoding goes
 straight to the Rust ``tokenizers`` backend with ``add_special_tokens=False``
 (BOS is part of the text by convention); added/special-token strings in the
 text are parsed as those tokens.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import operator
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,6 +32,7 @@ import numpy as np
 
 from phaseaware.errors import TemplateError, TokenizerError
 from phaseaware.tokenizers.base import TokenizedText
+from phaseaware.tokenizers.hf_files import TokenizerFolder, read_tokenizer_folder
 from phaseaware.tokenizers.offsets import split_starts, utf8_bytes
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
@@ -56,13 +62,31 @@ class HFTokenizer:
                 f"{spec!r} loaded a slow (Python) tokenizer; phaseaware needs a fast one "
                 "(a folder with tokenizer.json)"
             )
-        self._tok = tokenizer
-        self._backend = tokenizer.backend_tokenizer
-        self._spec = spec
+        self._init(tokenizer.backend_tokenizer, spec=spec)
+        self._tok: Any = tokenizer
+        self._folder: TokenizerFolder | None = None
         self._bos_text = _infer_bos_text(tokenizer) if bos_text is None else bos_text
+
+    @classmethod
+    def from_folder(
+        cls, folder: TokenizerFolder, *, spec: str, bos_text: str | None = None
+    ) -> HFTokenizer:
+        """A tokenizer read by ``tokenizers`` alone; transformers loads only to render a
+        chat template (``render_chat``) or when ``hf_tokenizer`` is asked for."""
+        self = cls.__new__(cls)
+        self._init(folder.backend, spec=spec)
+        self._tok = None
+        self._folder = folder
+        self._bos_text = _folder_bos_text(folder) if bos_text is None else bos_text
+        return self
+
+    def _init(self, backend: Any, *, spec: str) -> None:
+        self._backend = backend
+        self._spec = spec
         self._lock = threading.Lock()
         self._tables: tuple[list[bytes] | None, np.ndarray | None] | None = None
         self._fingerprint: str | None = None
+        self._vocab: dict[str, int] | None = None
 
     def __repr__(self) -> str:
         return f"HFTokenizer(spec={self._spec!r})"
@@ -77,10 +101,14 @@ class HFTokenizer:
 
     @property
     def eos_text(self) -> str:
+        if self._folder is not None:
+            return self._folder.eos_token or ""
         return self._tok.eos_token or ""
 
     @property
     def chat_template(self) -> str | None:
+        if self._folder is not None:
+            return self._folder.chat_template
         template = getattr(self._tok, "chat_template", None)
         if isinstance(template, dict):  # named templates: the default one is the chat one
             template = template.get("default")
@@ -95,11 +123,18 @@ class HFTokenizer:
     @property
     def unknown_text(self) -> str:
         """The unknown token (out-of-vocabulary text encodes to it); "" if none."""
-        return str(self._tok.unk_token or "")
+        if self._tok is not None:
+            return str(self._tok.unk_token or "")
+        model = self._backend.model  # tokenizers-only load: the model knows its unk token
+        return str(getattr(model, "unk_token", None) or "")
 
     @property
     def hf_tokenizer(self) -> Any:
-        """The wrapped ``transformers`` tokenizer (read-only use)."""
+        """The ``transformers`` tokenizer of the same files (read-only use; loaded on first use)."""
+        if self._tok is None:
+            with self._lock:
+                if self._tok is None and self._folder is not None:
+                    self._tok = _auto_tokenizer(str(self._folder.folder), spec=self._spec)
         return self._tok
 
     def encode(self, text: str) -> list[int]:
@@ -162,7 +197,7 @@ class HFTokenizer:
                 "deepseek-v4 or none"
             )
         try:
-            rendered = self._tok.apply_chat_template(
+            rendered = self.hf_tokenizer.apply_chat_template(
                 [dict(m) for m in messages],
                 tokenize=False,
                 add_generation_prompt=add_generation_prompt,
@@ -179,14 +214,24 @@ class HFTokenizer:
         (content and special flag); post-processing and chat template are not included."""
         with self._lock:
             if self._fingerprint is None:
-                self._fingerprint = _vocab_fingerprint(self._backend)
+                self._fingerprint = _vocab_fingerprint(self._backend, self._shared_vocab())
             return self._fingerprint
+
+    def _shared_vocab(self) -> dict[str, int]:
+        """``get_vocab(with_added_tokens=True)`` once for the fingerprint and the byte tables
+        (caller holds ``_lock``); dropped when both are built."""
+        if self._vocab is None:
+            self._vocab = self._backend.get_vocab(with_added_tokens=True)
+        vocab = self._vocab
+        if self._fingerprint is not None or self._tables is not None:
+            self._vocab = None  # the second user: nobody needs it after this
+        return vocab
 
     def _byte_tables(self) -> tuple[list[bytes] | None, np.ndarray | None]:
         if self._tables is None:
             with self._lock:
                 if self._tables is None:
-                    self._tables = _build_byte_tables(self._backend)
+                    self._tables = _build_byte_tables(self._backend, self._shared_vocab())
         return self._tables
 
 
@@ -207,19 +252,45 @@ def _infer_bos_text(tokenizer: Any) -> str:
     return str(bos) if added and added[0] == tokenizer.bos_token_id else ""
 
 
-def _build_byte_tables(backend: Any) -> tuple[list[bytes] | None, np.ndarray | None]:
-    """Exact bytes per id for byte-level BPE vocabularies; ``(None, None)`` for others."""
+def _folder_bos_text(folder: TokenizerFolder) -> str:
+    """:func:`_infer_bos_text` for a folder read by ``tokenizers`` alone."""
+    bos = folder.bos_token
+    if not bos:
+        return ""
+    if "bos_token" in (folder.chat_template or ""):
+        return bos
+    added = folder.backend.encode("a", add_special_tokens=True).ids
+    return bos if added and added[0] == folder.backend.token_to_id(bos) else ""
+
+
+def _byte_level_table() -> dict[int, int]:
+    """``str.translate`` table: each byte-level stand-in character -> the code point of its
+    byte (0..255); every other character below 256 -> U+FFFF, so that ``encode("latin-1")``
+    fails exactly where a token is not byte-level text (as a lookup in the alphabet would)."""
+    table = {ord(c): b for c, b in byte_level_alphabet().items()}
+    for code in range(256):
+        table.setdefault(code, 0xFFFF)
+    return table
+
+
+def _build_byte_tables(
+    backend: Any, vocab: dict[str, int] | None = None
+) -> tuple[list[bytes] | None, np.ndarray | None]:
+    """Exact bytes per id for byte-level BPE vocabularies; ``(None, None)`` for others.
+
+    ``vocab``: ``backend.get_vocab(with_added_tokens=True)`` when the caller has it."""
     if type(backend.decoder).__name__ != "ByteLevel":
         return None, None
-    alphabet = byte_level_alphabet()
-    vocab: dict[str, int] = backend.get_vocab(with_added_tokens=True)
+    table = _byte_level_table()
+    if vocab is None:
+        vocab = backend.get_vocab(with_added_tokens=True)
     added = {i: t.content for i, t in backend.get_added_tokens_decoder().items()}
     size = max([*vocab.values(), *added.keys()], default=-1) + 1
     pieces = [b""] * size
     for token, token_id in vocab.items():
-        try:
-            pieces[token_id] = bytes(alphabet[c] for c in token)
-        except KeyError:  # not byte-level text: the ByteLevel decoder keeps it verbatim
+        try:  # byte-level text: each stand-in character -> its byte (C speed)
+            pieces[token_id] = token.translate(table).encode("latin-1")
+        except UnicodeEncodeError:  # not byte-level text: the ByteLevel decoder keeps it
             pieces[token_id] = token.encode("utf-8")
     for token_id, content in added.items():
         pieces[token_id] = content.encode("utf-8")
@@ -240,11 +311,18 @@ def _starts_from_offsets(offsets: Sequence[tuple[int, int]]) -> tuple[int, ...]:
     return tuple(starts)
 
 
-def _vocab_fingerprint(backend: Any) -> str:
+def _vocab_fingerprint(backend: Any, vocab: dict[str, int] | None = None) -> str:
+    """sha256 over ``"{id}\\0{token}\\n"`` per vocabulary entry (by id, then token), then
+    the added tokens; the entries are joined and hashed in one update (same bytes)."""
     digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
-    vocab = backend.get_vocab(with_added_tokens=True)
-    for token, token_id in sorted(vocab.items(), key=lambda kv: (kv[1], kv[0])):
-        digest.update(f"{token_id}\0{token}\n".encode("utf-8", "surrogatepass"))
+    if vocab is None:
+        vocab = backend.get_vocab(with_added_tokens=True)
+    if len(set(vocab.values())) == len(vocab):  # ids unique: sorting by id alone is the same
+        entries = sorted(vocab.items(), key=operator.itemgetter(1))
+    else:
+        entries = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
+    text = "".join(itertools.starmap("{1}\0{0}\n".format, entries))
+    digest.update(text.encode("utf-8", "surrogatepass"))
     digest.update(b"\0added\0")
     for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
         digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
@@ -252,7 +330,22 @@ def _vocab_fingerprint(backend: Any) -> str:
 
 
 def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) -> HFTokenizer:
-    """Load a local tokenizer folder, a cached hub name, or the tokenizer inside a ``.gguf``."""
+    """Load a local tokenizer folder, a cached hub name, or the tokenizer inside a ``.gguf``.
+
+    A folder with ``tokenizer.json`` loads through ``tokenizers`` alone
+    (:func:`~phaseaware.tokenizers.hf_files.read_tokenizer_folder`) when that
+    gives what transformers would; everything else goes through transformers.
+    """
+    path = Path(target).expanduser()
+    if path.is_dir() and path.suffix.lower() != ".gguf":
+        folder = read_tokenizer_folder(path)
+        if folder is not None:
+            return HFTokenizer.from_folder(folder, spec=spec, bos_text=bos_text)
+    return HFTokenizer(_auto_tokenizer(target, spec=spec), spec=spec, bos_text=bos_text)
+
+
+def _auto_tokenizer(target: str, *, spec: str) -> Any:
+    """``transformers.AutoTokenizer`` on local files only; errors name the fix."""
     try:
         from transformers import AutoTokenizer
     except ImportError:
@@ -272,13 +365,12 @@ def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) ->
                 raise TokenizerError(
                     f"GGUF file {str(path)!r} not found; check the path in {spec!r}"
                 )
-            tokenizer = AutoTokenizer.from_pretrained(
+            return AutoTokenizer.from_pretrained(
                 str(path.parent), gguf_file=path.name, local_files_only=True
             )
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(
-                str(path) if path.exists() else target, local_files_only=True
-            )
+        return AutoTokenizer.from_pretrained(
+            str(path) if path.exists() else target, local_files_only=True
+        )
     except TokenizerError:
         raise
     except Exception as exc:  # transformers/tokenizers raise many unrelated types here
@@ -290,4 +382,3 @@ def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) ->
         ) from exc
     finally:
         hf_logging.set_verbosity(verbosity)
-    return HFTokenizer(tokenizer, spec=spec, bos_text=bos_text)

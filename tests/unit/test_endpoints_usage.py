@@ -45,3 +45,20 @@ def test_ignore_returns_the_check() -> None:
 def test_bad_arguments_are_typed_errors(kwargs: dict[str, object]) -> None:
     with pytest.raises(InputError):
         check_prompt_tokens(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_varying_endpoint_accepts_any_offset_of_its_set() -> None:
+    from phaseaware.endpoints import check_response
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check = check_prompt_tokens(planned_tokens=100, reported_tokens=103, offsets=[1, 2, 3])
+    assert check.ok and check.observed_offset == 3
+    with pytest.raises(
+        PromptTokenDriftError, match=r"offset one of \[1, 2, 3\].*position_offset=5"
+    ):
+        check_prompt_tokens(
+            planned_tokens=100, reported_tokens=105, offsets=[1, 2, 3], on_mismatch="raise"
+        )
+    assert check_response({"usage": {"prompt_tokens": 101}}, planned_tokens=100, offset=1).ok  # type: ignore[union-attr]
+    assert check_response({"choices": []}, planned_tokens=100) is None

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from phaseaware.endpoints.usage import check_prompt_tokens
+
 __all__ = [
     "API_KEY_ENV_VARS",
     "ProbeRequest",
@@ -92,12 +94,18 @@ def prompt_token_mismatch(
             "phaseaware cannot confirm the server saw the same tokens; use a server that "
             "reports usage, or disable the check (--no-prompt-token-check) at your own risk"
         )
-    expected = request.prompt_tokens + offset
-    if int(reported) == expected:
+    check = check_prompt_tokens(
+        planned_tokens=request.prompt_tokens,
+        reported_tokens=int(reported),
+        offset=offset,
+        on_mismatch="ignore",
+    )
+    if check.ok:
         return None
     shown = f"{request.prompt_tokens}" + (f" (+{offset} offset)" if offset else "")
     return (
         f"server counted {reported} prompt tokens for probe {request.probe_id}, phaseaware "
         f"counted {shown}: wrong --tokenizer or --template? If the server adds BOS itself, "
-        "pass --prompt-token-offset with the difference (positions then shift by it too)"
+        "pass --prompt-token-offset with the difference (positions then shift by it too; "
+        f"observed offset {check.observed_offset}, or run `phaseaware probe-endpoint`)"
     )

@@ -1,0 +1,73 @@
+"""``phaseaware probe-endpoint``: discover an endpoint's offset and write its record.
+
+Parses arguments, calls :func:`phaseaware.endpoints.probe_endpoint`, prints the
+record (``--json``: the record document, offset under ``offset``). The API key
+comes from ``--api-key-file`` or ``PHASEAWARE_API_KEY`` / ``OPENAI_API_KEY``
+and is never written or printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+NAME = "probe-endpoint"
+HELP = "Find how an endpoint's token positions relate to phaseaware's (offset, stability)."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--model", required=True, help="model name the server serves")
+    parser.add_argument("--tokenizer", required=True, help="tokenizer spec (e.g. deepseek-v4)")
+    parser.add_argument(
+        "--chat-format", required=True, help="chat format: none, chatml, hf or deepseek-v4"
+    )
+    parser.add_argument(
+        "--mode", choices=("auto", "exact", "count"), default="auto",
+        help="exact: compare tokens via /tokenize; count: infer from usage.prompt_tokens; "
+        "auto: exact where possible (default)",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3, help="count mode repeats (default 3)")
+    parser.add_argument("--thinking", action="store_true", help="the thinking chat variant")
+    parser.add_argument(
+        "--api-key-file", metavar="FILE",
+        help="read the API key from FILE (else PHASEAWARE_API_KEY / OPENAI_API_KEY)",
+    )  # fmt: skip
+    parser.add_argument("--no-save", action="store_true", help="do not write the record")
+    parser.add_argument("--json", action="store_true", help="print the record as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from phaseaware.assembly.endpoint_record import record_path
+    from phaseaware.endpoints import probe_endpoint
+    from phaseaware.errors import InputError
+
+    key = None
+    if args.api_key_file:
+        try:
+            with open(args.api_key_file, encoding="utf-8") as handle:
+                key = handle.read().strip()
+        except OSError as exc:
+            raise InputError(
+                f"cannot read --api-key-file {args.api_key_file!r} ({exc.strerror})"
+            ) from None
+    record = probe_endpoint(
+        base_url=args.base_url, model=args.model, tokenizer=args.tokenizer,
+        chat_format=args.chat_format, api_key=key, mode=args.mode, rounds=args.rounds,
+        thinking=args.thinking, save=not args.no_save,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(record.to_dict(), indent=2))
+        return 0
+    offsets = ", ".join(str(d) for d in record.offsets)
+    print(f"endpoint {record.base_url}  model {record.model}  ({record.mode} mode, "
+          f"{record.probes} requests)")  # fmt: skip
+    if record.stability == "constant":
+        print(f"offset: {record.offset} (constant): the model sees prompt token t at t + "
+              f"{record.offset}")  # fmt: skip
+    else:
+        print(f"offset: varying over {{{offsets}}}: use offset-robust placement "
+              f"(options.offsets = [{offsets}], or this record as the request's endpoint)")  # fmt: skip
+    if not args.no_save:
+        print(f"record: {record_path(record.base_url, record.model)}")
+    return 0
