@@ -58,6 +58,7 @@ REQUEST_KEYS = (
     "budget_tokens",
     "options",
     "messages",
+    "endpoint",
 )
 
 

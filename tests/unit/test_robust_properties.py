@@ -87,7 +87,9 @@ def test_every_offset_has_a_copy_on_a_reliable_residue(
     ]
     result = assemble(
         chunks, tokenizer=TOK, layout=get_layout("chatml", TOK), question="Which code applies?",
-        profile=PROFILE, budget_tokens=4000, options=AssemblyOptions(offsets=tuple(offsets)),
+        profile=PROFILE, budget_tokens=4000,
+        # cl100k with a DeepSeek profile: the tokenizer mismatch is opted in explicitly
+        options=AssemblyOptions(offsets=tuple(offsets), allow_tokenizer_mismatch=True),
     )  # fmt: skip
     report = result.robust
     assert report is not None and report.offsets == tuple(offsets)
