@@ -11,7 +11,6 @@ from phaseaware.errors import FingerprintMismatchError, InputError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
 
-
 # cl100k with a DeepSeek profile: the tokenizer mismatch is opted in explicitly
 MISMATCH_OK = {"allow_tokenizer_mismatch": True}
 
