@@ -328,13 +328,7 @@ def stitched_starts(
         return full_starts(tokenizer, text)
     assert isinstance(tokenizer, TiktokenTokenizer)
     fp = tokenizer.fingerprint()
-    parts: list[np.ndarray] = []
-    pos = 0
-
-    def encode(s: int, e: int) -> None:
-        if e > s:
-            parts.append(_starts_of(tokenizer, text[s:e]) + s)
-
+    cores: list[tuple[int, int, np.ndarray]] = []  # (a, b, starts) absolute
     for start, end in spans:
         key = (fp, text[start:end])
         entry = cache.get(key)
@@ -343,10 +337,77 @@ def stitched_starts(
             cache.put(key, entry)
         if entry.starts is None:
             continue
-        a, b = start + entry.a, start + entry.b
-        encode(pos, a)
-        parts.append(entry.starts + start)
-        pos = b
-    encode(pos, len(text))
+        cores.append((start + entry.a, start + entry.b, entry.starts + start))
+    junctions = _junction_starts(tokenizer, text, cores)
+    parts: list[np.ndarray] = []
+    for (_, _, core_starts), junction in zip(cores, junctions, strict=False):
+        parts.append(junction)
+        parts.append(core_starts)
+    parts.append(junctions[-1])
     starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     return TokenStarts(starts=starts, text_length=len(text), verification="windowed")
+
+
+def _junction_starts(
+    tokenizer: TiktokenTokenizer, text: str, cores: Sequence[tuple[int, int, np.ndarray]]
+) -> list[np.ndarray]:
+    """Absolute token starts of each junction (the text between cores), in one encode.
+
+    The junctions ``J_0 .. J_m`` are joined as ``J_0 S_1 J_1 ... S_m J_m`` with
+    ``S_i = T[a_i] + T[b_i - 1]``, core i's first and last characters. Each
+    seam pair is then ``(T[a_i - 1], T[a_i])`` or ``(T[b_i - 1], T[b_i])``, an
+    original cut pair (an empty junction joins ``T[b_{i-1} - 1]`` to ``T[a_i]``,
+    equal to the cut pair at ``b_{i-1} == a_i``): cuts are decided by the two
+    characters at them alone, so the joined text's tokens are the junctions' and
+    the stand-ins', each tokenized alone. A special-token occurrence crossing a
+    seam would hold a whole stand-in (no ``|``: chunks with ``|`` have no core)
+    with ``|`` within 20 characters on both sides; where that is possible the
+    join is split (that junction is encoded on its own group).
+    """
+    bounds = [0]
+    for a, b, _ in cores:
+        bounds += [a, b]
+    bounds.append(len(text))
+    pieces = [text[bounds[2 * i] : bounds[2 * i + 1]] for i in range(len(cores) + 1)]
+    out: list[np.ndarray] = []
+    group: list[int] = []  # junction indexes joined in the current encode
+
+    def flush() -> None:
+        if len(group) == 1:
+            j = group[0]
+            if pieces[j]:
+                out.append(_starts_of(tokenizer, pieces[j]) + bounds[2 * j])
+            else:
+                out.append(np.zeros(0, dtype=np.int64))
+        elif group:
+            joined: list[str] = []
+            seg_joined: list[int] = []
+            pos = 0
+            for j in group:
+                if j != group[0]:  # core j - 1 is [bounds[2j - 1], bounds[2j])
+                    joined.append(text[bounds[2 * j - 1]] + text[bounds[2 * j] - 1])
+                    pos += 2
+                seg_joined.append(pos)
+                joined.append(pieces[j])
+                pos += len(pieces[j])
+            found = _starts_of(tokenizer, "".join(joined))
+            seg_start = np.asarray(seg_joined, dtype=np.int64)
+            seg_len = np.asarray([len(pieces[j]) for j in group], dtype=np.int64)
+            seg_orig = np.asarray([bounds[2 * j] for j in group], dtype=np.int64)
+            seg = np.searchsorted(seg_start, found, side="right") - 1
+            keep = found < seg_start[seg] + seg_len[seg]
+            found, seg = found[keep], seg[keep]
+            mapped = found - seg_start[seg] + seg_orig[seg]
+            cuts = np.cumsum(np.bincount(seg, minlength=len(group)))[:-1]
+            out.extend(np.split(mapped, cuts))
+        group.clear()
+
+    recent = ""  # the last 20 characters of the current group's joined text
+    for j, piece in enumerate(pieces):
+        if group and "|" in recent and "|" in piece[:20]:
+            flush()
+            recent = ""
+        group.append(j)
+        recent = (recent + "xx" + piece)[-20:]  # stand-ins hold no "|"
+    flush()
+    return out
