@@ -290,12 +290,52 @@ class _Entry:
         return 80 + (int(self.starts.nbytes) if self.starts is not None else 0)
 
 
-def _entry(tokenizer: TiktokenTokenizer, chunk: str) -> _Entry:
-    core = _core(chunk, 0, len(chunk)) if "|" not in chunk else None
-    if core is None:
-        return _Entry(0, 0, None)
-    a, b = core
-    return _Entry(a, b, _starts_of(tokenizer, chunk[a:b]) + a)
+def _entries(tokenizer: TiktokenTokenizer, chunks: Sequence[str]) -> list[_Entry]:
+    """Each chunk's ``_Entry``; the cores are encoded in one call, joined by stand-ins.
+
+    Between cores i and i + 1 stands ``chunk_i[b_i] + chunk_{i+1}[a_{i+1} - 1]``,
+    so each seam is an original cut pair; no core or stand-in holds ``|`` (see
+    ``_junction_starts``), so no special token occurs in the joined text.
+    """
+    found = [_core(c, 0, len(c)) if "|" not in c else None for c in chunks]
+    cored = [(c, ab) for c, ab in zip(chunks, found, strict=True) if ab is not None]
+    pieces = [c[a:b] for c, (a, b) in cored]
+    seams = [c0[b0] + c1[a1 - 1] for (c0, (_, b0)), (c1, (a1, _)) in itertools.pairwise(cored)]
+    encoded = iter(_joined_starts(tokenizer, pieces, seams) if pieces else [])
+    return [
+        _Entry(ab[0], ab[1], next(encoded) + ab[0]) if ab is not None else _Entry(0, 0, None)
+        for ab in found
+    ]
+
+
+def _joined_starts(
+    tokenizer: TiktokenTokenizer, pieces: Sequence[str], seams: Sequence[str]
+) -> list[np.ndarray]:
+    """Token starts of each piece (relative) from one encode of ``p0 s0 p1 s1 ... pn``.
+
+    Sound when every seam's two sides are cut pairs and no special token
+    crosses a seam: then the joined tokens are each piece's and seam's alone.
+    """
+    if len(pieces) == 1:
+        return [_starts_of(tokenizer, pieces[0]) if pieces[0] else np.zeros(0, dtype=np.int64)]
+    joined: list[str] = []
+    seg_joined: list[int] = []
+    pos = 0
+    for n, piece in enumerate(pieces):
+        if n:
+            joined.append(seams[n - 1])
+            pos += len(seams[n - 1])
+        seg_joined.append(pos)
+        joined.append(piece)
+        pos += len(piece)
+    found = _starts_of(tokenizer, "".join(joined))
+    seg_start = np.asarray(seg_joined, dtype=np.int64)
+    seg_len = np.asarray([len(p) for p in pieces], dtype=np.int64)
+    seg = np.searchsorted(seg_start, found, side="right") - 1
+    keep = found < seg_start[seg] + seg_len[seg]
+    found, seg = found[keep], seg[keep]
+    cuts = np.cumsum(np.bincount(seg, minlength=len(pieces)))[:-1]
+    return np.split(found - seg_start[seg], cuts)
 
 
 def _core(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -328,16 +368,17 @@ def stitched_starts(
         return full_starts(tokenizer, text)
     assert isinstance(tokenizer, TiktokenTokenizer)
     fp = tokenizer.fingerprint()
+    keys = [(fp, text[start:end]) for start, end in spans]
+    entries = [cache.get(key) for key in keys]
+    missing = [n for n, entry in enumerate(entries) if entry is None]
+    for n, entry in zip(missing, _entries(tokenizer, [keys[n][1] for n in missing]), strict=True):
+        cache.put(keys[n], entry)
+        entries[n] = entry
     cores: list[tuple[int, int, np.ndarray]] = []  # (a, b, starts) absolute
-    for start, end in spans:
-        key = (fp, text[start:end])
-        entry = cache.get(key)
-        if entry is None:
-            entry = _entry(tokenizer, key[1])
-            cache.put(key, entry)
-        if entry.starts is None:
-            continue
-        cores.append((start + entry.a, start + entry.b, entry.starts + start))
+    for (start, _), got in zip(spans, entries, strict=True):
+        assert got is not None
+        if got.starts is not None:
+            cores.append((start + got.a, start + got.b, got.starts + start))
     junctions = _junction_starts(tokenizer, text, cores)
     parts: list[np.ndarray] = []
     for (_, _, core_starts), junction in zip(cores, junctions, strict=False):
@@ -373,33 +414,10 @@ def _junction_starts(
     group: list[int] = []  # junction indexes joined in the current encode
 
     def flush() -> None:
-        if len(group) == 1:
-            j = group[0]
-            if pieces[j]:
-                out.append(_starts_of(tokenizer, pieces[j]) + bounds[2 * j])
-            else:
-                out.append(np.zeros(0, dtype=np.int64))
-        elif group:
-            joined: list[str] = []
-            seg_joined: list[int] = []
-            pos = 0
-            for j in group:
-                if j != group[0]:  # core j - 1 is [bounds[2j - 1], bounds[2j])
-                    joined.append(text[bounds[2 * j - 1]] + text[bounds[2 * j] - 1])
-                    pos += 2
-                seg_joined.append(pos)
-                joined.append(pieces[j])
-                pos += len(pieces[j])
-            found = _starts_of(tokenizer, "".join(joined))
-            seg_start = np.asarray(seg_joined, dtype=np.int64)
-            seg_len = np.asarray([len(pieces[j]) for j in group], dtype=np.int64)
-            seg_orig = np.asarray([bounds[2 * j] for j in group], dtype=np.int64)
-            seg = np.searchsorted(seg_start, found, side="right") - 1
-            keep = found < seg_start[seg] + seg_len[seg]
-            found, seg = found[keep], seg[keep]
-            mapped = found - seg_start[seg] + seg_orig[seg]
-            cuts = np.cumsum(np.bincount(seg, minlength=len(group)))[:-1]
-            out.extend(np.split(mapped, cuts))
+        if group:
+            seams = [text[bounds[2 * j - 1]] + text[bounds[2 * j] - 1] for j in group[1:]]
+            found = _joined_starts(tokenizer, [pieces[j] for j in group], seams)
+            out.extend(f + bounds[2 * j] for f, j in zip(found, group, strict=True))
         group.clear()
 
     recent = ""  # the last 20 characters of the current group's joined text
