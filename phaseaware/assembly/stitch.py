@@ -369,11 +369,19 @@ def stitched_starts(
     assert isinstance(tokenizer, TiktokenTokenizer)
     fp = tokenizer.fingerprint()
     keys = [(fp, text[start:end]) for start, end in spans]
-    entries = [cache.get(key) for key in keys]
-    missing = [n for n, entry in enumerate(entries) if entry is None]
-    for n, entry in zip(missing, _entries(tokenizer, [keys[n][1] for n in missing]), strict=True):
-        cache.put(keys[n], entry)
-        entries[n] = entry
+    entries: list[_Entry | None] = []
+    missing: dict[tuple[str, str], int] = {}  # new keys -> first index; repeats look up after
+    for n, key in enumerate(keys):
+        entries.append(None if key in missing else cache.get(key))
+        if entries[-1] is None:
+            missing.setdefault(key, n)
+    fresh = dict(zip(missing, _entries(tokenizer, [k[1] for k in missing]), strict=True))
+    for key, entry in fresh.items():
+        cache.put(key, entry)
+        entries[missing[key]] = entry
+    for n, key in enumerate(keys):
+        if entries[n] is None:  # a repeat (counted as a hit); the entry if the cap dropped it
+            entries[n] = cache.get(key) or fresh[key]
     cores: list[tuple[int, int, np.ndarray]] = []  # (a, b, starts) absolute
     for (start, _), got in zip(spans, entries, strict=True):
         assert got is not None
