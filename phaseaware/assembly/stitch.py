@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import regex
 
-from phaseaware.errors import InputError
+from phaseaware.assembly.joined import joined_starts, junction_starts
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
 from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
 
@@ -263,20 +263,6 @@ def full_starts(tokenizer: Tokenizer, text: str) -> TokenStarts:
     return TokenStarts(starts=starts, text_length=len(text), verification="full")
 
 
-def _starts_of(tokenizer: TiktokenTokenizer, text: str) -> np.ndarray:
-    """``char_index(text).starts`` without its fixed numpy cost on short ASCII texts."""
-    if not text.isascii():
-        return np.asarray(tokenizer.char_index(text).starts, dtype=np.int64)
-    ids = tokenizer.encoding.encode(text, allowed_special="all", disallowed_special=())
-    table = tokenizer.token_byte_lengths()
-    lengths = [table[i] for i in ids]
-    if sum(lengths) != len(text):
-        raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
-    return np.fromiter(
-        itertools.accumulate(lengths[:-1], initial=0), dtype=np.int64, count=len(lengths)
-    )
-
-
 @dataclass(frozen=True, eq=False)
 class _Entry:
     """A chunk's core ``[a, b)`` (chunk-relative) and its token starts; None: no core."""
@@ -295,47 +281,17 @@ def _entries(tokenizer: TiktokenTokenizer, chunks: Sequence[str]) -> list[_Entry
 
     Between cores i and i + 1 stands ``chunk_i[b_i] + chunk_{i+1}[a_{i+1} - 1]``,
     so each seam is an original cut pair; no core or stand-in holds ``|`` (see
-    ``_junction_starts``), so no special token occurs in the joined text.
+    ``joined.junction_starts``), so no special token occurs in the joined text.
     """
     found = [_core(c, 0, len(c)) if "|" not in c else None for c in chunks]
     cored = [(c, ab) for c, ab in zip(chunks, found, strict=True) if ab is not None]
     pieces = [c[a:b] for c, (a, b) in cored]
     seams = [c0[b0] + c1[a1 - 1] for (c0, (_, b0)), (c1, (a1, _)) in itertools.pairwise(cored)]
-    encoded = iter(_joined_starts(tokenizer, pieces, seams) if pieces else [])
+    encoded = iter(joined_starts(tokenizer, pieces, seams) if pieces else [])
     return [
         _Entry(ab[0], ab[1], next(encoded) + ab[0]) if ab is not None else _Entry(0, 0, None)
         for ab in found
     ]
-
-
-def _joined_starts(
-    tokenizer: TiktokenTokenizer, pieces: Sequence[str], seams: Sequence[str]
-) -> list[np.ndarray]:
-    """Token starts of each piece (relative) from one encode of ``p0 s0 p1 s1 ... pn``.
-
-    Sound when every seam's two sides are cut pairs and no special token
-    crosses a seam: then the joined tokens are each piece's and seam's alone.
-    """
-    if len(pieces) == 1:
-        return [_starts_of(tokenizer, pieces[0]) if pieces[0] else np.zeros(0, dtype=np.int64)]
-    joined: list[str] = []
-    seg_joined: list[int] = []
-    pos = 0
-    for n, piece in enumerate(pieces):
-        if n:
-            joined.append(seams[n - 1])
-            pos += len(seams[n - 1])
-        seg_joined.append(pos)
-        joined.append(piece)
-        pos += len(piece)
-    found = _starts_of(tokenizer, "".join(joined))
-    seg_start = np.asarray(seg_joined, dtype=np.int64)
-    seg_len = np.asarray([len(p) for p in pieces], dtype=np.int64)
-    seg = np.searchsorted(seg_start, found, side="right") - 1
-    keep = found < seg_start[seg] + seg_len[seg]
-    found, seg = found[keep], seg[keep]
-    cuts = np.cumsum(np.bincount(seg, minlength=len(pieces)))[:-1]
-    return np.split(found - seg_start[seg], cuts)
 
 
 def _core(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -387,7 +343,7 @@ def stitched_starts(
         assert got is not None
         if got.starts is not None:
             cores.append((start + got.a, start + got.b, got.starts + start))
-    junctions = _junction_starts(tokenizer, text, cores)
+    junctions = junction_starts(tokenizer, text, cores)
     parts: list[np.ndarray] = []
     for (_, _, core_starts), junction in zip(cores, junctions, strict=False):
         parts.append(junction)
@@ -395,45 +351,3 @@ def stitched_starts(
     parts.append(junctions[-1])
     starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     return TokenStarts(starts=starts, text_length=len(text), verification="windowed")
-
-
-def _junction_starts(
-    tokenizer: TiktokenTokenizer, text: str, cores: Sequence[tuple[int, int, np.ndarray]]
-) -> list[np.ndarray]:
-    """Absolute token starts of each junction (the text between cores), in one encode.
-
-    The junctions ``J_0 .. J_m`` are joined as ``J_0 S_1 J_1 ... S_m J_m`` with
-    ``S_i = T[a_i] + T[b_i - 1]``, core i's first and last characters. Each
-    seam pair is then ``(T[a_i - 1], T[a_i])`` or ``(T[b_i - 1], T[b_i])``, an
-    original cut pair (an empty junction joins ``T[b_{i-1} - 1]`` to ``T[a_i]``,
-    equal to the cut pair at ``b_{i-1} == a_i``): cuts are decided by the two
-    characters at them alone, so the joined text's tokens are the junctions' and
-    the stand-ins', each tokenized alone. A special-token occurrence crossing a
-    seam would hold a whole stand-in (no ``|``: chunks with ``|`` have no core)
-    with ``|`` within 20 characters on both sides; where that is possible the
-    join is split (that junction is encoded on its own group).
-    """
-    bounds = [0]
-    for a, b, _ in cores:
-        bounds += [a, b]
-    bounds.append(len(text))
-    pieces = [text[bounds[2 * i] : bounds[2 * i + 1]] for i in range(len(cores) + 1)]
-    out: list[np.ndarray] = []
-    group: list[int] = []  # junction indexes joined in the current encode
-
-    def flush() -> None:
-        if group:
-            seams = [text[bounds[2 * j - 1]] + text[bounds[2 * j] - 1] for j in group[1:]]
-            found = _joined_starts(tokenizer, [pieces[j] for j in group], seams)
-            out.extend(f + bounds[2 * j] for f, j in zip(found, group, strict=True))
-        group.clear()
-
-    recent = ""  # the last 20 characters of the current group's joined text
-    for j, piece in enumerate(pieces):
-        if group and "|" in recent and "|" in piece[:20]:
-            flush()
-            recent = ""
-        group.append(j)
-        recent = (recent + "xx" + piece)[-20:]  # stand-ins hold no "|"
-    flush()
-    return out
