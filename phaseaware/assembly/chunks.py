@@ -63,6 +63,9 @@ def chunks_from_request(items: object, *, source: str = "<request>") -> list[Chu
     return [Chunk.from_dict(item, where=f"{source}: chunks[{n}]") for n, item in enumerate(items)]
 
 
+_FINITE = (float("-inf"), float("inf"))
+
+
 def _check_score(score: object, where: str) -> float:
     if isinstance(score, bool) or not isinstance(score, int | float) or score != score:
         raise InputError(f"{where}.score must be a number, got {score!r}")
@@ -117,12 +120,16 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
             raise InputError(
                 f"chunks[{index}] is a {type(chunk).__name__}; build a phaseaware.Chunk(text=...)"
             )
-        where = f"chunks[{index}]"
         if not isinstance(chunk.text, str):
-            raise InputError(f"{where}.text must be a str, got {type(chunk.text).__name__}")
-        score = _check_score(chunk.score, where)
-        evidence = _check_evidence(chunk.evidence, where)
-        chunk_id = _check_id(chunk.id, where)
+            raise InputError(f"chunks[{index}].text must be a str, got {type(chunk.text).__name__}")
+        score, evidence, chunk_id = chunk.score, chunk.evidence, chunk.id
+        # the checks below are the validators' own; skipped only where they return as is
+        if type(score) is not float or not _FINITE[0] < score < _FINITE[1]:
+            score = _check_score(score, f"chunks[{index}]")
+        if type(evidence) is not tuple or not all(type(e) is str and e for e in evidence):
+            evidence = _check_evidence(evidence, f"chunks[{index}]")
+        if chunk_id is not None and type(chunk_id) is not str:
+            chunk_id = _check_id(chunk_id, f"chunks[{index}]")
         if chunk_id is None:
             chunk_id = f"chunk-{index}"
         if chunk_id in seen:

@@ -126,6 +126,7 @@ def choose_pads(
     """
     cache: dict[int, tuple[tuple[int, int], ...]] = {}
     table_shifts: dict[int, np.ndarray] = {}
+    sums_memo: dict[tuple[int, tuple[tuple[int, int], ...]], list[float]] = {}
     values = np.asarray(residue_values, dtype=np.float64) if residue_values is not None else None
     ks: list[int] = []
     shift_so_far = 0
@@ -145,7 +146,9 @@ def choose_pads(
         if values is not None and (window is None or min(dists) > window):
             if id(table) not in table_shifts:
                 table_shifts[id(table)] = np.asarray([s for _, s in cache[id(table)]])
-            fast = _residue_sums(values, keys, shift_so_far, table_shifts[id(table)], period)
+            fast = _residue_sums(
+                values, keys, shift_so_far, table_shifts[id(table)], period, sums_memo
+            )
         for j, (k, shift) in enumerate(cache[id(table)]):
             if shift > slack:
                 continue
@@ -286,13 +289,34 @@ def best_pads(
 
 
 def _residue_sums(
-    values: np.ndarray, keys: Sequence[int], base: int, shifts: np.ndarray, period: int
+    values: np.ndarray,
+    keys: Sequence[int],
+    base: int,
+    shifts: np.ndarray,
+    period: int,
+    memo: dict[tuple[int, tuple[tuple[int, int], ...]], list[float]] | None = None,
 ) -> list[float]:
-    """``[Σ_t values[(t + base + s) % period] for s in shifts]`` over distinct key residues."""
+    """``[Σ_t values[(t + base + s) % period] for s in shifts]`` over distinct key residues.
+
+    ``memo`` (optional) keeps the sums per (shifts, residue tally in first-seen
+    order): equal inputs to the same numpy operations, so equal sums.
+    """
     tally: dict[int, int] = {}
     for t in keys:
         r = (t + base) % period
         tally[r] = tally.get(r, 0) + 1
+    key = (id(shifts), tuple(tally.items()))
+    if memo is not None and key in memo:
+        return memo[key]
+    sums = _tally_sums(values, tally, shifts, period)
+    if memo is not None:
+        memo[key] = sums
+    return sums
+
+
+def _tally_sums(
+    values: np.ndarray, tally: dict[int, int], shifts: np.ndarray, period: int
+) -> list[float]:
     residues = np.fromiter(tally.keys(), dtype=np.int64, count=len(tally))
     counts = np.fromiter(tally.values(), dtype=np.float64, count=len(tally))
     index = (residues[:, None] + shifts[None, :]) % period

@@ -9,9 +9,11 @@ are estimated from the in-context per-chunk token counts (the naive prompt is no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from phaseaware.assembly import planner
 from phaseaware.assembly.planner import Plan
@@ -226,26 +228,26 @@ def build_result(
     if plan is not None and rendered is not None:
         ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
         offset = len(setup.frame.prefix)
-        _prefetch(setup, plan, rendered, measured)
         repeat = _repeat_placement(setup, plan, rendered, measured, rel, period)
-        pads = iter(rendered.pad_spans)
+        located = _locate(setup, plan, rendered, measured)
+        pad_counts = _pad_tokens(measured, offset, rendered.pad_spans)
+        pad_index = 0
         for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
-            pad_span = next(pads) if k else (0, 0)
-            pad_tokens = (
-                _tokens_in(measured, offset + pad_span[0], offset + pad_span[1]) if k else 0
-            )
+            pad_span, pad_tokens = (0, 0), 0
+            if k:
+                pad_span, pad_tokens = rendered.pad_spans[pad_index], pad_counts[pad_index]
+                pad_index += 1
             padding += pad_tokens
             floor = None  # the repeat lifts its chunk's accuracy to at least its own
             if repeat is not None and i == plan.repeat:
                 floor = repeat.expected_accuracy or 0.0
             placement = _placement(
                 setup,
-                measured,
+                located[j],
                 rel,
                 period,
                 j,
                 i,
-                rendered,
                 ranks[i],
                 pad_tokens,
                 pad_span[1] - pad_span[0],
@@ -289,28 +291,61 @@ def build_result(
     )
 
 
-def _prefetch(setup: Setup, plan: Plan, rendered: RenderedContext, measured: TokenStarts) -> None:
-    """One vectorised lookup of every key char and chunk span ``_placement`` will ask for."""
+_Located = tuple[int, int, tuple[int, ...], tuple[int, ...], tuple[int, int]]
+
+
+def _pad_tokens(measured: TokenStarts, offset: int, spans: Sequence[tuple[int, int]]) -> list[int]:
+    """``_tokens_in`` of each pad span (context chars, prompt ``offset``), one numpy pass."""
+    if not spans:
+        return []
+    edges = np.asarray(spans, dtype=np.int64) + offset
+    found = np.searchsorted(measured.starts, edges, side="left")
+    counts: list[int] = (found[:, 1] - found[:, 0]).tolist()
+    return counts
+
+
+def _locate(
+    setup: Setup, plan: Plan, rendered: RenderedContext, measured: TokenStarts
+) -> list[_Located]:
+    """(start, end, key chars, key tokens, token span) per ordered chunk, one lookup pass."""
     offset = len(setup.frame.prefix)
+    bounds: list[tuple[int, int, tuple[int, ...]]] = []
     chars: list[int] = []
-    ends: list[int] = []
     for i, start in zip(plan.order, rendered.chunk_starts, strict=True):
         prep = setup.chunks[i]
         begin = offset + start
+        keys = tuple(begin + c for c in prep.key_chars)
+        bounds.append((begin, begin + len(prep.chunk.text), keys))
         chars.append(begin)
-        chars.extend(begin + c for c in prep.key_chars)
-        ends.append(begin + len(prep.chunk.text))
-    measured.prefetch(chars, ends)
+        chars.extend(keys)
+    if any(end <= begin for begin, end, _ in bounds) or any(
+        end > measured.text_length for _, end, _ in bounds
+    ):  # the scalar lookups name the bad span
+        return [
+            (b, e, k, tuple(measured.tokens_at_chars(k)), measured.token_span(b, e))
+            for b, e, k in bounds
+        ]
+    tokens = measured.tokens_at_chars(chars)
+    right: list[int] = np.searchsorted(
+        measured.starts, np.asarray([e for _, e, _ in bounds], dtype=np.int64) - 1, side="right"
+    ).tolist()
+    out: list[_Located] = []
+    at = 0
+    for (begin, end, keys), last in zip(bounds, right, strict=True):
+        first = tokens[at]
+        positions = tuple(tokens[at + 1 : at + 1 + len(keys)])
+        at += 1 + len(keys)
+        out.append((begin, end, keys, positions, (first, last)))
+    return out
 
 
 def _placement(
     setup: Setup,
-    measured: TokenStarts,
+    located: _Located,
     rel: Callable[[int], float],
     period: int | None,
     order: int,
     i: int,
-    rendered: RenderedContext,
     rank: int,
     pad_tokens: int,
     pad_chars: int,
@@ -318,11 +353,7 @@ def _placement(
 ) -> Placement:
     """Measured placement of ordered chunk ``order``; accuracy at least ``floor`` (if any)."""
     prep = setup.chunks[i]
-    start = len(setup.frame.prefix) + rendered.chunk_starts[order]
-    end = start + len(prep.chunk.text)
-    chars = tuple(start + c for c in prep.key_chars)
-    positions = tuple(measured.tokens_at_chars(chars))
-    span = measured.token_span(start, end)
+    start, end, chars, positions, span = located
     accuracy = _mean([rel(t) for t in positions])
     if floor is not None and accuracy is not None:
         accuracy = max(accuracy, floor)

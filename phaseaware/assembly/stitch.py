@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import regex
 
-from phaseaware.errors import InputError
+from phaseaware.assembly.joined import joined_starts, junction_starts
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
 from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
 
@@ -263,20 +263,6 @@ def full_starts(tokenizer: Tokenizer, text: str) -> TokenStarts:
     return TokenStarts(starts=starts, text_length=len(text), verification="full")
 
 
-def _starts_of(tokenizer: TiktokenTokenizer, text: str) -> np.ndarray:
-    """``char_index(text).starts`` without its fixed numpy cost on short ASCII texts."""
-    if not text.isascii():
-        return np.asarray(tokenizer.char_index(text).starts, dtype=np.int64)
-    ids = tokenizer.encoding.encode(text, allowed_special="all", disallowed_special=())
-    table = tokenizer.token_byte_lengths()
-    lengths = [table[i] for i in ids]
-    if sum(lengths) != len(text):
-        raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
-    return np.fromiter(
-        itertools.accumulate(lengths[:-1], initial=0), dtype=np.int64, count=len(lengths)
-    )
-
-
 @dataclass(frozen=True, eq=False)
 class _Entry:
     """A chunk's core ``[a, b)`` (chunk-relative) and its token starts; None: no core."""
@@ -290,12 +276,22 @@ class _Entry:
         return 80 + (int(self.starts.nbytes) if self.starts is not None else 0)
 
 
-def _entry(tokenizer: TiktokenTokenizer, chunk: str) -> _Entry:
-    core = _core(chunk, 0, len(chunk)) if "|" not in chunk else None
-    if core is None:
-        return _Entry(0, 0, None)
-    a, b = core
-    return _Entry(a, b, _starts_of(tokenizer, chunk[a:b]) + a)
+def _entries(tokenizer: TiktokenTokenizer, chunks: Sequence[str]) -> list[_Entry]:
+    """Each chunk's ``_Entry``; the cores are encoded in one call, joined by stand-ins.
+
+    Between cores i and i + 1 stands ``chunk_i[b_i] + chunk_{i+1}[a_{i+1} - 1]``,
+    so each seam is an original cut pair; no core or stand-in holds ``|`` (see
+    ``joined.junction_starts``), so no special token occurs in the joined text.
+    """
+    found = [_core(c, 0, len(c)) if "|" not in c else None for c in chunks]
+    cored = [(c, ab) for c, ab in zip(chunks, found, strict=True) if ab is not None]
+    pieces = [c[a:b] for c, (a, b) in cored]
+    seams = [c0[b0] + c1[a1 - 1] for (c0, (_, b0)), (c1, (a1, _)) in itertools.pairwise(cored)]
+    encoded = iter(joined_starts(tokenizer, pieces, seams) if pieces else [])
+    return [
+        _Entry(ab[0], ab[1], next(encoded) + ab[0]) if ab is not None else _Entry(0, 0, None)
+        for ab in found
+    ]
 
 
 def _core(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -328,25 +324,30 @@ def stitched_starts(
         return full_starts(tokenizer, text)
     assert isinstance(tokenizer, TiktokenTokenizer)
     fp = tokenizer.fingerprint()
+    keys = [(fp, text[start:end]) for start, end in spans]
+    entries: list[_Entry | None] = []
+    missing: dict[tuple[str, str], int] = {}  # new keys -> first index; repeats look up after
+    for n, key in enumerate(keys):
+        entries.append(None if key in missing else cache.get(key))
+        if entries[-1] is None:
+            missing.setdefault(key, n)
+    fresh = dict(zip(missing, _entries(tokenizer, [k[1] for k in missing]), strict=True))
+    for key, entry in fresh.items():
+        cache.put(key, entry)
+        entries[missing[key]] = entry
+    for n, key in enumerate(keys):
+        if entries[n] is None:  # a repeat (counted as a hit); the entry if the cap dropped it
+            entries[n] = cache.get(key) or fresh[key]
+    cores: list[tuple[int, int, np.ndarray]] = []  # (a, b, starts) absolute
+    for (start, _), got in zip(spans, entries, strict=True):
+        assert got is not None
+        if got.starts is not None:
+            cores.append((start + got.a, start + got.b, got.starts + start))
+    junctions = junction_starts(tokenizer, text, cores)
     parts: list[np.ndarray] = []
-    pos = 0
-
-    def encode(s: int, e: int) -> None:
-        if e > s:
-            parts.append(_starts_of(tokenizer, text[s:e]) + s)
-
-    for start, end in spans:
-        key = (fp, text[start:end])
-        entry = cache.get(key)
-        if entry is None:
-            entry = _entry(tokenizer, key[1])
-            cache.put(key, entry)
-        if entry.starts is None:
-            continue
-        a, b = start + entry.a, start + entry.b
-        encode(pos, a)
-        parts.append(entry.starts + start)
-        pos = b
-    encode(pos, len(text))
+    for (_, _, core_starts), junction in zip(cores, junctions, strict=False):
+        parts.append(junction)
+        parts.append(core_starts)
+    parts.append(junctions[-1])
     starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     return TokenStarts(starts=starts, text_length=len(text), verification="windowed")

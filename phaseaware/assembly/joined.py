@@ -1,0 +1,105 @@
+"""One tokenizer call for many cut-bounded pieces of a text (``stitch``'s encodes).
+
+``joined_starts`` encodes pieces joined by two-character *stand-ins* chosen so
+that every seam is a cut pair of the original text (see ``stitch``'s soundness
+argument: a cut is decided by the two characters at it), then drops the
+stand-ins' tokens: the result equals encoding each piece alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from phaseaware.errors import InputError
+from phaseaware.tokenizers.tiktoken import TiktokenTokenizer
+
+__all__ = ["joined_starts", "junction_starts", "starts_of"]
+
+
+def starts_of(tokenizer: TiktokenTokenizer, text: str) -> np.ndarray:
+    """``char_index(text).starts`` without its fixed numpy cost on short ASCII texts."""
+    if not text.isascii():
+        return np.asarray(tokenizer.char_index(text).starts, dtype=np.int64)
+    ids = tokenizer.encoding.encode(text, allowed_special="all", disallowed_special=())
+    table = tokenizer.token_byte_lengths()
+    lengths = [table[i] for i in ids]
+    if sum(lengths) != len(text):
+        raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
+    return np.fromiter(
+        itertools.accumulate(lengths[:-1], initial=0), dtype=np.int64, count=len(lengths)
+    )
+
+
+def joined_starts(
+    tokenizer: TiktokenTokenizer, pieces: Sequence[str], seams: Sequence[str]
+) -> list[np.ndarray]:
+    """Token starts of each piece (relative) from one encode of ``p0 s0 p1 s1 ... pn``.
+
+    Sound when every seam's two sides are cut pairs and no special token
+    crosses a seam: then the joined tokens are each piece's and seam's alone.
+    """
+    if len(pieces) == 1:
+        return [starts_of(tokenizer, pieces[0]) if pieces[0] else np.zeros(0, dtype=np.int64)]
+    joined: list[str] = []
+    seg_joined: list[int] = []
+    pos = 0
+    for n, piece in enumerate(pieces):
+        if n:
+            joined.append(seams[n - 1])
+            pos += len(seams[n - 1])
+        seg_joined.append(pos)
+        joined.append(piece)
+        pos += len(piece)
+    found = starts_of(tokenizer, "".join(joined))
+    seg_start = np.asarray(seg_joined, dtype=np.int64)
+    seg_len = np.asarray([len(p) for p in pieces], dtype=np.int64)
+    seg = np.searchsorted(seg_start, found, side="right") - 1
+    keep = found < seg_start[seg] + seg_len[seg]
+    found, seg = found[keep], seg[keep]
+    cuts = np.cumsum(np.bincount(seg, minlength=len(pieces)))[:-1]
+    return np.split(found - seg_start[seg], cuts)
+
+
+def junction_starts(
+    tokenizer: TiktokenTokenizer, text: str, cores: Sequence[tuple[int, int, np.ndarray]]
+) -> list[np.ndarray]:
+    """Absolute token starts of each junction (the text between cores), in one encode.
+
+    The junctions ``J_0 .. J_m`` are joined as ``J_0 S_1 J_1 ... S_m J_m`` with
+    ``S_i = T[a_i] + T[b_i - 1]``, core i's first and last characters. Each
+    seam pair is then ``(T[a_i - 1], T[a_i])`` or ``(T[b_i - 1], T[b_i])``, an
+    original cut pair (an empty junction joins ``T[b_{i-1} - 1]`` to ``T[a_i]``,
+    equal to the cut pair at ``b_{i-1} == a_i``): cuts are decided by the two
+    characters at them alone, so the joined text's tokens are the junctions' and
+    the stand-ins', each tokenized alone. A special-token occurrence crossing a
+    seam would hold a whole stand-in (no ``|``: chunks with ``|`` have no core)
+    with ``|`` within 20 characters on both sides; where that is possible the
+    join is split (that junction is encoded on its own group).
+    """
+    bounds = [0]
+    for a, b, _ in cores:
+        bounds += [a, b]
+    bounds.append(len(text))
+    pieces = [text[bounds[2 * i] : bounds[2 * i + 1]] for i in range(len(cores) + 1)]
+    out: list[np.ndarray] = []
+    group: list[int] = []  # junction indexes joined in the current encode
+
+    def flush() -> None:
+        if group:
+            seams = [text[bounds[2 * j - 1]] + text[bounds[2 * j] - 1] for j in group[1:]]
+            found = joined_starts(tokenizer, [pieces[j] for j in group], seams)
+            out.extend(f + bounds[2 * j] for f, j in zip(found, group, strict=True))
+        group.clear()
+
+    recent = ""  # the last 20 characters of the current group's joined text
+    for j, piece in enumerate(pieces):
+        if group and "|" in recent and "|" in piece[:20]:
+            flush()
+            recent = ""
+        group.append(j)
+        recent = (recent + "xx" + piece)[-20:]  # stand-ins hold no "|"
+    flush()
+    return out
