@@ -9,6 +9,7 @@ what a record means.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,13 +20,16 @@ from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["EndpointRef", "endpoint_options", "load_endpoint", "usage_offsets"]
 
-EndpointRef = EndpointRecord | str | Mapping[str, Any] | None
+EndpointRef = EndpointRecord | str | os.PathLike[str] | Mapping[str, Any] | None
 
 
 def load_endpoint(endpoint: EndpointRef, *, source: str = "endpoint") -> EndpointRecord | None:
-    """The record ``endpoint`` names (``None`` for ``None``)."""
+    """The record ``endpoint`` names: itself, a record file (``str`` or path), or
+    ``{"base_url", "model"}`` (the stored record); ``None`` for ``None``."""
     if endpoint is None or isinstance(endpoint, EndpointRecord):
         return endpoint
+    if isinstance(endpoint, os.PathLike):
+        return resolve_endpoint(os.fspath(endpoint), source=source)
     return resolve_endpoint(endpoint, source=source)
 
 

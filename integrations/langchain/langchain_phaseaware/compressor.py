@@ -45,7 +45,7 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from langchain_phaseaware.convert import (
     document_chunks,
@@ -58,7 +58,7 @@ from phaseaware.assembly.options import AssemblyOptions, check_position_offset
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.render import CHUNK_SEPARATOR
 from phaseaware.endpoints import EndpointRef, endpoint_options, load_endpoint
-from phaseaware.errors import InputError, VerificationError
+from phaseaware.errors import InputError, PhaseawareError, VerificationError
 from phaseaware.profiles.model import Profile
 from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
@@ -166,7 +166,14 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             prefix_tokens=prefix_tokens, suffix=suffix, separator=separator, options=options,
             endpoint=endpoint,
         )  # fmt: skip
-        super().__init__(**fields, **kwargs)
+        try:
+            super().__init__(**fields, **kwargs)
+        except ValidationError as exc:  # a typed error from model_post_init, unwrapped
+            causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
+            typed = [c for c in causes if isinstance(c, PhaseawareError)]
+            if typed:
+                raise typed[0] from None
+            raise
 
     def model_post_init(self, context: Any) -> None:
         self._tokenizer = resolve_tokenizer(self.tokenizer)
