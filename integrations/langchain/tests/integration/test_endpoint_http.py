@@ -19,7 +19,7 @@ from langchain_openai import ChatOpenAI
 from langchain_phaseaware import PhaseAwarePrompt, PhaseAwareUsageCheck
 
 from phaseaware.assembly.options import AssemblyOptions
-from phaseaware.endpoints import probe_endpoint
+from phaseaware.endpoints import UsageCheck, probe_endpoint
 from phaseaware.tokenizers import load_tokenizer
 
 endpoint_server = pytest.importorskip("tests.support.endpoint_server")
@@ -48,11 +48,11 @@ def test_probed_record_plans_at_the_servers_positions(tmp_path: Path) -> None:
             budget_tokens=2000, options=AssemblyOptions(allow_tokenizer_mismatch=True),
             endpoint=record,
         )  # fmt: skip
+        seen: list[UsageCheck] = []
         check = PhaseAwareUsageCheck(
             tokenizer=tok, chat_format="chatml", endpoint=record, on_mismatch="raise",
-            on_check=lambda c: seen.append(c),
+            on_check=seen.append,
         )  # fmt: skip
-        seen: list[object] = []
         model = ChatOpenAI(
             base_url=server.base_url, api_key="unused", model="sim-model", max_retries=0
         )
@@ -71,7 +71,7 @@ def test_probed_record_plans_at_the_servers_positions(tmp_path: Path) -> None:
             reply = (prompt | model).invoke(inputs, config={"callbacks": [check]})
         assert reply.content == "ok"
     (usage,) = seen
-    assert usage.ok and usage.drift == 0  # type: ignore[attr-defined]
+    assert usage.ok and usage.drift == 0
     served = app.log[-1]
     report = placed.report()
     assert served.text is not None and served.text.endswith(report["prompt"])

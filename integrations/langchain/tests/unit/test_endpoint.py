@@ -17,9 +17,12 @@ from langchain_phaseaware import (
     PhaseAwarePrompt,
     PhaseAwareUsageCheck,
 )
+from langchain_phaseaware.convert import message_dicts
 from langchain_phaseaware.usage import planned_prompt_tokens
 
 from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.chat.formats import get_chat_format
+from phaseaware.chat.messages import parse_messages
 from phaseaware.endpoints import EndpointRecord, save_endpoint_record
 from phaseaware.errors import (
     FingerprintMismatchError,
@@ -110,8 +113,6 @@ def _run(check: PhaseAwareUsageCheck, messages: list[Any], reported: int) -> Non
 
 def test_usage_check_expects_the_record_offset(o200k):
     messages = [SystemMessage("Be brief."), HumanMessage(QUESTION)]
-    from phaseaware.chat.formats import get_chat_format
-
     planned = planned_prompt_tokens(
         messages, tokenizer=o200k, chat_format=get_chat_format("chatml", o200k)
     )
@@ -165,9 +166,6 @@ def test_middleware_checks_usage_against_the_record(o200k, make_documents):
     from langchain_core.messages import ToolMessage
     from langchain_openai import ChatOpenAI
 
-    from phaseaware.chat.formats import get_chat_format
-    from phaseaware.chat.messages import parse_messages
-
     docs = make_documents(3)
     tool = ToolMessage(
         content="\n\n".join(d.page_content for d in docs), artifact=docs,
@@ -177,7 +175,6 @@ def test_middleware_checks_usage_against_the_record(o200k, make_documents):
     history = [HumanMessage(QUESTION, id="h-1"), AIMessage("", tool_calls=[call], id="a-1"), tool]
     model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused", model="m")
     request = ModelRequest(model=model, messages=history, system_message=SystemMessage("Brief."))
-    from langchain_phaseaware.convert import message_dicts
 
     def handler(extra: int) -> Any:
         def call_model(sent: ModelRequest) -> ModelResponse:
