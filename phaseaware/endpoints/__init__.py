@@ -19,6 +19,7 @@ from phaseaware.assembly.endpoint_record import (
     resolve_endpoint,
     save_endpoint_record,
 )
+from phaseaware.endpoints.adapt import EndpointRef, endpoint_options, load_endpoint, usage_offsets
 from phaseaware.endpoints.complete import complete_tokens, prompt_token_ids
 from phaseaware.endpoints.probe import (
     TemplateMismatchError,
@@ -39,6 +40,7 @@ from phaseaware.endpoints.usage import (
 __all__ = [
     "ON_MISMATCH",
     "EndpointRecord",
+    "EndpointRef",
     "TemplateMismatchError",
     "TokenizeUnavailable",
     "UsageCheck",
@@ -48,7 +50,9 @@ __all__ = [
     "compare_tokens",
     "complete_tokens",
     "endpoint_dir",
+    "endpoint_options",
     "find_endpoint_record",
+    "load_endpoint",
     "load_endpoint_record",
     "make_client",
     "probe_endpoint",
@@ -59,4 +63,5 @@ __all__ = [
     "reported_prompt_tokens",
     "resolve_endpoint",
     "save_endpoint_record",
+    "usage_offsets",
 ]

@@ -37,6 +37,7 @@ Use :class:`~langchain_phaseaware.PhaseAwarePrompt` for the exact path.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from langchain_phaseaware.convert import (
     document_chunks,
@@ -56,7 +57,8 @@ from langchain_phaseaware.convert import (
 from phaseaware.assembly.options import AssemblyOptions, check_position_offset
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.render import CHUNK_SEPARATOR
-from phaseaware.errors import InputError, VerificationError
+from phaseaware.endpoints import EndpointRef, endpoint_options, load_endpoint
+from phaseaware.errors import InputError, PhaseawareError, VerificationError
 from phaseaware.profiles.model import Profile
 from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
@@ -103,6 +105,7 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
 
     Pass exactly one of ``prefix`` (text) and ``prefix_tokens`` (a count).
     ``budget_tokens`` bounds the whole prompt (prefix and suffix included).
+    ``endpoint``: an endpoint record; its offset comes before ``prefix_tokens``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -115,6 +118,13 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
     suffix: str = ""
     separator: str = CHUNK_SEPARATOR
     options: Any = None
+    endpoint: Any = Field(
+        default=None,
+        description=(
+            "an endpoint record (EndpointRecord, record path or {'base_url', 'model'}) from "
+            "`phaseaware probe-endpoint`: its offset (or, varying, its offset set) is used"
+        ),
+    )
     score_keys: tuple[str, ...] = ("score", "relevance_score")
     evidence_key: str | None = "evidence"
     metadata_key: str = "phaseaware"
@@ -135,6 +145,7 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
         suffix: str = "",
         separator: str = CHUNK_SEPARATOR,
         options: AssemblyOptions | Mapping[str, Any] | None = None,
+        endpoint: EndpointRef = None,
         **kwargs: Any,
     ) -> None:
         # checked before pydantic sees them, so the caller gets phaseaware's typed errors
@@ -153,8 +164,16 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
         fields = dict(
             tokenizer=tokenizer, profile=profile, budget_tokens=budget_tokens, prefix=prefix,
             prefix_tokens=prefix_tokens, suffix=suffix, separator=separator, options=options,
+            endpoint=endpoint,
         )  # fmt: skip
-        super().__init__(**fields, **kwargs)
+        try:
+            super().__init__(**fields, **kwargs)
+        except ValidationError as exc:  # a typed error from model_post_init, unwrapped
+            causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
+            typed = [c for c in causes if isinstance(c, PhaseawareError)]
+            if typed:
+                raise typed[0] from None
+            raise
 
     def model_post_init(self, context: Any) -> None:
         self._tokenizer = resolve_tokenizer(self.tokenizer)
@@ -164,11 +183,16 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             if self.options is not None
             else AssemblyOptions(repeat=False)  # a restated block belongs to no document
         )
-        offset = None
-        if self.prefix_tokens is not None:
-            offset = check_position_offset(self.prefix_tokens, name="prefix_tokens")
-            offset += resolve_options(base).position_offset
-        self._options = resolve_options(base, position_offset=offset)
+        record = load_endpoint(self.endpoint)
+        options = endpoint_options(resolve_options(base), record, self._tokenizer)
+        if self.prefix_tokens is not None:  # the prefix's tokens come after the server's
+            extra = check_position_offset(self.prefix_tokens, name="prefix_tokens")
+            if options.offsets:
+                offsets = tuple(d + extra for d in options.offsets)
+                options = dataclasses.replace(options, position_offset=0, offsets=offsets)
+            else:
+                options = resolve_options(options, position_offset=options.position_offset + extra)
+        self._options = options
         self._layout = _FixedLayout(self.prefix or "", self.suffix)
 
     def compress_documents(
@@ -208,8 +232,12 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
         report = result.to_dict()
         summary = {key: report[key] for key in _SUMMARY_KEYS}
         summary["exact_prefix"] = self.prefix is not None
+        if result.robust is not None:  # an offset set: no single residue is known
+            summary["robust"] = report["robust"]
         out = []
         for text, placement in zip(texts, report["placements"], strict=True):
+            if result.robust is not None:
+                placement["residues"] = None
             original = documents[document_index(placement["chunk_id"])]
             metadata = dict(original.metadata)
             metadata[self.metadata_key] = {"placement": placement, "assembly": summary}

@@ -59,7 +59,14 @@ from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.result import AssemblyResult
 from phaseaware.chat.append import append_layout
 from phaseaware.chat.formats import ChatFormat
-from phaseaware.endpoints import ON_MISMATCH, check_prompt_tokens
+from phaseaware.endpoints import (
+    ON_MISMATCH,
+    EndpointRef,
+    check_prompt_tokens,
+    endpoint_options,
+    load_endpoint,
+    usage_offsets,
+)
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.templates import PromptLayout
@@ -95,6 +102,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
     (``"warn"``, ``"raise"`` or ``"ignore"``). ``message_template``: the aligned
     message's content, ``{context}`` once and ``{question}`` (the newest user
     message) any number of times, e.g. ``"{context}\n\n{question}"``.
+    ``endpoint``: an endpoint record (as for ``PhaseAwarePrompt``); the usage
+    check then expects its offset (any of its offsets when it varies).
     """
 
     def __init__(
@@ -106,6 +115,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         budget_tokens: int,
         options: AssemblyOptions | Mapping[str, Any] | None = None,
         position_offset: int | None = None,
+        endpoint: EndpointRef = None,
         thinking: bool = False,
         tool_role: Literal["tool", "user"] = "tool",
         tool_names: Sequence[str] | None = None,
@@ -132,7 +142,10 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self.chat_format = resolve_chat_format(chat_format, self.tokenizer, thinking=thinking)
         self.profile = resolve_profile(profile)
         self.budget_tokens = budget_tokens
-        self.options = resolve_options(options, position_offset=position_offset)
+        self.endpoint = load_endpoint(endpoint)
+        self.options = endpoint_options(
+            resolve_options(options, position_offset=position_offset), self.endpoint, self.tokenizer
+        )
         self.tool_role = tool_role
         self.tool_names = frozenset(tool_names) if tool_names is not None else None
         self.document_separator = document_separator
@@ -224,10 +237,12 @@ class PhaseAwareMiddleware(AgentMiddleware):
             return response
         usage = next((m.usage_metadata for m in response.result if isinstance(m, AIMessage)), None)
         if usage is not None and "input_tokens" in usage:
+            offset, offsets = usage_offsets(self.options)
             check_prompt_tokens(
                 planned_tokens=result.token_count,
                 reported_tokens=int(usage["input_tokens"]),
-                offset=self.options.position_offset,
+                offset=offset,
+                offsets=offsets,
                 on_mismatch=self.check_usage,
             )
         return ExtendedModelResponse(

@@ -42,6 +42,7 @@ from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.layout import ConversationLayout
 from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, parse_message
+from phaseaware.endpoints import EndpointRef, endpoint_options, load_endpoint
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.templates import PromptLayout
@@ -68,13 +69,18 @@ def placement_report(result: AssemblyResult, documents: Sequence[Document]) -> d
     """``result.to_dict()`` plus, per placement, the input index and ``Document.id``.
 
     Token positions are prompt token indices (BOS = 0); residues are taken at
-    index + ``position_offset``.
+    index + ``position_offset``. Planned over an offset set (``options.offsets``, or a
+    varying endpoint record), no single residue is known: each placement's
+    ``residues`` is ``None`` and ``report["robust"]`` holds the per-offset claims
+    (``worst_case_accuracy``, ``covered``, ``extra_tokens``).
     """
     report = result.to_dict()
     for placement in report["placements"]:
         index = document_index(placement["chunk_id"])
         placement["document_index"] = index
         placement["document_id"] = documents[index].id
+        if result.robust is not None:
+            placement["residues"] = None  # unknown: the offset is one of a set
     return report
 
 
@@ -97,6 +103,11 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
     ``metadata["evidence"]`` (``evidence_key``), else the question's key terms.
     ``position_offset``: tokens the server adds before the prompt (e.g. 1 for a
     BOS the prompt text lacks); residues are taken at the model's positions.
+    ``endpoint``: what ``phaseaware probe-endpoint`` learned (an ``EndpointRecord``,
+    a record path or ``{"base_url", "model"}``): its offset, or for a varying
+    endpoint its offset set (robust placement); a record probed with another
+    tokenizer raises ``FingerprintMismatchError``, an explicit offset that
+    disagrees with it ``InputError``.
 
     Empty ``documents`` give the template with an empty context. Raises
     ``MissingSlotError``/``DuplicateSlotError`` (no or several ``{context}``)
@@ -118,6 +129,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         budget_tokens: int,
         options: AssemblyOptions | Mapping[str, Any] | None = None,
         position_offset: int | None = None,
+        endpoint: EndpointRef = None,
         thinking: bool = False,
         question_key: str = "question",
         documents_key: str = "documents",
@@ -142,7 +154,10 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         self.chat_format = resolve_chat_format(chat_format, self.tokenizer, thinking=thinking)
         self.profile = resolve_profile(profile)
         self.budget_tokens = budget_tokens
-        self.options = resolve_options(options, position_offset=position_offset)
+        self.endpoint = load_endpoint(endpoint)
+        self.options = endpoint_options(
+            resolve_options(options, position_offset=position_offset), self.endpoint, self.tokenizer
+        )
         self.question_key = question_key
         self.documents_key = documents_key
         self.score_keys = tuple(score_keys)

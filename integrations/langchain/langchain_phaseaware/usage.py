@@ -26,10 +26,18 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from langchain_phaseaware.convert import message_dicts, resolve_chat_format, resolve_tokenizer
-from phaseaware.assembly.options import check_position_offset
+from phaseaware.assembly.options import AssemblyOptions, check_position_offset
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.messages import parse_messages
-from phaseaware.endpoints import ON_MISMATCH, UsageCheck, check_prompt_tokens
+from phaseaware.endpoints import (
+    ON_MISMATCH,
+    EndpointRef,
+    UsageCheck,
+    check_prompt_tokens,
+    endpoint_options,
+    load_endpoint,
+    usage_offsets,
+)
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -61,7 +69,11 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     """Compare ``usage.prompt_tokens`` with the rendered prompt on every chat model call.
 
     ``offset``: tokens the endpoint is known to add before the prompt (the
-    ``position_offset`` the prompt was planned with). ``on_mismatch``: ``"warn"``
+    ``position_offset`` the prompt was planned with). ``endpoint``: an endpoint
+    record (``EndpointRecord``, path or ``{"base_url", "model"}``) instead: its
+    ``offset`` is expected, and for a varying record any of its ``offsets``; a
+    record probed with another tokenizer raises ``FingerprintMismatchError``, an
+    ``offset`` that disagrees with it ``InputError``. ``on_mismatch``: ``"warn"``
     (default), ``"raise"`` or ``"ignore"``. ``on_check``: called with each
     :class:`~phaseaware.endpoints.UsageCheck` (e.g. to log it). A response
     without usage is not checked. Pass it as ``config={"callbacks": [check]}``
@@ -75,7 +87,8 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         *,
         tokenizer: str | Tokenizer,
         chat_format: str | ChatFormat,
-        offset: int = 0,
+        offset: int | None = None,
+        endpoint: EndpointRef = None,
         on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
         on_check: Callable[[UsageCheck], None] | None = None,
         thinking: bool = False,
@@ -86,7 +99,12 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             )
         self.tokenizer = resolve_tokenizer(tokenizer)
         self.chat_format = resolve_chat_format(chat_format, self.tokenizer, thinking=thinking)
-        self.offset = check_position_offset(offset, name="offset")
+        self.endpoint = load_endpoint(endpoint)
+        options = AssemblyOptions(
+            position_offset=0 if offset is None else check_position_offset(offset, name="offset")
+        )
+        options = endpoint_options(options, self.endpoint, self.tokenizer)
+        self.offset, self.offsets = usage_offsets(options)
         self.on_mismatch: Literal["warn", "raise", "ignore"] = on_mismatch
         self.on_check = on_check
         self._planned: dict[UUID, int] = {}
@@ -122,6 +140,7 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             planned_tokens=planned,
             reported_tokens=reported,
             offset=self.offset,
+            offsets=self.offsets,
             on_mismatch=self.on_mismatch,
         )
         if self.on_check is not None:

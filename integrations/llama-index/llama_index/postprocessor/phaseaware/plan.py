@@ -26,9 +26,11 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 from phaseaware.assembly import AssemblyOptions, AssemblyResult, Chunk, assemble
 from phaseaware.assembly.result import Placement
 from phaseaware.chat import conversation_layout
+from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
+from phaseaware.serialize import to_plain
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -73,7 +75,8 @@ class PlanConfig:
     chat_format: str
     profile: Profile | None
     budget_tokens: int
-    options: AssemblyOptions
+    options: AssemblyOptions  # the endpoint record's offset (or offset set) applied
+    endpoint: EndpointRecord | None = None
 
     @classmethod
     def resolve(
@@ -84,8 +87,15 @@ class PlanConfig:
         profile: str | os.PathLike[str] | Profile | None,
         budget_tokens: int,
         options: AssemblyOptions | Mapping[str, Any] | None,
+        endpoint: EndpointRef = None,
     ) -> PlanConfig:
-        """Load a tokenizer spec and a profile name/path; check the budget and options."""
+        """Load a tokenizer spec and a profile name/path; check the budget and options.
+
+        ``endpoint`` (an ``EndpointRecord``, a record path or ``{"base_url", "model"}``)
+        sets the offset (constant record) or the offset set (varying record: robust
+        placement); ``FingerprintMismatchError`` for a record of another tokenizer,
+        ``InputError`` when ``options`` name an offset that disagrees with it.
+        """
         tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
         if isinstance(profile, str | os.PathLike):
             prof: Profile | None = get_profile(profile)
@@ -100,7 +110,9 @@ class PlanConfig:
             raise InputError(f"budget_tokens must be an integer, got {budget_tokens!r}")
         if not isinstance(chat_format, str):
             raise InputError(f"chat_format must be a string, got {chat_format!r}")
-        return cls(tok, chat_format, prof, budget_tokens, resolve_options(options))
+        record = load_endpoint(endpoint)
+        resolved = endpoint_options(resolve_options(options), record, tok)
+        return cls(tok, chat_format, prof, budget_tokens, resolved, record)
 
 
 def conversation_key(
@@ -142,7 +154,8 @@ def _chunk_text(node: BaseNode) -> str:
     return node.get_content(metadata_mode=MetadataMode.LLM)
 
 
-def _placement_report(placement: Placement) -> dict[str, Any]:
+def _placement_report(placement: Placement, *, robust: bool) -> dict[str, Any]:
+    """``robust``: planned over an offset set, so no single residue is known (``None``)."""
     return {
         "chunk_id": placement.chunk_id,
         "order": placement.order,
@@ -156,7 +169,7 @@ def _placement_report(placement: Placement) -> dict[str, Any]:
         "segment_char_start": placement.segment_char_start,
         "key_token_positions": list(placement.key_token_positions),
         "key_char_offsets": list(placement.key_char_offsets),
-        "residues": list(placement.residues),
+        "residues": None if robust else list(placement.residues),
         "expected_accuracy": placement.expected_accuracy,
     }
 
@@ -169,6 +182,8 @@ def _assembly_report(result: AssemblyResult, key: str) -> dict[str, Any]:
         "prompt": result.prompt,
         "token_count": result.token_count,
         "position_offset": result.position_offset,
+        "offsets": list(result.robust.offsets) if result.robust is not None else None,
+        "robust": to_plain(result.robust) if result.robust is not None else None,
         "tokenizer": result.tokenizer,
         "layout": result.layout,
         "profile": result.profile,
@@ -232,7 +247,7 @@ def assemble_nodes(
                 node=PhaseAwareNode.arranged(
                     original.node,
                     text=segment.text,
-                    placement=_placement_report(placement),
+                    placement=_placement_report(placement, robust=result.robust is not None),
                     assembly=shared,
                 ),
                 score=original.score,

@@ -59,6 +59,15 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
             "position_offset for tokens the server adds before the prompt, ...)."
         ),
     )
+    endpoint: Any = Field(
+        default=None,
+        description=(
+            "What `phaseaware probe-endpoint` learned about the server: a phaseaware "
+            "EndpointRecord, a record path or {'base_url': ..., 'model': ...}. Sets the "
+            "offset (or, for a varying endpoint, the offset set: robust placement); a record "
+            "probed with another tokenizer is refused (FingerprintMismatchError)."
+        ),
+    )
     messages: list[dict[str, str]] | None = Field(
         default=None,
         description=(
@@ -78,6 +87,7 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
             profile=self.profile,
             budget_tokens=self.budget_tokens,
             options=self.options,
+            endpoint=self.endpoint,
         )
         self._messages = (
             [dict(m) for m in self.messages]

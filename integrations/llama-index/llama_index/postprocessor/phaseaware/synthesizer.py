@@ -47,7 +47,7 @@ from llama_index.postprocessor.phaseaware.plan import (
 from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
 
 from phaseaware.assembly import AssemblyOptions
-from phaseaware.endpoints import UsageCheck, check_prompt_tokens
+from phaseaware.endpoints import EndpointRef, UsageCheck, check_prompt_tokens, usage_offsets
 from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.profiles.model import Profile
 from phaseaware.tokenizers.base import Tokenizer
@@ -131,6 +131,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         text_qa_template: BasePromptTemplate | None = None,
         on_mismatch: OnMismatch = "warn",
         prompt_token_offset: int | None = None,
+        endpoint: EndpointRef = None,
         callback_manager: CallbackManager | None = None,
         empty_response: str | None = None,
     ) -> None:
@@ -141,7 +142,17 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             profile=profile,
             budget_tokens=budget_tokens,
             options=options,
+            endpoint=endpoint,
         )
+        record = self._config.endpoint
+        if record is not None and prompt_token_offset is not None:
+            known = record.offsets if record.stability == "varying" else (record.offset,)
+            if (prompt_token_offset,) != known:
+                raise InputError(
+                    f"prompt_token_offset={prompt_token_offset} disagrees with the endpoint "
+                    f"record for {record.model!r} at {record.base_url} (offsets "
+                    f"{list(known)}, {record.stability}); pass only the endpoint record"
+                )
         if is_chat_llm(self._llm) and chat_format == "none":
             raise InputError(
                 "a chat LLM (is_chat_model=True) receives messages; pass the chat format the "
@@ -169,6 +180,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             profile=c.profile,
             budget_tokens=c.budget_tokens,
             options=c.options,
+            endpoint=c.endpoint,
             messages=self.conversation,
         )
 
@@ -209,11 +221,14 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         reported = reported_prompt_tokens(response)
         if reported is None:
             return sent
-        offset = self._offset if self._offset is not None else sent.position_offset
+        offset, offsets = usage_offsets(self._config.options)
+        if self._offset is not None:
+            offset, offsets = self._offset, None
         check = check_prompt_tokens(
             planned_tokens=sent.token_count,
             reported_tokens=reported,
             offset=offset,
+            offsets=offsets,
             on_mismatch=self._on_mismatch,
         )
         return PlanSent(
@@ -315,9 +330,11 @@ def phaseaware_query_engine(
     text_qa_template: BasePromptTemplate | None = None,
     node_postprocessors: Sequence[BaseNodePostprocessor] = (),
     on_mismatch: OnMismatch = "warn",
+    endpoint: EndpointRef = None,
 ) -> RetrieverQueryEngine:
     """``RetrieverQueryEngine`` with a ``PhaseAwarePostprocessor`` (last, after
-    ``node_postprocessors``) and a ``PhaseAwareSynthesizer`` planning the same conversation."""
+    ``node_postprocessors``) and a ``PhaseAwareSynthesizer`` planning the same conversation;
+    ``endpoint``: an endpoint record both use (see ``PhaseAwareSynthesizer``)."""
     synthesizer = PhaseAwareSynthesizer(
         llm=llm,
         tokenizer=tokenizer,
@@ -327,6 +344,7 @@ def phaseaware_query_engine(
         options=options,
         text_qa_template=text_qa_template,
         on_mismatch=on_mismatch,
+        endpoint=endpoint,
     )
     return RetrieverQueryEngine(
         retriever,
