@@ -128,7 +128,7 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
             score = _check_score(score, f"chunks[{index}]")
         if type(evidence) is not tuple or not all(type(e) is str and e for e in evidence):
             evidence = _check_evidence(evidence, f"chunks[{index}]")
-        if chunk_id is not None and type(chunk_id) is not str:
+        if chunk_id is not None:  # always: a str id may still hold a lone surrogate
             chunk_id = _check_id(chunk_id, f"chunks[{index}]")
         if chunk_id is None:
             chunk_id = f"chunk-{index}"

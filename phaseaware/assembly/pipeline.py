@@ -27,11 +27,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from phaseaware.assembly import planner, robust
+from phaseaware.assembly.build import build_result
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.assembly.planner import PadTables, Plan
 from phaseaware.assembly.render import RepeatBlock, render_prompt, repeat_block
-from phaseaware.assembly.result import AssemblyResult, build_result
+from phaseaware.assembly.result import AssemblyResult
 from phaseaware.assembly.setup import Setup, end_reserve, plan_pads, prepare
 from phaseaware.assembly.stitch import ChunkTokenCache, default_cache, full_starts
 from phaseaware.assembly.untrusted import confirm

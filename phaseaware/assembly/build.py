@@ -1,0 +1,289 @@
+"""Building an ``AssemblyResult`` from a confirmed plan and the measured final prompt.
+
+``build_result`` turns a confirmed plan plus the *measured* tokenization of the
+final prompt into an ``AssemblyResult``; every position it reports comes from
+that tokenization. ``naive_expected_accuracy`` is the baseline of the same
+chunks in the given order, no padding, no repeat, same budget; its positions
+are estimated from the in-context per-chunk token counts (the naive prompt is not rendered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from phaseaware.assembly import planner
+from phaseaware.assembly.planner import Plan
+from phaseaware.assembly.render import CHUNK_SEPARATOR, RenderedContext
+from phaseaware.assembly.result import (
+    AssemblyResult,
+    Dropped,
+    Placement,
+    RepeatPlacement,
+)
+from phaseaware.assembly.setup import Setup
+from phaseaware.assembly.stitch import TokenStarts
+from phaseaware.templates import RenderedPrompt
+
+__all__ = ["build_result", "naive_expected_accuracy", "overall_expected_accuracy"]
+
+
+def _tokens_in(measured: TokenStarts, start: int, end: int) -> int:
+    """Tokens whose first character lies in prompt chars ``[start, end)``."""
+    return measured.tokens_in(start, end)
+
+
+def _residues(positions: tuple[int, ...], period: int | None, offset: int) -> tuple[int, ...]:
+    """Residues of the model's positions (prompt index + offset); () without a period."""
+    return tuple((t + offset) % period for t in positions) if period else ()
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def build_result(
+    setup: Setup,
+    *,
+    plan: Plan | None,
+    rendered: RenderedContext | None,
+    measured: TokenStarts,
+    prompt: RenderedPrompt,
+    dropped: Mapping[int, str],
+) -> AssemblyResult:
+    """Measured placements of a confirmed plan (``plan`` None: no chunk admitted).
+
+    ``measured`` is the tokenization of ``prompt.text``; ``rendered`` the
+    context of ``plan``; ``dropped`` maps input indices to reasons.
+    """
+    length = len(measured)
+    profile = setup.profile
+    period = profile.period if profile is not None else setup.options.period
+    shift = setup.options.position_offset  # model position = prompt token index + shift
+    rel = planner.position_reliability(profile, length=length, offset=shift)
+    prep = setup.chunks
+    placements: list[Placement] = []
+    accuracy: dict[int, float | None] = {}
+    padding = end_padding = repeated = 0
+    repeat = None
+    if plan is not None and rendered is not None:
+        ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
+        offset = len(setup.frame.prefix)
+        repeat = _repeat_placement(setup, plan, rendered, measured, rel, period)
+        located = _locate(setup, plan, rendered, measured)
+        pad_counts = _pad_tokens(measured, offset, rendered.pad_spans)
+        pad_index = 0
+        for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
+            pad_span, pad_tokens = (0, 0), 0
+            if k:
+                pad_span, pad_tokens = rendered.pad_spans[pad_index], pad_counts[pad_index]
+                pad_index += 1
+            padding += pad_tokens
+            floor = None  # the repeat lifts its chunk's accuracy to at least its own
+            if repeat is not None and i == plan.repeat:
+                floor = repeat.expected_accuracy or 0.0
+            placement = _placement(
+                setup,
+                located[j],
+                rel,
+                period,
+                j,
+                i,
+                ranks[i],
+                pad_tokens,
+                pad_span[1] - pad_span[0],
+                floor,
+            )
+            accuracy[i] = placement.expected_accuracy
+            placements.append(placement)
+        if rendered.end_span is not None:
+            end_padding = _tokens_in(measured, *(offset + c for c in rendered.end_span))
+            padding += end_padding
+        if rendered.repeat is not None and rendered.repeat_start is not None:
+            start = offset + rendered.repeat_start
+            end = start + len(rendered.repeat.text)
+            repeated = _tokens_in(measured, start - len(CHUNK_SEPARATOR), end)
+    effect = profile.length_residue_accuracy if profile is not None else None
+    return AssemblyResult(
+        prompt=prompt.text,
+        messages=prompt.messages,
+        context=rendered.text if rendered is not None else "",
+        token_count=length,
+        placements=tuple(placements),
+        repeat=repeat,
+        padding_tokens=padding,
+        end_padding_tokens=end_padding,
+        repeated_tokens=repeated,
+        dropped=tuple(
+            Dropped(prep[i].chunk.id or "", reason) for i, reason in sorted(dropped.items())
+        ),
+        expected_accuracy=_overall(setup, accuracy),
+        naive_expected_accuracy=_naive(setup),
+        profile=profile.model if profile is not None else None,
+        period=period,
+        length_residue=(length + shift) % effect.period if effect is not None else None,
+        tokenizer=setup.tokenizer.spec,
+        fingerprint=setup.tokenizer.fingerprint(),
+        layout=setup.layout.name,
+        position_offset=shift,
+        neutralized=setup.neutralized,
+        tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,
+        verification=measured.verification,
+    )
+
+
+_Located = tuple[int, int, tuple[int, ...], tuple[int, ...], tuple[int, int]]
+
+
+def _pad_tokens(measured: TokenStarts, offset: int, spans: Sequence[tuple[int, int]]) -> list[int]:
+    """``_tokens_in`` of each pad span (context chars, prompt ``offset``), one numpy pass."""
+    if not spans:
+        return []
+    edges = np.asarray(spans, dtype=np.int64) + offset
+    found = np.searchsorted(measured.starts, edges, side="left")
+    counts: list[int] = (found[:, 1] - found[:, 0]).tolist()
+    return counts
+
+
+def _locate(
+    setup: Setup, plan: Plan, rendered: RenderedContext, measured: TokenStarts
+) -> list[_Located]:
+    """(start, end, key chars, key tokens, token span) per ordered chunk, one lookup pass."""
+    offset = len(setup.frame.prefix)
+    bounds: list[tuple[int, int, tuple[int, ...]]] = []
+    chars: list[int] = []
+    for i, start in zip(plan.order, rendered.chunk_starts, strict=True):
+        prep = setup.chunks[i]
+        begin = offset + start
+        keys = tuple(begin + c for c in prep.key_chars)
+        bounds.append((begin, begin + len(prep.chunk.text), keys))
+        chars.append(begin)
+        chars.extend(keys)
+    if any(end <= begin for begin, end, _ in bounds) or any(
+        end > measured.text_length for _, end, _ in bounds
+    ):  # the scalar lookups name the bad span
+        return [
+            (b, e, k, tuple(measured.tokens_at_chars(k)), measured.token_span(b, e))
+            for b, e, k in bounds
+        ]
+    tokens = measured.tokens_at_chars(chars)
+    right: list[int] = np.searchsorted(
+        measured.starts, np.asarray([e for _, e, _ in bounds], dtype=np.int64) - 1, side="right"
+    ).tolist()
+    out: list[_Located] = []
+    at = 0
+    for (begin, end, keys), last in zip(bounds, right, strict=True):
+        first = tokens[at]
+        positions = tuple(tokens[at + 1 : at + 1 + len(keys)])
+        at += 1 + len(keys)
+        out.append((begin, end, keys, positions, (first, last)))
+    return out
+
+
+def _placement(
+    setup: Setup,
+    located: _Located,
+    rel: Callable[[int], float],
+    period: int | None,
+    order: int,
+    i: int,
+    rank: int,
+    pad_tokens: int,
+    pad_chars: int,
+    floor: float | None,
+) -> Placement:
+    """Measured placement of ordered chunk ``order``; accuracy at least ``floor`` (if any)."""
+    prep = setup.chunks[i]
+    start, end, chars, positions, span = located
+    accuracy = _mean([rel(t) for t in positions])
+    if floor is not None and accuracy is not None:
+        accuracy = max(accuracy, floor)
+    return Placement(
+        segment_char_start=start - pad_chars,
+        chunk_id=prep.chunk.id or "",
+        order=order,
+        rank=rank,
+        score=prep.chunk.score,
+        token_start=span[0],
+        token_end=span[1],
+        char_start=start,
+        char_end=end,
+        padding_tokens=pad_tokens,
+        key_token_positions=positions,
+        key_char_offsets=chars,
+        residues=_residues(positions, period, setup.options.position_offset),
+        expected_accuracy=accuracy,
+    )
+
+
+def _repeat_placement(
+    setup: Setup,
+    plan: Plan,
+    rendered: RenderedContext,
+    measured: TokenStarts,
+    rel: Callable[[int], float],
+    period: int | None,
+) -> RepeatPlacement | None:
+    block = rendered.repeat
+    if plan.repeat is None or block is None or rendered.repeat_start is None:
+        return None
+    start = len(setup.frame.prefix) + rendered.repeat_start
+    end = start + len(block.text)
+    chars = tuple(start + c for c in block.key_chars)
+    positions = tuple(measured.token_at_char(c) for c in chars)
+    span = measured.token_span(start, end)
+    return RepeatPlacement(
+        chunk_id=setup.chunks[plan.repeat].chunk.id or "",
+        text=block.text,
+        token_start=span[0],
+        token_end=span[1],
+        key_token_positions=positions,
+        key_char_offsets=chars,
+        residues=_residues(positions, period, setup.options.position_offset),
+        expected_accuracy=_mean([rel(t) for t in positions]),
+    )
+
+
+def overall_expected_accuracy(setup: Setup, accuracy: Mapping[int, float | None]) -> float | None:
+    """Relevance-weighted mean of per-chunk accuracies (input index -> accuracy)."""
+    return _overall(setup, accuracy)
+
+
+def _overall(setup: Setup, accuracy: Mapping[int, float | None]) -> float | None:
+    """Relevance-weighted mean accuracy over keyed, non-empty chunks (dropped → 0)."""
+    total = weight_sum = 0.0
+    for i, prep in enumerate(setup.chunks):
+        if prep.empty or not prep.key_chars:
+            continue
+        weight_sum += setup.weights[i]
+        total += setup.weights[i] * (accuracy.get(i) or 0.0)
+    return total / weight_sum if weight_sum > 0 else None
+
+
+def naive_expected_accuracy(setup: Setup) -> float | None:
+    """The naive baseline's expected accuracy at ``setup.options.position_offset``."""
+    return _naive(setup)
+
+
+def _naive(setup: Setup) -> float | None:
+    """Same chunks, given order, no padding or repeat, same budget (estimated positions)."""
+    prep, frame = setup.chunks, setup.frame
+    admission = planner.admit(
+        scores=[p.chunk.score for p in prep],
+        costs=[p.tokens for p in prep],
+        empty=[p.empty for p in prep],
+        budget_left=setup.budget - frame.prefix_tokens - frame.suffix_tokens,
+        in_given_order=True,
+    )
+    positions: dict[int, list[int]] = {}
+    pos = frame.prefix_tokens
+    for i in admission.admitted:
+        positions[i] = [pos + t for t in prep[i].key_tokens]
+        pos += prep[i].tokens
+    rel = planner.position_reliability(
+        setup.profile,
+        length=max(1, pos - frame.separator_tokens + frame.suffix_tokens),
+        offset=setup.options.position_offset,
+    )
+    return _overall(setup, {i: _mean([rel(t) for t in ts]) for i, ts in positions.items()})
