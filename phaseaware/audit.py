@@ -9,7 +9,6 @@ includes the raw local window and any length-residue effect.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_tokenizer
 from phaseaware.serialize import to_plain
 from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.userfiles import parse_json_document, read_user_text
 
 __all__ = [
     "Occurrence",
@@ -302,15 +302,7 @@ def load_conversation_file(path: str) -> tuple[list[Any], tuple[str, ...]]:
     the strings to check (``phaseaware audit --messages``). ``InputError`` if bad.
     """
     where = f"messages file {path!r}"
-    try:
-        with open(path, "rb") as handle:
-            doc = json.loads(handle.read().decode("utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read {where}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where} is not valid UTF-8 (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    doc = parse_json_document(read_user_text(path, what="messages file"), source=where)
     if isinstance(doc, list):
         return doc, ()
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
