@@ -33,6 +33,7 @@ from phaseaware.atomic import atomic_write_text
 from phaseaware.errors import FingerprintMismatchError, InputError
 from phaseaware.profiles.registry import user_profile_dir
 from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.userfiles import parse_json_document, read_user_text
 
 __all__ = [
     "RECORD_SCHEMA",
@@ -173,15 +174,12 @@ def save_endpoint_record(
 
 def load_endpoint_record(path: str | os.PathLike[str]) -> EndpointRecord:
     """Read and validate a record file (``InputError`` with the fix when it is not one)."""
+    hint = "write it with `phaseaware probe-endpoint`"
     try:
-        doc = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(
-            f"cannot read endpoint record {os.fspath(path)!r} ({exc.strerror}); write it with "
-            "`phaseaware probe-endpoint`"
-        ) from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"endpoint record {os.fspath(path)!r} is not valid JSON") from exc
+        text = read_user_text(Path(path).expanduser(), what="endpoint record")
+    except InputError as exc:
+        raise InputError(f"{exc}; {hint}") from None
+    doc = parse_json_document(text, source=f"endpoint record {os.fspath(path)!r}", hint=hint)
     return EndpointRecord.from_dict(doc, source=os.fspath(path))
 
 
