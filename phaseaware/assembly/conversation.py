@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.options import AssemblyOptions
@@ -239,8 +239,17 @@ def assemble_append_after(
     return _shifted(result, prefix_tokens, opts.position_offset, messages)
 
 
-def _shift(positions: tuple[int, ...], n: int) -> tuple[int, ...]:
-    return tuple(t + n for t in positions)
+_Span = TypeVar("_Span", Placement, RepeatPlacement)
+
+
+def _moved(span: _Span, n: int) -> _Span:
+    """``span`` (a placement or the repeat) with its token indices moved by ``n``."""
+    return replace(
+        span,
+        token_start=span.token_start + n,
+        token_end=span.token_end + n,
+        key_token_positions=tuple(t + n for t in span.key_token_positions),
+    )
 
 
 def _shifted(
@@ -254,27 +263,10 @@ def _shifted(
     Residues and accuracies were taken with offset ``n + position_offset``, so
     they already belong to the absolute positions; only the indices move.
     """
-
-    def placement(p: Placement) -> Placement:
-        return replace(
-            p,
-            token_start=p.token_start + n,
-            token_end=p.token_end + n,
-            key_token_positions=_shift(p.key_token_positions, n),
-        )
-
-    def repeat(r: RepeatPlacement) -> RepeatPlacement:
-        return replace(
-            r,
-            token_start=r.token_start + n,
-            token_end=r.token_end + n,
-            key_token_positions=_shift(r.key_token_positions, n),
-        )
-
     return replace(
         result,
-        placements=tuple(placement(p) for p in result.placements),
-        repeat=repeat(result.repeat) if result.repeat is not None else None,
+        placements=tuple(_moved(p, n) for p in result.placements),
+        repeat=_moved(result.repeat, n) if result.repeat is not None else None,
         token_count=result.token_count + n,
         position_offset=position_offset,
         messages=messages,
