@@ -33,7 +33,5 @@ def redact_url(url: str) -> str:
         return redact(url)
     if parts.username is None and parts.password is None:
         return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    host = parts.netloc.rpartition("@")[2]  # as written: case and IPv6 brackets kept
     return urlunsplit(parts._replace(netloc=f"***@{host}"))

@@ -129,3 +129,10 @@ def test_log_header_refuses_credentials() -> None:
     _check_no_secret('{"model": "m", "backend": "openai-http"}')
     with pytest.raises(LogError, match="refusing to write credentials"):
         _check_no_secret('{"model": "http://u:p@h/v1"}')
+
+
+def test_redact_url_keeps_the_host_as_written() -> None:
+    from phaseaware.redact import redact_url
+
+    assert redact_url("http://u:p@[::1]:8000/v1") == "http://***@[::1]:8000/v1"
+    assert redact_url("https://user:pw@Host.example/v1") == "https://***@Host.example/v1"
