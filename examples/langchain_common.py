@@ -1,5 +1,5 @@
 """Shared parts of the LangChain examples: local notes, a BM25 retriever, the reference
-server as a subprocess on loopback, and the reference model's profile. All offline.
+server as a subprocess on loopback (from reference_server.py), and the reference model's profile. All offline.
 
 Run the examples from the repository root (``python examples/langchain_rag.py``);
 they need ``langchain-phaseaware`` (``pip install -e integrations/langchain``, or
@@ -9,13 +9,9 @@ phaseaware's ``reference`` extra.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr
 from rank_bm25 import BM25Okapi
+from reference_server import reference_server
 
 from phaseaware.demo.rag_questions import RagQuestion, make_questions
 from phaseaware.demo.run import CHUNKS_PER_QUESTION, MAX_FILLER_SENTENCES
@@ -127,24 +124,3 @@ def reference_profile(path: str | None) -> Profile:
         ).profile
     finally:
         backend.close()
-
-
-@contextmanager
-def reference_server() -> Iterator[str]:
-    """``phaseaware serve-reference --port 0`` as a subprocess; yields its base URL."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "phaseaware", "serve-reference", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if " at http://" not in line:
-            raise RuntimeError(f"the reference server did not start: {line!r}")
-        yield line.split(" at ")[1].split()[0]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)

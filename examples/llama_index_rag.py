@@ -16,12 +16,8 @@ Nothing is downloaded. The profile is the reference model's calibration
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from llama_index.core import PromptTemplate
@@ -30,6 +26,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.llms.openai_like import OpenAILike
 from llama_index.postprocessor.phaseaware import PLACEMENT_KEY, SENT_KEY, phaseaware_query_engine
 from rank_bm25 import BM25Okapi
+from reference_server import reference_server
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "integrations" / "llama-index" / "tests" / "data" / "phaseaware-reference.json"
@@ -72,28 +69,6 @@ class BM25Retriever(BaseRetriever):
         scores = self._bm25.get_scores(self._words(query_bundle.query_str))
         ranked = sorted(range(len(self._nodes)), key=lambda i: (-scores[i], i))[: self._top_k]
         return [NodeWithScore(node=self._nodes[i], score=float(scores[i])) for i in ranked]
-
-
-@contextmanager
-def reference_server() -> Iterator[str]:
-    """``phaseaware serve-reference --port 0`` as a subprocess; yields its base URL."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "phaseaware", "serve-reference", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if " at http://" not in line:
-            raise SystemExit(f"serve-reference did not start (exit code {proc.poll()})")
-        yield line.split(" at ")[1].split()[0]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def run(base_url: str, question: str) -> int:
@@ -145,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.base_url:
         return run(args.base_url, args.question)
-    with reference_server() as base_url:
+    with reference_server(stderr=subprocess.DEVNULL) as base_url:
         return run(base_url, args.question)
 
 

@@ -7,7 +7,8 @@
 - :func:`message_dict` / :func:`message_dicts`: LangChain messages as the
   OpenAI-style dicts phaseaware's chat layer parses (text content only).
 - :func:`resolve_tokenizer`, :func:`resolve_chat_format`, :func:`resolve_profile`,
-  :func:`resolve_options`: the constructor arguments of every component, checked once.
+  :func:`resolve_options`: the constructor arguments of every component, checked once;
+  :func:`resolve_target` all of them (and the endpoint) for the prompt and the middleware.
 
 The caller's objects are never mutated: chunks copy what they need.
 """
@@ -34,6 +35,7 @@ from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.options import AssemblyOptions
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.messages import ROLES
+from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
 from phaseaware.errors import InputError
 from phaseaware.profiles.io import load_profile
 from phaseaware.profiles.model import Profile
@@ -51,6 +53,7 @@ __all__ = [
     "resolve_chat_format",
     "resolve_options",
     "resolve_profile",
+    "resolve_target",
     "resolve_tokenizer",
 ]
 
@@ -113,6 +116,28 @@ def resolve_options(
         fields_now = {f.name: getattr(options, f.name) for f in fields(AssemblyOptions)}
         options = AssemblyOptions(**{**fields_now, "position_offset": position_offset})
     return options
+
+
+def resolve_target(
+    *,
+    tokenizer: str | Tokenizer,
+    chat_format: str | ChatFormat,
+    thinking: bool,
+    profile: str | Path | Profile | None,
+    endpoint: EndpointRef,
+    options: AssemblyOptions | Mapping[str, Any] | None,
+    position_offset: int | None,
+) -> tuple[Tokenizer, ChatFormat, Profile | None, EndpointRecord | None, AssemblyOptions]:
+    """Tokenizer, chat format, profile, endpoint record and the endpoint's options, in that
+    order (the shared constructor arguments of ``PhaseAwarePrompt`` and the middleware)."""
+    tok = resolve_tokenizer(tokenizer)
+    fmt = resolve_chat_format(chat_format, tok, thinking=thinking)
+    prof = resolve_profile(profile)
+    record = load_endpoint(endpoint)
+    resolved = endpoint_options(
+        resolve_options(options, position_offset=position_offset), record, tok
+    )
+    return tok, fmt, prof, record, resolved
 
 
 def _score(doc: Document, index: int, count: int, score_keys: Sequence[str]) -> float:

@@ -48,10 +48,7 @@ from langchain_phaseaware.convert import (
     document_chunks,
     message_dicts,
     message_text,
-    resolve_chat_format,
-    resolve_options,
-    resolve_profile,
-    resolve_tokenizer,
+    resolve_target,
 )
 from langchain_phaseaware.prompt import placement_report
 from phaseaware.assembly.options import AssemblyOptions
@@ -63,8 +60,6 @@ from phaseaware.endpoints import (
     ON_MISMATCH,
     EndpointRef,
     check_prompt_tokens,
-    endpoint_options,
-    load_endpoint,
     usage_offsets,
 )
 from phaseaware.errors import InputError
@@ -138,14 +133,18 @@ class PhaseAwareMiddleware(AgentMiddleware):
             )
         if not isinstance(document_separator, str) or not document_separator:
             raise InputError("document_separator must be a non-empty string")
-        self.tokenizer = resolve_tokenizer(tokenizer)
-        self.chat_format = resolve_chat_format(chat_format, self.tokenizer, thinking=thinking)
-        self.profile = resolve_profile(profile)
-        self.budget_tokens = budget_tokens
-        self.endpoint = load_endpoint(endpoint)
-        self.options = endpoint_options(
-            resolve_options(options, position_offset=position_offset), self.endpoint, self.tokenizer
+        self.tokenizer, self.chat_format, self.profile, self.endpoint, self.options = (
+            resolve_target(
+                tokenizer=tokenizer,
+                chat_format=chat_format,
+                thinking=thinking,
+                profile=profile,
+                endpoint=endpoint,
+                options=options,
+                position_offset=position_offset,
+            )
         )
+        self.budget_tokens = budget_tokens
         self.tool_role = tool_role
         self.tool_names = frozenset(tool_names) if tool_names is not None else None
         self.document_separator = document_separator

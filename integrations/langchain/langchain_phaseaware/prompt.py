@@ -29,10 +29,7 @@ from langchain_phaseaware.convert import (
     document_index,
     message_dict,
     message_text,
-    resolve_chat_format,
-    resolve_options,
-    resolve_profile,
-    resolve_tokenizer,
+    resolve_target,
 )
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.options import AssemblyOptions
@@ -42,7 +39,7 @@ from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.layout import ConversationLayout
 from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, parse_message
-from phaseaware.endpoints import EndpointRef, endpoint_options, load_endpoint
+from phaseaware.endpoints import EndpointRef
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.templates import PromptLayout
@@ -150,14 +147,18 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
             raise InputError(f"budget_tokens must be an integer, got {budget_tokens!r}")
         self.prompt = prompt
-        self.tokenizer = resolve_tokenizer(tokenizer)
-        self.chat_format = resolve_chat_format(chat_format, self.tokenizer, thinking=thinking)
-        self.profile = resolve_profile(profile)
-        self.budget_tokens = budget_tokens
-        self.endpoint = load_endpoint(endpoint)
-        self.options = endpoint_options(
-            resolve_options(options, position_offset=position_offset), self.endpoint, self.tokenizer
+        self.tokenizer, self.chat_format, self.profile, self.endpoint, self.options = (
+            resolve_target(
+                tokenizer=tokenizer,
+                chat_format=chat_format,
+                thinking=thinking,
+                profile=profile,
+                endpoint=endpoint,
+                options=options,
+                position_offset=position_offset,
+            )
         )
+        self.budget_tokens = budget_tokens
         self.question_key = question_key
         self.documents_key = documents_key
         self.score_keys = tuple(score_keys)

@@ -14,8 +14,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.needs_trained_reference]
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "llama_index_rag.py"
 
 
-def test_example_answers_and_prints_where_evidence_landed(served, capsys) -> None:
+def test_example_answers_and_prints_where_evidence_landed(served, capsys, monkeypatch) -> None:
     server, _ = served
+    monkeypatch.syspath_prepend(str(EXAMPLE.parent))  # its shared examples/reference_server.py
     spec = importlib.util.spec_from_file_location("llama_index_rag", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("llama_index_rag", module)

@@ -48,6 +48,7 @@ from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostpro
 
 from phaseaware.assembly import AssemblyOptions
 from phaseaware.endpoints import EndpointRef, UsageCheck, check_prompt_tokens, usage_offsets
+from phaseaware.endpoints import reported_prompt_tokens as raw_prompt_tokens
 from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.profiles.model import Profile
 from phaseaware.tokenizers.base import Tokenizer
@@ -95,13 +96,10 @@ def _stale_reason(nodes: Sequence[NodeWithScore], key: str) -> str | None:
 def reported_prompt_tokens(response: ChatResponse | CompletionResponse) -> int | None:
     """``usage.prompt_tokens`` of the raw response (object or dict), else of
     ``additional_kwargs``; ``None`` when the server reported none."""
-    raw = response.raw
-    usage = raw.get("usage") if isinstance(raw, Mapping) else getattr(raw, "usage", None)
-    value = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
-    if usage is not None and value is None:
-        value = getattr(usage, "prompt_tokens", None)
-    if value is None:
-        value = response.additional_kwargs.get("prompt_tokens")
+    value = raw_prompt_tokens(response.raw)
+    if value is not None:
+        return value
+    value = response.additional_kwargs.get("prompt_tokens")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
