@@ -14,7 +14,7 @@ pure apart from the warning it may issue.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -127,13 +127,13 @@ def check_prompt_tokens(
 
 
 def reported_prompt_tokens(response: Any) -> int | None:
-    """``usage.prompt_tokens`` of an openai response object or a plain dict (None if absent)."""
+    """``usage.prompt_tokens`` of an openai response object or a mapping (None if absent)."""
     usage = (
-        response.get("usage") if isinstance(response, dict) else getattr(response, "usage", None)
+        response.get("usage") if isinstance(response, Mapping) else getattr(response, "usage", None)
     )
     value = (
         usage.get("prompt_tokens")
-        if isinstance(usage, dict)
+        if isinstance(usage, Mapping)
         else getattr(usage, "prompt_tokens", None)
     )
     return value if isinstance(value, int) and not isinstance(value, bool) else None
