@@ -248,24 +248,13 @@ def _check_paths(args: argparse.Namespace) -> None:
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
+    from phaseaware.cli.api_keys import api_key_from_args
     from phaseaware.errors import CalibrationError
-    from phaseaware.userfiles import read_user_text
 
-    if args.api_key_file:
-        key = read_user_text(
-            args.api_key_file, what="--api-key-file", max_bytes=64 * 1024, error=CalibrationError
-        ).strip()
-        if not key:
-            raise CalibrationError(f"--api-key-file {args.api_key_file} is empty")
-        return key
-    if args.api_key:
-        print(
-            "phaseaware: warning: --api-key is visible to other users of this machine "
-            "(ps, shell history); set PHASEAWARE_API_KEY or use --api-key-file",
-            file=sys.stderr,
-        )
-        return str(args.api_key)
-    return None
+    # PHASEAWARE_API_KEY itself is read by the OpenAI backend.
+    return api_key_from_args(
+        args, error=CalibrationError, env_name="PHASEAWARE_API_KEY", read_env=False
+    )
 
 
 def _backend_options(args: argparse.Namespace) -> Any:

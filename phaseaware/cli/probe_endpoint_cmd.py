@@ -39,18 +39,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from phaseaware.assembly.endpoint_record import record_path
+    from phaseaware.cli.api_keys import read_key_file
     from phaseaware.endpoints import probe_endpoint
     from phaseaware.errors import InputError
 
-    key = None
-    if args.api_key_file:
-        try:
-            with open(args.api_key_file, encoding="utf-8") as handle:
-                key = handle.read().strip()
-        except OSError as exc:
-            raise InputError(
-                f"cannot read --api-key-file {args.api_key_file!r} ({exc.strerror})"
-            ) from None
+    key = (
+        read_key_file(args.api_key_file, error=InputError)
+        if args.api_key_file is not None
+        else None
+    )
     record = probe_endpoint(
         base_url=args.base_url, model=args.model, tokenizer=args.tokenizer,
         chat_format=args.chat_format, api_key=key, mode=args.mode, rounds=args.rounds,

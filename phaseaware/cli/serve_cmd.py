@@ -10,8 +10,6 @@ checked and bound before the model loads. Stop with Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
 from phaseaware.errors import PhaseawareError
 
@@ -37,23 +35,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
-    if args.api_key_file is not None:
-        from phaseaware.userfiles import read_user_text
+    from phaseaware.cli.api_keys import api_key_from_args
 
-        key = read_user_text(
-            args.api_key_file, what="--api-key-file", max_bytes=64 * 1024, error=PhaseawareError
-        ).strip()
-        if not key:
-            raise PhaseawareError(f"--api-key-file {args.api_key_file!r} is empty")
-        return key
-    if args.api_key:
-        print(
-            f"phaseaware: warning: --api-key is visible to other users of this machine; "
-            f"set {API_KEY_ENV} or use --api-key-file",
-            file=sys.stderr,
-        )
-        return str(args.api_key)
-    return os.environ.get(API_KEY_ENV) or None
+    return api_key_from_args(args, error=PhaseawareError, env_name=API_KEY_ENV, read_env=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,52 @@
+"""API keys from the command line: ``--api-key-file``, ``--api-key`` or an environment variable.
+
+One reader for every subcommand that takes a key: the file goes through
+:mod:`phaseaware.userfiles` (bounded, regular file, UTF-8), an empty file is an
+error, and ``--api-key`` on the command line earns a warning (it shows in ``ps``).
+Keys are never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from phaseaware.errors import PhaseawareError
+
+KEY_FILE_MAX_BYTES = 64 * 1024
+
+
+def read_key_file(path: str, *, error: type[PhaseawareError]) -> str:
+    """The stripped contents of ``--api-key-file`` ``path`` (``error`` if unreadable)."""
+    from phaseaware.userfiles import read_user_text
+
+    return read_user_text(
+        path, what="--api-key-file", max_bytes=KEY_FILE_MAX_BYTES, error=error
+    ).strip()
+
+
+def api_key_from_args(
+    args: argparse.Namespace,
+    *,
+    error: type[PhaseawareError],
+    env_name: str,
+    read_env: bool,
+) -> str | None:
+    """``--api-key-file``, else ``--api-key`` (with a warning), else ``env_name`` if ``read_env``.
+
+    ``env_name`` is named in the warning either way (the caller may read it elsewhere).
+    """
+    if args.api_key_file is not None:
+        key = read_key_file(args.api_key_file, error=error)
+        if not key:
+            raise error(f"--api-key-file {args.api_key_file} is empty")
+        return key
+    if args.api_key:
+        print(
+            "phaseaware: warning: --api-key is visible to other users of this machine "
+            f"(ps, shell history); set {env_name} or use --api-key-file",
+            file=sys.stderr,
+        )
+        return str(args.api_key)
+    return (os.environ.get(env_name) or None) if read_env else None
