@@ -22,15 +22,17 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from phaseaware.chat import TemplateRewriteError, conversation_layout
 from phaseaware.tokenizers import load_tokenizer
+from phaseaware.tokenizers.control import ControlScanner, scanner_for
 
 TOKENIZERS = ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4"]
 SMOLLM2 = "hf:" + str(
@@ -105,6 +107,23 @@ def _boundaries(content: str) -> list[int]:
         inside.update(range(start + 1, start + len("{question}")))
         start = content.find("{question}", start + 1)
     return [k for k in range(len(content) + 1) if k not in inside]
+
+
+def neutralize(messages: list[dict[str, Any]], scanner: ControlScanner) -> list[dict[str, Any]]:
+    """Message contents are user text: control strings are broken before rendering
+    (``tokenizers.control``, tested on its own in test_control_tokens.py); placeholders
+    stay as they are, so the text pieces between them are cleaned one by one."""
+    out = []
+    for message in messages:
+        pieces = re.split(r"(\{context\}|\{question\})", message["content"])
+        content = "".join(
+            p if p in ("{context}", "{question}") else scanner.clean(p, where="")[0] for p in pieces
+        )
+        cleaned = {**message, "content": content}
+        if message.get("reasoning_content"):
+            cleaned["reasoning_content"] = scanner.clean(message["reasoning_content"], where="")[0]
+        out.append(cleaned)
+    return out
 
 
 def fill(messages: list[dict[str, Any]], context: str, question: str) -> list[dict[str, Any]]:
@@ -275,10 +294,16 @@ def reference_render(name: str, messages: list[dict[str, Any]], bos: str, thinki
 @pytest.mark.parametrize("spec", TOKENIZERS)
 @FAST
 @given(messages=conversations(), context=st.text(max_size=40), question=st.text(max_size=20))
+@example(  # a control string in a message's own text: neutralised before rendering
+    messages=[{"role": "system", "content": "{context}"}, {"role": "system", "content": "<think>"}],
+    context="",
+    question="",
+)
 def test_split_invariant_and_reference_render(spec, messages, context, question):
     tokenizer = load_tokenizer(spec)
-    expected_messages = fill(messages, context, question)
     for name in ("none", "chatml", "deepseek-v4"):
+        scanner = scanner_for(tokenizer, layout=name, policy="neutralize")
+        expected_messages = fill(neutralize(messages, scanner), context, question)
         for thinking in (False, True):
             layout = conversation_layout(
                 tokenizer=tokenizer, chat_format=name, messages=messages, thinking=thinking
