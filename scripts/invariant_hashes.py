@@ -78,6 +78,43 @@ def benchmark_hashes() -> list[tuple[str, str]]:
     return out
 
 
+def suite_hashes() -> list[tuple[str, str]]:
+    """Every timed case of ``benchmarks/assembly.py`` (a)-(f) on each of its tokenizers,
+    cache off, cold and warm (the three must agree), and with period-128 and offset
+    variants of the profile on o200k."""
+    bench = _benchmark_module()
+    out = []
+    options = phaseaware.AssemblyOptions(allow_tokenizer_mismatch=True)
+    profile = phaseaware.get_profile("deepseek-v4-flash-base")
+    from phaseaware.assembly.stitch import ChunkTokenCache
+
+    for spec, layout_name in bench.TOKENIZERS:
+        tok = phaseaware.load_tokenizer(spec)
+        layout = phaseaware.get_layout(layout_name, tok)
+        variants = [("p8", profile, options)]
+        if spec == "tiktoken:o200k_base":
+            variants += [
+                ("p128", bench.synthetic_profile(128), options),
+                ("offsets", profile, dataclasses.replace(options, offsets=(0, 1, 3))),
+            ]
+        for label, make, budget in bench.suite(False):
+            chunks = make()
+            for name, prof, opts in variants:
+                cache = ChunkTokenCache()
+                docs = {
+                    _result_doc(
+                        phaseaware.assemble(
+                            chunks, tokenizer=tok, layout=layout, question=bench.QUESTION,
+                            profile=prof, budget_tokens=budget, options=opts, cache=c,
+                        )
+                    )  # fmt: skip
+                    for c in (None, cache, cache)
+                }
+                assert len(docs) == 1, f"cache changed {spec} {label} {name}"
+                out.append((f"suite {spec} {label} {name}", _sha(docs.pop())))
+    return out
+
+
 def _probes_module():
     for path in ("phaseaware.calibration.probes", "phaseaware.calibrate.probes"):
         try:
@@ -123,7 +160,8 @@ def cli_hashes() -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    for label, digest in cli_hashes() + benchmark_hashes() + probe_hashes():
+    extra = suite_hashes() if "--suite" in sys.argv[1:] else []
+    for label, digest in cli_hashes() + benchmark_hashes() + probe_hashes() + extra:
         print(f"{digest}  {label}")
 
 

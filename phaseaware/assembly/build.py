@@ -68,35 +68,10 @@ def build_result(
     padding = end_padding = repeated = 0
     repeat = None
     if plan is not None and rendered is not None:
-        ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
         offset = len(setup.frame.prefix)
         repeat = _repeat_placement(setup, plan, rendered, measured, rel, period)
-        located = _locate(setup, plan, rendered, measured)
-        pad_counts = _pad_tokens(measured, offset, rendered.pad_spans)
-        pad_index = 0
-        for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
-            pad_span, pad_tokens = (0, 0), 0
-            if k:
-                pad_span, pad_tokens = rendered.pad_spans[pad_index], pad_counts[pad_index]
-                pad_index += 1
-            padding += pad_tokens
-            floor = None  # the repeat lifts its chunk's accuracy to at least its own
-            if repeat is not None and i == plan.repeat:
-                floor = repeat.expected_accuracy or 0.0
-            placement = _placement(
-                setup,
-                located[j],
-                rel,
-                period,
-                j,
-                i,
-                ranks[i],
-                pad_tokens,
-                pad_span[1] - pad_span[0],
-                floor,
-            )
-            accuracy[i] = placement.expected_accuracy
-            placements.append(placement)
+        placements, padding = _placements(setup, plan, rendered, measured, rel, period, repeat)
+        accuracy = {plan.order[p.order]: p.expected_accuracy for p in placements}
         if rendered.end_span is not None:
             end_padding = _tokens_in(measured, *(offset + c for c in rendered.end_span))
             padding += end_padding
@@ -133,9 +108,6 @@ def build_result(
     )
 
 
-_Located = tuple[int, int, tuple[int, ...], tuple[int, ...], tuple[int, int]]
-
-
 def _pad_tokens(measured: TokenStarts, offset: int, spans: Sequence[tuple[int, int]]) -> list[int]:
     """``_tokens_in`` of each pad span (context chars, prompt ``offset``), one numpy pass."""
     if not spans:
@@ -146,75 +118,78 @@ def _pad_tokens(measured: TokenStarts, offset: int, spans: Sequence[tuple[int, i
     return counts
 
 
-def _locate(
-    setup: Setup, plan: Plan, rendered: RenderedContext, measured: TokenStarts
-) -> list[_Located]:
-    """(start, end, key chars, key tokens, token span) per ordered chunk, one lookup pass."""
-    offset = len(setup.frame.prefix)
-    bounds: list[tuple[int, int, tuple[int, ...]]] = []
-    chars: list[int] = []
-    for i, start in zip(plan.order, rendered.chunk_starts, strict=True):
-        prep = setup.chunks[i]
-        begin = offset + start
-        keys = tuple(begin + c for c in prep.key_chars)
-        bounds.append((begin, begin + len(prep.chunk.text), keys))
-        chars.append(begin)
-        chars.extend(keys)
-    if any(end <= begin for begin, end, _ in bounds) or any(
-        end > measured.text_length for _, end, _ in bounds
-    ):  # the scalar lookups name the bad span
-        return [
-            (b, e, k, tuple(measured.tokens_at_chars(k)), measured.token_span(b, e))
-            for b, e, k in bounds
-        ]
-    tokens = measured.tokens_at_chars(chars)
-    right: list[int] = np.searchsorted(
-        measured.starts, np.asarray([e for _, e, _ in bounds], dtype=np.int64) - 1, side="right"
-    ).tolist()
-    out: list[_Located] = []
-    at = 0
-    for (begin, end, keys), last in zip(bounds, right, strict=True):
-        first = tokens[at]
-        positions = tuple(tokens[at + 1 : at + 1 + len(keys)])
-        at += 1 + len(keys)
-        out.append((begin, end, keys, positions, (first, last)))
-    return out
-
-
-def _placement(
+def _placements(
     setup: Setup,
-    located: _Located,
+    plan: Plan,
+    rendered: RenderedContext,
+    measured: TokenStarts,
     rel: Callable[[int], float],
     period: int | None,
-    order: int,
-    i: int,
-    rank: int,
-    pad_tokens: int,
-    pad_chars: int,
-    floor: float | None,
-) -> Placement:
-    """Measured placement of ordered chunk ``order``; accuracy at least ``floor`` (if any)."""
-    prep = setup.chunks[i]
-    start, end, chars, positions, span = located
-    accuracy = _mean([rel(t) for t in positions])
-    if floor is not None and accuracy is not None:
-        accuracy = max(accuracy, floor)
-    return Placement(
-        segment_char_start=start - pad_chars,
-        chunk_id=prep.chunk.id or "",
-        order=order,
-        rank=rank,
-        score=prep.chunk.score,
-        token_start=span[0],
-        token_end=span[1],
-        char_start=start,
-        char_end=end,
-        padding_tokens=pad_tokens,
-        key_token_positions=positions,
-        key_char_offsets=chars,
-        residues=_residues(positions, period, setup.options.position_offset),
-        expected_accuracy=accuracy,
-    )
+    repeat: RepeatPlacement | None,
+) -> tuple[list[Placement], int]:
+    """(measured placement of every ordered chunk, their pad tokens), one lookup pass.
+
+    Every key's token comes from one vectorised lookup; accuracies are the mean
+    of ``rel`` over a chunk's keys (summed in key order), at least the repeat's
+    for the repeated chunk.
+    """
+    prep, offset = setup.chunks, len(setup.frame.prefix)
+    ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
+    begins = [offset + start for start in rendered.chunk_starts]
+    ends = [b + len(prep[i].chunk.text) for b, i in zip(begins, plan.order, strict=True)]
+    if any(e <= b for b, e in zip(begins, ends, strict=True)) or (
+        ends and max(ends) > measured.text_length
+    ):  # the scalar lookup names the bad span
+        for b, e in zip(begins, ends, strict=True):
+            measured.token_span(b, e)
+    key_chars = [
+        tuple(b + c for c in prep[i].key_chars) for b, i in zip(begins, plan.order, strict=True)
+    ]
+    flat = [c for keys in key_chars for c in keys]
+    firsts = measured.tokens_at_chars(begins)
+    tokens = measured.tokens_at_chars(flat)
+    lasts: list[int] = np.searchsorted(
+        measured.starts, np.asarray(ends, dtype=np.int64) - 1, side="right"
+    ).tolist()
+    shift = setup.options.position_offset
+    residues = [(t + shift) % period for t in tokens] if period else []
+    values = [rel(t) for t in tokens]
+    pad_counts = iter(_pad_tokens(measured, offset, rendered.pad_spans))
+    pad_spans = iter(rendered.pad_spans)
+    floor = repeat.expected_accuracy or 0.0 if repeat is not None else None
+    out: list[Placement] = []
+    padding = at = 0
+    for j, (i, k) in enumerate(zip(plan.order, plan.pads, strict=True)):
+        pad_chars = pad_tokens = 0
+        if k:
+            span = next(pad_spans)
+            pad_chars, pad_tokens = span[1] - span[0], next(pad_counts)
+        padding += pad_tokens
+        n = len(key_chars[j])
+        accuracy = sum(values[at : at + n]) / n if n else None
+        if floor is not None and i == plan.repeat and accuracy is not None:
+            accuracy = max(accuracy, floor)
+        chunk = prep[i].chunk
+        out.append(
+            Placement(
+                segment_char_start=begins[j] - pad_chars,
+                chunk_id=chunk.id or "",
+                order=j,
+                rank=ranks[i],
+                score=chunk.score,
+                token_start=firsts[j],
+                token_end=lasts[j],
+                char_start=begins[j],
+                char_end=ends[j],
+                padding_tokens=pad_tokens,
+                key_token_positions=tuple(tokens[at : at + n]),
+                key_char_offsets=key_chars[j],
+                residues=tuple(residues[at : at + n]),
+                expected_accuracy=accuracy,
+            )
+        )
+        at += n
+    return out, padding
 
 
 def _repeat_placement(

@@ -102,7 +102,10 @@ def _check_evidence(evidence: object, where: str) -> tuple[str, ...]:
 
 
 def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
-    """New ``Chunk`` objects with ids filled in (``chunk-<index>``) and types checked.
+    """The chunks with ids filled in (``chunk-<index>``) and types checked.
+
+    A chunk already in canonical form (float score, tuple evidence, str id) is
+    kept as is (it is frozen); others are rebuilt, never changed in place.
 
     Plain strings are accepted as chunks with score 0. Raises ``InputError`` on
     an empty list, a non-string text, a non-finite score or a duplicate id.
@@ -138,6 +141,9 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
                 "give every chunk a unique id"
             )
         seen[chunk_id] = index
+        if score is chunk.score and evidence is chunk.evidence and chunk_id is chunk.id:
+            out.append(chunk)  # already canonical; frozen, and assembly never reads metadata
+            continue
         out.append(
             Chunk(
                 text=chunk.text,

@@ -17,7 +17,8 @@ work proportional to what matters:
   the per-chunk choice is one ``np.lexsort``.
 
 Python work is per chunk (the output tuples), not per occurrence or character.
-More than 62 distinct terms (no bit mask) take the reference path.
+More than 62 distinct terms (no bit mask), and sets with few occurrences, take
+the reference path.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ from phaseaware.assembly.evidence_search import (
 __all__ = ["fast_set_key_chars"]
 
 _MAX_TERMS = 62
+# Below this many term occurrences (non-overlapping ``str.count``, an estimate) the set
+# takes the reference path: same result (property-tested), measured faster there
+# (benchmarks/assembly.py cases (a) and (c)).
+_SMALL_SET = 300
 
 
 def fast_set_key_chars(
@@ -57,6 +62,9 @@ def fast_set_key_chars(
     lows = ["" if b else lower_same_length(t) for t, b in zip(texts, blank, strict=True)]
     starts = np.cumsum([0] + [len(t) + 1 for t in lows[:-1]], dtype=np.int64)
     joined = "\0".join(lows)
+    if sum(joined.count(form) for form, _, _ in search.forms) < _SMALL_SET:
+        # few occurrences: the per-chunk reference is faster than numpy's fixed costs
+        return set_key_chars(texts, terms=terms, max_keys=max_keys, wanted=wanted)
     points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     pos, term = _occurrences(points, search)
     chunk = np.searchsorted(starts, pos, side="right") - 1

@@ -112,7 +112,8 @@ def choose_pads(
     ``distance`` tokens from it to the end of the final prompt.
     ``pad_tables[i]`` gives the tokens added by k filler units before chunk i;
     ``slack`` is the number of tokens the budget leaves for padding. Each
-    chunk's k is one of the smallest k reaching each residue mod ``period``.
+    chunk's k is one of the smallest k reaching each residue mod ``period``;
+    among options within 1e-12 of each other the earlier (smaller k) is kept.
 
     A pad moves every later key (its residue) and lengthens the distance of
     every earlier key to the end; it never moves a key closer to the end.
@@ -120,54 +121,47 @@ def choose_pads(
     (``None``: it never does), so only earlier keys within ``window`` of the end
     are re-scored when a later pad pushes them away.
     ``residue_values`` (optional): ``reliability(t, d) == residue_values[t %
-    period]`` whenever ``d > window``; then a chunk whose keys are all farther
-    than ``window`` from the end is scored over its distinct key residues at
-    once (numpy, O(residues x options)) instead of one call per key and option.
+    period]`` whenever ``d > window``. Then the chunks whose keys are all
+    farther than ``window`` from the end (a prefix of the order: positions
+    grow along it) are scored from one matrix product: ``V[j, m] = Σ_t
+    values[(t + m) % period]`` over chunk j's keys, so the value of a pad of
+    ``shift`` tokens after a cumulative shift ``C`` is ``V[j, (C + shift) %
+    period]``; and where every option fits in the slack, the choice for each
+    cumulative residue is tabulated at once (``_choice_table``), leaving O(1)
+    per chunk. The choice depends on ``C`` only through ``C % period`` there.
     """
-    cache: dict[int, tuple[tuple[int, int], ...]] = {}
-    table_shifts: dict[int, np.ndarray] = {}
-    sums_memo: dict[tuple[int, tuple[tuple[int, int], ...]], list[float]] = {}
-    values = np.asarray(residue_values, dtype=np.float64) if residue_values is not None else None
+    options: dict[int, tuple[tuple[int, int], ...]] = {}
     ks: list[int] = []
     shift_so_far = 0
+    fast = _FastRows.build(
+        key_positions=key_positions, weights=weights, pad_tables=pad_tables, period=period,
+        length=length, tail=tail, window=window, residue_values=residue_values,
+        pad_cost=pad_cost, options=options,
+    )  # fmt: skip
     # earlier keys whose reliability may still change: (position, distance, weight per key)
     near: list[tuple[int, int, float]] = []
-    for keys, weight, table in zip(key_positions, weights, pad_tables, strict=True):
+    for j, (keys, weight, table) in enumerate(zip(key_positions, weights, pad_tables, strict=True)):
         if not keys or weight <= 0:
             ks.append(0)
             continue
-        if id(table) not in cache:
-            cache[id(table)] = _pad_options(table, period)
+        opts = options.get(id(table))
+        if opts is None:
+            opts = options[id(table)] = _pad_options(table, period)
         per_key = weight / len(keys)
-        dists = [length - t + tail for t in keys]  # a pad before the chunk leaves them as is
-        single = (keys[0], dists[0]) if len(keys) == 1 else None
-        best_k, best_value, best_shift = 0, None, 0
-        fast: list[float] | None = None
-        if values is not None and (window is None or min(dists) > window):
-            if id(table) not in table_shifts:
-                table_shifts[id(table)] = np.asarray([s for _, s in cache[id(table)]])
-            fast = _residue_sums(
-                values, keys, shift_so_far, table_shifts[id(table)], period, sums_memo
-            )
-        for j, (k, shift) in enumerate(cache[id(table)]):
-            if shift > slack:
-                continue
-            offset = shift_so_far + shift
-            if fast is not None:
-                value = per_key * fast[j]
-            elif single is not None:  # one key: skip the generator (hot path)
-                value = per_key * reliability(single[0] + offset, single[1])
-            else:
-                value = per_key * sum(
-                    reliability(t + offset, d) for t, d in zip(keys, dists, strict=True)
-                )
-            for position, distance, w in near:
-                value += w * (
-                    reliability(position, distance + shift) - reliability(position, distance)
-                )
-            value -= pad_cost * shift
-            if best_value is None or value > best_value + 1e-12:
-                best_k, best_value, best_shift = k, value, shift
+        row = fast.rows.get(j) if fast is not None else None
+        if row is not None and not near:  # every key far from the end: nothing near changes
+            assert fast is not None
+            chosen = fast.choice(j, shift_so_far % period, slack)
+            if chosen is None:
+                chosen = _scan_row(row, opts, per_key, shift_so_far, period, pad_cost, slack)
+            ks.append(chosen[0])
+            shift_so_far += chosen[1]
+            slack -= chosen[1]
+            continue
+        best_k, best_shift = _scan(
+            keys, opts, per_key, shift_so_far, slack, near, reliability, pad_cost,
+            [length - t + tail for t in keys],
+        )  # fmt: skip
         ks.append(best_k)
         shift_so_far += best_shift
         slack -= best_shift
@@ -179,6 +173,171 @@ def choose_pads(
                 if length - t + tail <= window
             ]
     return tuple(ks)
+
+
+def _scan(
+    keys: Sequence[int],
+    opts: Sequence[tuple[int, int]],
+    per_key: float,
+    shift_so_far: int,
+    slack: int,
+    near: Sequence[tuple[int, int, float]],
+    reliability: Callable[[int, int], float],
+    pad_cost: float,
+    dists: Sequence[int],
+) -> tuple[int, int]:
+    """(k, shift) of one chunk, every option scored by ``reliability`` (the general case)."""
+    single = (keys[0], dists[0]) if len(keys) == 1 else None
+    best_k, best_value, best_shift = 0, None, 0
+    for k, shift in opts:
+        if shift > slack:
+            continue
+        offset = shift_so_far + shift
+        if single is not None:  # one key: skip the generator (hot path)
+            value = per_key * reliability(single[0] + offset, single[1])
+        else:
+            value = per_key * sum(
+                reliability(t + offset, d) for t, d in zip(keys, dists, strict=True)
+            )
+        for position, distance, w in near:
+            value += w * (reliability(position, distance + shift) - reliability(position, distance))
+        value -= pad_cost * shift
+        if best_value is None or value > best_value + 1e-12:
+            best_k, best_value, best_shift = k, value, shift
+    return best_k, best_shift
+
+
+def _scan_row(
+    row: Sequence[float],
+    opts: Sequence[tuple[int, int]],
+    per_key: float,
+    shift_so_far: int,
+    period: int,
+    pad_cost: float,
+    slack: int,
+) -> tuple[int, int]:
+    """``_scan`` for a chunk scored by its residue row ``V[j]`` (no key near the end)."""
+    best_k, best_value, best_shift = 0, None, 0
+    for k, shift in opts:
+        if shift > slack:
+            continue
+        value = per_key * row[(shift_so_far + shift) % period] - pad_cost * shift
+        if best_value is None or value > best_value + 1e-12:
+            best_k, best_value, best_shift = k, value, shift
+    return best_k, best_shift
+
+
+@dataclass(frozen=True)
+class _FastRows:
+    """Residue rows ``V[j]`` of the chunks scored by residue alone, and their choice tables.
+
+    ``rows[j][m]``: the summed residue value of chunk j's keys shifted by m.
+    ``tables[j]``: ``(picks, options, max_shift)``: ``options[picks[b]] = (k, shift)`` is
+    the choice after a cumulative shift of residue b, valid when ``max_shift`` (the
+    largest option's shift) fits in the slack: then no option is skipped, and the
+    scan is the same for every such slack.
+    """
+
+    rows: dict[int, list[float]]
+    tables: dict[int, tuple[list[int], tuple[tuple[int, int], ...], int]]
+
+    def choice(self, j: int, residue: int, slack: int) -> tuple[int, int] | None:
+        table = self.tables.get(j)
+        if table is None or table[2] > slack:
+            return None
+        return table[1][table[0][residue]]
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        key_positions: Sequence[Sequence[int]],
+        weights: Sequence[float],
+        pad_tables: Sequence[PadTable],
+        period: int,
+        length: int,
+        tail: int,
+        window: int | None,
+        residue_values: Sequence[float] | None,
+        pad_cost: float,
+        options: dict[int, tuple[tuple[int, int], ...]],
+    ) -> _FastRows | None:
+        if residue_values is None:
+            return None
+        eligible: list[int] = []
+        for j, (keys, weight) in enumerate(zip(key_positions, weights, strict=True)):
+            if not keys or weight <= 0:
+                continue
+            if window is not None and length - max(keys) + tail <= window:
+                break  # positions grow along the order: every later chunk is near the end
+            eligible.append(j)
+        if not eligible:
+            return None
+        values = np.asarray(residue_values, dtype=np.float64)
+        flat = [t % period for j in eligible for t in key_positions[j]]
+        owner = np.repeat(np.arange(len(eligible)), [len(key_positions[j]) for j in eligible])
+        counts = np.zeros((len(eligible), period), dtype=np.float64)
+        np.add.at(counts, (owner, np.asarray(flat, dtype=np.int64)), 1.0)
+        circulant = values[(np.arange(period)[:, None] + np.arange(period)[None, :]) % period]
+        matrix = counts @ circulant
+        rows = dict(zip(eligible, matrix.tolist(), strict=True))
+        tables = _choice_tables(
+            eligible=eligible, matrix=matrix, key_positions=key_positions, weights=weights,
+            pad_tables=pad_tables, period=period, pad_cost=pad_cost, options=options,
+        )  # fmt: skip
+        return cls(rows=rows, tables=tables)
+
+
+_TABLE_CELLS = 1 << 21  # choice tables beyond this many (chunk, residue, option) cells: scan
+
+
+def _choice_tables(
+    *,
+    eligible: Sequence[int],
+    matrix: np.ndarray,
+    key_positions: Sequence[Sequence[int]],
+    weights: Sequence[float],
+    pad_tables: Sequence[PadTable],
+    period: int,
+    pad_cost: float,
+    options: dict[int, tuple[tuple[int, int], ...]],
+) -> dict[int, tuple[list[int], tuple[tuple[int, int], ...], int]]:
+    """``_FastRows.tables``: for each chunk and cumulative residue, ``_scan_row``'s choice.
+
+    Computed per distinct pad table with the scan's own arithmetic and rule
+    (an option replaces the best only when 1e-12 better), vectorised over chunks
+    and residues: the same floats, compared in the same order.
+    """
+    groups: dict[int, list[int]] = {}
+    for row, j in enumerate(eligible):
+        table = pad_tables[j]
+        if id(table) not in options:
+            options[id(table)] = _pad_options(table, period)
+        groups.setdefault(id(table), []).append(row)
+    out: dict[int, tuple[list[int], tuple[tuple[int, int], ...], int]] = {}
+    for table_id, members in groups.items():
+        opts = options[table_id]
+        if len(members) * period * len(opts) > _TABLE_CELLS:
+            continue
+        per_key = np.asarray(
+            [weights[eligible[r]] / len(key_positions[eligible[r]]) for r in members]
+        )[:, None]
+        sub = matrix[members]
+        base = np.arange(period)
+        best_value = best_index = None
+        for o, (_, shift) in enumerate(opts):
+            value = per_key * sub[:, (base + shift) % period] - pad_cost * shift
+            if best_value is None or best_index is None:
+                best_value, best_index = value, np.zeros(value.shape, dtype=np.int64)
+                continue
+            better = value > best_value + 1e-12
+            best_value = np.where(better, value, best_value)
+            best_index = np.where(better, o, best_index)
+        assert best_index is not None
+        max_shift = max(shift for _, shift in opts)
+        for r, picks in zip(members, best_index.tolist(), strict=True):
+            out[eligible[r]] = (picks, opts, max_shift)
+    return out
 
 
 def pads_value(
@@ -247,7 +406,9 @@ def best_pads(
             n,
         )
 
-    def shifted(j0: int, j1: int, shift: int) -> list[tuple[int, ...]]:
+    def shifted(j0: int, j1: int, shift: int) -> Sequence[Sequence[int]]:
+        if not shift:
+            return key_positions[j0:j1]
         return [tuple(t + shift for t in keys) for keys in key_positions[j0:j1]]
 
     def pads_for(j0: int, j1: int, shift: int, tail: int, room: int) -> tuple[int, ...]:
@@ -286,42 +447,6 @@ def best_pads(
     if best is None:  # the head took the slack the end pads need
         return head + tuple(0 for _ in range(split, n)), 0
     return best[1], best[2]
-
-
-def _residue_sums(
-    values: np.ndarray,
-    keys: Sequence[int],
-    base: int,
-    shifts: np.ndarray,
-    period: int,
-    memo: dict[tuple[int, tuple[tuple[int, int], ...]], list[float]] | None = None,
-) -> list[float]:
-    """``[Σ_t values[(t + base + s) % period] for s in shifts]`` over distinct key residues.
-
-    ``memo`` (optional) keeps the sums per (shifts, residue tally in first-seen
-    order): equal inputs to the same numpy operations, so equal sums.
-    """
-    tally: dict[int, int] = {}
-    for t in keys:
-        r = (t + base) % period
-        tally[r] = tally.get(r, 0) + 1
-    key = (id(shifts), tuple(tally.items()))
-    if memo is not None and key in memo:
-        return memo[key]
-    sums = _tally_sums(values, tally, shifts, period)
-    if memo is not None:
-        memo[key] = sums
-    return sums
-
-
-def _tally_sums(
-    values: np.ndarray, tally: dict[int, int], shifts: np.ndarray, period: int
-) -> list[float]:
-    residues = np.fromiter(tally.keys(), dtype=np.int64, count=len(tally))
-    counts = np.fromiter(tally.values(), dtype=np.float64, count=len(tally))
-    index = (residues[:, None] + shifts[None, :]) % period
-    sums: list[float] = (counts @ values[index]).tolist()
-    return sums
 
 
 def _pad_options(pad_table: PadTable, period: int) -> tuple[tuple[int, int], ...]:
