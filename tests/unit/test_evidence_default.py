@@ -54,15 +54,15 @@ def _reference_occurrence(text: str, at: int, terms: tuple[str, ...]) -> bool:
 @settings(max_examples=300, deadline=None)
 @given(texts=chunk_sets, terms=term_sets, max_keys=st.integers(1, 6))
 def test_vectorised_equals_definition(texts, terms, max_keys) -> None:
-    assert fast_set_key_chars(texts, terms=terms, max_keys=max_keys) == set_key_chars(
-        texts, terms=terms, max_keys=max_keys
-    )
+    assert fast_set_key_chars(
+        texts, terms=terms, max_keys=max_keys, vectorised_from=0
+    ) == set_key_chars(texts, terms=terms, max_keys=max_keys)
 
 
 @settings(max_examples=200, deadline=None)
 @given(texts=chunk_sets, terms=term_sets, max_keys=st.integers(1, 6))
 def test_keys_are_term_occurrences_inside_their_chunk(texts, terms, max_keys) -> None:
-    keys = fast_set_key_chars(texts, terms=terms, max_keys=max_keys)
+    keys = fast_set_key_chars(texts, terms=terms, max_keys=max_keys, vectorised_from=0)
     for text, chunk_keys in zip(texts, keys, strict=True):
         assert len(chunk_keys) <= max_keys and len(set(chunk_keys)) == len(chunk_keys)
         for at in chunk_keys:
@@ -75,11 +75,13 @@ def test_keys_are_term_occurrences_inside_their_chunk(texts, terms, max_keys) ->
 @settings(max_examples=200, deadline=None)
 @given(texts=chunk_sets, terms=term_sets, seed=st.integers(0, 2**16))
 def test_deterministic_and_order_independent(texts, terms, seed) -> None:
-    keys = fast_set_key_chars(texts, terms=terms, max_keys=4)
-    assert fast_set_key_chars(list(texts), terms=list(terms), max_keys=4) == keys
+    keys = fast_set_key_chars(texts, terms=terms, max_keys=4, vectorised_from=0)
+    assert fast_set_key_chars(list(texts), terms=list(terms), max_keys=4, vectorised_from=0) == keys
     order = list(range(len(texts)))
     random.Random(seed).shuffle(order)
-    shuffled = fast_set_key_chars([texts[i] for i in order], terms=terms, max_keys=4)
+    shuffled = fast_set_key_chars(
+        [texts[i] for i in order], terms=terms, max_keys=4, vectorised_from=0
+    )
     assert shuffled == tuple(keys[i] for i in order)
 
 
