@@ -220,8 +220,22 @@ def plan_pads(
         pad_cost=setup.options.pad_cost,
         length=length,
         slack=max(0, slack) + end_reserve(setup, tables),
-        residue_values=[profile.residue_reliability(r + offset) for r in range(profile.period)],
+        residue_values=_residue_values(profile, setup.options),
     )
+
+
+def _residue_values(profile: Profile, options: AssemblyOptions) -> list[float]:
+    """``_key_reliability(t, d)`` by ``t``'s residue for keys outside the local window
+    (with ``options.offsets``: the same mean over the set, in the same order)."""
+    period = profile.period
+    if not options.offsets:
+        offset = options.position_offset
+        return [profile.residue_reliability(r + offset) for r in range(period)]
+    offsets = options.offsets
+    return [
+        sum(profile.residue_reliability(r + d) for d in offsets) / len(offsets)
+        for r in range(period)
+    ]
 
 
 def _key_reliability(profile: Profile, options: AssemblyOptions) -> Callable[[int, int], float]:

@@ -1,0 +1,37 @@
+"""The residue values the pad search scores far keys by agree with its key reliability.
+
+``choose_pads`` scores a chunk whose keys are all outside the local window by
+``residue_values[t % period]``; that must be ``reliability(t, d)`` there, also with
+``AssemblyOptions.offsets`` (the mean over the set). Before, the offsets case scored far
+keys at the primary offset alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from phaseaware.assembly import setup
+from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.profiles.registry import get_profile
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        AssemblyOptions(),
+        AssemblyOptions(position_offset=1),
+        AssemblyOptions(offsets=(0, 1, 3)),
+        AssemblyOptions(offsets=(2, 5)),
+    ],
+)
+@pytest.mark.parametrize("name", ["deepseek-v4-flash-base", "deepseek-v4-flash-0731"])
+def test_residue_values_equal_key_reliability_outside_the_window(
+    name: str, options: AssemblyOptions
+) -> None:
+    profile = get_profile(name)
+    assert profile.local_window is not None
+    far = profile.local_window + 1
+    values = setup._residue_values(profile, options)
+    reliability = setup._key_reliability(profile, options)
+    for t in range(3 * profile.period):
+        assert values[t % profile.period] == reliability(t, far)
