@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
+from phaseaware.assembly import pad_prefix
 
 __all__ = ["PadTable", "NO_PAD", "order_scorer", "choose_pads", "pads_value", "best_pads"]
 
@@ -122,46 +122,47 @@ def choose_pads(
     are re-scored when a later pad pushes them away.
     ``residue_values`` (optional): ``reliability(t, d) == residue_values[t %
     period]`` whenever ``d > window``. Then the chunks whose keys are all
-    farther than ``window`` from the end (a prefix of the order: positions
-    grow along it) are scored from one matrix product: ``V[j, m] = Σ_t
-    values[(t + m) % period]`` over chunk j's keys, so the value of a pad of
-    ``shift`` tokens after a cumulative shift ``C`` is ``V[j, (C + shift) %
-    period]``; and where every option fits in the slack, the choice for each
-    cumulative residue is tabulated at once (``_choice_table``), leaving O(1)
-    per chunk. The choice depends on ``C`` only through ``C % period`` there.
+    farther than ``window`` from the end (a prefix of the order) are scored
+    by residue from one matrix product, and where the slack lets every option
+    be tried their choices are read from tables (``pad_prefix``): O(1) per chunk.
     """
-    options: dict[int, tuple[tuple[int, int], ...]] = {}
+    cache: dict[int, tuple[tuple[int, int], ...]] = {}
+    options = []
+    for table in pad_tables:
+        if id(table) not in cache:
+            cache[id(table)] = _pad_options(table, period)
+        options.append(cache[id(table)])
+    far = None
+    if residue_values is not None:
+        far = pad_prefix.tabulate(
+            key_positions=key_positions, weights=weights, options=options, period=period,
+            length=length, tail=tail, window=window, residue_values=residue_values,
+            pad_cost=pad_cost,
+        )  # fmt: skip
     ks: list[int] = []
-    shift_so_far = 0
-    fast = _FastRows.build(
-        key_positions=key_positions, weights=weights, pad_tables=pad_tables, period=period,
-        length=length, tail=tail, window=window, residue_values=residue_values,
-        pad_cost=pad_cost, options=options,
-    )  # fmt: skip
+    shift_so_far = start = 0
+    if far is not None and far.ks is not None and slack >= far.need:
+        ks, shift_so_far = far.walk(period)
+        slack -= shift_so_far
+        start = far.end
     # earlier keys whose reliability may still change: (position, distance, weight per key)
     near: list[tuple[int, int, float]] = []
-    for j, (keys, weight, table) in enumerate(zip(key_positions, weights, pad_tables, strict=True)):
+    for j in range(start, len(key_positions)):
+        keys, weight, opts = key_positions[j], weights[j], options[j]
         if not keys or weight <= 0:
             ks.append(0)
             continue
-        opts = options.get(id(table))
-        if opts is None:
-            opts = options[id(table)] = _pad_options(table, period)
         per_key = weight / len(keys)
-        row = fast.rows.get(j) if fast is not None else None
-        if row is not None and not near:  # every key far from the end: nothing near changes
-            assert fast is not None
-            chosen = fast.choice(j, shift_so_far % period, slack)
-            if chosen is None:
-                chosen = _scan_row(row, opts, per_key, shift_so_far, period, pad_cost, slack)
-            ks.append(chosen[0])
-            shift_so_far += chosen[1]
-            slack -= chosen[1]
-            continue
-        best_k, best_shift = _scan(
-            keys, opts, per_key, shift_so_far, slack, near, reliability, pad_cost,
-            [length - t + tail for t in keys],
-        )  # fmt: skip
+        row = far.rows(j) if far is not None and j < far.end else None
+        if row is not None:  # every key far from the end: nothing near changes
+            best_k, best_shift = _scan_row(
+                row, opts, per_key, shift_so_far, period, pad_cost, slack
+            )
+        else:
+            best_k, best_shift = _scan(
+                keys, opts, per_key, shift_so_far, slack, near, reliability, pad_cost,
+                [length - t + tail for t in keys],
+            )  # fmt: skip
         ks.append(best_k)
         shift_so_far += best_shift
         slack -= best_shift
@@ -225,119 +226,6 @@ def _scan_row(
         if best_value is None or value > best_value + 1e-12:
             best_k, best_value, best_shift = k, value, shift
     return best_k, best_shift
-
-
-@dataclass(frozen=True)
-class _FastRows:
-    """Residue rows ``V[j]`` of the chunks scored by residue alone, and their choice tables.
-
-    ``rows[j][m]``: the summed residue value of chunk j's keys shifted by m.
-    ``tables[j]``: ``(picks, options, max_shift)``: ``options[picks[b]] = (k, shift)`` is
-    the choice after a cumulative shift of residue b, valid when ``max_shift`` (the
-    largest option's shift) fits in the slack: then no option is skipped, and the
-    scan is the same for every such slack.
-    """
-
-    rows: dict[int, list[float]]
-    tables: dict[int, tuple[list[int], tuple[tuple[int, int], ...], int]]
-
-    def choice(self, j: int, residue: int, slack: int) -> tuple[int, int] | None:
-        table = self.tables.get(j)
-        if table is None or table[2] > slack:
-            return None
-        return table[1][table[0][residue]]
-
-    @classmethod
-    def build(
-        cls,
-        *,
-        key_positions: Sequence[Sequence[int]],
-        weights: Sequence[float],
-        pad_tables: Sequence[PadTable],
-        period: int,
-        length: int,
-        tail: int,
-        window: int | None,
-        residue_values: Sequence[float] | None,
-        pad_cost: float,
-        options: dict[int, tuple[tuple[int, int], ...]],
-    ) -> _FastRows | None:
-        if residue_values is None:
-            return None
-        eligible: list[int] = []
-        for j, (keys, weight) in enumerate(zip(key_positions, weights, strict=True)):
-            if not keys or weight <= 0:
-                continue
-            if window is not None and length - max(keys) + tail <= window:
-                break  # positions grow along the order: every later chunk is near the end
-            eligible.append(j)
-        if not eligible:
-            return None
-        values = np.asarray(residue_values, dtype=np.float64)
-        flat = [t % period for j in eligible for t in key_positions[j]]
-        owner = np.repeat(np.arange(len(eligible)), [len(key_positions[j]) for j in eligible])
-        counts = np.zeros((len(eligible), period), dtype=np.float64)
-        np.add.at(counts, (owner, np.asarray(flat, dtype=np.int64)), 1.0)
-        circulant = values[(np.arange(period)[:, None] + np.arange(period)[None, :]) % period]
-        matrix = counts @ circulant
-        rows = dict(zip(eligible, matrix.tolist(), strict=True))
-        tables = _choice_tables(
-            eligible=eligible, matrix=matrix, key_positions=key_positions, weights=weights,
-            pad_tables=pad_tables, period=period, pad_cost=pad_cost, options=options,
-        )  # fmt: skip
-        return cls(rows=rows, tables=tables)
-
-
-_TABLE_CELLS = 1 << 21  # choice tables beyond this many (chunk, residue, option) cells: scan
-
-
-def _choice_tables(
-    *,
-    eligible: Sequence[int],
-    matrix: np.ndarray,
-    key_positions: Sequence[Sequence[int]],
-    weights: Sequence[float],
-    pad_tables: Sequence[PadTable],
-    period: int,
-    pad_cost: float,
-    options: dict[int, tuple[tuple[int, int], ...]],
-) -> dict[int, tuple[list[int], tuple[tuple[int, int], ...], int]]:
-    """``_FastRows.tables``: for each chunk and cumulative residue, ``_scan_row``'s choice.
-
-    Computed per distinct pad table with the scan's own arithmetic and rule
-    (an option replaces the best only when 1e-12 better), vectorised over chunks
-    and residues: the same floats, compared in the same order.
-    """
-    groups: dict[int, list[int]] = {}
-    for row, j in enumerate(eligible):
-        table = pad_tables[j]
-        if id(table) not in options:
-            options[id(table)] = _pad_options(table, period)
-        groups.setdefault(id(table), []).append(row)
-    out: dict[int, tuple[list[int], tuple[tuple[int, int], ...], int]] = {}
-    for table_id, members in groups.items():
-        opts = options[table_id]
-        if len(members) * period * len(opts) > _TABLE_CELLS:
-            continue
-        per_key = np.asarray(
-            [weights[eligible[r]] / len(key_positions[eligible[r]]) for r in members]
-        )[:, None]
-        sub = matrix[members]
-        base = np.arange(period)
-        best_value = best_index = None
-        for o, (_, shift) in enumerate(opts):
-            value = per_key * sub[:, (base + shift) % period] - pad_cost * shift
-            if best_value is None or best_index is None:
-                best_value, best_index = value, np.zeros(value.shape, dtype=np.int64)
-                continue
-            better = value > best_value + 1e-12
-            best_value = np.where(better, value, best_value)
-            best_index = np.where(better, o, best_index)
-        assert best_index is not None
-        max_shift = max(shift for _, shift in opts)
-        for r, picks in zip(members, best_index.tolist(), strict=True):
-            out[eligible[r]] = (picks, opts, max_shift)
-    return out
 
 
 def pads_value(

@@ -2,16 +2,18 @@
 
 ``tests/support/padding_reference.py`` is the scan as it was before the speed-up; both are
 run on the same inputs, drawn to hit the fast path's edges: keys near and far from the end
-(``window``), slack below the largest pad, shared and distinct pad tables, zero weights,
+(``window``), slack below the largest pad (and below the tables' need), shared and distinct pad tables, zero weights,
 chunks without keys, ties (repeated reliabilities) and pad costs of zero.
 """
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import planner
+from phaseaware.assembly import pad_prefix, planner
 from phaseaware.assembly.planner import PadTable
 from tests.support.padding_reference import reference_choose_pads
 
@@ -70,7 +72,10 @@ def pad_problems(draw: st.DrawFn) -> dict[str, object]:
     )  # fmt: skip
 )
 def test_fast_choose_pads_equals_the_reference_scan(problem: dict[str, object]) -> None:
-    assert planner.choose_pads(**problem) == reference_choose_pads(**problem)  # type: ignore[arg-type]
+    expected = reference_choose_pads(**problem)  # type: ignore[arg-type]
+    assert planner.choose_pads(**problem) == expected  # type: ignore[arg-type]
+    with mock.patch.object(pad_prefix, "FAST_FROM", 1):  # tabulate even short prefixes
+        assert planner.choose_pads(**problem) == expected  # type: ignore[arg-type]
 
 
 @settings(max_examples=300, deadline=None)
