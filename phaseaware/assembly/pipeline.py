@@ -140,8 +140,10 @@ def _initial_plan(
             pad_tables=tables.chunks,
             pad_cost=options.pad_cost,
         )
-        order = planner.search_orders(order=order, evaluate=evaluate)
-        keys, _ = _estimate(setup, order)
+        searched = planner.search_orders(order=order, evaluate=evaluate)
+        if searched != tuple(order):
+            order = searched
+            keys, _ = _estimate(setup, order)
     pads, end_k = plan_pads(setup, tables, order, keys, length=length, slack=slack)
     plan = Plan(order=order, pads=pads, repeat=repeat[0] if repeat else None, end_pad=end_k)
     return plan, repeat[1] if repeat else None

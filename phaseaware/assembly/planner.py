@@ -226,7 +226,11 @@ def estimate_keys(
     keys: list[tuple[int, ...]] = []
     position = start
     for i in order:
-        keys.append(tuple(position + t for t in key_offsets[i]))
+        offsets = key_offsets[i]
+        if len(offsets) == 1:
+            keys.append((position + offsets[0],))
+        else:
+            keys.append(tuple([position + t for t in offsets]))
         position += sizes[i]
     return keys, position - start - sep_tokens
 
