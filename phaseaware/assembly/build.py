@@ -70,7 +70,7 @@ def build_result(
     if plan is not None and rendered is not None:
         offset = len(setup.frame.prefix)
         repeat = _repeat_placement(setup, plan, rendered, measured, rel, period)
-        placements, padding = _placements(setup, plan, rendered, measured, rel, period, repeat)
+        placements, padding = _placements(setup, plan, rendered, measured, period, repeat)
         accuracy = {plan.order[p.order]: p.expected_accuracy for p in placements}
         if rendered.end_span is not None:
             end_padding = _tokens_in(measured, *(offset + c for c in rendered.end_span))
@@ -123,15 +123,14 @@ def _placements(
     plan: Plan,
     rendered: RenderedContext,
     measured: TokenStarts,
-    rel: Callable[[int], float],
     period: int | None,
     repeat: RepeatPlacement | None,
 ) -> tuple[list[Placement], int]:
     """(measured placement of every ordered chunk, their pad tokens), one lookup pass.
 
     Every key's token comes from one vectorised lookup; accuracies are the mean
-    of ``rel`` over a chunk's keys (summed in key order), at least the repeat's
-    for the repeated chunk.
+    of ``planner.position_reliability`` over a chunk's keys (summed in key order),
+    at least the repeat's for the repeated chunk.
     """
     prep, offset = setup.chunks, len(setup.frame.prefix)
     ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
@@ -153,7 +152,9 @@ def _placements(
     ).tolist()
     shift = setup.options.position_offset
     residues = [(t + shift) % period for t in tokens] if period else []
-    values = [rel(t) for t in tokens]
+    values = planner.position_reliabilities(
+        setup.profile, tokens, length=len(measured), offset=shift
+    )
     pad_counts = iter(_pad_tokens(measured, offset, rendered.pad_spans))
     pad_spans = iter(rendered.pad_spans)
     floor = repeat.expected_accuracy or 0.0 if repeat is not None else None
@@ -251,14 +252,21 @@ def _naive(setup: Setup) -> float | None:
         budget_left=setup.budget - frame.prefix_tokens - frame.suffix_tokens,
         in_given_order=True,
     )
-    positions: dict[int, list[int]] = {}
+    flat: list[int] = []
     pos = frame.prefix_tokens
     for i in admission.admitted:
-        positions[i] = [pos + t for t in prep[i].key_tokens]
+        flat.extend([pos + t for t in prep[i].key_tokens])
         pos += prep[i].tokens
-    rel = planner.position_reliability(
+    values = planner.position_reliabilities(
         setup.profile,
+        flat,
         length=max(1, pos - frame.separator_tokens + frame.suffix_tokens),
         offset=setup.options.position_offset,
     )
-    return _overall(setup, {i: _mean([rel(t) for t in ts]) for i, ts in positions.items()})
+    accuracy: dict[int, float | None] = {}
+    at = 0
+    for i in admission.admitted:
+        n = len(prep[i].key_tokens)
+        accuracy[i] = sum(values[at : at + n]) / n if n else None
+        at += n
+    return _overall(setup, accuracy)

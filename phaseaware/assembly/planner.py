@@ -104,6 +104,7 @@ __all__ = [
     "pad_tokens",
     "key_reliability",
     "position_reliability",
+    "position_reliabilities",
     "default_position_reliability",
 ]
 
@@ -360,6 +361,17 @@ def key_reliability(profile: Profile | None, *, offset: int = 0) -> Callable[[in
     if profile is None:
         return lambda t, d: default_position_reliability(t, prompt_length=t + d)
     return profile.key_reliability_lookup(offset=offset)
+
+
+def position_reliabilities(
+    profile: Profile | None, positions: Sequence[int], *, length: int, offset: int = 0
+) -> list[float]:
+    """``position_reliability(profile, length=length, offset=offset)`` at each position
+    (the profile's vectorised form; the heuristic per position without a profile)."""
+    if profile is not None:
+        return profile.position_reliabilities(positions, length, offset=offset)
+    at = position_reliability(None, length=length, offset=offset)
+    return [at(t) for t in positions]
 
 
 def position_reliability(
