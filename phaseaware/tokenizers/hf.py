@@ -16,6 +16,10 @@ is mapped to the exact bytes it stands for, the concatenation is checked
 against the text, and starts come from cumulative byte lengths. Other
 vocabularies (or texts a normalizer changes) fall back to the offset mapping,
 with gaps before a token assigned to that token.
+
+Cold start: the fingerprint and the byte tables read the vocabulary by id
+(``hf_vocab.vocab_by_id``; no ``get_vocab`` dict, no sort) where that is proven to
+be the same vocabulary, and the byte tables convert only the ids a text encodes to.
 """
 
 from __future__ import annotations
