@@ -15,6 +15,10 @@ side in the same run:
 Columns: median, min and max wall time, the median less the interpreter's, and the
 median CPU time (user + system) of the process. The assemble run's stdout is
 checked to be the same in every run (the benchmark never changes an output).
+
+Bytecode: by default the processes share a fresh bytecode cache (``PYTHONPYCACHEPREFIX``
+in a temporary folder, filled by the warm-up), as an installed package has its ``.pyc``
+files; ``--no-bytecode`` sets ``PYTHONDONTWRITEBYTECODE`` instead.
 """
 
 from __future__ import annotations
