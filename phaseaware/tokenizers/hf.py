@@ -16,6 +16,10 @@ is mapped to the exact bytes it stands for, the concatenation is checked
 against the text, and starts come from cumulative byte lengths. Other
 vocabularies (or texts a normalizer changes) fall back to the offset mapping,
 with gaps before a token assigned to that token.
+
+Cold start: the fingerprint and the byte tables read the vocabulary by id
+(``hf_vocab.vocab_by_id``; no ``get_vocab`` dict, no sort) where that is proven to
+be the same vocabulary, and the byte tables convert only the ids a text encodes to.
 """
 
 from __future__ import annotations
@@ -33,22 +37,17 @@ import numpy as np
 from phaseaware.errors import TemplateError, TokenizerError
 from phaseaware.tokenizers.base import TokenizedText
 from phaseaware.tokenizers.hf_files import TokenizerFolder, read_tokenizer_folder
+from phaseaware.tokenizers.hf_vocab import (
+    ByteTable,
+    byte_level_alphabet,
+    byte_level_table,
+    fingerprint_text,
+    token_bytes,
+    vocab_by_id,
+)
 from phaseaware.tokenizers.offsets import split_starts, utf8_bytes
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
-
-
-def byte_level_alphabet() -> dict[str, int]:
-    """GPT-2's printable stand-in character for each byte, inverted: ``{char: byte}``."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    chars = list(printable)
-    extra = 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            chars.append(256 + extra)
-            extra += 1
-    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
 
 
 class HFTokenizer:
@@ -84,8 +83,9 @@ class HFTokenizer:
         self._backend = backend
         self._spec = spec
         self._lock = threading.Lock()
-        self._tables: tuple[list[bytes] | None, np.ndarray | None] | None = None
+        self._tables: ByteTable | None | bool = False  # False: not looked at yet
         self._fingerprint: str | None = None
+        self._by_id: list[str | None] | None | bool = False  # False: not read yet
         self._vocab: dict[str, int] | None = None
 
     def __repr__(self) -> str:
@@ -156,17 +156,19 @@ class HFTokenizer:
         """
         texts = list(texts)
         text_bytes = [utf8_bytes(t) for t in texts]
-        pieces, lengths = self._byte_tables()
-        if pieces is None or lengths is None:
+        table = self._byte_tables()
+        if table is None:
             return self._tokenize_with_offsets(texts)
         ids_list = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
         flat = list(itertools.chain.from_iterable(ids_list))
+        flat_ids = np.asarray(flat, dtype=np.int64)
         starts = None
-        if (not flat or max(flat) < len(pieces)) and b"".join(
-            [pieces[i] for i in flat]
-        ) == b"".join(text_bytes):
-            lengths_flat = lengths[np.asarray(flat, dtype=np.int64)]
-            starts = split_starts(texts, text_bytes, lengths_flat, [len(x) for x in ids_list])
+        if not flat or int(flat_ids.max()) < table.size:
+            table.fill(flat_ids)
+            pieces = table.pieces
+            if b"".join([pieces[i] for i in flat]) == b"".join(text_bytes):
+                lengths_flat = table.lengths[flat_ids]
+                starts = split_starts(texts, text_bytes, lengths_flat, [len(x) for x in ids_list])
         if starts is None:  # some text does not round-trip: fall back per text
             if len(texts) > 1:
                 return [self.tokenize(t) for t in texts]
@@ -214,25 +216,48 @@ class HFTokenizer:
         (content and special flag); post-processing and chat template are not included."""
         with self._lock:
             if self._fingerprint is None:
-                self._fingerprint = _vocab_fingerprint(self._backend, self._shared_vocab())
+                by_id = self._vocab_by_id()
+                if by_id is not None:
+                    self._fingerprint = _fingerprint_of(self._backend, fingerprint_text(by_id))
+                else:
+                    self._fingerprint = _vocab_fingerprint(self._backend, self._shared_vocab())
             return self._fingerprint
+
+    def _vocab_by_id(self) -> list[str | None] | None:
+        """:func:`~phaseaware.tokenizers.hf_vocab.vocab_by_id`, read once (caller holds
+        ``_lock``): the fingerprint and the byte table both use it."""
+        if self._by_id is False:
+            self._by_id = vocab_by_id(self._backend)
+        return self._by_id  # type: ignore[return-value]
 
     def _shared_vocab(self) -> dict[str, int]:
         """``get_vocab(with_added_tokens=True)`` once for the fingerprint and the byte tables
-        (caller holds ``_lock``); dropped when both are built."""
+        where :meth:`_vocab_by_id` gives no list (caller holds ``_lock``)."""
         if self._vocab is None:
             self._vocab = self._backend.get_vocab(with_added_tokens=True)
         vocab = self._vocab
-        if self._fingerprint is not None or self._tables is not None:
+        if self._fingerprint is not None or self._tables is not False:
             self._vocab = None  # the second user: nobody needs it after this
         return vocab
 
-    def _byte_tables(self) -> tuple[list[bytes] | None, np.ndarray | None]:
-        if self._tables is None:
+    def _byte_tables(self) -> ByteTable | None:
+        """The byte table of a byte-level vocabulary (filled lazily), else ``None``."""
+        if self._tables is False:
             with self._lock:
-                if self._tables is None:
-                    self._tables = _build_byte_tables(self._backend, self._shared_vocab())
-        return self._tables
+                if self._tables is False:
+                    self._tables = self._new_byte_table()
+        return self._tables  # type: ignore[return-value]
+
+    def _new_byte_table(self) -> ByteTable | None:
+        if type(self._backend.decoder).__name__ != "ByteLevel":
+            self._vocab = None  # not needed here: the fingerprint's copy can go
+            return None
+        by_id = self._vocab_by_id()
+        if by_id is not None:
+            added = frozenset(self._backend.get_added_tokens_decoder())
+            return ByteTable(tokens=by_id, added=added)
+        pieces, _ = _build_byte_tables(self._backend, self._shared_vocab())
+        return None if pieces is None else ByteTable(pieces=pieces)
 
 
 def _infer_bos_text(tokenizer: Any) -> str:
@@ -263,16 +288,6 @@ def _folder_bos_text(folder: TokenizerFolder) -> str:
     return bos if added and added[0] == folder.backend.token_to_id(bos) else ""
 
 
-def _byte_level_table() -> dict[int, int]:
-    """``str.translate`` table: each byte-level stand-in character -> the code point of its
-    byte (0..255); every other character below 256 -> U+FFFF, so that ``encode("latin-1")``
-    fails exactly where a token is not byte-level text (as a lookup in the alphabet would)."""
-    table = {ord(c): b for c, b in byte_level_alphabet().items()}
-    for code in range(256):
-        table.setdefault(code, 0xFFFF)
-    return table
-
-
 def _build_byte_tables(
     backend: Any, vocab: dict[str, int] | None = None
 ) -> tuple[list[bytes] | None, np.ndarray | None]:
@@ -281,17 +296,14 @@ def _build_byte_tables(
     ``vocab``: ``backend.get_vocab(with_added_tokens=True)`` when the caller has it."""
     if type(backend.decoder).__name__ != "ByteLevel":
         return None, None
-    table = _byte_level_table()
+    table = byte_level_table()
     if vocab is None:
         vocab = backend.get_vocab(with_added_tokens=True)
     added = {i: t.content for i, t in backend.get_added_tokens_decoder().items()}
     size = max([*vocab.values(), *added.keys()], default=-1) + 1
     pieces = [b""] * size
     for token, token_id in vocab.items():
-        try:  # byte-level text: each stand-in character -> its byte (C speed)
-            pieces[token_id] = token.translate(table).encode("latin-1")
-        except UnicodeEncodeError:  # not byte-level text: the ByteLevel decoder keeps it
-            pieces[token_id] = token.encode("utf-8")
+        pieces[token_id] = token_bytes(token, table)
     for token_id, content in added.items():
         pieces[token_id] = content.encode("utf-8")
     lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=size)
@@ -314,7 +326,6 @@ def _starts_from_offsets(offsets: Sequence[tuple[int, int]]) -> tuple[int, ...]:
 def _vocab_fingerprint(backend: Any, vocab: dict[str, int] | None = None) -> str:
     """sha256 over ``"{id}\\0{token}\\n"`` per vocabulary entry (by id, then token), then
     the added tokens; the entries are joined and hashed in one update (same bytes)."""
-    digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
     if vocab is None:
         vocab = backend.get_vocab(with_added_tokens=True)
     if len(set(vocab.values())) == len(vocab):  # ids unique: sorting by id alone is the same
@@ -322,7 +333,14 @@ def _vocab_fingerprint(backend: Any, vocab: dict[str, int] | None = None) -> str
     else:
         entries = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
     text = "".join(itertools.starmap("{1}\0{0}\n".format, entries))
-    digest.update(text.encode("utf-8", "surrogatepass"))
+    return _fingerprint_of(backend, text)
+
+
+def _fingerprint_of(backend: Any, vocab_text: str) -> str:
+    """The fingerprint from the vocabulary's ``"{id}\\0{token}\\n"`` text and the added
+    tokens."""
+    digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
+    digest.update(vocab_text.encode("utf-8", "surrogatepass"))
     digest.update(b"\0added\0")
     for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
         digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
