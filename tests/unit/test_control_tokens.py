@@ -6,6 +6,7 @@ its control ids counted against the same layout rendered around clean text.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 import pytest
@@ -23,6 +24,7 @@ from phaseaware.tokenizers.control import (
     ControlScanner,
     ControlTokenError,
     control_ids,
+    longest_match_pattern,
     scanner_for,
     special_strings,
 )
@@ -177,3 +179,41 @@ def test_evidence_and_messages_are_cleaned_too() -> None:
 def test_policy_is_validated() -> None:
     with pytest.raises(Exception, match="control_tokens"):
         AssemblyOptions(control_tokens="ignore")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    strings=st.lists(
+        st.sampled_from(
+            ["<|EOT|>", "<|EO", "<｜User｜>", "<｜Us", "<｜Assistant｜>", "<think>", "</think>",
+             "<th", "ab", "abc", "abcd", "bc", "||", "|||"]
+        ),
+        min_size=1, max_size=8, unique=True,
+    ),
+    pieces=st.lists(
+        st.sampled_from(["<", "|", "｜", "EOT", "User", "think", ">", "/", "a", "b", "c", "d", " ",
+                         "<|EOT|>", "<｜User｜>", "<think>", "abc"]),
+        max_size=30,
+    ),
+)  # fmt: skip
+def test_trie_pattern_matches_the_longest_first_alternation(strings, pieces) -> None:
+    text = "".join(pieces)
+    ordered = sorted(strings, key=lambda s: (-len(s), s))
+    reference = re.compile("|".join(map(re.escape, ordered)))
+    trie = re.compile(longest_match_pattern(strings))
+    for pos in range(len(text) + 1):
+        a, b = reference.search(text, pos), trie.search(text, pos)
+        assert (a and (a.start(), a.group())) == (b and (b.start(), b.group()))
+
+
+def test_trie_pattern_on_the_deepseek_v4_control_strings() -> None:
+    from phaseaware.tokenizers.control import special_strings
+
+    strings = sorted(special_strings(load_tokenizer("deepseek-v4")))
+    ordered = sorted(strings, key=lambda s: (-len(s), s))
+    reference = re.compile("|".join(map(re.escape, ordered)))
+    trie = re.compile(longest_match_pattern(strings))
+    text = " x ".join(s[: len(s) - k] for k in (0, 1) for s in strings) + "<｜<|<th"
+    assert [(m.start(), m.group()) for m in trie.finditer(text)] == [
+        (m.start(), m.group()) for m in reference.finditer(text)
+    ]
