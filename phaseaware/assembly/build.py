@@ -142,7 +142,7 @@ def _placements(
         for b, e in zip(begins, ends, strict=True):
             measured.token_span(b, e)
     key_chars = [
-        tuple(b + c for c in prep[i].key_chars) for b, i in zip(begins, plan.order, strict=True)
+        tuple([b + c for c in prep[i].key_chars]) for b, i in zip(begins, plan.order, strict=True)
     ]
     flat = [c for keys in key_chars for c in keys]
     firsts = measured.tokens_at_chars(begins)
@@ -151,7 +151,9 @@ def _placements(
         measured.starts, np.asarray(ends, dtype=np.int64) - 1, side="right"
     ).tolist()
     shift = setup.options.position_offset
-    residues = [(t + shift) % period for t in tokens] if period else []
+    residues: list[int] = (
+        ((np.asarray(tokens, dtype=np.int64) + shift) % period).tolist() if period else []
+    )
     values = planner.position_reliabilities(
         setup.profile, tokens, length=len(measured), offset=shift
     )
