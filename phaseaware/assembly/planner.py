@@ -268,8 +268,7 @@ def repeat_candidate(
     *, order: Sequence[int], scores: Sequence[float], has_keys: Sequence[bool]
 ) -> int | None:
     """The most relevant ordered chunk (input index) that has key tokens; None if none has."""
-    ranked = sorted(order, key=lambda i: (-scores[i], i))
-    return next((i for i in ranked if has_keys[i]), None)
+    return min((i for i in order if has_keys[i]), key=lambda i: (-scores[i], i), default=None)
 
 
 def repeat_pays(
