@@ -123,7 +123,7 @@ def choose_pads(
     ``residue_values`` (optional): ``reliability(t, d) == residue_values[t %
     period]`` whenever ``d > window``. Then the chunks whose keys are all
     farther than ``window`` from the end (a prefix of the order) are scored
-    by residue from one matrix product, and where the slack lets every option
+    by residue in one vectorised pass, and where the slack lets every option
     be tried their choices are read from tables (``pad_prefix``): O(1) per chunk.
     """
     cache: dict[int, tuple[tuple[int, int], ...]] = {}
