@@ -26,6 +26,8 @@ Policy ``"refuse"`` raises :class:`ControlTokenError` instead.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -133,6 +135,9 @@ class ControlScanner:
         if any(BREAK in s for s in self.strings):
             raise InputError(f"a control string contains the break character {BREAK!r}")
         self._pattern = re.compile(longest_match_pattern(self.strings)) if self.strings else None
+        # candidates first: one character class scans fast; the trie is tried only there
+        firsts = sorted({s[0] for s in self.strings})
+        self._first = re.compile("[" + "".join(map(re.escape, firsts)) + "]") if firsts else None
         self._ids: dict[tuple[str, str], frozenset[int]] = {}
 
     def ids(self, tokenizer: Tokenizer) -> frozenset[int]:
@@ -142,9 +147,28 @@ class ControlScanner:
             self._ids[key] = control_ids(tokenizer, self.strings)
         return self._ids[key]
 
+    def _search(self, text: str, pos: int) -> re.Match[str] | None:
+        """``self._pattern.search(text, pos)``, trying the pattern only where a control
+        string's first character stands (the leftmost such match is the search's)."""
+        assert self._pattern is not None and self._first is not None
+        while True:
+            candidate = self._first.search(text, pos)
+            if candidate is None:
+                return None
+            match = self._pattern.match(text, candidate.start())
+            if match is not None:
+                return match
+            pos = candidate.start() + 1
+
     def count(self, text: str) -> int:
         """Non-overlapping occurrences of control strings in ``text`` (longest first)."""
-        return 0 if self._pattern is None else sum(1 for _ in self._pattern.finditer(text))
+        if self._pattern is None:
+            return 0
+        found, pos = 0, 0
+        while (match := self._search(text, pos)) is not None:
+            found += 1
+            pos = match.end()
+        return found
 
     def clean(self, text: str, *, where: str) -> tuple[str, tuple[Neutralized, ...]]:
         """``text`` with every control string broken, and what was broken.
@@ -158,7 +182,7 @@ class ControlScanner:
         last = 0
         pos = 0
         while True:
-            match = self._pattern.search(text, pos)
+            match = self._search(text, pos)
             if match is None:
                 break
             start = match.start()
@@ -216,9 +240,39 @@ def _cached(strings: frozenset[str], policy: str) -> ControlScanner:
     return ControlScanner(strings, policy=policy)
 
 
+# scanners by (the tokenizer's special_strings object, bos, eos, layout, policy); the entry
+# holds that object, so its id is not reused while the entry lives
+_LOCK = threading.Lock()
+_BY_SPECIALS: OrderedDict[tuple[int, object, object, str, str], tuple[object, ControlScanner]] = (
+    OrderedDict()
+)
+
+
 def scanner_for(
     tokenizer: Tokenizer, *, layout: str = "none", policy: str = "neutralize"
 ) -> ControlScanner:
-    """The scanner of ``tokenizer``'s special strings plus ``layout``'s markers."""
+    """The scanner of ``tokenizer``'s special strings plus ``layout``'s markers.
+
+    A tokenizer that hands back the same ``special_strings`` object each time (the
+    Hugging Face adapter: 1,283 strings for DeepSeek-V4) gets its scanner without
+    rebuilding the string set.
+    """
+    listed = tokenizer.special_strings if isinstance(tokenizer, SpecialStringsTokenizer) else None
+    key = (
+        id(listed), getattr(tokenizer, "bos_text", None), getattr(tokenizer, "eos_text", None),
+        layout, policy,
+    )  # fmt: skip
+    if listed is not None:
+        with _LOCK:
+            hit = _BY_SPECIALS.get(key)
+            if hit is not None and hit[0] is listed:
+                _BY_SPECIALS.move_to_end(key)
+                return hit[1]
     strings = special_strings(tokenizer) | frozenset(FORMAT_CONTROL.get(layout, ()))
-    return _cached(strings, policy)
+    scanner = _cached(strings, policy)
+    if listed is not None:
+        with _LOCK:
+            _BY_SPECIALS[key] = (listed, scanner)
+            while len(_BY_SPECIALS) > 32:
+                _BY_SPECIALS.popitem(last=False)
+    return scanner

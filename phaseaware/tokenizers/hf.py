@@ -87,6 +87,7 @@ class HFTokenizer:
         self._fingerprint: str | None = None
         self._by_id: list[str | None] | None | bool = False  # False: not read yet
         self._vocab: dict[str, int] | None = None
+        self._special: frozenset[str] | None = None
 
     def __repr__(self) -> str:
         return f"HFTokenizer(spec={self._spec!r})"
@@ -116,9 +117,16 @@ class HFTokenizer:
 
     @property
     def special_strings(self) -> frozenset[str]:
-        """Every added-token string (special or not: both are matched whole in text)."""
-        added = self._backend.get_added_tokens_decoder().values()
-        return frozenset(str(t.content) for t in added if len(str(t.content).strip()) >= 2)
+        """Every added-token string (special or not: both are matched whole in text).
+
+        Read once (like the fingerprint, which covers the added tokens): a loaded
+        tokenizer is not changed afterwards."""
+        if self._special is None:
+            added = self._backend.get_added_tokens_decoder().values()
+            self._special = frozenset(
+                str(t.content) for t in added if len(str(t.content).strip()) >= 2
+            )
+        return self._special
 
     @property
     def unknown_text(self) -> str:

@@ -217,3 +217,34 @@ def test_trie_pattern_on_the_deepseek_v4_control_strings() -> None:
     assert [(m.start(), m.group()) for m in trie.finditer(text)] == [
         (m.start(), m.group()) for m in reference.finditer(text)
     ]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    strings=st.lists(
+        st.sampled_from(["<|EOT|>", "<|EO", "<｜User｜>", "<｜Us", "<think>", "</think>", "ab", "abc",
+                         "bc", "||", "|||", "｜D"]),
+        min_size=1, max_size=6, unique=True,
+    ),
+    pieces=st.lists(
+        st.sampled_from(["<", "|", "｜", "EOT", "User", "think", ">", "/", "a", "b", "c", "D", " ",
+                         "<|EOT|>", "<｜User｜>", "abc", "\u00b7"]),
+        max_size=30,
+    ),
+)  # fmt: skip
+def test_scanner_count_and_clean_equal_a_plain_regex_search(strings, pieces) -> None:
+    from phaseaware.tokenizers.control import BREAK, ControlScanner
+
+    text = "".join(pieces).replace(BREAK, "")
+    scanner = ControlScanner(strings)
+    ordered = sorted(strings, key=lambda s: (-len(s), s))
+    reference = re.compile("|".join(map(re.escape, ordered)))
+    assert scanner.count(text) == sum(1 for _ in reference.finditer(text))
+    starts, pos = [], 0
+    while (match := reference.search(text, pos)) is not None:
+        starts.append((match.start(), match.group()))
+        pos = match.start() + 1
+    cleaned, found = scanner.clean(text, where="t")
+    assert [(n.offset, n.text) for n in found] == starts
+    if not starts:
+        assert cleaned == text
