@@ -248,3 +248,20 @@ def test_scanner_count_and_clean_equal_a_plain_regex_search(strings, pieces) -> 
     assert [(n.offset, n.text) for n in found] == starts
     if not starts:
         assert cleaned == text
+
+
+def test_scanner_for_follows_a_changed_special_strings_set() -> None:
+    from phaseaware.tokenizers.control import scanner_for
+
+    class Tok:
+        spec, bos_text, eos_text, unknown_text = "t", "<s>", "</s>", ""
+        special_strings = frozenset({"<a>"})
+
+    tok = Tok()
+    first = scanner_for(tok, layout="none")  # type: ignore[arg-type]
+    assert "<a>" in first.strings and scanner_for(tok, layout="none") is first  # type: ignore[arg-type]
+    tok.special_strings = frozenset({"<b>"})  # type: ignore[misc]
+    second = scanner_for(tok, layout="none")  # type: ignore[arg-type]
+    assert "<b>" in second.strings and "<a>" not in second.strings
+    tok.bos_text = "<bos>"
+    assert "<bos>" in scanner_for(tok, layout="none").strings  # type: ignore[arg-type]
