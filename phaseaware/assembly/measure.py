@@ -12,6 +12,8 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.evidence import chunk_key_chars
 from phaseaware.assembly.render import CHUNK_SEPARATOR
@@ -63,7 +65,9 @@ def measure_chunks(
     ONE call on ``SEP c0 SEP c1 ... SEP``. ``tokens`` counts the chunk plus its
     trailing separator; ``key_tokens`` are relative to the chunk's first token.
     With a ``cache`` and a tokenizer ``stitch.windowed_support`` accepts, the
-    one call is stitched from cached chunk tokens (the same starts, proven).
+    one call is stitched from cached chunk tokens (the same starts, proven); the
+    pieces' encodes also fill the chunk-core cache that verification stitches
+    from (``stitch.seed_cores``), so a cold assemble encodes each chunk once.
     """
     key_chars = chunk_key_chars(chunks, terms=terms, max_keys=max_keys)
     texts = [c.text for c in chunks if c.text.strip()]
@@ -75,7 +79,13 @@ def measure_chunks(
         counts = (
             _measure_pieces(tokenizer, texts)
             if cache is None
-            else _measure_pieces(tokenizer, texts, cache=cache, fingerprint=tokenizer.fingerprint())
+            else _measure_pieces(
+                tokenizer,
+                texts,
+                cache=cache,
+                fingerprint=tokenizer.fingerprint(),
+                key_chars=[k for c, k in zip(chunks, key_chars, strict=True) if c.text.strip()],
+            )
         )
     else:
         keyed = [k for c, k in zip(chunks, key_chars, strict=True) if c.text.strip()]
@@ -130,29 +140,75 @@ def _measure_pieces(
     *,
     cache: ChunkTokenCache | None = None,
     fingerprint: str = "",
+    key_chars: Sequence[Sequence[int]] | None = None,
 ) -> list[_Measured]:
     """(tokens, char → relative token) per text from one batch of ``SEP t SEP`` pieces.
 
     Each piece depends on its text alone, so with a ``cache`` the pieces of
-    texts seen before come from it and only the others are tokenized.
+    texts seen before come from it and only the others are tokenized; their
+    encodes also seed the chunk cores (``stitch.seed_cores``). ``key_chars``
+    are looked up in one ``searchsorted`` over the pieces laid end to end.
     """
     sep = len(CHUNK_SEPARATOR)
+    framed = [CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts]
     if cache is None:
-        pieces: Sequence[TokenizedText | TokenStarts] = list(
-            tokenizer.tokenize_batch([CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts])
-        )
+        pieces: Sequence[TokenizedText | TokenStarts] = list(tokenizer.tokenize_batch(framed))
     else:
         pieces = cached_pieces(
-            tokenizer,
-            [CHUNK_SEPARATOR + t + CHUNK_SEPARATOR for t in texts],
-            cache,
-            fingerprint=fingerprint,
+            tokenizer, framed, cache, fingerprint=fingerprint, chunks=texts, offset=sep
         )
+    known = _laid_lookups(pieces, sep, key_chars) if key_chars is not None else None
     out: list[_Measured] = []
-    for piece in pieces:
-        first = piece.token_at_char(sep)
-        out.append((len(piece) - first, _locator(piece, sep, first)))
+    for k, piece in enumerate(pieces):
+        if known is None:
+            first = piece.token_at_char(sep)
+            out.append((len(piece) - first, _locator(piece, sep, first)))
+            continue
+        first, keys = known[k]
+        out.append((len(piece) - first, _prefetched(piece, sep, first, keys)))
     return out
+
+
+def _laid_lookups(
+    pieces: Sequence[TokenizedText | TokenStarts], sep: int, key_chars: Sequence[Sequence[int]]
+) -> list[tuple[int, dict[int, int]]]:
+    """Per piece: ``token_at_char(sep)`` and ``{c: token_at_char(sep + c) - that}`` per key.
+
+    The pieces' starts are laid end to end (piece k at its char base); each
+    starts with a token at 0, so a character's token in the laid array minus
+    the piece's first token index is its token in the piece.
+    """
+    arrays = [np.asarray(p.starts, dtype=np.int64) for p in pieces]
+    lengths = [p.text_length if isinstance(p, TokenStarts) else len(p.text) for p in pieces]
+    char_base = list(itertools.accumulate(lengths[:-1], initial=0))
+    queries: list[int] = []
+    for base, keys, length in zip(char_base, key_chars, lengths, strict=True):
+        if any(not 0 <= sep + c < length for c in keys):
+            raise IndexError(f"key char outside a piece of {length} chars")
+        queries.append(base + sep)
+        queries.extend(base + sep + c for c in keys)
+    laid = np.concatenate([a + b for a, b in zip(arrays, char_base, strict=True)])
+    q = np.asarray(queries, dtype=np.int64)
+    found = np.searchsorted(laid, q, side="left")
+    hit = laid[np.minimum(found, laid.size - 1)] == q
+    at = iter(np.where(hit, found, found - 1).tolist())
+    out: list[tuple[int, dict[int, int]]] = []
+    token_base = 0
+    for array, keys in zip(arrays, key_chars, strict=True):
+        own = next(at)
+        out.append((own - token_base, {c: next(at) - own for c in keys}))
+        token_base += array.size
+    return out
+
+
+def _prefetched(
+    tokenized: TokenizedText | TokenStarts, char_base: int, token_base: int, known: dict[int, int]
+) -> Callable[[int], int]:
+    def locate(c: int) -> int:
+        found = known.get(c)
+        return tokenized.token_at_char(char_base + c) - token_base if found is None else found
+
+    return locate
 
 
 def _locator(

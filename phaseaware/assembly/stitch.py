@@ -52,13 +52,17 @@ pre-tokenizer pieces, W = the distance from a chunk's edge to its first cut
 adversarial boundaries (whitespace runs, combining marks, ZWJ emoji, digit
 runs, CJK, contractions).
 
-Byte-level Hugging Face tokenizers (DeepSeek-V4's ``tokenizer.json``) chain
-several split regexes, a normalizer and added tokens; the argument has not
-been made for them, so they are encoded in full and say so.
+Byte-level Hugging Face tokenizers: DeepSeek-V4's ``tokenizer.json`` config
+(three split regexes, no normalizer, added tokens) has its own cut rule and
+argument in ``stitch_hf``; there no chunk needs to avoid ``|`` and the
+junctions are one encode. Any other configuration is encoded in full and
+says why (``windowed_support``). Cuts are found by ``cuts.CutRule``: a chunk's
+first and last cut are one forward and one backward regex search.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 import threading
@@ -67,10 +71,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import regex
 
-from phaseaware.assembly.joined import joined_starts, junction_starts
+from phaseaware.assembly.cuts import TIKTOKEN_CUTS, CutRule
+from phaseaware.assembly.joined import Encode, joined_starts, junction_starts, starts_of
+from phaseaware.assembly.stitch_hf import hf_starts, hf_support
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
+from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
 
 __all__ = [
@@ -81,12 +87,12 @@ __all__ = [
     "windowed_support",
     "stitched_starts",
     "cached_pieces",
+    "seed_cores",
     "full_starts",
 ]
 
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 
-_CUT = regex.compile(r"(?<=\p{L})(?=[^\p{L}\p{M}'\p{Cn}])|(?<=\n)(?=[\p{L}\p{Nd}])")
 _MIN_CORE = 16  # shorter cores are left in the junction (not worth a cache entry)
 
 
@@ -138,6 +144,10 @@ class ChunkTokenCache:
             while self._bytes > self.max_bytes:
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self._bytes -= dropped
+
+    def peek(self, key: tuple[str, str]) -> bool:
+        """Whether ``key`` is cached (no hit or miss counted, LRU order unchanged)."""
+        return key in self._entries
 
     def clear(self) -> None:
         with self._lock:
@@ -217,12 +227,39 @@ class TokenStarts:
 
 def windowed_support(tokenizer: Tokenizer) -> str | None:
     """None when ``stitched_starts`` is sound for ``tokenizer``; else why it is not."""
+    if isinstance(tokenizer, HFTokenizer):
+        return hf_support(tokenizer)[0]
     return _support_reason(tokenizer)
+
+
+@dataclass(frozen=True, eq=False)
+class _Family:
+    """How to stitch one tokenizer: its cuts, its one-text encode, and its special-token rule."""
+
+    cuts: CutRule
+    encode: Encode
+    bar_specials: bool  # tiktoken: chunks with "|" get no core; junction joins split near "|"
+
+
+def _family(tokenizer: Tokenizer) -> _Family | None:
+    """The stitching recipe of ``tokenizer``; None where ``windowed_support`` names a reason."""
+    if isinstance(tokenizer, HFTokenizer):
+        rule = hf_support(tokenizer)[1]
+        if rule is None:
+            return None
+        return _Family(rule, functools.partial(hf_starts, tokenizer), bar_specials=False)
+    if _support_reason(tokenizer) is not None:
+        return None
+    assert isinstance(tokenizer, TiktokenTokenizer)
+    return _Family(TIKTOKEN_CUTS, functools.partial(starts_of, tokenizer), bar_specials=True)
 
 
 def _support_reason(tokenizer: Tokenizer) -> str | None:
     if not isinstance(tokenizer, TiktokenTokenizer):
-        return "the windowed argument is made for tiktoken's regex pre-tokenizers only"
+        return (
+            "the windowed argument is made for tiktoken's regex pre-tokenizers and "
+            "DeepSeek-V4's Hugging Face config only"
+        )
     if tokenizer.pattern not in (CL100K_PATTERN, O200K_PATTERN):
         return "unknown pre-tokenizer pattern"
     for special in tokenizer.encoding.special_tokens_set:
@@ -235,9 +272,19 @@ def _support_reason(tokenizer: Tokenizer) -> str | None:
 
 
 def cached_pieces(
-    tokenizer: BatchTokenizer, texts: Sequence[str], cache: ChunkTokenCache, *, fingerprint: str
+    tokenizer: BatchTokenizer,
+    texts: Sequence[str],
+    cache: ChunkTokenCache,
+    *,
+    fingerprint: str,
+    chunks: Sequence[str] | None = None,
+    offset: int = 0,
 ) -> list[TokenStarts]:
-    """``tokenize_batch(texts)`` as token starts, each text's looked up in ``cache`` first."""
+    """``tokenize_batch(texts)`` as token starts, each text's looked up in ``cache`` first.
+
+    With ``chunks`` (``texts[k]`` holds ``chunks[k]`` at ``offset``), the fresh
+    encodes also cache the chunks' cores (``seed_cores``) for ``stitched_starts``.
+    """
     fp = fingerprint + "/piece"
     entries = [cache.get((fp, t)) for t in texts]
     missing = [k for k, e in enumerate(entries) if e is None]
@@ -247,6 +294,15 @@ def cached_pieces(
             entry = _Entry(0, 0, np.asarray(piece.starts, dtype=np.int64))
             cache.put((fp, texts[k]), entry)
             entries[k] = entry
+        if chunks is not None and isinstance(tokenizer, Tokenizer):
+            seed = [entries[k] for k in missing]
+            seed_cores(
+                tokenizer,
+                [chunks[k] for k in missing],
+                [e.starts for e in seed if e is not None and e.starts is not None],
+                offset,
+                cache,
+            )
     out = []
     for text, got in zip(texts, entries, strict=True):
         assert got is not None and got.starts is not None
@@ -276,36 +332,60 @@ class _Entry:
         return 80 + (int(self.starts.nbytes) if self.starts is not None else 0)
 
 
-def _entries(tokenizer: TiktokenTokenizer, chunks: Sequence[str]) -> list[_Entry]:
+def _entries(family: _Family, chunks: Sequence[str]) -> list[_Entry]:
     """Each chunk's ``_Entry``; the cores are encoded in one call, joined by stand-ins.
 
     Between cores i and i + 1 stands ``chunk_i[b_i] + chunk_{i+1}[a_{i+1} - 1]``,
-    so each seam is an original cut pair; no core or stand-in holds ``|`` (see
-    ``joined.junction_starts``), so no special token occurs in the joined text.
+    so each seam is an original cut pair; for tiktoken no core or stand-in holds
+    ``|`` (see ``joined.junction_starts``), so no special token occurs in the
+    joined text; for DeepSeek-V4 see ``stitch_hf`` (joins).
     """
-    found = [_core(c, 0, len(c)) if "|" not in c else None for c in chunks]
+    found = [_core(family, c) for c in chunks]
     cored = [(c, ab) for c, ab in zip(chunks, found, strict=True) if ab is not None]
     pieces = [c[a:b] for c, (a, b) in cored]
     seams = [c0[b0] + c1[a1 - 1] for (c0, (_, b0)), (c1, (a1, _)) in itertools.pairwise(cored)]
-    encoded = iter(joined_starts(tokenizer, pieces, seams) if pieces else [])
+    encoded = iter(joined_starts(family.encode, pieces, seams) if pieces else [])
     return [
         _Entry(ab[0], ab[1], next(encoded) + ab[0]) if ab is not None else _Entry(0, 0, None)
         for ab in found
     ]
 
 
-def _core(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """[a, b) of ``text[start:end]``'s first and last cut strictly inside it; None if too short."""
-    first = _CUT.search(text, start + 1, end)
-    if first is None:
+def _core(family: _Family, text: str) -> tuple[int, int] | None:
+    """[a, b) of ``text``'s first and last cut strictly inside it; None if too short."""
+    if family.bar_specials and "|" in text:
         return None
-    a = b = first.start()
-    for begin in (max(a, end - 64), a):  # the last cut: look near the end first
-        for match in _CUT.finditer(text, begin, end):
-            b = match.start()
-        if b > a or begin == a:
-            break
-    return (a, b) if b - a >= _MIN_CORE else None
+    return family.cuts.core(text, 0, len(text), _MIN_CORE)
+
+
+def seed_cores(
+    tokenizer: Tokenizer,
+    chunks: Sequence[str],
+    pieces: Sequence[np.ndarray],
+    offset: int,
+    cache: ChunkTokenCache,
+) -> None:
+    """Cache each chunk's core from a full encode of a text holding it at ``offset``.
+
+    ``pieces[k]`` are the token starts of a text with ``chunks[k]`` at
+    ``[offset, offset + len)``; its cuts are cuts there too (both characters of
+    each lie in the chunk), so the tokens starting inside the core are the
+    core's own: the same entry ``_entries`` would encode.
+    """
+    family = _family(tokenizer)
+    if family is None:
+        return
+    fp = tokenizer.fingerprint()
+    for chunk, starts in zip(chunks, pieces, strict=True):
+        key = (fp, chunk)
+        if cache.peek(key):
+            continue
+        ab = _core(family, chunk)
+        if ab is None:
+            cache.put(key, _Entry(0, 0, None))
+            continue
+        lo, hi = np.searchsorted(starts, [offset + ab[0], offset + ab[1]]).tolist()
+        cache.put(key, _Entry(ab[0], ab[1], starts[lo:hi] - offset))
 
 
 def stitched_starts(
@@ -320,9 +400,9 @@ def stitched_starts(
     Falls back to one full encode when ``windowed_support`` names a reason or
     ``cache`` is None.
     """
-    if cache is None or windowed_support(tokenizer) is not None:
+    family = None if cache is None else _family(tokenizer)
+    if cache is None or family is None:
         return full_starts(tokenizer, text)
-    assert isinstance(tokenizer, TiktokenTokenizer)
     fp = tokenizer.fingerprint()
     keys = [(fp, text[start:end]) for start, end in spans]
     entries: list[_Entry | None] = []
@@ -331,7 +411,7 @@ def stitched_starts(
         entries.append(None if key in missing else cache.get(key))
         if entries[-1] is None:
             missing.setdefault(key, n)
-    fresh = dict(zip(missing, _entries(tokenizer, [k[1] for k in missing]), strict=True))
+    fresh = dict(zip(missing, _entries(family, [k[1] for k in missing]), strict=True))
     for key, entry in fresh.items():
         cache.put(key, entry)
         entries[missing[key]] = entry
@@ -343,7 +423,7 @@ def stitched_starts(
         assert got is not None
         if got.starts is not None:
             cores.append((start + got.a, start + got.b, got.starts + start))
-    junctions = junction_starts(tokenizer, text, cores)
+    junctions = junction_starts(family.encode, text, cores, bar_specials=family.bar_specials)
     parts: list[np.ndarray] = []
     for (_, _, core_starts), junction in zip(cores, junctions, strict=False):
         parts.append(junction)
