@@ -17,7 +17,7 @@ import numpy as np
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.tiktoken import TiktokenTokenizer
 
-__all__ = ["Encode", "joined_starts", "junction_starts", "starts_of"]
+__all__ = ["Encode", "joined_starts", "junction_starts", "starts_of", "unique_junction_starts"]
 
 Encode = Callable[[str], np.ndarray]  # text -> its token char starts (int64)
 
@@ -110,3 +110,35 @@ def junction_starts(
         recent = (recent + "xx" + piece)[-20:]  # stand-ins hold no "|"
     flush()
     return out
+
+
+def unique_junction_starts(
+    encode: Encode, text: str, cores: Sequence[tuple[int, int, np.ndarray]]
+) -> list[np.ndarray]:
+    """``junction_starts`` where no added token can cross a seam, each distinct junction
+    text encoded once.
+
+    A junction lies between cuts (or the text's ends), so its tokens are its own
+    alone: equal texts have equal tokens. Only the first junction of each text is
+    joined, in order, each with its own context: junction ``j`` is followed by
+    ``R_j = T[a_j]`` (the next core's first character) and preceded by ``L_j =
+    T[b_{j-1} - 1]`` (the previous core's last), so every seam pair is again an
+    original cut pair and each stand-in is ``R_r + L_s`` (2 characters). Empty
+    junctions have no tokens and are left out.
+    """
+    bounds = [0]
+    for a, b, _ in cores:
+        bounds += [a, b]
+    bounds.append(len(text))
+    pieces = [text[bounds[2 * j] : bounds[2 * j + 1]] for j in range(len(cores) + 1)]
+    first: dict[str, int] = {}
+    for j, piece in enumerate(pieces):
+        if piece:
+            first.setdefault(piece, j)
+    reps = list(first.values())
+    seams = [text[bounds[2 * r + 1]] + text[bounds[2 * s] - 1] for r, s in itertools.pairwise(reps)]
+    found = dict(zip(reps, joined_starts(encode, [pieces[r] for r in reps], seams), strict=True))
+    empty = np.zeros(0, dtype=np.int64)
+    return [
+        found[first[piece]] + bounds[2 * j] if piece else empty for j, piece in enumerate(pieces)
+    ]

@@ -73,7 +73,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from phaseaware.assembly.cuts import TIKTOKEN_CUTS, CutRule
-from phaseaware.assembly.joined import Encode, joined_starts, junction_starts, starts_of
+from phaseaware.assembly.joined import (
+    Encode,
+    joined_starts,
+    junction_starts,
+    starts_of,
+    unique_junction_starts,
+)
 from phaseaware.assembly.stitch_hf import hf_starts, hf_support
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
 from phaseaware.tokenizers.hf import HFTokenizer
@@ -298,6 +304,7 @@ def cached_pieces(
             seed = [entries[k] for k in missing]
             seed_cores(
                 tokenizer,
+                [texts[k] for k in missing],
                 [chunks[k] for k in missing],
                 [e.starts for e in seed if e is not None and e.starts is not None],
                 offset,
@@ -326,10 +333,13 @@ class _Entry:
     a: int
     b: int
     starts: np.ndarray | None
+    head: np.ndarray | None = None  # tokens of [0, a) alone, where known (``seed_cores``)
+    tail: np.ndarray | None = None  # tokens of [b, len) alone, where known
 
     @property
     def nbytes(self) -> int:
-        return 80 + (int(self.starts.nbytes) if self.starts is not None else 0)
+        arrays = (self.starts, self.head, self.tail)
+        return 80 + sum(int(x.nbytes) + 16 for x in arrays if x is not None)
 
 
 def _entries(family: _Family, chunks: Sequence[str]) -> list[_Entry]:
@@ -360,6 +370,7 @@ def _core(family: _Family, text: str) -> tuple[int, int] | None:
 
 def seed_cores(
     tokenizer: Tokenizer,
+    texts: Sequence[str],
     chunks: Sequence[str],
     pieces: Sequence[np.ndarray],
     offset: int,
@@ -367,16 +378,22 @@ def seed_cores(
 ) -> None:
     """Cache each chunk's core from a full encode of a text holding it at ``offset``.
 
-    ``pieces[k]`` are the token starts of a text with ``chunks[k]`` at
-    ``[offset, offset + len)``; its cuts are cuts there too (both characters of
-    each lie in the chunk), so the tokens starting inside the core are the
-    core's own: the same entry ``_entries`` would encode.
+    ``pieces[k]`` are the token starts of ``texts[k]``, which holds ``chunks[k]``
+    at ``[offset, offset + len)``. The chunk's cuts are cuts there too (both
+    characters of each lie in the chunk), so the tokens starting inside the
+    core are the core's own: the same entry ``_entries`` would encode. Where the
+    chunk's first (last) character also makes a cut pair with the text's
+    character before (after) it, the tokens of the head ``[0, a)`` (tail
+    ``[b, len)``) are those of that stretch alone, and are kept for
+    ``stitched_starts`` to use wherever the prompt has a cut there too
+    (Hugging Face families only).
     """
     family = _family(tokenizer)
     if family is None:
         return
     fp = tokenizer.fingerprint()
-    for chunk, starts in zip(chunks, pieces, strict=True):
+    at_cut = family.cuts.at
+    for text, chunk, starts in zip(texts, chunks, pieces, strict=True):
         key = (fp, chunk)
         if cache.peek(key):
             continue
@@ -384,8 +401,16 @@ def seed_cores(
         if ab is None:
             cache.put(key, _Entry(0, 0, None))
             continue
-        lo, hi = np.searchsorted(starts, [offset + ab[0], offset + ab[1]]).tolist()
-        cache.put(key, _Entry(ab[0], ab[1], starts[lo:hi] - offset))
+        end = offset + len(chunk)
+        bounds = [offset, offset + ab[0], offset + ab[1], end]
+        lo, a, b, hi = np.searchsorted(starts, bounds).tolist()
+        head = tail = None
+        if not family.bar_specials:
+            if at_cut(text, offset):
+                head = starts[lo:a] - offset
+            if at_cut(text, end):
+                tail = starts[b:hi] - offset
+        cache.put(key, _Entry(ab[0], ab[1], starts[a:b] - offset, head, tail))
 
 
 def stitched_starts(
@@ -419,11 +444,22 @@ def stitched_starts(
         if entries[n] is None:  # a repeat (counted as a hit); the entry if the cap dropped it
             entries[n] = cache.get(key) or fresh[key]
     cores: list[tuple[int, int, np.ndarray]] = []  # (a, b, starts) absolute
-    for (start, _), got in zip(spans, entries, strict=True):
+    at_cut = family.cuts.at
+    for (start, end), got in zip(spans, entries, strict=True):
         assert got is not None
-        if got.starts is not None:
-            cores.append((start + got.a, start + got.b, got.starts + start))
-    junctions = junction_starts(family.encode, text, cores, bar_specials=family.bar_specials)
+        if got.starts is None:
+            continue
+        a, b, parts = start + got.a, start + got.b, [got.starts]
+        if got.head is not None and at_cut(text, start):
+            a, parts = start, [got.head, got.starts]  # the prompt cuts at the chunk start
+        if got.tail is not None and at_cut(text, end):
+            b, parts = end, [*parts, got.tail]  # ... and at its end
+        core = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        cores.append((a, b, core + start))
+    if family.bar_specials:
+        junctions = junction_starts(family.encode, text, cores, bar_specials=True)
+    else:
+        junctions = unique_junction_starts(family.encode, text, cores)
     parts: list[np.ndarray] = []
     for (_, _, core_starts), junction in zip(cores, junctions, strict=False):
         parts.append(junction)

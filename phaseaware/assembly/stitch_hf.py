@@ -65,6 +65,11 @@ Unicode version of Python's ``regex`` vs onig, beyond "no character of ``K`` is
    no digit, so no match crosses ``p``; runs left of ``p`` stop at ``x`` or ``y``.
    K: the run holding the ``K`` side ends (starts) at ``p``, and a run left of
    ``p`` stops at ``y`` as at the end of text; ``p`` is a boundary after K.
+4. One of ``x``, ``y`` is in ``[0-9]`` and the other is ASCII and not. D: the
+   digit run holding the digit side ends (starts) at ``p``: D's greedy groups of
+   at most 3 cover the whole run from its start, and the non-digit side (no
+   ASCII character but ``0-9`` is ``\p{N}``) stops a group as the end of text
+   does; so ``p`` is a boundary after D already.
 
 Joins (``joined``): pieces are joined by two-character stand-ins so that both
 seams are cut pairs of the original text; an added-token occurrence holding
@@ -113,6 +118,7 @@ _RULES = (
     "(?<=\\n)(?=[A-Za-z0-9])",
     f"(?<=[{_C}])(?=[^{_K}])",
     f"(?<=[^{_K}])(?=[{_C}])",
+    "(?<=[0-9])(?=[\\x00-\\x2f\\x3a-\\x7f])|(?<=[\\x00-\\x2f\\x3a-\\x7f])(?=[0-9])",
 )
 _MIN_ADDED = 3
 
