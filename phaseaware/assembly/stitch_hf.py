@@ -65,11 +65,12 @@ Unicode version of Python's ``regex`` vs onig, beyond "no character of ``K`` is
    no digit, so no match crosses ``p``; runs left of ``p`` stop at ``x`` or ``y``.
    K: the run holding the ``K`` side ends (starts) at ``p``, and a run left of
    ``p`` stops at ``y`` as at the end of text; ``p`` is a boundary after K.
-4. One of ``x``, ``y`` is in ``[0-9]`` and the other is ASCII and not. D: the
+4. One of ``x``, ``y`` is in ``[0-9]`` and the other is ASCII and not, or one of
+   ``、。「」『』【】！（），：；？`` (punctuation in every Unicode version). D: the
    digit run holding the digit side ends (starts) at ``p``: D's greedy groups of
-   at most 3 cover the whole run from its start, and the non-digit side (no
-   ASCII character but ``0-9`` is ``\p{N}``) stops a group as the end of text
-   does; so ``p`` is a boundary after D already.
+   at most 3 cover the whole run from its start, and the other side (no
+   ``\p{N}``) stops a group as the end of text does; so ``p`` is a boundary
+   after D already.
 
 Joins (``joined``): pieces are joined by two-character stand-ins so that both
 seams are cut pairs of the original text; an added-token occurrence holding
@@ -113,12 +114,17 @@ DEEPSEEK_V4_PRE_TOKENIZER: dict[str, Any] = {
 _K = "\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff"  # the second split's class
 _C = "\u4e00-\u9fa5\u3041-\u3096\u3099-\u309f\u30a0-\u30ff"  # _K less U+3040, U+3097, U+3098
 _ASCII_NON_LETTER = "\\x00-\\x40\\x5b-\\x60\\x7b-\\x7f"
+# ASCII but 0-9, and CJK / fullwidth punctuation (general category P in every Unicode version)
+_NON_DIGIT = (
+    "\\x00-\\x2f\\x3a-\\x7f"
+    "\u3001\u3002\u300c-\u300f\u3010\u3011\uff01\uff08\uff09\uff0c\uff1a\uff1b\uff1f"
+)
 _RULES = (
     f"(?<=[A-Za-z])(?=[{_ASCII_NON_LETTER}])",
     "(?<=\\n)(?=[A-Za-z0-9])",
     f"(?<=[{_C}])(?=[^{_K}])",
     f"(?<=[^{_K}])(?=[{_C}])",
-    "(?<=[0-9])(?=[\\x00-\\x2f\\x3a-\\x7f])|(?<=[\\x00-\\x2f\\x3a-\\x7f])(?=[0-9])",
+    f"(?<=[0-9])(?=[{_NON_DIGIT}])|(?<=[{_NON_DIGIT}])(?=[0-9])",
 )
 _MIN_ADDED = 3
 
