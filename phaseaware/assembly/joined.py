@@ -73,6 +73,8 @@ def junction_starts(
 ) -> list[np.ndarray]:
     """Absolute token starts of each junction (the text between cores), in one encode.
 
+    Only the cores' ``a`` and ``b`` are read (their starts may be relative).
+
     The junctions ``J_0 .. J_m`` are joined as ``J_0 S_1 J_1 ... S_m J_m`` with
     ``S_i = T[a_i] + T[b_i - 1]``, core i's first and last characters. Each
     seam pair is then ``(T[a_i - 1], T[a_i])`` or ``(T[b_i - 1], T[b_i])``, an
@@ -114,9 +116,9 @@ def junction_starts(
 
 def unique_junction_starts(
     encode: Encode, text: str, cores: Sequence[tuple[int, int, np.ndarray]]
-) -> list[np.ndarray]:
+) -> tuple[list[np.ndarray], list[int]]:
     """``junction_starts`` where no added token can cross a seam, each distinct junction
-    text encoded once.
+    text encoded once: (starts relative to each junction, each junction's start).
 
     A junction lies between cuts (or the text's ends), so its tokens are its own
     alone: equal texts have equal tokens. Only the first junction of each text is
@@ -137,8 +139,7 @@ def unique_junction_starts(
             first.setdefault(piece, j)
     reps = list(first.values())
     seams = [text[bounds[2 * r + 1]] + text[bounds[2 * s] - 1] for r, s in itertools.pairwise(reps)]
-    found = dict(zip(reps, joined_starts(encode, [pieces[r] for r in reps], seams), strict=True))
+    found = dict(zip(first, joined_starts(encode, [pieces[r] for r in reps], seams), strict=True))
     empty = np.zeros(0, dtype=np.int64)
-    return [
-        found[first[piece]] + bounds[2 * j] if piece else empty for j, piece in enumerate(pieces)
-    ]
+    found[""] = empty
+    return [found[piece] for piece in pieces], bounds[0::2]

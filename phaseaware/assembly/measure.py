@@ -99,7 +99,11 @@ def measure_chunks(
             )
             continue
         tokens, locate = next(measured)
-        out.append(MeasuredChunk(chunk, tokens, keys, tuple(locate(c) for c in keys), False))
+        if isinstance(locate, _Keyed) and locate.keys is keys:
+            key_tokens = locate.key_tokens
+        else:
+            key_tokens = tuple(locate(c) for c in keys)
+        out.append(MeasuredChunk(chunk, tokens, keys, key_tokens, False))
     return tuple(out)
 
 
@@ -157,29 +161,32 @@ def _measure_pieces(
         pieces = cached_pieces(
             tokenizer, framed, cache, fingerprint=fingerprint, chunks=texts, offset=sep
         )
-    known = _laid_lookups(pieces, sep, key_chars) if key_chars is not None else None
-    out: list[_Measured] = []
-    for k, piece in enumerate(pieces):
-        if known is None:
+    if key_chars is None:
+        out: list[_Measured] = []
+        for piece in pieces:
             first = piece.token_at_char(sep)
             out.append((len(piece) - first, _locator(piece, sep, first)))
-            continue
-        first, keys = known[k]
-        out.append((len(piece) - first, _prefetched(piece, sep, first, keys)))
-    return out
+        return out
+    firsts, keyed = _laid_lookups(pieces, sep, key_chars)
+    return [
+        (len(piece) - first, _Keyed(piece, sep, first, keys, found))
+        for piece, first, keys, found in zip(pieces, firsts, key_chars, keyed, strict=True)
+    ]
 
 
 def _laid_lookups(
     pieces: Sequence[TokenizedText | TokenStarts], sep: int, key_chars: Sequence[Sequence[int]]
-) -> list[tuple[int, dict[int, int]]]:
-    """Per piece: ``token_at_char(sep)`` and ``{c: token_at_char(sep + c) - that}`` per key.
+) -> tuple[list[int], list[tuple[int, ...]]]:
+    """Per piece: ``token_at_char(sep)``, and ``token_at_char(sep + c)`` minus that per key.
 
-    The pieces' starts are laid end to end (piece k at its char base); each
-    starts with a token at 0, so a character's token in the laid array minus
-    the piece's first token index is its token in the piece.
+    The pieces' starts are laid end to end (piece k at its char base) and looked
+    up in one ``searchsorted``; each piece starts with a token at 0, so a
+    character's token in the laid array minus the piece's first token index is
+    its token in the piece.
     """
     arrays = [np.asarray(p.starts, dtype=np.int64) for p in pieces]
     lengths = [p.text_length if isinstance(p, TokenStarts) else len(p.text) for p in pieces]
+    counts = [a.size for a in arrays]
     char_base = list(itertools.accumulate(lengths[:-1], initial=0))
     queries: list[int] = []
     for base, keys, length in zip(char_base, key_chars, lengths, strict=True):
@@ -187,28 +194,42 @@ def _laid_lookups(
             raise IndexError(f"key char outside a piece of {length} chars")
         queries.append(base + sep)
         queries.extend(base + sep + c for c in keys)
-    laid = np.concatenate([a + b for a, b in zip(arrays, char_base, strict=True)])
+    laid = np.concatenate(arrays)
+    laid += np.repeat(np.asarray(char_base, dtype=np.int64), counts)
     q = np.asarray(queries, dtype=np.int64)
     found = np.searchsorted(laid, q, side="left")
     hit = laid[np.minimum(found, laid.size - 1)] == q
-    at = iter(np.where(hit, found, found - 1).tolist())
-    out: list[tuple[int, dict[int, int]]] = []
-    token_base = 0
-    for array, keys in zip(arrays, key_chars, strict=True):
-        own = next(at)
-        out.append((own - token_base, {c: next(at) - own for c in keys}))
-        token_base += array.size
-    return out
+    at = np.where(hit, found, found - 1)
+    n_keys = np.asarray([len(k) for k in key_chars], dtype=np.int64)
+    heads = np.cumsum(n_keys + 1) - n_keys - 1  # each piece's own query
+    own = at[heads]
+    is_key = np.ones(at.size, dtype=bool)
+    is_key[heads] = False
+    relative = (at[is_key] - np.repeat(own, n_keys)).tolist()
+    token_base = np.cumsum([0, *counts[:-1]], dtype=np.int64)
+    bounds = list(itertools.accumulate(n_keys.tolist(), initial=0))
+    keyed = [tuple(relative[bounds[k] : bounds[k + 1]]) for k in range(len(pieces))]
+    return (own - token_base).tolist(), keyed
 
 
-def _prefetched(
-    tokenized: TokenizedText | TokenStarts, char_base: int, token_base: int, known: dict[int, int]
-) -> Callable[[int], int]:
-    def locate(c: int) -> int:
-        found = known.get(c)
-        return tokenized.token_at_char(char_base + c) - token_base if found is None else found
+class _Keyed:
+    """A piece's locator with its key chars' answers precomputed (``key_tokens``)."""
 
-    return locate
+    __slots__ = ("_piece", "_sep", "_first", "keys", "key_tokens")
+
+    def __init__(
+        self,
+        piece: TokenizedText | TokenStarts,
+        sep: int,
+        first: int,
+        keys: Sequence[int],
+        key_tokens: tuple[int, ...],
+    ) -> None:
+        self._piece, self._sep, self._first = piece, sep, first
+        self.keys, self.key_tokens = keys, key_tokens
+
+    def __call__(self, c: int) -> int:
+        return self._piece.token_at_char(self._sep + c) - self._first
 
 
 def _locator(

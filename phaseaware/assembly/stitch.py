@@ -64,14 +64,18 @@ from __future__ import annotations
 
 import functools
 import itertools
-import sys
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from phaseaware.assembly.chunk_cache import (
+    DEFAULT_CACHE_BYTES,
+    CacheEntry,
+    ChunkTokenCache,
+    TokenStarts,
+    default_cache,
+)
 from phaseaware.assembly.cuts import TIKTOKEN_CUTS, CutRule
 from phaseaware.assembly.joined import (
     Encode,
@@ -97,138 +101,8 @@ __all__ = [
     "full_starts",
 ]
 
-DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
-
+_Entry = CacheEntry  # its former name here (tests import it)
 _MIN_CORE = 16  # shorter cores are left in the junction (not worth a cache entry)
-
-
-class ChunkTokenCache:
-    """Thread-safe LRU of chunk token starts (its core), keyed by (fingerprint, chunk text), byte-capped.
-
-    ``max_bytes`` bounds the sum of each entry's size (its starts array plus
-    its key text); the least recently used entries are evicted past it.
-    """
-
-    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
-            raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, str], tuple[_Entry, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes the entries hold now (always <= ``max_bytes``)."""
-        return self._bytes
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, key: tuple[str, str]) -> _Entry | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return entry[0]
-
-    def put(self, key: tuple[str, str], entry: _Entry) -> None:
-        size = entry.nbytes + sys.getsizeof(key[1]) + sys.getsizeof(key) + 64
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._entries[key] = (entry, size)
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
-
-    def peek(self, key: tuple[str, str]) -> bool:
-        """Whether ``key`` is cached (no hit or miss counted, LRU order unchanged)."""
-        return key in self._entries
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-
-_default = ChunkTokenCache()
-
-
-def default_cache() -> ChunkTokenCache:
-    """The process-wide cache ``assemble`` uses unless told otherwise (64 MiB cap)."""
-    return _default
-
-
-@dataclass(frozen=True, eq=False)
-class TokenStarts:
-    """Token char starts of a text (as ``TokenizedText``'s lookups), from a numpy array."""
-
-    starts: np.ndarray
-    text_length: int
-    verification: str  # "windowed": stitched from cached chunks; "full": one encode
-    _at: dict[int, int] = field(default_factory=dict, repr=False)  # prefetched lookups
-    _right: dict[int, int] = field(default_factory=dict, repr=False)
-
-    def __len__(self) -> int:
-        return int(self.starts.size)
-
-    def prefetch(self, chars: Sequence[int], span_ends: Sequence[int]) -> None:
-        """Look up ``token_at_char`` of ``chars`` and ``token_span`` ends in one pass each."""
-        self._at.update(zip(chars, self.tokens_at_chars(chars), strict=True))
-        if len(span_ends):
-            found = np.searchsorted(self.starts, np.asarray(span_ends) - 1, side="right")
-            self._right.update(zip(span_ends, found.tolist(), strict=True))
-
-    def token_at_char(self, char_offset: int) -> int:
-        known = self._at.get(char_offset)
-        if known is not None:
-            return known
-        if not 0 <= char_offset < self.text_length:
-            raise IndexError(f"char offset {char_offset} outside text of {self.text_length} chars")
-        first = int(np.searchsorted(self.starts, char_offset, side="left"))
-        if first < self.starts.size and self.starts[first] == char_offset:
-            return first
-        return first - 1
-
-    def tokens_at_chars(self, chars: Sequence[int]) -> list[int]:
-        """``[token_at_char(c) for c in chars]`` in one numpy pass."""
-        if not len(chars):
-            return []
-        if self._at and all(c in self._at for c in chars):
-            return [self._at[c] for c in chars]
-        c = np.asarray(chars, dtype=np.int64)
-        if int(c.min()) < 0 or int(c.max()) >= self.text_length:
-            raise IndexError(f"char offsets outside text of {self.text_length} chars")
-        first = np.searchsorted(self.starts, c, side="left")
-        clipped = np.minimum(first, self.starts.size - 1)
-        hit = (first < self.starts.size) & (self.starts[clipped] == c)
-        out: list[int] = np.where(hit, first, first - 1).tolist()
-        return out
-
-    def token_span(self, char_start: int, char_end: int) -> tuple[int, int]:
-        if not 0 <= char_start < char_end <= self.text_length:
-            raise IndexError(
-                f"char span [{char_start}, {char_end}) invalid for text of {self.text_length} chars"
-            )
-        end = self._right.get(char_end)
-        if end is None:
-            end = int(np.searchsorted(self.starts, char_end - 1, side="right"))
-        return self.token_at_char(char_start), end
-
-    def tokens_in(self, start: int, end: int) -> int:
-        """Tokens whose first character lies in ``[start, end)``."""
-        left, right = np.searchsorted(self.starts, [start, end], side="left").tolist()
-        return int(right - left)
 
 
 def windowed_support(tokenizer: Tokenizer) -> str | None:
@@ -297,7 +171,7 @@ def cached_pieces(
     if missing:
         fresh = tokenizer.tokenize_batch([texts[k] for k in missing])
         for k, piece in zip(missing, fresh, strict=True):
-            entry = _Entry(0, 0, np.asarray(piece.starts, dtype=np.int64))
+            entry = CacheEntry(0, 0, np.asarray(piece.starts, dtype=np.int64))
             cache.put((fp, texts[k]), entry)
             entries[k] = entry
         if chunks is not None and isinstance(tokenizer, Tokenizer):
@@ -326,24 +200,8 @@ def full_starts(tokenizer: Tokenizer, text: str) -> TokenStarts:
     return TokenStarts(starts=starts, text_length=len(text), verification="full")
 
 
-@dataclass(frozen=True, eq=False)
-class _Entry:
-    """A chunk's core ``[a, b)`` (chunk-relative) and its token starts; None: no core."""
-
-    a: int
-    b: int
-    starts: np.ndarray | None
-    head: np.ndarray | None = None  # tokens of [0, a) alone, where known (``seed_cores``)
-    tail: np.ndarray | None = None  # tokens of [b, len) alone, where known
-
-    @property
-    def nbytes(self) -> int:
-        arrays = (self.starts, self.head, self.tail)
-        return 80 + sum(int(x.nbytes) + 16 for x in arrays if x is not None)
-
-
-def _entries(family: _Family, chunks: Sequence[str]) -> list[_Entry]:
-    """Each chunk's ``_Entry``; the cores are encoded in one call, joined by stand-ins.
+def _entries(family: _Family, chunks: Sequence[str]) -> list[CacheEntry]:
+    """Each chunk's ``CacheEntry``; the cores are encoded in one call, joined by stand-ins.
 
     Between cores i and i + 1 stands ``chunk_i[b_i] + chunk_{i+1}[a_{i+1} - 1]``,
     so each seam is an original cut pair; for tiktoken no core or stand-in holds
@@ -356,7 +214,9 @@ def _entries(family: _Family, chunks: Sequence[str]) -> list[_Entry]:
     seams = [c0[b0] + c1[a1 - 1] for (c0, (_, b0)), (c1, (a1, _)) in itertools.pairwise(cored)]
     encoded = iter(joined_starts(family.encode, pieces, seams) if pieces else [])
     return [
-        _Entry(ab[0], ab[1], next(encoded) + ab[0]) if ab is not None else _Entry(0, 0, None)
+        CacheEntry(ab[0], ab[1], next(encoded) + ab[0])
+        if ab is not None
+        else CacheEntry(0, 0, None)
         for ab in found
     ]
 
@@ -399,18 +259,19 @@ def seed_cores(
             continue
         ab = _core(family, chunk)
         if ab is None:
-            cache.put(key, _Entry(0, 0, None))
+            cache.put(key, CacheEntry(0, 0, None))
             continue
         end = offset + len(chunk)
         bounds = [offset, offset + ab[0], offset + ab[1], end]
         lo, a, b, hi = np.searchsorted(starts, bounds).tolist()
-        head = tail = None
-        if not family.bar_specials:
-            if at_cut(text, offset):
-                head = starts[lo:a] - offset
-            if at_cut(text, end):
-                tail = starts[b:hi] - offset
-        cache.put(key, _Entry(ab[0], ab[1], starts[a:b] - offset, head, tail))
+        head_ok = not family.bar_specials and at_cut(text, offset)
+        tail_ok = not family.bar_specials and at_cut(text, end)
+        if head_ok or tail_ok:
+            whole = starts[lo:hi] - offset
+            entry = CacheEntry(*ab, whole[a - lo : b - lo], whole, a - lo, b - lo, head_ok, tail_ok)
+        else:
+            entry = CacheEntry(ab[0], ab[1], starts[a:b] - offset)
+        cache.put(key, entry)
 
 
 def stitched_starts(
@@ -430,7 +291,7 @@ def stitched_starts(
         return full_starts(tokenizer, text)
     fp = tokenizer.fingerprint()
     keys = [(fp, text[start:end]) for start, end in spans]
-    entries: list[_Entry | None] = []
+    entries: list[CacheEntry | None] = []
     missing: dict[tuple[str, str], int] = {}  # new keys -> first index; repeats look up after
     for n, key in enumerate(keys):
         entries.append(None if key in missing else cache.get(key))
@@ -443,27 +304,37 @@ def stitched_starts(
     for n, key in enumerate(keys):
         if entries[n] is None:  # a repeat (counted as a hit); the entry if the cap dropped it
             entries[n] = cache.get(key) or fresh[key]
-    cores: list[tuple[int, int, np.ndarray]] = []  # (a, b, starts) absolute
+    cores: list[tuple[int, int, np.ndarray]] = []  # (a, b, starts relative to the chunk)
+    chunk_at: list[int] = []
     at_cut = family.cuts.at
     for (start, end), got in zip(spans, entries, strict=True):
         assert got is not None
         if got.starts is None:
             continue
-        a, b, parts = start + got.a, start + got.b, [got.starts]
-        if got.head is not None and at_cut(text, start):
-            a, parts = start, [got.head, got.starts]  # the prompt cuts at the chunk start
-        if got.tail is not None and at_cut(text, end):
-            b, parts = end, [*parts, got.tail]  # ... and at its end
-        core = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        cores.append((a, b, core + start))
+        a, b, core = start + got.a, start + got.b, got.starts
+        if got.whole is not None:
+            i, j = got.i_a, got.i_b
+            if got.head_ok and at_cut(text, start):  # the prompt cuts at the chunk start
+                a, i = start, 0
+            if got.tail_ok and at_cut(text, end):  # ... and at its end
+                b, j = end, got.whole.size
+            core = got.whole[i:j]
+        cores.append((a, b, core))
+        chunk_at.append(start)
     if family.bar_specials:
         junctions = junction_starts(family.encode, text, cores, bar_specials=True)
+        junction_at = [0] * len(junctions)
     else:
-        junctions = unique_junction_starts(family.encode, text, cores)
+        junctions, junction_at = unique_junction_starts(family.encode, text, cores)
     parts: list[np.ndarray] = []
-    for (_, _, core_starts), junction in zip(cores, junctions, strict=False):
-        parts.append(junction)
-        parts.append(core_starts)
+    at: list[int] = []
+    for (_, _, core), start, junction, j_at in zip(
+        cores, chunk_at, junctions, junction_at, strict=False
+    ):
+        parts += [junction, core]
+        at += [j_at, start]
     parts.append(junctions[-1])
-    starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    at.append(junction_at[-1])
+    starts = np.concatenate(parts)  # relative to each part's own base, then shifted at once
+    starts += np.repeat(np.asarray(at, dtype=np.int64), [p.size for p in parts])
     return TokenStarts(starts=starts, text_length=len(text), verification="windowed")
