@@ -58,6 +58,16 @@ argument in ``stitch_hf``; there no chunk needs to avoid ``|`` and the
 junctions are one encode. Any other configuration is encoded in full and
 says why (``windowed_support``). Cuts are found by ``cuts.CutRule``: a chunk's
 first and last cut are one forward and one backward regex search.
+
+Heads and tails (Hugging Face families). ``measure`` encodes each chunk as
+``SEP c SEP``; where ``(SEP[-1], c[0])`` is a cut pair, the tokens of ``c``
+before its first cut are those of that head alone (both ends are cuts), and
+likewise the tail after its last cut (``seed_cores`` keeps them). A prompt
+whose pair at the chunk's start (end) is a cut too then takes the head (tail)
+from the cache: the core runs to the chunk's edge, and its junction shrinks
+to the separator and pads. Equal junction texts have equal tokens (each lies
+between cuts), so each distinct one is encoded once
+(``joined.unique_junction_starts``).
 """
 
 from __future__ import annotations
@@ -84,7 +94,7 @@ from phaseaware.assembly.joined import (
     starts_of,
     unique_junction_starts,
 )
-from phaseaware.assembly.stitch_hf import hf_starts, hf_support
+from phaseaware.assembly.stitch_hf import hf_starts, hf_starts_batch, hf_support
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
 from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
@@ -169,9 +179,13 @@ def cached_pieces(
     entries = [cache.get((fp, t)) for t in texts]
     missing = [k for k, e in enumerate(entries) if e is None]
     if missing:
-        fresh = tokenizer.tokenize_batch([texts[k] for k in missing])
+        batch = [texts[k] for k in missing]
+        if isinstance(tokenizer, HFTokenizer):
+            fresh = hf_starts_batch(tokenizer, batch)
+        else:
+            fresh = [np.asarray(p.starts, dtype=np.int64) for p in tokenizer.tokenize_batch(batch)]
         for k, piece in zip(missing, fresh, strict=True):
-            entry = CacheEntry(0, 0, np.asarray(piece.starts, dtype=np.int64))
+            entry = CacheEntry(0, 0, piece)
             cache.put((fp, texts[k]), entry)
             entries[k] = entry
         if chunks is not None and isinstance(tokenizer, Tokenizer):

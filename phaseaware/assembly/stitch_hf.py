@@ -82,15 +82,18 @@ The property test ``tests/unit/test_stitch_properties.py`` checks
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from phaseaware.assembly.cuts import CutRule, pair_cuts
 from phaseaware.tokenizers.hf import HFTokenizer, byte_level_alphabet
+from phaseaware.tokenizers.offsets import char_starts_array, utf8_bytes
 
 __all__ = ["DEEPSEEK_V4_PRE_TOKENIZER", "hf_support", "hf_starts", "hf_starts_batch"]
 
@@ -182,9 +185,37 @@ def _check(backend: Any) -> tuple[str | None, set[str]]:
 
 def hf_starts(tokenizer: HFTokenizer, text: str) -> np.ndarray:
     """``tokenizer.tokenize(text).starts`` as an int64 array (the full path's encode)."""
-    return np.asarray(tokenizer.tokenize(text).starts, dtype=np.int64)
+    return hf_starts_batch(tokenizer, [text])[0]
 
 
-def hf_starts_batch(tokenizer: HFTokenizer, texts: list[str]) -> list[np.ndarray]:
-    """``[hf_starts(tokenizer, t) for t in texts]`` in one ``tokenize_batch``."""
-    return [np.asarray(t.starts, dtype=np.int64) for t in tokenizer.tokenize_batch(texts)]
+def hf_starts_batch(tokenizer: HFTokenizer, texts: Sequence[str]) -> list[np.ndarray]:
+    """``[tokenize(t).starts for t in texts]`` as int64 arrays, without the tuples.
+
+    The same steps as ``HFTokenizer.tokenize_batch`` (one ``encode_batch_fast``,
+    the byte-table round-trip check, starts from cumulative byte lengths), read
+    through its ``_backend`` and ``_byte_tables()``; where that method would take
+    another path (no byte tables, a text that does not round-trip) it is called.
+    """
+    table, lengths = tokenizer._byte_tables()
+    if table is None or lengths is None or not texts:
+        return [np.asarray(t.starts, dtype=np.int64) for t in tokenizer.tokenize_batch(texts)]
+    encoded = tokenizer._backend.encode_batch_fast(list(texts), add_special_tokens=False)
+    ids_list = [e.ids for e in encoded]
+    counts = [len(ids) for ids in ids_list]
+    flat = list(itertools.chain.from_iterable(ids_list))
+    text_bytes = [utf8_bytes(t) for t in texts]
+    joined = b"".join(text_bytes)
+    if (flat and max(flat) >= len(table)) or b"".join([table[i] for i in flat]) != joined:
+        return [np.asarray(t.starts, dtype=np.int64) for t in tokenizer.tokenize_batch(texts)]
+    token_lengths = lengths[np.asarray(flat, dtype=np.int64)]
+    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    covered = np.zeros(token_lengths.size + 1, dtype=np.int64)
+    np.cumsum(token_lengths, out=covered[1:])
+    if not np.array_equal(covered[bounds[1:]], np.cumsum([len(b) for b in text_bytes])):
+        return [np.asarray(t.starts, dtype=np.int64) for t in tokenizer.tokenize_batch(texts)]
+    starts = char_starts_array(joined, token_lengths)
+    char_base = np.zeros(len(texts), dtype=np.int64)
+    np.cumsum([len(t) for t in texts[:-1]], out=char_base[1:])
+    starts -= np.repeat(char_base, counts)
+    return np.split(starts, bounds[1:-1])
