@@ -60,8 +60,9 @@ def joined_starts(encode: Encode, pieces: Sequence[str], seams: Sequence[str]) -
     seg = np.searchsorted(seg_start, found, side="right") - 1
     keep = found < seg_start[seg] + seg_len[seg]
     found, seg = found[keep], seg[keep]
-    cuts = np.cumsum(np.bincount(seg, minlength=len(pieces)))[:-1]
-    return np.split(found - seg_start[seg], cuts)
+    ends = np.cumsum(np.bincount(seg, minlength=len(pieces))).tolist()
+    relative = found - seg_start[seg]
+    return [relative[i:j] for i, j in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def junction_starts(
@@ -70,8 +71,9 @@ def junction_starts(
     cores: Sequence[tuple[int, int, np.ndarray]],
     *,
     bar_specials: bool,
-) -> list[np.ndarray]:
-    """Absolute token starts of each junction (the text between cores), in one encode.
+) -> tuple[list[np.ndarray], list[int]]:
+    """Token starts of each junction (the text between cores), in one encode: (starts
+    relative to each junction, each junction's start in ``text``).
 
     Only the cores' ``a`` and ``b`` are read (their starts may be relative).
 
@@ -100,7 +102,7 @@ def junction_starts(
         if group:
             seams = [text[bounds[2 * j - 1]] + text[bounds[2 * j] - 1] for j in group[1:]]
             found = joined_starts(encode, [pieces[j] for j in group], seams)
-            out.extend(f + bounds[2 * j] for f, j in zip(found, group, strict=True))
+            out.extend(found)
         group.clear()
 
     recent = ""  # the last 20 characters of the current group's joined text
@@ -111,7 +113,7 @@ def junction_starts(
         group.append(j)
         recent = (recent + "xx" + piece)[-20:]  # stand-ins hold no "|"
     flush()
-    return out
+    return out, bounds[0::2]
 
 
 def unique_junction_starts(

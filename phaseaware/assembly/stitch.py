@@ -336,8 +336,7 @@ def stitched_starts(
         cores.append((a, b, core))
         chunk_at.append(start)
     if family.bar_specials:
-        junctions = junction_starts(family.encode, text, cores, bar_specials=True)
-        junction_at = [0] * len(junctions)
+        junctions, junction_at = junction_starts(family.encode, text, cores, bar_specials=True)
     else:
         junctions, junction_at = unique_junction_starts(family.encode, text, cores)
     parts: list[np.ndarray] = []
