@@ -72,6 +72,12 @@ Unicode version of Python's ``regex`` vs onig, beyond "no character of ``K`` is
    ``\p{N}``) stops a group as the end of text does; so ``p`` is a boundary
    after D already.
 
+Starts: every token's bytes are exact (byte tables), and a cut lies between
+characters, so the char starts of ``T[p:]``'s tokens are those of ``T[p:]``
+alone plus ``p``. Added tokens inside a core need no special care: an
+occurrence there lies between the core's cuts, so (A) makes it the same
+occurrence in every text that holds the core.
+
 Joins (``joined``): pieces are joined by two-character stand-ins so that both
 seams are cut pairs of the original text; an added-token occurrence holding
 the stand-in's own pair is at least 3 characters long, so it would also hold
