@@ -189,15 +189,7 @@ def cached_pieces(
             cache.put((fp, texts[k]), entry)
             entries[k] = entry
         if chunks is not None and isinstance(tokenizer, Tokenizer):
-            seed = [entries[k] for k in missing]
-            seed_cores(
-                tokenizer,
-                [texts[k] for k in missing],
-                [chunks[k] for k in missing],
-                [e.starts for e in seed if e is not None and e.starts is not None],
-                offset,
-                cache,
-            )
+            seed_cores(tokenizer, batch, [chunks[k] for k in missing], fresh, offset, cache)
     out = []
     for text, got in zip(texts, entries, strict=True):
         assert got is not None and got.starts is not None
