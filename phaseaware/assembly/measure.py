@@ -70,7 +70,9 @@ def measure_chunks(
     from (``stitch.seed_cores``), so a cold assemble encodes each chunk once.
     """
     key_chars = chunk_key_chars(chunks, terms=terms, max_keys=max_keys)
-    texts = [c.text for c in chunks if c.text.strip()]
+    full = [bool(c.text.strip()) for c in chunks]
+    texts = [c.text for c, f in zip(chunks, full, strict=True) if f]
+    keyed = [k for k, f in zip(key_chars, full, strict=True) if f]
     if (
         isinstance(tokenizer, ParallelBatchTokenizer)
         and tokenizer.parallel_batch
@@ -84,16 +86,15 @@ def measure_chunks(
                 texts,
                 cache=cache,
                 fingerprint=tokenizer.fingerprint(),
-                key_chars=[k for c, k in zip(chunks, key_chars, strict=True) if c.text.strip()],
+                key_chars=keyed,
             )
         )
     else:
-        keyed = [k for c, k in zip(chunks, key_chars, strict=True) if c.text.strip()]
         counts = _measure_joined(tokenizer, texts, cache, keyed)
     out: list[MeasuredChunk] = []
     measured = iter(counts)
-    for chunk, keys in zip(chunks, key_chars, strict=True):
-        if not chunk.text.strip():
+    for chunk, keys, nonempty in zip(chunks, key_chars, full, strict=True):
+        if not nonempty:
             out.append(
                 MeasuredChunk(chunk=chunk, tokens=0, key_chars=(), key_tokens=(), empty=True)
             )
