@@ -52,25 +52,51 @@ pre-tokenizer pieces, W = the distance from a chunk's edge to its first cut
 adversarial boundaries (whitespace runs, combining marks, ZWJ emoji, digit
 runs, CJK, contractions).
 
-Byte-level Hugging Face tokenizers (DeepSeek-V4's ``tokenizer.json``) chain
-several split regexes, a normalizer and added tokens; the argument has not
-been made for them, so they are encoded in full and say so.
+Byte-level Hugging Face tokenizers: DeepSeek-V4's ``tokenizer.json`` config
+(three split regexes, no normalizer, added tokens) has its own cut rule and
+argument in ``stitch_hf``; there no chunk needs to avoid ``|`` and the
+junctions are one encode. Any other configuration is encoded in full and
+says why (``windowed_support``). Cuts are found by ``cuts.CutRule``: a chunk's
+first and last cut are one forward and one backward regex search.
+
+Heads and tails (Hugging Face families). ``measure`` encodes each chunk as
+``SEP c SEP``; where ``(SEP[-1], c[0])`` is a cut pair, the tokens of ``c``
+before its first cut are those of that head alone (both ends are cuts), and
+likewise the tail after its last cut (``seed_cores`` keeps them). A prompt
+whose pair at the chunk's start (end) is a cut too then takes the head (tail)
+from the cache: the core runs to the chunk's edge, and its junction shrinks
+to the separator and pads. Equal junction texts have equal tokens (each lies
+between cuts), so each distinct one is encoded once
+(``joined.unique_junction_starts``).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
-import sys
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-import regex
 
-from phaseaware.assembly.joined import joined_starts, junction_starts
+from phaseaware.assembly.chunk_cache import (
+    DEFAULT_CACHE_BYTES,
+    CacheEntry,
+    ChunkTokenCache,
+    TokenStarts,
+    default_cache,
+)
+from phaseaware.assembly.cuts import TIKTOKEN_CUTS, CutRule
+from phaseaware.assembly.joined import (
+    Encode,
+    joined_starts,
+    junction_starts,
+    starts_of,
+    unique_junction_starts,
+)
+from phaseaware.assembly.stitch_hf import hf_starts, hf_starts_batch, hf_support
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
+from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
 
 __all__ = [
@@ -81,148 +107,49 @@ __all__ = [
     "windowed_support",
     "stitched_starts",
     "cached_pieces",
+    "seed_cores",
     "full_starts",
 ]
 
-DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
-
-_CUT = regex.compile(r"(?<=\p{L})(?=[^\p{L}\p{M}'\p{Cn}])|(?<=\n)(?=[\p{L}\p{Nd}])")
+_Entry = CacheEntry  # its former name here (tests import it)
 _MIN_CORE = 16  # shorter cores are left in the junction (not worth a cache entry)
-
-
-class ChunkTokenCache:
-    """Thread-safe LRU of chunk token starts (its core), keyed by (fingerprint, chunk text), byte-capped.
-
-    ``max_bytes`` bounds the sum of each entry's size (its starts array plus
-    its key text); the least recently used entries are evicted past it.
-    """
-
-    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
-            raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, str], tuple[_Entry, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes the entries hold now (always <= ``max_bytes``)."""
-        return self._bytes
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, key: tuple[str, str]) -> _Entry | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return entry[0]
-
-    def put(self, key: tuple[str, str], entry: _Entry) -> None:
-        size = entry.nbytes + sys.getsizeof(key[1]) + sys.getsizeof(key) + 64
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._entries[key] = (entry, size)
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-
-_default = ChunkTokenCache()
-
-
-def default_cache() -> ChunkTokenCache:
-    """The process-wide cache ``assemble`` uses unless told otherwise (64 MiB cap)."""
-    return _default
-
-
-@dataclass(frozen=True, eq=False)
-class TokenStarts:
-    """Token char starts of a text (as ``TokenizedText``'s lookups), from a numpy array."""
-
-    starts: np.ndarray
-    text_length: int
-    verification: str  # "windowed": stitched from cached chunks; "full": one encode
-    _at: dict[int, int] = field(default_factory=dict, repr=False)  # prefetched lookups
-    _right: dict[int, int] = field(default_factory=dict, repr=False)
-
-    def __len__(self) -> int:
-        return int(self.starts.size)
-
-    def prefetch(self, chars: Sequence[int], span_ends: Sequence[int]) -> None:
-        """Look up ``token_at_char`` of ``chars`` and ``token_span`` ends in one pass each."""
-        self._at.update(zip(chars, self.tokens_at_chars(chars), strict=True))
-        if len(span_ends):
-            found = np.searchsorted(self.starts, np.asarray(span_ends) - 1, side="right")
-            self._right.update(zip(span_ends, found.tolist(), strict=True))
-
-    def token_at_char(self, char_offset: int) -> int:
-        known = self._at.get(char_offset)
-        if known is not None:
-            return known
-        if not 0 <= char_offset < self.text_length:
-            raise IndexError(f"char offset {char_offset} outside text of {self.text_length} chars")
-        first = int(np.searchsorted(self.starts, char_offset, side="left"))
-        if first < self.starts.size and self.starts[first] == char_offset:
-            return first
-        return first - 1
-
-    def tokens_at_chars(self, chars: Sequence[int]) -> list[int]:
-        """``[token_at_char(c) for c in chars]`` in one numpy pass."""
-        if not len(chars):
-            return []
-        if self._at and all(c in self._at for c in chars):
-            return [self._at[c] for c in chars]
-        c = np.asarray(chars, dtype=np.int64)
-        if int(c.min()) < 0 or int(c.max()) >= self.text_length:
-            raise IndexError(f"char offsets outside text of {self.text_length} chars")
-        first = np.searchsorted(self.starts, c, side="left")
-        clipped = np.minimum(first, self.starts.size - 1)
-        hit = (first < self.starts.size) & (self.starts[clipped] == c)
-        out: list[int] = np.where(hit, first, first - 1).tolist()
-        return out
-
-    def token_span(self, char_start: int, char_end: int) -> tuple[int, int]:
-        if not 0 <= char_start < char_end <= self.text_length:
-            raise IndexError(
-                f"char span [{char_start}, {char_end}) invalid for text of {self.text_length} chars"
-            )
-        end = self._right.get(char_end)
-        if end is None:
-            end = int(np.searchsorted(self.starts, char_end - 1, side="right"))
-        return self.token_at_char(char_start), end
-
-    def tokens_in(self, start: int, end: int) -> int:
-        """Tokens whose first character lies in ``[start, end)``."""
-        left, right = np.searchsorted(self.starts, [start, end], side="left").tolist()
-        return int(right - left)
 
 
 def windowed_support(tokenizer: Tokenizer) -> str | None:
     """None when ``stitched_starts`` is sound for ``tokenizer``; else why it is not."""
+    if isinstance(tokenizer, HFTokenizer):
+        return hf_support(tokenizer)[0]
     return _support_reason(tokenizer)
+
+
+@dataclass(frozen=True, eq=False)
+class _Family:
+    """How to stitch one tokenizer: its cuts, its one-text encode, and its special-token rule."""
+
+    cuts: CutRule
+    encode: Encode
+    bar_specials: bool  # tiktoken: chunks with "|" get no core; junction joins split near "|"
+
+
+def _family(tokenizer: Tokenizer) -> _Family | None:
+    """The stitching recipe of ``tokenizer``; None where ``windowed_support`` names a reason."""
+    if isinstance(tokenizer, HFTokenizer):
+        rule = hf_support(tokenizer)[1]
+        if rule is None:
+            return None
+        return _Family(rule, functools.partial(hf_starts, tokenizer), bar_specials=False)
+    if _support_reason(tokenizer) is not None:
+        return None
+    assert isinstance(tokenizer, TiktokenTokenizer)
+    return _Family(TIKTOKEN_CUTS, functools.partial(starts_of, tokenizer), bar_specials=True)
 
 
 def _support_reason(tokenizer: Tokenizer) -> str | None:
     if not isinstance(tokenizer, TiktokenTokenizer):
-        return "the windowed argument is made for tiktoken's regex pre-tokenizers only"
+        return (
+            "the windowed argument is made for tiktoken's regex pre-tokenizers and "
+            "DeepSeek-V4's Hugging Face config only"
+        )
     if tokenizer.pattern not in (CL100K_PATTERN, O200K_PATTERN):
         return "unknown pre-tokenizer pattern"
     for special in tokenizer.encoding.special_tokens_set:
@@ -235,18 +162,34 @@ def _support_reason(tokenizer: Tokenizer) -> str | None:
 
 
 def cached_pieces(
-    tokenizer: BatchTokenizer, texts: Sequence[str], cache: ChunkTokenCache, *, fingerprint: str
+    tokenizer: BatchTokenizer,
+    texts: Sequence[str],
+    cache: ChunkTokenCache,
+    *,
+    fingerprint: str,
+    chunks: Sequence[str] | None = None,
+    offset: int = 0,
 ) -> list[TokenStarts]:
-    """``tokenize_batch(texts)`` as token starts, each text's looked up in ``cache`` first."""
+    """``tokenize_batch(texts)`` as token starts, each text's looked up in ``cache`` first.
+
+    With ``chunks`` (``texts[k]`` holds ``chunks[k]`` at ``offset``), the fresh
+    encodes also cache the chunks' cores (``seed_cores``) for ``stitched_starts``.
+    """
     fp = fingerprint + "/piece"
     entries = [cache.get((fp, t)) for t in texts]
     missing = [k for k, e in enumerate(entries) if e is None]
     if missing:
-        fresh = tokenizer.tokenize_batch([texts[k] for k in missing])
+        batch = [texts[k] for k in missing]
+        if isinstance(tokenizer, HFTokenizer):
+            fresh = hf_starts_batch(tokenizer, batch)
+        else:
+            fresh = [np.asarray(p.starts, dtype=np.int64) for p in tokenizer.tokenize_batch(batch)]
         for k, piece in zip(missing, fresh, strict=True):
-            entry = _Entry(0, 0, np.asarray(piece.starts, dtype=np.int64))
+            entry = CacheEntry(0, 0, piece)
             cache.put((fp, texts[k]), entry)
             entries[k] = entry
+        if chunks is not None and isinstance(tokenizer, Tokenizer):
+            seed_cores(tokenizer, batch, [chunks[k] for k in missing], fresh, offset, cache)
     out = []
     for text, got in zip(texts, entries, strict=True):
         assert got is not None and got.starts is not None
@@ -263,49 +206,78 @@ def full_starts(tokenizer: Tokenizer, text: str) -> TokenStarts:
     return TokenStarts(starts=starts, text_length=len(text), verification="full")
 
 
-@dataclass(frozen=True, eq=False)
-class _Entry:
-    """A chunk's core ``[a, b)`` (chunk-relative) and its token starts; None: no core."""
-
-    a: int
-    b: int
-    starts: np.ndarray | None
-
-    @property
-    def nbytes(self) -> int:
-        return 80 + (int(self.starts.nbytes) if self.starts is not None else 0)
-
-
-def _entries(tokenizer: TiktokenTokenizer, chunks: Sequence[str]) -> list[_Entry]:
-    """Each chunk's ``_Entry``; the cores are encoded in one call, joined by stand-ins.
+def _entries(family: _Family, chunks: Sequence[str]) -> list[CacheEntry]:
+    """Each chunk's ``CacheEntry``; the cores are encoded in one call, joined by stand-ins.
 
     Between cores i and i + 1 stands ``chunk_i[b_i] + chunk_{i+1}[a_{i+1} - 1]``,
-    so each seam is an original cut pair; no core or stand-in holds ``|`` (see
-    ``joined.junction_starts``), so no special token occurs in the joined text.
+    so each seam is an original cut pair; for tiktoken no core or stand-in holds
+    ``|`` (see ``joined.junction_starts``), so no special token occurs in the
+    joined text; for DeepSeek-V4 see ``stitch_hf`` (joins).
     """
-    found = [_core(c, 0, len(c)) if "|" not in c else None for c in chunks]
+    found = [_core(family, c) for c in chunks]
     cored = [(c, ab) for c, ab in zip(chunks, found, strict=True) if ab is not None]
     pieces = [c[a:b] for c, (a, b) in cored]
     seams = [c0[b0] + c1[a1 - 1] for (c0, (_, b0)), (c1, (a1, _)) in itertools.pairwise(cored)]
-    encoded = iter(joined_starts(tokenizer, pieces, seams) if pieces else [])
+    encoded = iter(joined_starts(family.encode, pieces, seams) if pieces else [])
     return [
-        _Entry(ab[0], ab[1], next(encoded) + ab[0]) if ab is not None else _Entry(0, 0, None)
+        CacheEntry(ab[0], ab[1], next(encoded) + ab[0])
+        if ab is not None
+        else CacheEntry(0, 0, None)
         for ab in found
     ]
 
 
-def _core(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """[a, b) of ``text[start:end]``'s first and last cut strictly inside it; None if too short."""
-    first = _CUT.search(text, start + 1, end)
-    if first is None:
+def _core(family: _Family, text: str) -> tuple[int, int] | None:
+    """[a, b) of ``text``'s first and last cut strictly inside it; None if too short."""
+    if family.bar_specials and "|" in text:
         return None
-    a = b = first.start()
-    for begin in (max(a, end - 64), a):  # the last cut: look near the end first
-        for match in _CUT.finditer(text, begin, end):
-            b = match.start()
-        if b > a or begin == a:
-            break
-    return (a, b) if b - a >= _MIN_CORE else None
+    return family.cuts.core(text, 0, len(text), _MIN_CORE)
+
+
+def seed_cores(
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    chunks: Sequence[str],
+    pieces: Sequence[np.ndarray],
+    offset: int,
+    cache: ChunkTokenCache,
+) -> None:
+    """Cache each chunk's core from a full encode of a text holding it at ``offset``.
+
+    ``pieces[k]`` are the token starts of ``texts[k]``, which holds ``chunks[k]``
+    at ``[offset, offset + len)``. The chunk's cuts are cuts there too (both
+    characters of each lie in the chunk), so the tokens starting inside the
+    core are the core's own: the same entry ``_entries`` would encode. Where the
+    chunk's first (last) character also makes a cut pair with the text's
+    character before (after) it, the tokens of the head ``[0, a)`` (tail
+    ``[b, len)``) are those of that stretch alone, and are kept for
+    ``stitched_starts`` to use wherever the prompt has a cut there too
+    (Hugging Face families only).
+    """
+    family = _family(tokenizer)
+    if family is None:
+        return
+    fp = tokenizer.fingerprint()
+    at_cut = family.cuts.at
+    for text, chunk, starts in zip(texts, chunks, pieces, strict=True):
+        key = (fp, chunk)
+        if cache.peek(key):
+            continue
+        ab = _core(family, chunk)
+        if ab is None:
+            cache.put(key, CacheEntry(0, 0, None))
+            continue
+        end = offset + len(chunk)
+        bounds = [offset, offset + ab[0], offset + ab[1], end]
+        lo, a, b, hi = np.searchsorted(starts, bounds).tolist()
+        head_ok = not family.bar_specials and at_cut(text, offset)
+        tail_ok = not family.bar_specials and at_cut(text, end)
+        if head_ok or tail_ok:
+            whole = starts[lo:hi] - offset
+            entry = CacheEntry(*ab, whole[a - lo : b - lo], whole, a - lo, b - lo, head_ok, tail_ok)
+        else:
+            entry = CacheEntry(ab[0], ab[1], starts[a:b] - offset)
+        cache.put(key, entry)
 
 
 def stitched_starts(
@@ -320,34 +292,54 @@ def stitched_starts(
     Falls back to one full encode when ``windowed_support`` names a reason or
     ``cache`` is None.
     """
-    if cache is None or windowed_support(tokenizer) is not None:
+    family = None if cache is None else _family(tokenizer)
+    if cache is None or family is None:
         return full_starts(tokenizer, text)
-    assert isinstance(tokenizer, TiktokenTokenizer)
     fp = tokenizer.fingerprint()
     keys = [(fp, text[start:end]) for start, end in spans]
-    entries: list[_Entry | None] = []
+    entries: list[CacheEntry | None] = []
     missing: dict[tuple[str, str], int] = {}  # new keys -> first index; repeats look up after
     for n, key in enumerate(keys):
         entries.append(None if key in missing else cache.get(key))
         if entries[-1] is None:
             missing.setdefault(key, n)
-    fresh = dict(zip(missing, _entries(tokenizer, [k[1] for k in missing]), strict=True))
+    fresh = dict(zip(missing, _entries(family, [k[1] for k in missing]), strict=True))
     for key, entry in fresh.items():
         cache.put(key, entry)
         entries[missing[key]] = entry
     for n, key in enumerate(keys):
         if entries[n] is None:  # a repeat (counted as a hit); the entry if the cap dropped it
             entries[n] = cache.get(key) or fresh[key]
-    cores: list[tuple[int, int, np.ndarray]] = []  # (a, b, starts) absolute
-    for (start, _), got in zip(spans, entries, strict=True):
+    cores: list[tuple[int, int, np.ndarray]] = []  # (a, b, starts relative to the chunk)
+    chunk_at: list[int] = []
+    at_cut = family.cuts.at
+    for (start, end), got in zip(spans, entries, strict=True):
         assert got is not None
-        if got.starts is not None:
-            cores.append((start + got.a, start + got.b, got.starts + start))
-    junctions = junction_starts(tokenizer, text, cores)
+        if got.starts is None:
+            continue
+        a, b, core = start + got.a, start + got.b, got.starts
+        if got.whole is not None:
+            i, j = got.i_a, got.i_b
+            if got.head_ok and at_cut(text, start):  # the prompt cuts at the chunk start
+                a, i = start, 0
+            if got.tail_ok and at_cut(text, end):  # ... and at its end
+                b, j = end, got.whole.size
+            core = got.whole[i:j]
+        cores.append((a, b, core))
+        chunk_at.append(start)
+    if family.bar_specials:
+        junctions, junction_at = junction_starts(family.encode, text, cores, bar_specials=True)
+    else:
+        junctions, junction_at = unique_junction_starts(family.encode, text, cores)
     parts: list[np.ndarray] = []
-    for (_, _, core_starts), junction in zip(cores, junctions, strict=False):
-        parts.append(junction)
-        parts.append(core_starts)
+    at: list[int] = []
+    for (_, _, core), start, junction, j_at in zip(
+        cores, chunk_at, junctions, junction_at, strict=False
+    ):
+        parts += [junction, core]
+        at += [j_at, start]
     parts.append(junctions[-1])
-    starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    at.append(junction_at[-1])
+    starts = np.concatenate(parts)  # relative to each part's own base, then shifted at once
+    starts += np.repeat(np.asarray(at, dtype=np.int64), [p.size for p in parts])
     return TokenStarts(starts=starts, text_length=len(text), verification="windowed")
