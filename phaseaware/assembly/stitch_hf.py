@@ -4,7 +4,7 @@ r"""Windowed verification for a byte-level Hugging Face tokenizer: DeepSeek-V4's
 :class:`HFTokenizer` and returns it; any other configuration (another
 pre-tokenizer, a normalizer, added tokens that strip, ...) gets a reason and
 is encoded in full. It reads the backend's config through the adapter's
-``_backend`` (the ``tokenizers.Tokenizer``) and compares it, component by
+``backend`` (the ``tokenizers.Tokenizer``) and compares it, component by
 component, with DeepSeek-V4's ``tokenizer.json``:
 
 - normalizer: none, or an empty ``Sequence``; truncation and padding: none;
@@ -88,7 +88,6 @@ The property test ``tests/unit/test_stitch_properties.py`` checks
 
 from __future__ import annotations
 
-import itertools
 import json
 import threading
 import weakref
@@ -99,7 +98,6 @@ import numpy as np
 
 from phaseaware.assembly.cuts import CutRule, pair_cuts
 from phaseaware.tokenizers.hf import HFTokenizer, byte_level_alphabet
-from phaseaware.tokenizers.offsets import char_starts_array, utf8_bytes
 
 __all__ = ["DEEPSEEK_V4_PRE_TOKENIZER", "hf_support", "hf_starts", "hf_starts_batch"]
 
@@ -149,7 +147,7 @@ def hf_support(tokenizer: HFTokenizer) -> tuple[str | None, CutRule | None]:
     with _lock:
         known = _support.get(tokenizer)
     if known is None:
-        reason, forbidden = _check(tokenizer._backend)
+        reason, forbidden = _check(tokenizer.backend)
         known = (reason, None) if reason is not None else (None, pair_cuts(_RULES, forbidden))
         with _lock:
             _support[tokenizer] = known
@@ -195,33 +193,5 @@ def hf_starts(tokenizer: HFTokenizer, text: str) -> np.ndarray:
 
 
 def hf_starts_batch(tokenizer: HFTokenizer, texts: Sequence[str]) -> list[np.ndarray]:
-    """``[tokenize(t).starts for t in texts]`` as int64 arrays, without the tuples.
-
-    The same steps as ``HFTokenizer.tokenize_batch`` (one ``encode_batch_fast``,
-    the byte-table round-trip check, starts from cumulative byte lengths), read
-    through its ``_backend`` and ``_byte_tables()``; where that method would take
-    another path (no byte tables, a text that does not round-trip) it is called.
-    """
-    table, lengths = tokenizer._byte_tables()
-    if table is None or lengths is None or not texts:
-        return [np.asarray(t.starts, dtype=np.int64) for t in tokenizer.tokenize_batch(texts)]
-    encoded = tokenizer._backend.encode_batch_fast(list(texts), add_special_tokens=False)
-    ids_list = [e.ids for e in encoded]
-    counts = [len(ids) for ids in ids_list]
-    flat = list(itertools.chain.from_iterable(ids_list))
-    text_bytes = [utf8_bytes(t) for t in texts]
-    joined = b"".join(text_bytes)
-    if (flat and max(flat) >= len(table)) or b"".join([table[i] for i in flat]) != joined:
-        return [np.asarray(t.starts, dtype=np.int64) for t in tokenizer.tokenize_batch(texts)]
-    token_lengths = lengths[np.asarray(flat, dtype=np.int64)]
-    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    covered = np.zeros(token_lengths.size + 1, dtype=np.int64)
-    np.cumsum(token_lengths, out=covered[1:])
-    if not np.array_equal(covered[bounds[1:]], np.cumsum([len(b) for b in text_bytes])):
-        return [np.asarray(t.starts, dtype=np.int64) for t in tokenizer.tokenize_batch(texts)]
-    starts = char_starts_array(joined, token_lengths)
-    char_base = np.zeros(len(texts), dtype=np.int64)
-    np.cumsum([len(t) for t in texts[:-1]], out=char_base[1:])
-    starts -= np.repeat(char_base, counts)
-    return np.split(starts, bounds[1:-1])
+    """``[tokenize(t).starts for t in texts]`` as int64 arrays (``HFTokenizer.token_starts_batch``)."""
+    return tokenizer.token_starts_batch(texts)

@@ -45,7 +45,7 @@ from phaseaware.tokenizers.hf_vocab import (
     token_bytes,
     vocab_by_id,
 )
-from phaseaware.tokenizers.offsets import split_starts, utf8_bytes
+from phaseaware.tokenizers.offsets import char_starts_array, split_starts, utf8_bytes
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
 
@@ -91,6 +91,11 @@ class HFTokenizer:
 
     def __repr__(self) -> str:
         return f"HFTokenizer(spec={self._spec!r})"
+
+    @property
+    def backend(self) -> Any:
+        """The Rust ``tokenizers.Tokenizer`` that encodes (read-only use)."""
+        return self._backend
 
     @property
     def spec(self) -> str:
@@ -185,6 +190,43 @@ class HFTokenizer:
             TokenizedText(text=t, ids=tuple(ids), starts=st)
             for t, ids, st in zip(texts, ids_list, starts, strict=True)
         ]
+
+    def token_starts_batch(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """``[tokenize(t).starts for t in texts]`` as int64 arrays, without the tuples.
+
+        The same steps as ``tokenize_batch`` (one ``encode_batch_fast``, the
+        byte-table round-trip check, starts from cumulative byte lengths); where
+        that method would take another path (no byte tables, a text that does not
+        round-trip) it is called.
+        """
+        table = self._byte_tables()
+        if table is None or not texts:
+            return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
+        encoded = self._backend.encode_batch_fast(list(texts), add_special_tokens=False)
+        ids_list = [e.ids for e in encoded]
+        counts = [len(ids) for ids in ids_list]
+        flat = list(itertools.chain.from_iterable(ids_list))
+        flat_ids = np.asarray(flat, dtype=np.int64)
+        text_bytes = [utf8_bytes(t) for t in texts]
+        joined = b"".join(text_bytes)
+        if flat and int(flat_ids.max()) >= table.size:
+            return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
+        table.fill(flat_ids)
+        pieces = table.pieces
+        if b"".join([pieces[i] or b"" for i in flat]) != joined:
+            return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
+        token_lengths = table.lengths[flat_ids]
+        bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=bounds[1:])
+        covered = np.zeros(token_lengths.size + 1, dtype=np.int64)
+        np.cumsum(token_lengths, out=covered[1:])
+        if not np.array_equal(covered[bounds[1:]], np.cumsum([len(b) for b in text_bytes])):
+            return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
+        starts = char_starts_array(joined, token_lengths)
+        char_base = np.zeros(len(texts), dtype=np.int64)
+        np.cumsum([len(t) for t in texts[:-1]], out=char_base[1:])
+        starts -= np.repeat(char_base, counts)
+        return np.split(starts, bounds[1:-1])
 
     def _tokenize_with_offsets(self, texts: list[str]) -> list[TokenizedText]:
         encodings = self._backend.encode_batch(texts, add_special_tokens=False)
