@@ -24,9 +24,7 @@ be the same vocabulary, and the byte tables convert only the ids a text encodes 
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import operator
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,11 +39,14 @@ from phaseaware.tokenizers.hf_vocab import (
     ByteTable,
     byte_level_alphabet,
     byte_level_table,
+    byte_starts,
+    fingerprint_of,
     fingerprint_text,
     token_bytes,
     vocab_by_id,
+    vocab_fingerprint,
 )
-from phaseaware.tokenizers.offsets import char_starts_array, split_starts, utf8_bytes
+from phaseaware.tokenizers.offsets import split_starts, utf8_bytes
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
 
@@ -192,12 +193,9 @@ class HFTokenizer:
         ]
 
     def token_starts_batch(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """``[tokenize(t).starts for t in texts]`` as int64 arrays, without the tuples.
-
-        The same steps as ``tokenize_batch`` (one ``encode_batch_fast``, the
-        byte-table round-trip check, starts from cumulative byte lengths); where
-        that method would take another path (no byte tables, a text that does not
-        round-trip) it is called.
+        """``[tokenize(t).starts for t in texts]`` as int64 arrays, without the tuples: the
+        steps of ``tokenize_batch`` (one ``encode_batch_fast``, the byte-table round-trip
+        check, starts from byte lengths), which is called where it would take another path.
         """
         table = self._byte_tables()
         if table is None or not texts:
@@ -215,18 +213,10 @@ class HFTokenizer:
         pieces = table.pieces
         if b"".join([pieces[i] or b"" for i in flat]) != joined:
             return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
-        token_lengths = table.lengths[flat_ids]
-        bounds = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=bounds[1:])
-        covered = np.zeros(token_lengths.size + 1, dtype=np.int64)
-        np.cumsum(token_lengths, out=covered[1:])
-        if not np.array_equal(covered[bounds[1:]], np.cumsum([len(b) for b in text_bytes])):
+        starts = byte_starts(table.lengths[flat_ids], counts, texts, text_bytes)
+        if starts is None:
             return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
-        starts = char_starts_array(joined, token_lengths)
-        char_base = np.zeros(len(texts), dtype=np.int64)
-        np.cumsum([len(t) for t in texts[:-1]], out=char_base[1:])
-        starts -= np.repeat(char_base, counts)
-        return np.split(starts, bounds[1:-1])
+        return starts
 
     def _tokenize_with_offsets(self, texts: list[str]) -> list[TokenizedText]:
         encodings = self._backend.encode_batch(texts, add_special_tokens=False)
@@ -268,9 +258,9 @@ class HFTokenizer:
             if self._fingerprint is None:
                 by_id = self._vocab_by_id()
                 if by_id is not None:
-                    self._fingerprint = _fingerprint_of(self._backend, fingerprint_text(by_id))
+                    self._fingerprint = fingerprint_of(self._backend, fingerprint_text(by_id))
                 else:
-                    self._fingerprint = _vocab_fingerprint(self._backend, self._shared_vocab())
+                    self._fingerprint = vocab_fingerprint(self._backend, self._shared_vocab())
             return self._fingerprint
 
     def _vocab_by_id(self) -> list[str | None] | None:
@@ -371,30 +361,6 @@ def _starts_from_offsets(offsets: Sequence[tuple[int, int]]) -> tuple[int, ...]:
         starts.append(start)
         covered = max(covered, end)
     return tuple(starts)
-
-
-def _vocab_fingerprint(backend: Any, vocab: dict[str, int] | None = None) -> str:
-    """sha256 over ``"{id}\\0{token}\\n"`` per vocabulary entry (by id, then token), then
-    the added tokens; the entries are joined and hashed in one update (same bytes)."""
-    if vocab is None:
-        vocab = backend.get_vocab(with_added_tokens=True)
-    if len(set(vocab.values())) == len(vocab):  # ids unique: sorting by id alone is the same
-        entries = sorted(vocab.items(), key=operator.itemgetter(1))
-    else:
-        entries = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
-    text = "".join(itertools.starmap("{1}\0{0}\n".format, entries))
-    return _fingerprint_of(backend, text)
-
-
-def _fingerprint_of(backend: Any, vocab_text: str) -> str:
-    """The fingerprint from the vocabulary's ``"{id}\\0{token}\\n"`` text and the added
-    tokens."""
-    digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
-    digest.update(vocab_text.encode("utf-8", "surrogatepass"))
-    digest.update(b"\0added\0")
-    for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
-        digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
-    return "sha256:" + digest.hexdigest()
 
 
 def load_hf_tokenizer(target: str, *, spec: str, bos_text: str | None = None) -> HFTokenizer:

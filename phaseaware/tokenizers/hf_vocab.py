@@ -34,12 +34,26 @@ model tokens) with hypothesis.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import operator
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ByteTable", "byte_level_table", "fingerprint_text", "vocab_by_id"]
+from phaseaware.tokenizers.offsets import char_starts_array
+
+__all__ = [
+    "ByteTable",
+    "byte_level_table",
+    "byte_starts",
+    "fingerprint_of",
+    "fingerprint_text",
+    "vocab_by_id",
+    "vocab_fingerprint",
+]
 
 #: Model types whose vocabulary is one hash map and its inversion (see module docstring).
 _MAP_MODELS = frozenset({"BPE", "WordLevel", "WordPiece"})
@@ -164,3 +178,48 @@ class ByteTable:
                 self.pieces[token_id] = piece
                 self.lengths[token_id] = len(piece)
                 self._filled[token_id] = True  # last: a reader seeing True sees the piece
+
+
+def vocab_fingerprint(backend: Any, vocab: dict[str, int] | None = None) -> str:
+    """sha256 over ``"{id}\\0{token}\\n"`` per vocabulary entry (by id, then token), then
+    the added tokens; the entries are joined and hashed in one update (same bytes)."""
+    if vocab is None:
+        vocab = backend.get_vocab(with_added_tokens=True)
+    if len(set(vocab.values())) == len(vocab):  # ids unique: sorting by id alone is the same
+        entries = sorted(vocab.items(), key=operator.itemgetter(1))
+    else:
+        entries = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
+    text = "".join(itertools.starmap("{1}\0{0}\n".format, entries))
+    return fingerprint_of(backend, text)
+
+
+def fingerprint_of(backend: Any, vocab_text: str) -> str:
+    """The fingerprint from the vocabulary's ``"{id}\\0{token}\\n"`` text and the added
+    tokens."""
+    digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
+    digest.update(vocab_text.encode("utf-8", "surrogatepass"))
+    digest.update(b"\0added\0")
+    for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
+        digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
+    return "sha256:" + digest.hexdigest()
+
+
+def byte_starts(
+    token_lengths: np.ndarray,
+    counts: Sequence[int],
+    texts: Sequence[str],
+    text_bytes: Sequence[bytes],
+) -> list[np.ndarray] | None:
+    """Char starts of each text's tokens from the tokens' byte lengths (all texts' tokens in
+    order, ``counts`` per text); None where a text's tokens do not cover its bytes exactly."""
+    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    covered = np.zeros(token_lengths.size + 1, dtype=np.int64)
+    np.cumsum(token_lengths, out=covered[1:])
+    if not np.array_equal(covered[bounds[1:]], np.cumsum([len(b) for b in text_bytes])):
+        return None
+    starts = char_starts_array(b"".join(text_bytes), token_lengths)
+    char_base = np.zeros(len(texts), dtype=np.int64)
+    np.cumsum([len(t) for t in texts[:-1]], out=char_base[1:])
+    starts -= np.repeat(char_base, counts)
+    return np.split(starts, bounds[1:-1])
