@@ -113,6 +113,9 @@ __all__ = [
 
 _Entry = CacheEntry  # its former name here (tests import it)
 _MIN_CORE = 16  # shorter cores are left in the junction (not worth a cache entry)
+# tiktoken: when new chunks make up at least this share of a text, it is encoded whole
+# once and their cores read off it (``_entry_from``); else cores and junctions apart
+FULL_ENCODE_SHARE = 0.5
 
 
 def windowed_support(tokenizer: Tokenizer) -> str | None:
@@ -227,6 +230,20 @@ def _entries(family: _Family, chunks: Sequence[str]) -> list[CacheEntry]:
     ]
 
 
+def _entry_from(family: _Family, chunk: str, start: int, starts: np.ndarray) -> CacheEntry:
+    """``chunk``'s entry read off the token ``starts`` of a text holding it at ``start``.
+
+    Both characters of each of the chunk's cuts lie in the chunk, so they are cuts
+    of that text too: the tokens starting inside the core are the core's own, the
+    same entry ``_entries`` encodes (``tests/unit/test_stitch_measure.py``).
+    """
+    ab = _core(family, chunk)
+    if ab is None:
+        return CacheEntry(0, 0, None)
+    lo, hi = np.searchsorted(starts, [start + ab[0], start + ab[1]]).tolist()
+    return CacheEntry(ab[0], ab[1], starts[lo:hi] - start)
+
+
 def _core(family: _Family, text: str) -> tuple[int, int] | None:
     """[a, b) of ``text``'s first and last cut strictly inside it; None if too short."""
     if family.bar_specials and "|" in text:
@@ -303,6 +320,13 @@ def stitched_starts(
         entries.append(None if key in missing else cache.get(key))
         if entries[-1] is None:
             missing.setdefault(key, n)
+    if family.bar_specials and sum(len(k[1]) for k in missing) >= FULL_ENCODE_SHARE * len(text):
+        # mostly new chunks (a cold cache): one encode of the whole text is cheaper than
+        # encoding the cores and the junctions apart; the cores are read off it
+        full = full_starts(tokenizer, text)
+        for key, n in missing.items():
+            cache.put(key, _entry_from(family, key[1], spans[n][0], full.starts))
+        return full
     fresh = dict(zip(missing, _entries(family, [k[1] for k in missing]), strict=True))
     for key, entry in fresh.items():
         cache.put(key, entry)

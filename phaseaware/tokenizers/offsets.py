@@ -54,6 +54,8 @@ def char_starts_array(
     byte_starts = np.empty_like(lengths)
     byte_starts[0] = 0
     np.cumsum(lengths[:-1], out=byte_starts[1:])
+    if text_bytes.isascii():  # char index == byte index (C-speed check)
+        return byte_starts
     raw = np.frombuffer(text_bytes, dtype=np.uint8)
     continuation = np.flatnonzero((raw & 0xC0) == 0x80)  # bytes that do not start a char
     if continuation.size == 0:  # ASCII-like: char index == byte index

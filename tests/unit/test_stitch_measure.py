@@ -69,3 +69,43 @@ def test_seeded_cores_are_the_encoded_cores(deepseek, texts):
             if seeded.tail_ok:
                 tail = [s + seeded.b for s in deepseek.tokenize(text[seeded.b :]).starts]
                 assert seeded.whole[seeded.i_b :].tolist() == tail
+
+
+TIKTOKEN_WORDS = ["The", "report", "1990", "was", "é", "日本", "code", "4721.", "(a)", "x,", "\n",
+                  "  ", "'s", "don't", "<|endoftext|>", "a|b", "e\u0301", "\u200d", "12345", "\t"]  # fmt: skip
+tiktoken_chunk = st.lists(st.sampled_from(TIKTOKEN_WORDS), min_size=1, max_size=24).map(" ".join)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(texts=st.lists(tiktoken_chunk, min_size=1, max_size=6, unique=True))
+def test_cores_read_off_a_full_encode_are_the_encoded_cores(name, texts):
+    """A cold tiktoken stitch encodes the whole text once and reads each new chunk's core
+    off it; the entries equal the ones ``_entries`` encodes, and the result is the full
+    encode."""
+    from phaseaware.tokenizers import load_tokenizer
+
+    tok = load_tokenizer(f"tiktoken:{name}")
+    family = stitch._family(tok)
+    assert family is not None
+    sep = "\n\n"
+    text = sep + "".join(t + sep for t in texts)
+    spans, at = [], len(sep)
+    for t in texts:
+        spans.append((at, at + len(t)))
+        at += len(t) + len(sep)
+    cache = ChunkTokenCache()
+    cold = stitch.stitched_starts(tok, text, spans, cache=cache)
+    assert cold.starts.tolist() == list(tok.tokenize(text).starts)
+    fp = tok.fingerprint()
+    for chunk, encoded in zip(texts, stitch._entries(family, texts), strict=True):
+        seeded = cache.get((fp, chunk))
+        assert seeded is not None and (seeded.a, seeded.b) == (encoded.a, encoded.b)
+        if encoded.starts is None:
+            assert seeded.starts is None
+        else:
+            assert np.array_equal(seeded.starts, encoded.starts)
+    warm = stitch.stitched_starts(tok, text, spans, cache=cache)
+    assert warm.verification == "windowed" and np.array_equal(warm.starts, cold.starts)
