@@ -133,7 +133,7 @@ def choose_pads(
             cache[id(table)] = _pad_options(table, period)
         options.append(cache[id(table)])
     far = None
-    if residue_values is not None:
+    if residue_values is not None and len(key_positions) >= pad_prefix.FAST_FROM:
         far = pad_prefix.tabulate(
             key_positions=key_positions, weights=weights, options=options, period=period,
             length=length, tail=tail, window=window, residue_values=residue_values,
