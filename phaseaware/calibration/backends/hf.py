@@ -64,12 +64,9 @@ def _forward(
 
     ``keep > 0``: only the last ``keep`` positions' logits are wanted. A model whose
     forward takes ``logits_to_keep`` (``num_logits_to_keep`` before transformers 4.50)
-    then projects only those positions' hidden states through its LM head (for a
-    1,000-token prompt that head is about a fifth of the pass's work, and the
-    log-softmax over every position's vocabulary is skipped too); any other model's
-    logits are sliced to them. A kept row is the LM head applied to the same hidden
-    state as in the full pass; the tests check that the answers equal plain greedy
-    decoding (``tests/unit/test_backend_hf.py``).
+    runs only those hidden states through its LM head (about a fifth of a pass on
+    SmolLM2-135M); other models' logits are sliced. The hidden states are those of the
+    full pass; ``tests/unit/test_backend_hf.py`` checks answers equal plain greedy.
     """
     params = inspect.signature(model.forward).parameters
     kwargs: dict[str, Any] = {}
@@ -225,8 +222,7 @@ class HFBackend:
         # Teacher-force each row's answer after its prompt: one pass yields the answer's
         # log-likelihood and, read as a speculative draft, the exact greedy tokens as far
         # as the model agrees with the answer (plus the one after), often the whole reply.
-        # Rows of one batch need drafts of one length (a rectangular pass); a base prompt's
-        # variants share their answer, so that is the usual case.
+        # A batch's drafts need one length; a base prompt's variants share their answer.
         drafts: list[tuple[int, ...]] = answer_ids if same_answer_len else [() for _ in batch]
         n_draft = len(drafts[0])
         rows = [list(ids[prefix_len:]) + list(d) for ids, d in zip(batch, drafts, strict=True)]
