@@ -57,18 +57,33 @@ def _torch() -> Any:
     return torch
 
 
-def _forward(model: Any, ids: Any, cache: Any = None, *, use_cache: bool = True) -> tuple[Any, Any]:
-    """``(logits, cache)`` across transformers versions (``cache=`` vs ``past_key_values=``)."""
-    if not use_cache:
-        return model(ids).logits, None
+def _forward(
+    model: Any, ids: Any, cache: Any = None, *, use_cache: bool = True, keep: int = 0
+) -> tuple[Any, Any]:
+    """``(logits, cache)`` across transformers versions (``cache=`` vs ``past_key_values=``).
+
+    ``keep > 0``: only the last ``keep`` positions' logits are wanted. A model whose
+    forward takes ``logits_to_keep`` (``num_logits_to_keep`` before transformers 4.50)
+    runs only those hidden states through its LM head (about a fifth of a pass on
+    SmolLM2-135M); other models' logits are sliced. The hidden states are those of the
+    full pass; ``tests/unit/test_backend_hf.py`` checks answers equal plain greedy.
+    """
     params = inspect.signature(model.forward).parameters
-    key = "cache" if "cache" in params else "past_key_values"
-    kwargs = {key: cache} if cache is not None else {}
+    kwargs: dict[str, Any] = {}
+    if keep > 0:
+        name = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
+        if name is not None:
+            kwargs[name] = keep
+    if not use_cache:
+        logits = model(ids, **kwargs).logits
+        return (logits[:, -keep:] if keep > 0 else logits), None
+    if cache is not None:
+        kwargs["cache" if "cache" in params else "past_key_values"] = cache
     out = model(ids, use_cache=True, **kwargs)
     new_cache = getattr(out, "cache", None)
     if new_cache is None:
         new_cache = getattr(out, "past_key_values", None)
-    return out.logits, new_cache
+    return (out.logits[:, -keep:] if keep > 0 else out.logits), new_cache
 
 
 def _crop(cache: Any, keep: int) -> None:
@@ -184,7 +199,9 @@ class HFBackend:
             prefix_len = min(prefix_len, min(len(ids) for ids in unique) - 1)
             if prefix_len > 0:
                 torch = _torch()
-                _, prefix_cache = _forward(self.model, torch.tensor([unique[0][:prefix_len]]))
+                _, prefix_cache = _forward(
+                    self.model, torch.tensor([unique[0][:prefix_len]]), keep=1
+                )
         for batch in self._batches(unique):
             texts, logprobs = self._complete_batch(
                 batch, answers, prefix_len, prefix_cache, max_new
@@ -202,28 +219,31 @@ class HFBackend:
         torch = _torch()
         answer_ids = [answers[ids] for ids in batch]
         same_answer_len = len({len(a) for a in answer_ids}) == 1 and len(answer_ids[0]) > 0
-        draft = answer_ids[0] if same_answer_len else ()
-        # Teacher-force the answer after the prompt: one pass yields the answer's
+        # Teacher-force each row's answer after its prompt: one pass yields the answer's
         # log-likelihood and, read as a speculative draft, the exact greedy tokens as far
         # as the model agrees with the answer (plus the one after), often the whole reply.
-        rows = [list(ids[prefix_len:]) + list(draft) for ids in batch]
+        # A batch's drafts need one length; a base prompt's variants share their answer.
+        drafts: list[tuple[int, ...]] = answer_ids if same_answer_len else [() for _ in batch]
+        n_draft = len(drafts[0])
+        rows = [list(ids[prefix_len:]) + list(d) for ids, d in zip(batch, drafts, strict=True)]
         inputs = torch.tensor(rows)
         cache = None
         if self.kv_cache and prefix_cache is not None:
             cache = copy.deepcopy(prefix_cache)
             if len(batch) > 1:
                 cache.batch_repeat_interleave(len(batch))
-        raw, cache = _forward(self.model, inputs, cache, use_cache=self.kv_cache)
+        # Only the last n_draft + 1 positions (the prompt's last token and the draft's) are
+        # read: the answer's log-likelihood and the greedy tokens.
+        raw, cache = _forward(self.model, inputs, cache, use_cache=self.kv_cache, keep=n_draft + 1)
         logits = raw.float().log_softmax(-1)
-        n_prompt = len(batch[0]) - prefix_len
         logprobs: list[float | None] = [None] * len(batch)
         if same_answer_len:
             for i, a in enumerate(answer_ids):
-                steps = logits[i, n_prompt - 1 : n_prompt - 1 + len(a)]
+                steps = logits[i, : len(a)]
                 logprobs[i] = float(steps[torch.arange(len(a)), torch.tensor(a)].sum())
-        greedy = logits[:, n_prompt - 1 : n_prompt + len(draft)].argmax(-1).tolist()
-        known = [_accepted(row, draft) for row in greedy]
-        generated = self._greedy(batch, known, cache, len(batch[0]) + len(draft), max_new)
+        greedy = logits.argmax(-1).tolist()
+        known = [_accepted(row, d) for row, d in zip(greedy, drafts, strict=True)]
+        generated = self._greedy(batch, known, cache, len(batch[0]) + n_draft, max_new)
         return [self.tokenizer.decode(g) for g in generated], logprobs
 
     def _take(self, generated: list[int], token: int) -> bool:
@@ -245,7 +265,7 @@ class HFBackend:
 
         Rows whose reply completes within their known tokens need no decode step.
         The others restart from the shortest known run ``m`` (those tokens equal the
-        draft in every row, so the cache is cropped to prompt + ``m - 1`` tokens).
+        row's own draft, so the cache is cropped to prompt + ``m - 1`` tokens).
         """
         torch = _torch()
         generated: list[list[int]] = [[] for _ in batch]
@@ -278,10 +298,10 @@ class HFBackend:
             if all(finished) or step == max_new - 1:
                 break
             if cache is not None:
-                logits, cache = _forward(self.model, current[:, None], cache)
+                logits, cache = _forward(self.model, current[:, None], cache, keep=1)
             else:
                 sequences = torch.cat([sequences, current[:, None]], dim=1)
-                logits, _ = _forward(self.model, sequences, use_cache=False)
+                logits, _ = _forward(self.model, sequences, use_cache=False, keep=1)
             current = logits[:, -1].argmax(-1)
         return generated
 
