@@ -32,6 +32,7 @@ __all__ = ["FarPrefix", "tabulate", "FAST_FROM"]
 
 # Prefixes shorter than this take the plain scan: numpy's fixed costs (~0.1 ms) exceed it.
 FAST_FROM = 24
+_TABLE_PERIOD = 32  # longer periods: rows only (a table costs O(period) per option and chunk)
 _TABLE_CELLS = 1 << 22  # (chunk, residue, option) cells per option list; beyond: rows only
 
 Options = tuple[tuple[int, int], ...]  # (k, shift) per option, ordered by k
@@ -54,12 +55,30 @@ class FarPrefix:
     matrix: np.ndarray
     row_of: dict[int, int]
 
-    def rows(self, j: int) -> list[float] | None:
-        r = self.row_of.get(j)
-        if r is None:
-            return None
-        row: list[float] = self.matrix[r].tolist()
-        return row
+    def scan(
+        self,
+        j: int,
+        opts: Options,
+        per_key: float,
+        shift_so_far: int,
+        pad_cost: float,
+        slack: int,
+    ) -> tuple[int, int]:
+        """(k, shift) of prefix chunk j (it has keys) by the scan's rule, from its ``V`` row.
+
+        Options are tried in order, skipping those beyond ``slack``; one replaces the
+        best only when more than 1e-12 better.
+        """
+        values: list[float] = self.matrix[self.row_of[j]].tolist()
+        period = len(values)
+        best_k, best_value, best_shift = 0, None, 0
+        for k, shift in opts:
+            if shift > slack:
+                continue
+            value = per_key * values[(shift_so_far + shift) % period] - pad_cost * shift
+            if best_value is None or value > best_value + 1e-12:
+                best_k, best_value, best_shift = k, value, shift
+        return best_k, best_shift
 
     def walk(self, period: int) -> tuple[list[int], int]:
         """(k per prefix chunk, total shift) from the tables (requires ``ks``)."""
@@ -119,7 +138,7 @@ def tabulate(
     base = np.arange(period)
     for members in groups.values():
         opts = options[scored[members[0]]]
-        if len(members) * period * len(opts) > _TABLE_CELLS:
+        if period > _TABLE_PERIOD or len(members) * period * len(opts) > _TABLE_CELLS:
             return FarPrefix(end, None, None, need, matrix, row_of)
         sub, scale = matrix[members], per_key[members][:, None]
         best_value = scale * sub[:, (base + opts[0][1]) % period] - pad_cost * opts[0][1]

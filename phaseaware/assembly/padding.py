@@ -153,11 +153,8 @@ def choose_pads(
             ks.append(0)
             continue
         per_key = weight / len(keys)
-        row = far.rows(j) if far is not None and j < far.end else None
-        if row is not None:  # every key far from the end: nothing near changes
-            best_k, best_shift = _scan_row(
-                row, opts, per_key, shift_so_far, period, pad_cost, slack
-            )
+        if far is not None and j < far.end:  # every key far from the end: nothing near changes
+            best_k, best_shift = far.scan(j, opts, per_key, shift_so_far, pad_cost, slack)
         else:
             best_k, best_shift = _scan(
                 keys, opts, per_key, shift_so_far, slack, near, reliability, pad_cost,
@@ -203,26 +200,6 @@ def _scan(
         for position, distance, w in near:
             value += w * (reliability(position, distance + shift) - reliability(position, distance))
         value -= pad_cost * shift
-        if best_value is None or value > best_value + 1e-12:
-            best_k, best_value, best_shift = k, value, shift
-    return best_k, best_shift
-
-
-def _scan_row(
-    row: Sequence[float],
-    opts: Sequence[tuple[int, int]],
-    per_key: float,
-    shift_so_far: int,
-    period: int,
-    pad_cost: float,
-    slack: int,
-) -> tuple[int, int]:
-    """``_scan`` for a chunk scored by its residue row ``V[j]`` (no key near the end)."""
-    best_k, best_value, best_shift = 0, None, 0
-    for k, shift in opts:
-        if shift > slack:
-            continue
-        value = per_key * row[(shift_so_far + shift) % period] - pad_cost * shift
         if best_value is None or value > best_value + 1e-12:
             best_k, best_value, best_shift = k, value, shift
     return best_k, best_shift
