@@ -4,7 +4,6 @@ byte tables, proven equal to the ``get_vocab`` path on random tokenizers (hypoth
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.hf import HFTokenizer, _build_byte_tables
 from phaseaware.tokenizers.hf_files import TokenizerFolder
 from phaseaware.tokenizers.hf_vocab import ByteTable, vocab_by_id
+from tests.support.fingerprint_reference import slow_fingerprint
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -52,33 +52,21 @@ def test_deepseek_v4_fingerprint_is_the_builtin_profiles_and_read_by_id() -> Non
     expected = json.loads(BUILTIN.read_text(encoding="utf-8"))["tokenizer"]["fingerprint"]
     tokenizer = load_tokenizer("deepseek-v4")
     assert isinstance(tokenizer, HFTokenizer)
-    assert vocab_by_id(tokenizer._backend) is not None  # the fast path is the one taken
-    assert tokenizer.fingerprint() == expected == _slow_fingerprint(tokenizer._backend)
+    assert vocab_by_id(tokenizer.backend) is not None  # the fast path is the one taken
+    assert tokenizer.fingerprint() == expected == slow_fingerprint(tokenizer.backend)
 
 
 def test_reference_fingerprint_unchanged_and_read_by_id() -> None:
     tokenizer = load_tokenizer("reference")
     assert isinstance(tokenizer, HFTokenizer)
-    assert vocab_by_id(tokenizer._backend) is not None
-    assert tokenizer.fingerprint() == REFERENCE_FINGERPRINT == _slow_fingerprint(tokenizer._backend)
+    assert vocab_by_id(tokenizer.backend) is not None
+    assert tokenizer.fingerprint() == REFERENCE_FINGERPRINT == slow_fingerprint(tokenizer.backend)
 
 
 def test_deepseek_v4_lazy_byte_table_equals_the_eager_one() -> None:
     tokenizer = load_tokenizer("deepseek-v4")
     assert isinstance(tokenizer, HFTokenizer)
-    _assert_tables_equal(tokenizer._backend)
-
-
-def _slow_fingerprint(backend) -> str:
-    """The fingerprint as first written: get_vocab, sorted, one update per entry."""
-    digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
-    vocab = backend.get_vocab(with_added_tokens=True)
-    for token, token_id in sorted(vocab.items(), key=lambda kv: (kv[1], kv[0])):
-        digest.update(f"{token_id}\0{token}\n".encode("utf-8", "surrogatepass"))
-    digest.update(b"\0added\0")
-    for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
-        digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
-    return "sha256:" + digest.hexdigest()
+    _assert_tables_equal(tokenizer.backend)
 
 
 def _assert_tables_equal(backend) -> None:
@@ -154,7 +142,7 @@ def test_id_ordered_read_equals_get_vocab(model, vocab, added, byte_level) -> No
         folder=Path("."), backend=backend, bos_token=None, eos_token=None, chat_template=None
     )
     fast = HFTokenizer.from_folder(folder, spec="test:random", bos_text="")
-    assert fast.fingerprint() == _slow_fingerprint(backend)
+    assert fast.fingerprint() == slow_fingerprint(backend)
     _assert_tables_equal(backend)
     by_id = vocab_by_id(backend)
     if by_id is not None:  # the list is get_vocab(True), by id

@@ -181,23 +181,24 @@ def test_policy_is_validated() -> None:
         AssemblyOptions(control_tokens="ignore")
 
 
-@settings(max_examples=500, deadline=None)
-@given(
-    strings=st.lists(
-        st.sampled_from(
-            ["<|EOT|>", "<|EO", "<｜User｜>", "<｜Us", "<｜Assistant｜>", "<think>", "</think>",
-             "<th", "ab", "abc", "abcd", "bc", "||", "|||"]
-        ),
-        min_size=1, max_size=8, unique=True,
+# control-string sets and texts built from their fragments (trie and scanner properties)
+CONTROL_SETS = st.lists(
+    st.sampled_from(
+        ["<|EOT|>", "<|EO", "<｜User｜>", "<｜Us", "<｜Assistant｜>", "<think>", "</think>", "<th",
+         "ab", "abc", "abcd", "bc", "||", "|||", "｜D"]
     ),
-    pieces=st.lists(
-        st.sampled_from(["<", "|", "｜", "EOT", "User", "think", ">", "/", "a", "b", "c", "d", " ",
-                         "<|EOT|>", "<｜User｜>", "<think>", "abc"]),
-        max_size=30,
-    ),
+    min_size=1, max_size=8, unique=True,
 )  # fmt: skip
-def test_trie_pattern_matches_the_longest_first_alternation(strings, pieces) -> None:
-    text = "".join(pieces)
+FRAGMENT_TEXTS = st.lists(
+    st.sampled_from(["<", "|", "｜", "EOT", "User", "think", ">", "/", "a", "b", "c", "d", "D", " ",
+                     "<|EOT|>", "<｜User｜>", "<think>", "abc", "\u00b7"]),
+    max_size=30,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(strings=CONTROL_SETS, text=FRAGMENT_TEXTS)
+def test_trie_pattern_matches_the_longest_first_alternation(strings, text) -> None:
     ordered = sorted(strings, key=lambda s: (-len(s), s))
     reference = re.compile("|".join(map(re.escape, ordered)))
     trie = re.compile(longest_match_pattern(strings))
@@ -220,22 +221,11 @@ def test_trie_pattern_on_the_deepseek_v4_control_strings() -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(
-    strings=st.lists(
-        st.sampled_from(["<|EOT|>", "<|EO", "<｜User｜>", "<｜Us", "<think>", "</think>", "ab", "abc",
-                         "bc", "||", "|||", "｜D"]),
-        min_size=1, max_size=6, unique=True,
-    ),
-    pieces=st.lists(
-        st.sampled_from(["<", "|", "｜", "EOT", "User", "think", ">", "/", "a", "b", "c", "D", " ",
-                         "<|EOT|>", "<｜User｜>", "abc", "\u00b7"]),
-        max_size=30,
-    ),
-)  # fmt: skip
-def test_scanner_count_and_clean_equal_a_plain_regex_search(strings, pieces) -> None:
+@given(strings=CONTROL_SETS, text=FRAGMENT_TEXTS)
+def test_scanner_count_and_clean_equal_a_plain_regex_search(strings, text) -> None:
     from phaseaware.tokenizers.control import BREAK, ControlScanner
 
-    text = "".join(pieces).replace(BREAK, "")
+    text = text.replace(BREAK, "")
     scanner = ControlScanner(strings)
     ordered = sorted(strings, key=lambda s: (-len(s), s))
     reference = re.compile("|".join(map(re.escape, ordered)))

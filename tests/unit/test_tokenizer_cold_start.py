@@ -14,6 +14,7 @@ import pytest
 from phaseaware.tokenizers import load_tokenizer, registry
 from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.hf_files import read_tokenizer_folder
+from tests.support.fingerprint_reference import slow_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,26 +107,12 @@ def test_a_folder_transformers_would_change_falls_back(tmp_path) -> None:
     assert read_tokenizer_folder(tmp_path) is None
 
 
-def _slow_fingerprint(backend) -> str:
-    """The fingerprint as first written: one sha256 update per vocabulary entry."""
-    import hashlib
-
-    digest = hashlib.sha256(b"phaseaware-vocab-v1\0hf\0")
-    vocab = backend.get_vocab(with_added_tokens=True)
-    for token, token_id in sorted(vocab.items(), key=lambda kv: (kv[1], kv[0])):
-        digest.update(f"{token_id}\0{token}\n".encode("utf-8", "surrogatepass"))
-    digest.update(b"\0added\0")
-    for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
-        digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
-    return "sha256:" + digest.hexdigest()
-
-
 @pytest.mark.parametrize("spec", ["deepseek-v4", "reference"])
 def test_fast_fingerprint_and_byte_tables_equal_the_slow_ones(spec) -> None:
     from phaseaware.tokenizers.hf import _build_byte_tables, byte_level_alphabet
 
     backend = load_tokenizer(spec)._backend
-    assert load_tokenizer(spec).fingerprint() == _slow_fingerprint(backend)
+    assert load_tokenizer(spec).fingerprint() == slow_fingerprint(backend)
     pieces, lengths = _build_byte_tables(backend)
     if pieces is None:
         assert type(backend.decoder).__name__ != "ByteLevel"
