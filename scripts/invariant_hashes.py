@@ -104,8 +104,14 @@ def suite_hashes() -> list[tuple[str, str]]:
                 docs = {
                     _result_doc(
                         phaseaware.assemble(
-                            chunks, tokenizer=tok, layout=layout, question=bench.QUESTION,
-                            profile=prof, budget_tokens=budget, options=opts, cache=c,
+                            chunks,
+                            tokenizer=tok,
+                            layout=layout,
+                            question=bench.QUESTION,
+                            profile=prof,
+                            budget_tokens=budget,
+                            options=opts,
+                            cache=c,
                         )
                     )  # fmt: skip
                     for c in (None, cache, cache)
