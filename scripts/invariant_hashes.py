@@ -113,7 +113,7 @@ def suite_hashes() -> list[tuple[str, str]]:
                             options=opts,
                             cache=c,
                         )
-                    )  # fmt: skip
+                    )
                     for c in (None, cache, cache)
                 }
                 assert len(docs) == 1, f"cache changed {spec} {label} {name}"
