@@ -11,8 +11,9 @@ and no earlier key is near the end to be re-scored (positions grow along the
 order, so such chunks form a prefix). Its choice therefore depends on ``C``
 only through ``b = C % period``, as long as no option is skipped for want of
 slack. ``tabulate`` computes ``V`` for the whole prefix at once (one gather,
-one ``np.add.reduceat``) and, per distinct option list, the scan's choice for every ``b`` at
-once: the same floats (``per_key * V - pad_cost * shift``, IEEE operations
+one ``np.add.reduceat``) and, per distinct option list, the scan's choice for
+every ``b`` at once (periods up to 32; longer ones keep the scan, ``scan``):
+the same floats (``per_key * V - pad_cost * shift``, IEEE operations
 elementwise) compared by the same rule (an option replaces the best only when
 more than 1e-12 better, in option order). ``V``'s sums may differ from a
 per-key sum in the last bit; a choice could then differ only where two
@@ -45,7 +46,7 @@ class FarPrefix:
     ``ks[j][b]`` / ``shifts[j][b]``: chunk j's choice after a cumulative shift of
     residue b (0 / 0 for chunks without keys or weight); ``need``: the slack that
     lets every option of every prefix chunk be tried (then the tables hold).
-    ``rows(j)``: chunk j's ``V`` row, for a scan under a tighter slack.
+    ``scan``: one chunk's choice from its ``V`` row (a tighter slack, no tables).
     """
 
     end: int
