@@ -204,6 +204,7 @@ class ControlScanner:
 
 
 _Trie = dict[str, "_Trie"]
+_TRIE_DEPTH = 200  # longer control strings: one flat alternation (no deep recursion)
 
 
 def longest_match_pattern(strings: Iterable[str]) -> str:
@@ -214,6 +215,9 @@ def longest_match_pattern(strings: Iterable[str]) -> str:
     ~38 ms. At each node one child at most can match the next character, and the
     optional group is greedy: the deepest string end on the text's path wins.
     """
+    strings = list(strings)
+    if any(len(text) > _TRIE_DEPTH for text in strings):  # deep nesting: the plain alternation
+        return "|".join(map(re.escape, sorted(strings, key=lambda s: (-len(s), s))))
     root: _Trie = {}
     for text in strings:
         node = root

@@ -255,3 +255,10 @@ def test_scanner_for_follows_a_changed_special_strings_set() -> None:
     assert "<b>" in second.strings and "<a>" not in second.strings
     tok.bos_text = "<bos>"
     assert "<bos>" in scanner_for(tok, layout="none").strings  # type: ignore[arg-type]
+
+
+def test_very_long_control_strings_take_the_flat_alternation() -> None:
+    strings = ["<" + "x" * 2000 + ">", "<" + "x" * 1999, "<y>"]
+    pattern = re.compile(longest_match_pattern(strings))
+    text = "a <y> b " + strings[0] + " " + strings[1]
+    assert [m.group() for m in pattern.finditer(text)] == ["<y>", strings[0], strings[1]]
