@@ -396,6 +396,8 @@ def test_completions_finished_before_a_failure_are_yielded():
         content = info.body["messages"][0]["content"] if info.body else ""
         if "Bruno" in content:
             return Fault(status=400, body={"error": {"message": "rejected", "type": "x"}})
+        if "Carla" in content:  # the one worker takes Carla up as soon as Bruno fails: keep
+            return Fault(delay_s=1.0)  # her in flight until the failure is seen (no race)
         return None
 
     group = [make_probe(i) for i in range(3)]  # Alice, Bruno, Carla
