@@ -94,7 +94,7 @@ from phaseaware.assembly.joined import (
     starts_of,
     unique_junction_starts,
 )
-from phaseaware.assembly.stitch_hf import hf_starts, hf_starts_batch, hf_support
+from phaseaware.assembly.stitch_hf import hf_starts, hf_support
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
 from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
@@ -111,7 +111,6 @@ __all__ = [
     "full_starts",
 ]
 
-_Entry = CacheEntry  # its former name here (tests import it)
 _MIN_CORE = 16  # shorter cores are left in the junction (not worth a cache entry)
 # tiktoken: when new chunks make up at least this share of a text, it is encoded whole
 # once and their cores read off it (``_entry_from``); else cores and junctions apart
@@ -184,7 +183,7 @@ def cached_pieces(
     if missing:
         batch = [texts[k] for k in missing]
         if isinstance(tokenizer, HFTokenizer):
-            fresh = hf_starts_batch(tokenizer, batch)
+            fresh = tokenizer.token_starts_batch(batch)
         else:
             fresh = [np.asarray(p.starts, dtype=np.int64) for p in tokenizer.tokenize_batch(batch)]
         for k, piece in zip(missing, fresh, strict=True):

@@ -91,7 +91,6 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -99,7 +98,7 @@ import numpy as np
 from phaseaware.assembly.cuts import CutRule, pair_cuts
 from phaseaware.tokenizers.hf import HFTokenizer, byte_level_alphabet
 
-__all__ = ["DEEPSEEK_V4_PRE_TOKENIZER", "hf_support", "hf_starts", "hf_starts_batch"]
+__all__ = ["DEEPSEEK_V4_PRE_TOKENIZER", "hf_support", "hf_starts"]
 
 _MAIN = (
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
@@ -189,9 +188,4 @@ def _check(backend: Any) -> tuple[str | None, set[str]]:
 
 def hf_starts(tokenizer: HFTokenizer, text: str) -> np.ndarray:
     """``tokenizer.tokenize(text).starts`` as an int64 array (the full path's encode)."""
-    return hf_starts_batch(tokenizer, [text])[0]
-
-
-def hf_starts_batch(tokenizer: HFTokenizer, texts: Sequence[str]) -> list[np.ndarray]:
-    """``[tokenize(t).starts for t in texts]`` as int64 arrays (``HFTokenizer.token_starts_batch``)."""
-    return tokenizer.token_starts_batch(texts)
+    return tokenizer.token_starts_batch([text])[0]

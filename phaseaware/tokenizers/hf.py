@@ -39,14 +39,13 @@ from phaseaware.tokenizers.hf_vocab import (
     ByteTable,
     byte_level_alphabet,
     byte_level_table,
-    byte_starts,
     fingerprint_of,
     fingerprint_text,
     token_bytes,
     vocab_by_id,
     vocab_fingerprint,
 )
-from phaseaware.tokenizers.offsets import split_starts, utf8_bytes
+from phaseaware.tokenizers.offsets import split_start_arrays, utf8_bytes
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
 
@@ -169,54 +168,50 @@ class HFTokenizer:
         not round-trip (a normalizer changed it) falls back to the offset mapping.
         """
         texts = list(texts)
-        text_bytes = [utf8_bytes(t) for t in texts]
-        table = self._byte_tables()
-        if table is None:
+        if self._byte_tables() is None:
+            for t in texts:
+                utf8_bytes(t)  # a lone surrogate is an InputError on every route
             return self._tokenize_with_offsets(texts)
-        ids_list = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
-        flat = list(itertools.chain.from_iterable(ids_list))
-        flat_ids = np.asarray(flat, dtype=np.int64)
-        starts = None
-        if not flat or int(flat_ids.max()) < table.size:
-            table.fill(flat_ids)
-            pieces = table.pieces
-            if b"".join([pieces[i] for i in flat]) == b"".join(text_bytes):
-                lengths_flat = table.lengths[flat_ids]
-                starts = split_starts(texts, text_bytes, lengths_flat, [len(x) for x in ids_list])
-        if starts is None:  # some text does not round-trip: fall back per text
+        got = self._byte_level_batch(texts)
+        if got is None:  # some text does not round-trip: fall back per text
             if len(texts) > 1:
                 return [self.tokenize(t) for t in texts]
             return self._tokenize_with_offsets(texts)
         return [
-            TokenizedText(text=t, ids=tuple(ids), starts=st)
-            for t, ids, st in zip(texts, ids_list, starts, strict=True)
+            TokenizedText(text=t, ids=tuple(ids), starts=tuple(st.tolist()))
+            for t, ids, st in zip(texts, *got, strict=True)
         ]
 
     def token_starts_batch(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """``[tokenize(t).starts for t in texts]`` as int64 arrays, without the tuples: the
-        steps of ``tokenize_batch`` (one ``encode_batch_fast``, the byte-table round-trip
-        check, starts from byte lengths), which is called where it would take another path.
-        """
-        table = self._byte_tables()
-        if table is None or not texts:
+        """``[tokenize(t).starts for t in texts]`` as int64 arrays, without the tuples
+        (``tokenize_batch``'s byte-table route; ``tokenize_batch`` itself where that
+        route does not apply)."""
+        texts = list(texts)
+        got = self._byte_level_batch(texts) if self._byte_tables() is not None else None
+        if got is None:
             return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
-        encoded = self._backend.encode_batch_fast(list(texts), add_special_tokens=False)
-        ids_list = [e.ids for e in encoded]
-        counts = [len(ids) for ids in ids_list]
+        return got[1]
+
+    def _byte_level_batch(
+        self, texts: list[str]
+    ) -> tuple[list[list[int]], list[np.ndarray]] | None:
+        """(ids, char starts) of each text from one ``encode_batch_fast`` and the byte
+        table (which must exist); None where some text's tokens do not round-trip."""
+        text_bytes = [utf8_bytes(t) for t in texts]
+        table = self._byte_tables()
+        assert table is not None
+        ids_list = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
         flat = list(itertools.chain.from_iterable(ids_list))
         flat_ids = np.asarray(flat, dtype=np.int64)
-        text_bytes = [utf8_bytes(t) for t in texts]
-        joined = b"".join(text_bytes)
         if flat and int(flat_ids.max()) >= table.size:
-            return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
+            return None
         table.fill(flat_ids)
         pieces = table.pieces
-        if b"".join([pieces[i] or b"" for i in flat]) != joined:
-            return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
-        starts = byte_starts(table.lengths[flat_ids], counts, texts, text_bytes)
-        if starts is None:
-            return [np.asarray(t.starts, dtype=np.int64) for t in self.tokenize_batch(texts)]
-        return starts
+        if b"".join([pieces[i] or b"" for i in flat]) != b"".join(text_bytes):
+            return None
+        counts = [len(ids) for ids in ids_list]
+        starts = split_start_arrays(texts, text_bytes, table.lengths[flat_ids], counts)
+        return None if starts is None else (ids_list, starts)
 
     def _tokenize_with_offsets(self, texts: list[str]) -> list[TokenizedText]:
         encodings = self._backend.encode_batch(texts, add_special_tokens=False)

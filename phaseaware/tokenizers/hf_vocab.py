@@ -38,17 +38,13 @@ import hashlib
 import itertools
 import operator
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from phaseaware.tokenizers.offsets import char_starts_array
-
 __all__ = [
     "ByteTable",
     "byte_level_table",
-    "byte_starts",
     "fingerprint_of",
     "fingerprint_text",
     "vocab_by_id",
@@ -202,24 +198,3 @@ def fingerprint_of(backend: Any, vocab_text: str) -> str:
     for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
         digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
     return "sha256:" + digest.hexdigest()
-
-
-def byte_starts(
-    token_lengths: np.ndarray,
-    counts: Sequence[int],
-    texts: Sequence[str],
-    text_bytes: Sequence[bytes],
-) -> list[np.ndarray] | None:
-    """Char starts of each text's tokens from the tokens' byte lengths (all texts' tokens in
-    order, ``counts`` per text); None where a text's tokens do not cover its bytes exactly."""
-    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    covered = np.zeros(token_lengths.size + 1, dtype=np.int64)
-    np.cumsum(token_lengths, out=covered[1:])
-    if not np.array_equal(covered[bounds[1:]], np.cumsum([len(b) for b in text_bytes])):
-        return None
-    starts = char_starts_array(b"".join(text_bytes), token_lengths)
-    char_base = np.zeros(len(texts), dtype=np.int64)
-    np.cumsum([len(t) for t in texts[:-1]], out=char_base[1:])
-    starts -= np.repeat(char_base, counts)
-    return np.split(starts, bounds[1:-1])

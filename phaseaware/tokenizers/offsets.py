@@ -79,6 +79,19 @@ def split_starts(
     ``counts[k]`` tokens belong to text ``k``. None when the tokens of some text
     do not cover exactly its bytes (the caller then falls back per text).
     """
+    arrays = split_start_arrays(texts, texts_bytes, token_byte_lengths, counts)
+    return None if arrays is None else [tuple(a.tolist()) for a in arrays]
+
+
+def split_start_arrays(
+    texts: Sequence[str],
+    texts_bytes: Sequence[bytes],
+    token_byte_lengths: np.ndarray,
+    counts: Sequence[int],
+) -> list[np.ndarray] | None:
+    """``split_starts`` as one int64 array per text (no tuples)."""
+    if not texts:
+        return []
     lengths = np.asarray(token_byte_lengths, dtype=np.int64)
     bounds = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=bounds[1:])
@@ -91,8 +104,7 @@ def split_starts(
     char_base = np.zeros(len(texts), dtype=np.int64)
     np.cumsum([len(t) for t in texts[:-1]], out=char_base[1:])
     starts -= np.repeat(char_base, counts)
-    flat = starts.tolist()
-    return [tuple(flat[bounds[k] : bounds[k + 1]]) for k in range(len(texts))]
+    return np.split(starts, bounds[1:-1])
 
 
 @dataclass(frozen=True, eq=False)

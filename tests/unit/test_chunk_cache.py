@@ -8,15 +8,16 @@ import numpy as np
 import pytest
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
+from phaseaware.assembly.chunk_cache import CacheEntry
 from phaseaware.assembly.setup import MAX_PERIOD
-from phaseaware.assembly.stitch import ChunkTokenCache, _Entry, default_cache
+from phaseaware.assembly.stitch import ChunkTokenCache, default_cache
 from phaseaware.errors import InputError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout
 
 
-def _entry(n: int) -> _Entry:
-    return _Entry(0, n, np.arange(n, dtype=np.int64))
+def _entry(n: int) -> CacheEntry:
+    return CacheEntry(0, n, np.arange(n, dtype=np.int64))
 
 
 def test_cache_stays_under_its_cap_and_evicts_least_recent():
