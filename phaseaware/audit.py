@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from phaseaware.assembly.options import check_position_offset
+from phaseaware.assembly.inputs.options import check_position_offset
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.messages import (
     CONTEXT_PLACEHOLDER,

@@ -38,10 +38,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.result import AssemblyResult, Placement, RepeatPlacement
+from phaseaware.assembly.report.result import AssemblyResult, Placement, RepeatPlacement
 from phaseaware.chat.append import append_from_count, append_layout
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.atomic import atomic_write_text
 from phaseaware.errors import FingerprintMismatchError, InputError
 from phaseaware.profiles.registry import user_profile_dir

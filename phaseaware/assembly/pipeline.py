@@ -26,17 +26,18 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phaseaware.assembly import planner, robust
-from phaseaware.assembly.build import build_result
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
-from phaseaware.assembly.planner import PadTables, Plan
-from phaseaware.assembly.render import RepeatBlock, render_prompt, repeat_block
-from phaseaware.assembly.result import AssemblyResult
-from phaseaware.assembly.setup import Setup, end_reserve, plan_pads, prepare
-from phaseaware.assembly.stitch import ChunkTokenCache, default_cache, full_starts
-from phaseaware.assembly.untrusted import confirm
-from phaseaware.assembly.verify import Verified, verify
+from phaseaware.assembly import robust
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.assembly.inputs.untrusted import confirm
+from phaseaware.assembly.plan import planner
+from phaseaware.assembly.plan.planner import PadTables, Plan
+from phaseaware.assembly.prepare.measured_request import Setup, end_reserve, plan_pads, prepare
+from phaseaware.assembly.prepare.render import RepeatBlock, render_prompt, repeat_block
+from phaseaware.assembly.report.build import build_result
+from phaseaware.assembly.report.result import AssemblyResult
+from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache, full_starts
+from phaseaware.assembly.verify.fixed_point import Verified, verify
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
 from phaseaware.errors import InputError

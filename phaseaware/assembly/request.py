@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from phaseaware.assembly.chunks import chunks_from_request
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.chunks import chunks_from_request
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.chat.errors import MessageError, SlotError
 from phaseaware.chat.messages import Message, parse_conversation
 from phaseaware.errors import InputError

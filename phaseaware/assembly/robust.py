@@ -27,11 +27,11 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 
-from phaseaware.assembly import planner
-from phaseaware.assembly.build import naive_expected_accuracy, overall_expected_accuracy
-from phaseaware.assembly.render import CHUNK_SEPARATOR, pad_block, repeat_block
-from phaseaware.assembly.result import AssemblyResult, Placement, RobustCopy, RobustReport
-from phaseaware.assembly.setup import Setup
+from phaseaware.assembly.plan import planner
+from phaseaware.assembly.prepare.measured_request import Setup
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, pad_block, repeat_block
+from phaseaware.assembly.report.build import naive_expected_accuracy, overall_expected_accuracy
+from phaseaware.assembly.report.result import AssemblyResult, Placement, RobustCopy, RobustReport
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import TokenizedText
 

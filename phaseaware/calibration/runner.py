@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from phaseaware.assembly.options import check_position_offset
+from phaseaware.assembly.inputs.options import check_position_offset
 from phaseaware.calibration.analysis import LogAnalysis, analyze_log, build_profile_from_log
 from phaseaware.calibration.backends.base import Backend
 from phaseaware.calibration.log import LogHeader, ProbeRecord, open_log

@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from phaseaware.assembly.result import AssemblyResult
+    from phaseaware.assembly.report.result import AssemblyResult
 
 NAME = "assemble"
 HELP = "Assemble retrieved chunks into a prompt so evidence lands on reliable token phases."

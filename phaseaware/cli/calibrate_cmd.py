@@ -155,7 +155,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from phaseaware.assembly.options import check_position_offset
+    from phaseaware.assembly.inputs.options import check_position_offset
     from phaseaware.errors import CalibrationError
 
     served = args.backend == "openai" or bool(args.ingest or args.emit_batch)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from phaseaware.assembly.endpoint_record import EndpointRecord, apply_endpoint, resolve_endpoint
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import Tokenizer
 

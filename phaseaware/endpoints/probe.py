@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from phaseaware.assembly.endpoint_record import EndpointRecord, redact_url, save_endpoint_record
-from phaseaware.assembly.filler import find_filler
+from phaseaware.assembly.prepare.filler import find_filler
 from phaseaware.chat import conversation_layout
 from phaseaware.endpoints.usage import check_prompt_tokens
 from phaseaware.errors import EndpointError, InputError

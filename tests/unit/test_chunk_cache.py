@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.assembly.chunk_cache import CacheEntry
-from phaseaware.assembly.setup import MAX_PERIOD
-from phaseaware.assembly.stitch import ChunkTokenCache, default_cache
+from phaseaware.assembly.prepare.measured_request import MAX_PERIOD
+from phaseaware.assembly.retokenize.cache import CacheEntry
+from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache
 from phaseaware.errors import InputError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phaseaware import AssemblyOptions, Chunk, assemble_conversation, get_profile
-from phaseaware.assembly.result import AssemblyResult
+from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.tokenizers.base import Tokenizer
 from tests.unit.test_chat_properties import conversations, fill, reference_render
 

@@ -114,7 +114,7 @@ def test_strict_json_accepts_ordinary_documents() -> None:
 
 
 def test_chunk_score_overflow_from_python() -> None:
-    from phaseaware.assembly.chunks import Chunk, normalize_chunks
+    from phaseaware.assembly.inputs.chunks import Chunk, normalize_chunks
 
     with pytest.raises(InputError, match="too large"):
         normalize_chunks([Chunk(text="x", score=10**401)])

@@ -38,6 +38,52 @@ LAYERS: dict[str, int] = {
 }
 
 
+# inside the core packages: sub-area (the next name after the area) -> layer, lowest first
+INNER_LAYERS: dict[str, dict[str, int]] = {
+    "assembly": {
+        "plan": 0,  # pure planning over integers
+        "retokenize": 0,
+        "inputs": 1,
+        "evidence": 2,
+        "endpoint_record": 2,
+        "prepare": 3,
+        "request": 3,
+        "verify": 4,
+        "report": 4,
+        "robust": 5,
+        "pipeline": 6,
+        "conversation": 7,
+        "__init__": 9,
+    },
+    "chat": {
+        "errors": 0,
+        "messages": 1,
+        "deepseek_v4": 2,
+        "hf": 2,
+        "untrusted": 2,
+        "formats": 3,
+        "spans": 4,
+        "layout": 4,
+        "append": 5,
+        "__init__": 9,
+    },
+    "calibration": {
+        "task": 0,
+        "backends": 1,
+        "settings": 1,
+        "haystack": 2,
+        "log": 2,
+        "probes": 3,
+        "stats": 3,
+        "analysis": 4,
+        "runner": 5,
+        "report": 6,
+        "batch_run": 6,
+        "__init__": 9,
+    },
+}
+
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -120,6 +166,30 @@ def test_dependencies_point_down_the_layers() -> None:
         if LAYERS[_area(dst)] > LAYERS[_area(src)]
     ]
     assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
+
+
+def _inner(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def test_dependencies_point_down_inside_core_packages() -> None:
+    edges = _edges(_modules())
+    problems = []
+    for area, layers in INNER_LAYERS.items():
+        inside = [m for m in edges if _area(m) == area]
+        unknown = sorted({_inner(m) for m in inside} - layers.keys())
+        problems += [f"add {area}.{u} to INNER_LAYERS (and ARCHITECTURE.md)" for u in unknown]
+        problems += [
+            f"{src} (layer {layers[_inner(src)]}) imports {dst} (layer {layers[_inner(dst)]})"
+            for src in sorted(inside)
+            if _inner(src) in layers
+            for dst in sorted(edges[src])
+            if _area(dst) == area
+            and _inner(dst) in layers
+            and layers[_inner(dst)] > layers[_inner(src)]
+        ]
+    assert not problems, "inner layers:\n" + "\n".join(problems)
 
 
 def test_modules_stay_small() -> None:

@@ -7,7 +7,7 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import planner
+from phaseaware.assembly.plan import planner
 from phaseaware.profiles.registry import get_profile, list_profiles
 
 NAMES = sorted(e.name for e in list_profiles())

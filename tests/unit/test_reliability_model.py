@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from phaseaware.assembly import planner
+from phaseaware.assembly.plan import planner
 from phaseaware.profiles.model import LocalWindowEffect
 from phaseaware.profiles.registry import get_profile
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly.chunks import Chunk
 from phaseaware.assembly.endpoint_record import EndpointRecord, apply_endpoint, redact_url
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.robust import covered_offsets, covering_residues, reliable_residues
 from phaseaware.errors import FingerprintMismatchError, InputError

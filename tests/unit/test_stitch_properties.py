@@ -18,15 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import stitch
-from phaseaware.assembly.stitch import (
+from phaseaware.assembly.retokenize import windowed as stitch
+from phaseaware.assembly.retokenize.windowed import (
     ChunkTokenCache,
     cached_pieces,
     full_starts,
     stitched_starts,
     windowed_support,
 )
-from phaseaware.assembly.stitch_hf import hf_support
+from phaseaware.assembly.retokenize.windowed_hf import hf_support
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.hf_files import TokenizerFolder

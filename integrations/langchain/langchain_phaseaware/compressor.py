@@ -54,9 +54,9 @@ from langchain_phaseaware.convert import (
     resolve_profile,
     resolve_tokenizer,
 )
-from phaseaware.assembly.options import AssemblyOptions, check_position_offset
+from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
 from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.endpoints import EndpointRef, endpoint_options, load_endpoint
 from phaseaware.errors import InputError, PhaseawareError, VerificationError
 from phaseaware.profiles.model import Profile

@@ -31,8 +31,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.messages import ROLES
 from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint

@@ -51,9 +51,9 @@ from langchain_phaseaware.convert import (
     resolve_target,
 )
 from langchain_phaseaware.prompt import placement_report
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.result import AssemblyResult
+from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat.append import append_layout
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.endpoints import (

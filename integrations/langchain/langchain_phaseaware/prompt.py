@@ -31,10 +31,10 @@ from langchain_phaseaware.convert import (
     message_text,
     resolve_target,
 )
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.result import AssemblyResult
+from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.layout import ConversationLayout

@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from langchain_phaseaware.convert import message_dicts, resolve_chat_format, resolve_tokenizer
-from phaseaware.assembly.options import AssemblyOptions, check_position_offset
+from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.messages import parse_messages
 from phaseaware.endpoints import (

@@ -39,7 +39,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from phaseaware.assembly.options import check_position_offset
+from phaseaware.assembly.inputs.options import check_position_offset
 from phaseaware.calibration.backends.base import (
     API_KEY_ENV_VARS,
     Completion,

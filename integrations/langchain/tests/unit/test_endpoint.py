@@ -20,7 +20,7 @@ from langchain_phaseaware import (
 from langchain_phaseaware.convert import message_dicts
 from langchain_phaseaware.usage import planned_prompt_tokens
 
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.chat.formats import get_chat_format
 from phaseaware.chat.messages import parse_messages
 from phaseaware.endpoints import EndpointRecord, save_endpoint_record

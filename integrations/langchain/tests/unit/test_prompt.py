@@ -13,7 +13,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_phaseaware import PhaseAwarePrompt
 from langchain_phaseaware.convert import message_dicts
 
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
 from phaseaware.chat.formats import get_chat_format
 from phaseaware.chat.messages import parse_messages

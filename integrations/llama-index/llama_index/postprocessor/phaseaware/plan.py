@@ -24,7 +24,7 @@ from typing import Any
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
 from phaseaware.assembly import AssemblyOptions, AssemblyResult, Chunk, assemble
-from phaseaware.assembly.result import Placement
+from phaseaware.assembly.report.result import Placement
 from phaseaware.chat import conversation_layout
 from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
 from phaseaware.errors import InputError

@@ -12,16 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly import planner
-from phaseaware.assembly.chunks import Chunk, normalize_chunks
-from phaseaware.assembly.evidence import question_terms
-from phaseaware.assembly.filler import Filler, chunk_pad_tables, find_filler, measure_end_pad
-from phaseaware.assembly.measure import MeasuredChunk, measure_chunks
-from phaseaware.assembly.options import AssemblyOptions
-from phaseaware.assembly.planner import PadTable, PadTables
-from phaseaware.assembly.render import CHUNK_SEPARATOR
-from phaseaware.assembly.stitch import ChunkTokenCache
-from phaseaware.assembly.untrusted import clean_inputs
+from phaseaware.assembly.evidence.keys import question_terms
+from phaseaware.assembly.inputs.chunks import Chunk, normalize_chunks
+from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.assembly.inputs.untrusted import clean_inputs
+from phaseaware.assembly.plan import planner
+from phaseaware.assembly.plan.planner import PadTable, PadTables
+from phaseaware.assembly.prepare.filler import (
+    Filler,
+    chunk_pad_tables,
+    find_filler,
+    measure_end_pad,
+)
+from phaseaware.assembly.prepare.measure import MeasuredChunk, measure_chunks
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 from phaseaware.chat.layout import ConversationLayout
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile

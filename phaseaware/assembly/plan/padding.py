@@ -1,7 +1,7 @@
 """Pad search: filler units before each chunk and the end pad, pure over integers.
 
 Steps 3 (``order_scorer``), 4 (``choose_pads``) and 5 (``best_pads``) of the
-algorithm in ``phaseaware.assembly.planner``, which re-exports every name here:
+algorithm in ``phaseaware.assembly.plan.planner``, which re-exports every name here:
 planning is read and called from there. ``reliability(position, distance)`` is
 the expected accuracy of a key token at prompt ``position`` with ``distance``
 tokens after it (``planner.key_reliability`` builds it from a profile);
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly import pad_prefix
+from phaseaware.assembly.plan import pad_prefix
 
 __all__ = ["PadTable", "NO_PAD", "order_scorer", "choose_pads", "pads_value", "best_pads"]
 

@@ -17,9 +17,9 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly.measure import MeasuredChunk
-from phaseaware.assembly.planner import NO_PAD, PadTable
-from phaseaware.assembly.render import CHUNK_SEPARATOR, end_pad, pad_block
+from phaseaware.assembly.plan.planner import NO_PAD, PadTable
+from phaseaware.assembly.prepare.measure import MeasuredChunk
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, end_pad, pad_block
 from phaseaware.errors import TokenizerError
 from phaseaware.tokenizers.base import Tokenizer
 

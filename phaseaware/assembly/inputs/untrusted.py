@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from phaseaware.assembly.chunks import Chunk
+from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.errors import VerificationError
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import ControlScanner, Neutralized, scanner_for

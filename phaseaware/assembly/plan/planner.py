@@ -67,7 +67,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from phaseaware.assembly.padding import (
+from phaseaware.assembly.plan.padding import (
     NO_PAD,
     PadTable,
     best_pads,

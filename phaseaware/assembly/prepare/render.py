@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly.evidence import evidence_snippet
-from phaseaware.assembly.planner import Plan
+from phaseaware.assembly.evidence.keys import evidence_snippet
+from phaseaware.assembly.plan.planner import Plan
 from phaseaware.errors import TemplateError
 from phaseaware.templates import PromptLayout, RenderedPrompt
 

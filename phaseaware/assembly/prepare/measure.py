@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.evidence import chunk_key_chars
-from phaseaware.assembly.render import CHUNK_SEPARATOR
-from phaseaware.assembly.stitch import (
+from phaseaware.assembly.evidence.keys import chunk_key_chars
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.assembly.retokenize.windowed import (
     ChunkTokenCache,
     TokenStarts,
     cached_pieces,

@@ -79,22 +79,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phaseaware.assembly.chunk_cache import (
+from phaseaware.assembly.retokenize.cache import (
     DEFAULT_CACHE_BYTES,
     CacheEntry,
     ChunkTokenCache,
     TokenStarts,
     default_cache,
 )
-from phaseaware.assembly.cuts import TIKTOKEN_CUTS, CutRule
-from phaseaware.assembly.joined import (
+from phaseaware.assembly.retokenize.cuts import TIKTOKEN_CUTS, CutRule
+from phaseaware.assembly.retokenize.joins import (
     Encode,
     joined_starts,
     junction_starts,
     starts_of,
     unique_junction_starts,
 )
-from phaseaware.assembly.stitch_hf import hf_starts, hf_support
+from phaseaware.assembly.retokenize.windowed_hf import hf_starts, hf_support
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
 from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer

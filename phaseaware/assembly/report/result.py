@@ -1,6 +1,6 @@
 """Results of ``phaseaware.assembly.assemble`` (frozen, JSON-ready).
 
-The types only; ``phaseaware.assembly.build`` builds them from a confirmed plan
+The types only; ``phaseaware.assembly.report.build`` builds them from a confirmed plan
 and the measured tokenization of the final prompt.
 """
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.evidence_search import SENTENCE_END
-from phaseaware.assembly.evidence_vector import fast_set_key_chars
+from phaseaware.assembly.evidence.search import SENTENCE_END
+from phaseaware.assembly.evidence.vector import fast_set_key_chars
+from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.errors import InputError
 
 __all__ = [

@@ -15,11 +15,11 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly import planner
-from phaseaware.assembly.planner import NO_PAD, PadTables, Plan
-from phaseaware.assembly.render import RenderedContext, RepeatBlock, render_context
-from phaseaware.assembly.setup import Setup, end_reserve, plan_pads
-from phaseaware.assembly.stitch import TokenStarts, stitched_starts
+from phaseaware.assembly.plan import planner
+from phaseaware.assembly.plan.planner import NO_PAD, PadTables, Plan
+from phaseaware.assembly.prepare.measured_request import Setup, end_reserve, plan_pads
+from phaseaware.assembly.prepare.render import RenderedContext, RepeatBlock, render_context
+from phaseaware.assembly.retokenize.windowed import TokenStarts, stitched_starts
 from phaseaware.errors import VerificationError
 
 __all__ = ["Verified", "verify", "freeze_moving", "measured_keys"]

@@ -1,6 +1,6 @@
 """Default evidence of a whole chunk set in one vectorised pass (numpy).
 
-Same result as :func:`phaseaware.assembly.evidence_search.set_key_chars` (the
+Same result as :func:`phaseaware.assembly.evidence.search.set_key_chars` (the
 obviously-correct per-chunk definition; a property test compares the two), with
 work proportional to what matters:
 
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from phaseaware.assembly.evidence_search import (
+from phaseaware.assembly.evidence.search import (
     KEY_WEIGHT_RATIO,
     SENTENCE_MARKS,
     TermSearch,
@@ -58,7 +58,7 @@ def fast_set_key_chars(
     wanted: Sequence[bool] | None = None,
     vectorised_from: int = _SMALL_SET,
 ) -> tuple[tuple[int, ...], ...]:
-    """:func:`~phaseaware.assembly.evidence_search.set_key_chars`, vectorised over the set.
+    """:func:`~phaseaware.assembly.evidence.search.set_key_chars`, vectorised over the set.
 
     Small sets (few texts and characters, fewer than ``vectorised_from`` term
     occurrences by ``str.count``) take the reference; ``vectorised_from=0``

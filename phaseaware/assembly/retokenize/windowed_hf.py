@@ -95,7 +95,7 @@ from typing import Any
 
 import numpy as np
 
-from phaseaware.assembly.cuts import CutRule, pair_cuts
+from phaseaware.assembly.retokenize.cuts import CutRule, pair_cuts
 from phaseaware.tokenizers.hf import HFTokenizer, byte_level_alphabet
 
 __all__ = ["DEEPSEEK_V4_PRE_TOKENIZER", "hf_support", "hf_starts"]

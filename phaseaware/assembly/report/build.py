@@ -13,17 +13,17 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from phaseaware.assembly import planner
-from phaseaware.assembly.planner import Plan
-from phaseaware.assembly.render import CHUNK_SEPARATOR, RenderedContext
-from phaseaware.assembly.result import (
+from phaseaware.assembly.plan import planner
+from phaseaware.assembly.plan.planner import Plan
+from phaseaware.assembly.prepare.measured_request import Setup
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, RenderedContext
+from phaseaware.assembly.report.result import (
     AssemblyResult,
     Dropped,
     Placement,
     RepeatPlacement,
 )
-from phaseaware.assembly.setup import Setup
-from phaseaware.assembly.stitch import TokenStarts
+from phaseaware.assembly.retokenize.windowed import TokenStarts
 from phaseaware.templates import RenderedPrompt
 
 __all__ = ["build_result", "naive_expected_accuracy", "overall_expected_accuracy"]
