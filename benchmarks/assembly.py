@@ -31,8 +31,8 @@ import numpy as np
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
+from phaseaware.chat import get_chat_format
 from phaseaware.profiles.registry import get_profile, list_profiles
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 _WORD_TEXT = (
@@ -86,14 +86,14 @@ def timing_rows(repeats: int) -> list[str]:
     cases = (("(a) 20 x 300 tok", 20, 300, 8_000), ("(b) 400 chunks ~128K", 400, 320, 140_000))
     for spec, layout_name in (("tiktoken:cl100k_base", "chatml"), ("deepseek-v4", "deepseek-v4")):
         tok = load_tokenizer(spec)
-        layout = get_layout(layout_name, tok)
+        fmt = get_chat_format(layout_name, tok)
         options = AssemblyOptions(allow_tokenizer_mismatch=True)
         for label, n, size, budget in cases:
             chunks = make_chunks(n, size, seed=n)
 
-            def run(chunks=chunks, tok=tok, layout=layout, budget=budget, options=options):
+            def run(chunks=chunks, tok=tok, fmt=fmt, budget=budget, options=options):
                 return assemble(
-                    chunks, tokenizer=tok, layout=layout, question=QUESTION,
+                    chunks, tokenizer=tok, chat_format=fmt, question=QUESTION,
                     profile=profile, budget_tokens=budget, options=options,
                 )  # fmt: skip
 
@@ -113,7 +113,7 @@ def accuracy_rows() -> list[str]:
         f"{'repeat':>6}"
     ]
     tok = load_tokenizer("deepseek-v4")
-    layout = get_layout("deepseek-v4", tok)
+    fmt = get_chat_format("deepseek-v4", tok)
     names = sorted({e.name for e in list_profiles() if e.name.startswith("deepseek")})
     for name in names:
         profile = get_profile(name)
@@ -122,7 +122,7 @@ def accuracy_rows() -> list[str]:
             ("400 x 320 tok", 400, 320, 140_000),
         ):
             result = assemble(
-                make_chunks(n, size, seed=n), tokenizer=tok, layout=layout, question=QUESTION,
+                make_chunks(n, size, seed=n), tokenizer=tok, chat_format=fmt, question=QUESTION,
                 profile=profile, budget_tokens=budget,
                 options=AssemblyOptions(allow_tokenizer_mismatch=True),
             )  # fmt: skip
@@ -304,13 +304,13 @@ def case_rows(repeats: int, quick: bool) -> list[str]:
     lc, li = _langchain_reorder(), _llamaindex_reorder()
     for spec, layout_name in TOKENIZERS:
         tok = load_tokenizer(spec)
-        layout = get_layout(layout_name, tok)
+        fmt = get_chat_format(layout_name, tok)
         for label, make, budget in suite(quick):
             chunks = make()
 
-            def run(cache, chunks=chunks, tok=tok, layout=layout, budget=budget):  # type: ignore[no-untyped-def]
+            def run(cache, chunks=chunks, tok=tok, fmt=fmt, budget=budget):  # type: ignore[no-untyped-def]
                 return assemble(
-                    chunks, tokenizer=tok, layout=layout, question=QUESTION,
+                    chunks, tokenizer=tok, chat_format=fmt, question=QUESTION,
                     profile=profile, budget_tokens=budget, options=options, cache=cache,
                 )  # fmt: skip
 
@@ -354,7 +354,7 @@ def planner_rows(repeats: int, quick: bool) -> list[str]:
     from phaseaware.assembly.prepare.measured_request import prepare
 
     tok = load_tokenizer("tiktoken:o200k_base")
-    layout = get_layout("chatml", tok)
+    fmt = get_chat_format("chatml", tok)
     options = AssemblyOptions(allow_tokenizer_mismatch=True)
     rows = [f"{'chunks':>7} {'period':>6} {'plan ms':>8} {'per chunk us':>12}"]
     for period in (8, 128):
@@ -362,7 +362,7 @@ def planner_rows(repeats: int, quick: bool) -> list[str]:
         for n in (100, 1_000) if quick else (100, 1_000, 10_000):
             chunks = make_short(n, seed=n)
             setup = prepare(
-                chunks, tokenizer=tok, layout=layout, question=QUESTION, system=None,
+                chunks, tokenizer=tok, chat_format=fmt, question=QUESTION, system=None,
                 profile=profile, budget=10**7, options=options,
             )  # fmt: skip
             admitted = list(range(n))
@@ -378,7 +378,7 @@ def planner_rows(repeats: int, quick: bool) -> list[str]:
 def period_rows(quick: bool) -> list[str]:
     """A whole assemble (20 x 300 tok) by profile period, first call (filler qualified)."""
     tok = load_tokenizer("tiktoken:o200k_base")
-    layout = get_layout("chatml", tok)
+    fmt = get_chat_format("chatml", tok)
     options = AssemblyOptions(allow_tokenizer_mismatch=True)
     rows = [f"{'period':>6} {'first s':>8} {'again s':>8}"]
     chunks = make_chunks(20, 300, seed=20)
@@ -388,7 +388,7 @@ def period_rows(quick: bool) -> list[str]:
         for _ in range(2):
             start = time.process_time()
             assemble(
-                chunks, tokenizer=tok, layout=layout, question=QUESTION, profile=profile,
+                chunks, tokenizer=tok, chat_format=fmt, question=QUESTION, profile=profile,
                 budget_tokens=8_000 + 4 * period, options=options,
             )  # fmt: skip
             times.append(time.process_time() - start)
@@ -399,7 +399,7 @@ def period_rows(quick: bool) -> list[str]:
 def memory_rows() -> list[str]:
     """tracemalloc peak of case (b) (~128K tokens, o200k) and the warm cache's size."""
     tok = load_tokenizer("tiktoken:o200k_base")
-    layout = get_layout("chatml", tok)
+    fmt = get_chat_format("chatml", tok)
     profile = get_profile("deepseek-v4-flash-base")
     options = AssemblyOptions(allow_tokenizer_mismatch=True)
     chunks = make_chunks(400, 320, seed=400)
@@ -407,7 +407,7 @@ def memory_rows() -> list[str]:
     for label, cache in (("no cache", None), ("cold cache", ChunkTokenCache())):
         tracemalloc.start()
         result = assemble(
-            chunks, tokenizer=tok, layout=layout, question=QUESTION, profile=profile,
+            chunks, tokenizer=tok, chat_format=fmt, question=QUESTION, profile=profile,
             budget_tokens=140_000, options=options, cache=cache,
         )  # fmt: skip
         _, peak = tracemalloc.get_traced_memory()

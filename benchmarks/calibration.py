@@ -62,8 +62,8 @@ def main() -> None:
 
     from phaseaware.calibration.backends.hf import default_tokenizer_spec, load_hf_backend
     from phaseaware.calibration.probes import ProbeSettings, iter_groups
+    from phaseaware.chat import conversation_layout
     from phaseaware.reference.load import reference_model_source
-    from phaseaware.templates import get_layout
     from phaseaware.tokenizers import load_tokenizer
 
     if args.model == "smollm2":
@@ -71,7 +71,7 @@ def main() -> None:
     model = {"auto": _default_model(), "reference": None}.get(args.model, args.model)
     model = reference_model_source() if model is None else model
     tokenizer = load_tokenizer(default_tokenizer_spec(model))
-    layout = get_layout("hf", tokenizer)
+    layout = conversation_layout(tokenizer=tokenizer, chat_format="hf")
     backend = load_hf_backend(model, tokenizer, threads=args.threads)
     window = backend.max_positions
     print(f"model: {backend.name}  kv_cache: {backend.kv_cache}  period: {args.period}  "

@@ -32,8 +32,8 @@ import numpy as np
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.assembly.evidence.keys import chunk_key_chars, question_terms
+from phaseaware.chat import get_chat_format
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 NAMES = (
@@ -94,13 +94,13 @@ def name_rows(sets: int) -> list[str]:
     options = AssemblyOptions(allow_tokenizer_mismatch=True)
     for spec in ("tiktoken:o200k_base", "tiktoken:cl100k_base", "deepseek-v4"):
         tok = load_tokenizer(spec)
-        layout = get_layout("none", tok)
+        fmt = get_chat_format("none", tok)
         rng = np.random.default_rng(7)
         holding = hits = legacy = name_keys = all_keys = 0
         for _ in range(sets):
             question, name, chunks = name_set(rng, n=20)
             result = assemble(
-                chunks, tokenizer=tok, layout=layout, question=question, profile=profile,
+                chunks, tokenizer=tok, chat_format=fmt, question=question, profile=profile,
                 budget_tokens=20_000, options=options,
             )  # fmt: skip
             measured = tok.tokenize(result.prompt)

@@ -94,7 +94,7 @@ def run_strategy(
     hits = tokens = 0
     for chunks, question, code in questions:
         result = assemble(
-            chunks, tokenizer=tok, layout=layout, question=question, profile=prof,
+            chunks, tokenizer=tok, chat_format=layout, question=question, profile=prof,
             budget_tokens=4000, options=options,
         )  # fmt: skip
         response = client.chat.completions.create(

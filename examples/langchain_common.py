@@ -101,9 +101,9 @@ def reference_profile(path: str | None) -> Profile:
         return load_profile(Path(path))
     from phaseaware.calibration.backends.hf import load_hf_backend
     from phaseaware.calibration.runner import calibrate
+    from phaseaware.chat import conversation_layout
     from phaseaware.demo.run import DemoSettings
     from phaseaware.reference.load import reference_model_source
-    from phaseaware.templates import get_layout
     from phaseaware.tokenizers import load_tokenizer
 
     print("calibrating the reference model (pass --profile FILE to skip) ...", file=sys.stderr)
@@ -114,7 +114,7 @@ def reference_profile(path: str | None) -> Profile:
         return calibrate(
             backend=backend,
             tokenizer=tokenizer,
-            layout=get_layout("hf", tokenizer),
+            layout=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
             settings=DemoSettings(base_prompts=12).probe_settings(),
             model=MODEL,
             template="hf",

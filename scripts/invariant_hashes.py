@@ -8,8 +8,10 @@ change" prints the same lines before and after. Covered:
 - the calibration probes, 12 base prompts x every sweep, on the reference and cl100k tokenizers;
 - ``phaseaware profile show NAME --json`` for every built-in profile.
 
-Only public names (``phaseaware.__all__``) and the CLI are used, except the probe
-builder, which is looked up under its current or its former module path.
+Only public names (``phaseaware.__all__``, ``phaseaware.chat``) and the CLI are used,
+except the probe builder, which is looked up under its current or its former module
+path; the chat format goes to ``assemble`` as ``chat_format=`` (or, before that name,
+as the former ``layout=get_layout(...)``), so the script runs on older commits too.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import dataclasses
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import phaseaware
+from phaseaware.chat import conversation_layout
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,6 +54,14 @@ def _benchmark_module():
     return module
 
 
+def _format(name: str, tok) -> dict:
+    """The chat format keyword of ``assemble``: ``chat_format=name``, or before that
+    name existed, ``layout=get_layout(name, tok)``."""
+    if "chat_format" in inspect.signature(phaseaware.assemble).parameters:
+        return {"chat_format": name}
+    return {"layout": phaseaware.get_layout(name, tok)}
+
+
 def _result_doc(result) -> str:
     return json.dumps({"prompt": result.prompt, **result.to_dict()}, sort_keys=True, default=str)
 
@@ -61,7 +73,7 @@ def benchmark_hashes() -> list[tuple[str, str]]:
     cases = (("a", 20, 300, 8_000), ("b", 400, 320, 140_000))
     for spec, layout_name in (("tiktoken:cl100k_base", "chatml"), ("deepseek-v4", "deepseek-v4")):
         tok = phaseaware.load_tokenizer(spec)
-        layout = phaseaware.get_layout(layout_name, tok)
+        chat_format = _format(layout_name, tok)
         names = ["deepseek-v4-flash-base"]
         if spec == "deepseek-v4":
             names = sorted(
@@ -71,7 +83,7 @@ def benchmark_hashes() -> list[tuple[str, str]]:
             profile = phaseaware.get_profile(name)
             for label, n, size, budget in cases:
                 result = phaseaware.assemble(
-                    bench.make_chunks(n, size, seed=n), tokenizer=tok, layout=layout,
+                    bench.make_chunks(n, size, seed=n), tokenizer=tok, **chat_format,
                     question=bench.QUESTION, profile=profile, budget_tokens=budget, options=options,
                 )  # fmt: skip
                 out.append((f"bench {spec} {name} ({label})", _sha(_result_doc(result))))
@@ -90,7 +102,7 @@ def suite_hashes() -> list[tuple[str, str]]:
 
     for spec, layout_name in bench.TOKENIZERS:
         tok = phaseaware.load_tokenizer(spec)
-        layout = phaseaware.get_layout(layout_name, tok)
+        chat_format = _format(layout_name, tok)
         variants = [("p8", profile, options)]
         if spec == "tiktoken:o200k_base":
             variants += [
@@ -106,7 +118,7 @@ def suite_hashes() -> list[tuple[str, str]]:
                         phaseaware.assemble(
                             chunks,
                             tokenizer=tok,
-                            layout=layout,
+                            **chat_format,
                             question=bench.QUESTION,
                             profile=prof,
                             budget_tokens=budget,
@@ -135,7 +147,7 @@ def probe_hashes() -> list[tuple[str, str]]:
     out = []
     for spec, layout_name in (("reference", "hf"), ("tiktoken:cl100k_base", "chatml")):
         tok = phaseaware.load_tokenizer(spec)
-        layout = phaseaware.get_layout(layout_name, tok)
+        layout = conversation_layout(tokenizer=tok, chat_format=layout_name)
         settings = probes.ProbeSettings(
             context_tokens=300, n_offsets=8, base_prompts=12, sweeps=tuple(probes.SWEEPS),
             distractors=4, depth=(0.0, 0.9),

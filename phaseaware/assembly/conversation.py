@@ -117,7 +117,7 @@ def assemble_conversation(
     return assemble(
         chunks,
         tokenizer=tok,
-        layout=layout,
+        chat_format=layout,
         question=question,
         profile=_profile(profile, persistent=False),
         budget_tokens=budget_tokens,
@@ -159,7 +159,7 @@ def assemble_append(
     result = assemble(
         chunks,
         tokenizer=tok,
-        layout=layout,
+        chat_format=layout,
         question=question,
         profile=_profile(profile, persistent=persistent),
         budget_tokens=budget_tokens,
@@ -228,7 +228,7 @@ def assemble_append_after(
     result = assemble(
         chunks,
         tokenizer=tok,
-        layout=layout,
+        chat_format=layout,
         question=question,
         profile=_profile(profile, persistent=persistent),
         budget_tokens=budget_tokens - prefix_tokens,

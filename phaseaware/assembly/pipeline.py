@@ -23,6 +23,7 @@ caller objects are never mutated.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,12 +39,12 @@ from phaseaware.assembly.report.build import build_result
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache, full_starts
 from phaseaware.assembly.verify.fixed_point import Verified, verify
-from phaseaware.chat.layout import conversation_layout
+from phaseaware.chat.formats import ChatFormat, get_chat_format
+from phaseaware.chat.layout import PromptLayout, conversation_layout, single_turn_format
 from phaseaware.chat.messages import Message
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import PromptLayout, get_layout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -56,15 +57,23 @@ def assemble(
     chunks: Sequence[Chunk | str],
     *,
     tokenizer: Tokenizer,
-    layout: PromptLayout,
+    chat_format: str | ChatFormat | PromptLayout = "none",
     question: str,
     system: str | None = None,
     profile: Profile | None = None,
     budget_tokens: int,
     options: AssemblyOptions | None = None,
     cache: ChunkTokenCache | None = _DEFAULT_CACHE,
+    layout: PromptLayout | None = None,
 ) -> AssemblyResult:
     """Assemble ``chunks`` into a prompt of at most ``budget_tokens`` tokens.
+
+    ``chat_format``: how the prompt is written around the context: a format name
+    (``none``, ``chatml``, ``hf``, ``deepseek-v4``: the single-turn conversation
+    ``[system?, user(context + "\\n\\n" + question)]``), a ``ChatFormat``
+    (``phaseaware.chat.get_chat_format``, e.g. with ``thinking=True``), or a layout
+    built from one (``conversation_layout``, ``append_layout``; its system prompt
+    is in its messages). ``layout=`` is the deprecated name of this parameter.
 
     ``cache``: chunk tokenizations reused across calls (``stitch.ChunkTokenCache``,
     LRU, capped in bytes; the process-wide 64 MiB one by default, ``None``: no
@@ -75,14 +84,16 @@ def assemble(
     ``FingerprintMismatchError``/``PeriodMismatchError`` (profile vs tokenizer
     or ``options.period``) and ``VerificationError`` (placement not confirmed).
     """
+    if layout is not None:
+        chat_format = _deprecated_layout(layout, chat_format)
     options = options if options is not None else AssemblyOptions()
     if options.offsets:  # offset-robust: plan for the smallest offset, copies cover the rest
         options = dataclasses.replace(
             options, position_offset=robust.primary_offset(options.offsets)
         )
     setup = prepare(
-        chunks, tokenizer=tokenizer, layout=layout, question=question, system=system,
-        profile=profile, budget=budget_tokens, options=options, cache=cache,
+        chunks, tokenizer=tokenizer, chat_format=chat_format, question=question,
+        system=system, profile=profile, budget=budget_tokens, options=options, cache=cache,
     )  # fmt: skip
     frame, tables = setup.frame, setup.tables
     fixed = frame.prefix_tokens + frame.suffix_tokens
@@ -106,6 +117,21 @@ def assemble(
             f"budget is {setup.budget}"
         )
     return _finish(setup, None, dropped)
+
+
+def _deprecated_layout(
+    layout: str | PromptLayout, chat_format: str | ChatFormat | PromptLayout
+) -> str | ChatFormat | PromptLayout:
+    """``chat_format`` for the deprecated ``layout=`` keyword (a one-line warning)."""
+    warnings.warn(
+        "assemble(layout=...) is deprecated; use chat_format= (a name, a ChatFormat or a layout)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if not (isinstance(chat_format, str) and chat_format == "none"):
+        raise InputError("pass chat_format= only (layout= is its deprecated name)")
+    # get_layout(name) was the single-turn layout taking system= per call: keep that
+    return single_turn_format(layout) or layout
 
 
 def _initial_plan(
@@ -250,7 +276,7 @@ def assemble_from_specs(
     chunks: Sequence[Chunk | str],
     *,
     tokenizer: str | Tokenizer,
-    layout: str | PromptLayout = "none",
+    chat_format: str | ChatFormat | PromptLayout = "none",
     question: str,
     system: str | None = None,
     profile: str | Profile | None = None,
@@ -259,30 +285,39 @@ def assemble_from_specs(
     thinking: bool = False,
     messages: Sequence[Mapping[str, Any] | Message] | None = None,
     cache: ChunkTokenCache | None = _DEFAULT_CACHE,
+    layout: str | PromptLayout | None = None,
 ) -> AssemblyResult:
-    """``assemble`` with a tokenizer spec, layout name and profile name/path accepted.
+    """``assemble`` with a tokenizer spec, chat format name and profile name/path accepted.
 
-    ``thinking`` selects the thinking variant of the layout (``deepseek-v4``, ``hf``).
-    ``messages`` (one ``{context}`` slot, ``{question}`` placeholders) replaces
-    ``system``: the conversation is rendered by chat format ``layout`` (a name).
+    ``thinking`` selects the thinking variant of a named chat format (``deepseek-v4``,
+    ``hf``). ``messages`` (one ``{context}`` slot, ``{question}`` placeholders)
+    replaces ``system``: the conversation is rendered by ``chat_format``.
+    ``layout=`` is the deprecated name of ``chat_format``.
     """
+    if layout is not None:
+        chat_format = _deprecated_layout(layout, chat_format)
     tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-    lay: PromptLayout
+    fmt = (
+        get_chat_format(chat_format, tok, thinking=thinking)
+        if isinstance(chat_format, str)
+        else chat_format
+    )
     if messages is not None:
-        if not isinstance(layout, str):
-            raise InputError("with messages, layout must name a chat format (e.g. 'chatml')")
-        lay = conversation_layout(
-            tokenizer=tok, chat_format=layout, messages=messages, system=system,
-            question=question, thinking=thinking,
+        if isinstance(fmt, PromptLayout):
+            raise InputError(
+                "with messages, chat_format must be a chat format (a name such as 'chatml' "
+                "or a ChatFormat), not a layout"
+            )
+        fmt = conversation_layout(
+            tokenizer=tok, chat_format=fmt, messages=messages, system=system,
+            question=question,
         )  # fmt: skip
         system = None
-    else:
-        lay = get_layout(layout, tok, thinking=thinking) if isinstance(layout, str) else layout
     prof = get_profile(profile) if isinstance(profile, str) else profile
     return assemble(
         chunks,
         tokenizer=tok,
-        layout=lay,
+        chat_format=fmt,
         question=question,
         system=system,
         profile=prof,

@@ -22,8 +22,8 @@ import numpy as np
 
 from phaseaware.calibration import task
 from phaseaware.calibration.settings import ProbeSettings
+from phaseaware.chat.layout import PromptLayout
 from phaseaware.errors import CalibrationError
-from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [

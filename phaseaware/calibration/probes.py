@@ -52,8 +52,8 @@ from phaseaware.calibration.haystack import (
     variants,
 )
 from phaseaware.calibration.settings import DEFAULT_SWEEPS, SWEEPS, ProbeSettings
+from phaseaware.chat.layout import PromptLayout
 from phaseaware.errors import CalibrationError
-from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [

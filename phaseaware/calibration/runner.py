@@ -38,10 +38,10 @@ from phaseaware.calibration.analysis import LogAnalysis, analyze_log, build_prof
 from phaseaware.calibration.backends.base import Backend
 from phaseaware.calibration.log import LogHeader, ProbeRecord, open_log
 from phaseaware.calibration.probes import ProbeSettings, iter_groups, judge
+from phaseaware.chat.layout import PromptLayout
 from phaseaware.errors import CalibrationError
 from phaseaware.profiles.io import save_profile
 from phaseaware.profiles.model import Profile
-from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.version import __version__
 

@@ -34,7 +34,7 @@ from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.hf import HFChatFormat
-from phaseaware.chat.layout import ConversationLayout
+from phaseaware.chat.layout import ConversationLayout, RenderedPrompt
 from phaseaware.chat.messages import (
     ConversationTemplate,
     Message,
@@ -45,7 +45,6 @@ from phaseaware.chat.messages import (
     parse_messages,
 )
 from phaseaware.errors import InputError, TemplateError
-from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["sent_text", "AppendLayout", "append_layout", "DeltaLayout", "append_from_count"]

@@ -1,17 +1,27 @@
-"""``ConversationLayout``: a whole conversation with one context slot, as a PromptLayout.
+"""Prompt layouts: the text a chat format writes around the one context slot.
 
-It implements :class:`phaseaware.templates.PromptLayout`, so the assembler places
-chunks into any conversation exactly as it does into today's shape::
+A :class:`PromptLayout` turns ``(system, context, question)`` into the exact
+prompt string the tokenizer sees (BOS and format markers included) and reports
+where the context sits (:class:`RenderedPrompt`, character offsets). Because
+BPE merges across boundaries, callers never add token counts of parts; they
+render and re-tokenize. Invariant of every layout::
 
-    layout = ConversationLayout(parse_conversation(messages), get_chat_format(...))
-    prefix, suffix = layout.split(system=None, question=q)
-    layout.render(system=None, context=c, question=q).text == prefix + c + suffix
+    prefix, suffix = layout.split(system=s, question=q)
+    layout.render(system=s, context=c, question=q).text == prefix + c + suffix
+
+The chat formats (:mod:`phaseaware.chat.formats`) are the only renderer: a
+:class:`ConversationLayout` is a conversation with one ``{context}`` slot,
+rendered by one format and checked against it. The single-turn call is a
+conversation too: ``conversation_layout(system=s, ...)`` without ``messages``
+builds ``[system?, user(context + "\\n\\n" + question)]``, so e.g. ``none`` is
+``BOS + [system + "\\n\\n"] + context + "\\n\\n" + question`` and ``chatml`` is
+``<|im_start|>role\\n...<|im_end|>\\n`` turns ending with the open assistant turn.
 
 ``question`` fills every ``{question}`` placeholder and is the text whose key
 terms define default evidence, wherever it sits (or does not appear at all). The
 system prompt belongs in the messages: ``system`` must be ``None`` or ``""``.
-``conversation_layout(system=s, ...)`` builds today's ``[system?, user(context +
-"\\n\\n" + question)]`` shape, byte-identical to ``get_layout`` of the same name.
+``RenderedPrompt.messages`` holds the filled messages for APIs that take
+messages instead of text (``None`` for the plain ``none`` format).
 """
 
 from __future__ import annotations
@@ -19,7 +29,8 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from phaseaware.chat.errors import TemplateRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format
@@ -31,13 +42,44 @@ from phaseaware.chat.messages import (
 )
 from phaseaware.chat.untrusted import clean_template
 from phaseaware.errors import InputError
-from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import Neutralized, scanner_for
 
-__all__ = ["ConversationLayout", "conversation_layout"]
+__all__ = [
+    "RenderedPrompt",
+    "PromptLayout",
+    "ConversationLayout",
+    "conversation_layout",
+    "single_turn_format",
+]
 
 _CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    """A full prompt and where the context sits in it (character offsets into ``text``)."""
+
+    text: str
+    context_start: int
+    context_end: int
+    messages: tuple[dict[str, Any], ...] | None
+
+    @property
+    def context(self) -> str:
+        return self.text[self.context_start : self.context_end]
+
+
+@runtime_checkable
+class PromptLayout(Protocol):
+    """Fixed text around the context; ``render(...).text == prefix + context + suffix``."""
+
+    @property
+    def name(self) -> str: ...
+
+    def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt: ...
+
+    def split(self, *, system: str | None, question: str) -> tuple[str, str]: ...
 
 
 def _check_text(name: str, value: object) -> str:
@@ -185,3 +227,18 @@ def conversation_layout(
         add_generation_prompt=add_generation_prompt,
         neutralized=neutralized,
     )
+
+
+def single_turn_format(layout: object) -> ChatFormat | None:
+    """The chat format of ``layout`` if it is the single-turn conversation without a
+    system prompt (``conversation_layout`` with neither ``messages`` nor ``system``),
+    else ``None``. Such a layout gives the same text as its format with ``system=``
+    per call; the deprecated ``assemble(layout=get_layout(...), system=...)`` uses that."""
+    if (
+        isinstance(layout, ConversationLayout)
+        and type(layout) is ConversationLayout
+        and layout.add_generation_prompt
+        and layout.template == simple_conversation(system=None)
+    ):
+        return layout.chat_format
+    return None

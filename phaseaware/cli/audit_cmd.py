@@ -1,18 +1,18 @@
 """``phaseaware audit``: where does each piece of evidence land in a prompt or a conversation?
 
 PROMPT_FILE holds the full prompt the model sees (template included), e.g. the
-``prompt`` of ``phaseaware assemble --json``. With ``--template T`` it holds
+``prompt`` of ``phaseaware assemble --json``. With ``--chat-format F`` it holds
 only the raw user message instead: it is placed where the context goes in
-layout T (BOS, system turn, user markers, assistant opener added), with
+chat format F (BOS, system turn, user markers, assistant opener added), with
 ``--question`` (default empty) and ``--system`` placed as ``phaseaware
 assemble`` would place them, and the wrapped prompt is audited.
 
-With ``--messages FILE --template F`` the conversation in FILE (a JSON list of
+With ``--messages FILE --chat-format F`` the conversation in FILE (a JSON list of
 messages, or ``{"messages": [...], "evidence": [...]}``) is rendered by chat
 format F and every occurrence of every evidence string is reported with its
 message (index, role), absolute token position, residue and expected accuracy.
 PROMPT_FILE, if given, fills the conversation's ``{context}`` slot; ``--question``
-fills ``{question}``. ``--fail-under ACC`` makes audit a CI guard: exit 1 (one
+fills ``{question}``. (``--template`` is the deprecated name of ``--chat-format``.) ``--fail-under ACC`` makes audit a CI guard: exit 1 (one
 line on stderr) when a declared evidence occurrence lands below expected
 accuracy ACC, or does not occur at all.
 """
@@ -23,6 +23,8 @@ import argparse
 import json
 import sys
 from typing import TYPE_CHECKING
+
+from phaseaware.cli.flags import add_chat_format
 
 if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.audit import AuditResult, MessagesAudit
@@ -46,17 +48,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--messages",
         metavar="FILE",
-        help="audit the conversation in FILE (JSON messages) rendered by --template",
+        help="audit the conversation in FILE (JSON messages) rendered by --chat-format",
     )
+    add_chat_format(
+        parser,
+        help="wrap PROMPT_FILE (raw user message) in chat format F, or render --messages "
+        "with it: none/chatml/hf/deepseek-v4",
+    )
+    parser.add_argument("--system", help="system prompt (with --chat-format)")
     parser.add_argument(
-        "--template",
-        metavar="T",
-        help="wrap PROMPT_FILE (raw user message) in layout T, or render --messages with "
-        "chat format T: none/chatml/hf/deepseek-v4",
+        "--question", default="", help="question after the text (with --chat-format)"
     )
-    parser.add_argument("--system", help="system prompt (with --template)")
-    parser.add_argument("--question", default="", help="question after the text (with --template)")
-    parser.add_argument("--thinking", action="store_true", help="thinking variant of --template")
+    parser.add_argument("--thinking", action="store_true", help="thinking variant of --chat-format")
     parser.add_argument(
         "--prompt-token-offset",
         type=int,
@@ -96,17 +99,20 @@ def run(args: argparse.Namespace) -> int:
     if args.messages is not None:
         return _run_messages(args)
     if args.prompt_file is None:
-        raise InputError("give PROMPT_FILE, or --messages FILE --template F")
+        raise InputError("give PROMPT_FILE, or --messages FILE --chat-format F")
     if not args.evidence:
         raise InputError("give at least one --evidence TEXT")
     text = read_user_text(args.prompt_file, what="PROMPT_FILE")
     tokenizer = load_tokenizer(args.tokenizer)
     profile = get_profile(args.profile)
-    if args.template:
-        from phaseaware.templates import get_layout
+    if args.chat_format:
+        from phaseaware.chat.layout import conversation_layout
 
-        layout = get_layout(args.template, tokenizer, thinking=args.thinking)
-        text = layout.render(system=args.system, context=text, question=args.question).text
+        layout = conversation_layout(
+            tokenizer=tokenizer, chat_format=args.chat_format, system=args.system,
+            thinking=args.thinking,
+        )  # fmt: skip
+        text = layout.render(system=None, context=text, question=args.question).text
     result = audit_prompt(
         text,
         tokenizer=tokenizer,
@@ -136,8 +142,8 @@ def _run_messages(args: argparse.Namespace) -> int:
     from phaseaware.profiles.registry import get_profile
     from phaseaware.tokenizers import load_tokenizer
 
-    if not args.template:
-        raise InputError("--messages needs --template F (none/chatml/hf/deepseek-v4)")
+    if not args.chat_format:
+        raise InputError("--messages needs --chat-format F (none/chatml/hf/deepseek-v4)")
     if args.system:
         raise InputError("--messages holds the system prompt; drop --system")
     messages, declared = load_conversation_file(args.messages)
@@ -151,7 +157,7 @@ def _run_messages(args: argparse.Namespace) -> int:
         tokenizer=tokenizer,
         profile=get_profile(args.profile),
         evidence=evidence,
-        chat_format=args.template,
+        chat_format=args.chat_format,
         thinking=args.thinking,
         context=context,
         question=args.question,

@@ -1,7 +1,7 @@
 """``phaseaware calibrate``: measure a model's retrieval accuracy by key residue.
 
 With no options it calibrates the shipped reference model (backend ``hf``,
-tokenizer ``reference``, template ``hf``, period 8). The profile goes to
+tokenizer ``reference``, chat format ``hf``, period 8). The profile goes to
 ``./phaseaware-profiles/<model>.json`` and the durable log next to it
 (``<model>.calibration.jsonl``) unless ``--out``/``--log`` say otherwise; both
 paths are printed. Re-running the same command resumes from the log.
@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from phaseaware.cli.flags import add_chat_format
 
 NAME = "calibrate"
 HELP = "Measure a model's accuracy by key residue and write its profile."
@@ -61,7 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "openai: served model name; callable: module:function",
     )
     add("--tokenizer", help="tokenizer spec (default: the model's own; required for openai)")
-    add("--template", help="prompt layout: none, chatml, hf, deepseek-v4 (default hf)")
+    add_chat_format(parser, help="chat format: none, chatml, hf, deepseek-v4 (default hf)")
     add(
         "--period",
         type=_period,
@@ -279,8 +281,8 @@ def _backend_options(args: argparse.Namespace) -> Any:
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     from phaseaware.calibration.backends.factory import make_backend, run_names
     from phaseaware.calibration.runner import CalibrationRun
+    from phaseaware.chat.layout import conversation_layout
     from phaseaware.profiles.registry import profile_filename
-    from phaseaware.templates import get_layout
     from phaseaware.tokenizers import load_tokenizer
 
     options = _backend_options(args)
@@ -290,13 +292,13 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
 
         default_model = reference_model_source()
     name, spec = run_names(options, tokenizer=args.tokenizer, default_model=default_model)
-    template = args.template or "hf"
+    template = args.chat_format or "hf"
     tokenizer = load_tokenizer(spec)
     out = Path(args.out) if args.out else DEFAULT_FOLDER / profile_filename(name)
     log = Path(args.log) if args.log else out.with_name(out.stem + ".calibration.jsonl")
     run = CalibrationRun(
         tokenizer=tokenizer,
-        layout=get_layout(template, tokenizer),
+        layout=conversation_layout(tokenizer=tokenizer, chat_format=template),
         settings=settings,
         model=name,
         template=template,

@@ -22,10 +22,11 @@ from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.calibration import task
+from phaseaware.chat.formats import ChatFormat
+from phaseaware.chat.layout import PromptLayout
 from phaseaware.demo.rag_questions import RagQuestion
 from phaseaware.intervals import wilson_interval
 from phaseaware.profiles.model import Profile
-from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["StrategyResult", "long_context_reorder", "STRATEGIES", "evaluate_strategies"]
@@ -79,7 +80,7 @@ def _assemble_for(
     question: RagQuestion,
     *,
     tokenizer: Tokenizer,
-    layout: PromptLayout,
+    chat_format: str | ChatFormat | PromptLayout,
     profile: Profile,
     budget_tokens: int,
 ) -> AssemblyResult:
@@ -95,7 +96,7 @@ def _assemble_for(
     return assemble(
         chunks,
         tokenizer=tokenizer,
-        layout=layout,
+        chat_format=chat_format,
         question=question.question,
         profile=profile,
         budget_tokens=budget_tokens,
@@ -108,7 +109,7 @@ def evaluate_strategies(
     *,
     answer: Callable[[str, int], str],
     tokenizer: Tokenizer,
-    layout: PromptLayout,
+    chat_format: str | ChatFormat | PromptLayout,
     profile: Profile,
     budget_tokens: int,
     strategies: Sequence[str] = STRATEGIES,
@@ -127,7 +128,7 @@ def evaluate_strategies(
                 strategy,
                 q,
                 tokenizer=tokenizer,
-                layout=layout,
+                chat_format=chat_format,
                 profile=profile,
                 budget_tokens=budget_tokens,
             )

@@ -23,6 +23,7 @@ from phaseaware.calibration.backends.hf import HFBackend, load_hf_backend
 from phaseaware.calibration.probes import ProbeSettings
 from phaseaware.calibration.report import summary_dict
 from phaseaware.calibration.runner import CalibrationResult, calibrate
+from phaseaware.chat.layout import conversation_layout
 from phaseaware.demo.evaluate import StrategyResult, evaluate_strategies
 from phaseaware.demo.rag_questions import make_questions, without_evidence
 from phaseaware.errors import InputError
@@ -30,7 +31,6 @@ from phaseaware.profiles.model import Profile
 from phaseaware.reference import protocol
 from phaseaware.reference.load import reference_model_source
 from phaseaware.reference.paths import MODEL_NAME
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -155,7 +155,7 @@ def _calibrate(
     return calibrate(
         backend=backend,
         tokenizer=tokenizer,
-        layout=get_layout("hf", tokenizer),
+        layout=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
         settings=probes,
         model=MODEL_NAME,
         template="hf",
@@ -193,7 +193,7 @@ def _evaluate(
         questions,
         answer=answer,
         tokenizer=tokenizer,
-        layout=get_layout("hf", tokenizer),
+        chat_format=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
         profile=profile,
         budget_tokens=BUDGET_TOKENS,
     )

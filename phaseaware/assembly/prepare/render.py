@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from phaseaware.assembly.evidence.keys import evidence_snippet
 from phaseaware.assembly.plan.planner import Plan
+from phaseaware.chat.layout import PromptLayout, RenderedPrompt
 from phaseaware.errors import TemplateError
-from phaseaware.templates import PromptLayout, RenderedPrompt
 
 __all__ = [
     "CHUNK_SEPARATOR",
@@ -133,6 +133,6 @@ def render_prompt(
     if rendered.text != prefix + context + suffix:
         raise TemplateError(
             f"layout {layout.name!r} rendered a prompt that is not prefix + context "
-            "+ suffix; use another --template"
+            "+ suffix; use another chat format (chat_format)"
         )
     return rendered

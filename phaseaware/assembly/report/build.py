@@ -24,7 +24,7 @@ from phaseaware.assembly.report.result import (
     RepeatPlacement,
 )
 from phaseaware.assembly.retokenize.windowed import TokenStarts
-from phaseaware.templates import RenderedPrompt
+from phaseaware.chat.layout import RenderedPrompt
 
 __all__ = ["build_result", "naive_expected_accuracy", "overall_expected_accuracy"]
 

@@ -105,7 +105,7 @@ def prompt_token_mismatch(
     shown = f"{request.prompt_tokens}" + (f" (+{offset} offset)" if offset else "")
     return (
         f"server counted {reported} prompt tokens for probe {request.probe_id}, phaseaware "
-        f"counted {shown}: wrong --tokenizer or --template? If the server adds BOS itself, "
+        f"counted {shown}: wrong --tokenizer or --chat-format? If the server adds BOS itself, "
         "pass --prompt-token-offset with the difference (positions then shift by it too; "
         f"observed offset {check.observed_offset}, or run `phaseaware probe-endpoint`)"
     )

@@ -111,7 +111,7 @@ def batch_request_line(request: ProbeRequest, *, model: str, endpoint: str) -> d
         if request.messages is None:
             raise BackendError(
                 f"probe {request.probe_id} has no chat messages: use a chat layout "
-                "(--template) or emit plain prompts with --endpoint completions"
+                "(--chat-format) or emit plain prompts with --endpoint completions"
             )
         body["messages"] = [dict(m) for m in request.messages]
     else:

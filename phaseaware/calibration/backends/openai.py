@@ -142,7 +142,7 @@ class OpenAIBackend:
                 if request.messages is None:
                     raise BackendError(
                         f"probe {request.probe_id} has no chat messages: use a chat layout "
-                        "(--template) or send plain prompts with --endpoint completions"
+                        "(--chat-format) or send plain prompts with --endpoint completions"
                     )
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="phaseaware-http")

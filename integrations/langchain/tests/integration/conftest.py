@@ -58,10 +58,10 @@ def reference_profile(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A profile of the reference model measured now (same protocol as ``phaseaware demo``)."""
     from phaseaware.calibration.backends.hf import load_hf_backend
     from phaseaware.calibration.runner import calibrate
+    from phaseaware.chat import conversation_layout
     from phaseaware.demo.run import DemoSettings
     from phaseaware.reference.load import reference_model_source
     from phaseaware.reference.paths import MODEL_NAME
-    from phaseaware.templates import get_layout
     from phaseaware.tokenizers import load_tokenizer
 
     torch.set_num_threads(1)
@@ -72,7 +72,7 @@ def reference_profile(tmp_path_factory: pytest.TempPathFactory) -> Any:
         result = calibrate(
             backend=backend,
             tokenizer=tokenizer,
-            layout=get_layout("hf", tokenizer),
+            layout=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
             settings=DemoSettings(base_prompts=CALIBRATION_BASE_PROMPTS).probe_settings(),
             model=MODEL_NAME,
             template="hf",
