@@ -124,7 +124,7 @@ def _deprecated_layout(
 ) -> str | ChatFormat | PromptLayout:
     """``chat_format`` for the deprecated ``layout=`` keyword (a one-line warning)."""
     warnings.warn(
-        "assemble(layout=...) is deprecated; use chat_format= (a name, a ChatFormat or a layout)",
+        "the layout= keyword is deprecated; use chat_format= (a name, a ChatFormat or a layout)",
         DeprecationWarning,
         stacklevel=3,
     )

@@ -119,10 +119,24 @@ def test_audit_template_wraps_raw_text(capsys, tmp_path) -> None:
     raw = tmp_path / "raw.txt"
     raw.write_text("The launch code is 4471. Other text follows here.", encoding="utf-8")
     argv = ["audit", str(raw), "--tokenizer", "deepseek-v4", "--profile",
-            "deepseek-v4-flash-base", "--evidence", "4471", "--template", "deepseek-v4",
+            "deepseek-v4-flash-base", "--evidence", "4471", "--chat-format", "deepseek-v4",
             "--question", "What is the launch code?", "--json"]  # fmt: skip
     code, out, _ = run_main(capsys, argv)
     assert code == 0
     occ = json.loads(out)["evidence"][0]["occurrences"][0]
     # BOS and <｜User｜> come first: "4471" is not at the same token as in the raw text
     assert occ["token_position"] >= 2
+
+
+def test_template_flag_is_a_deprecated_alias_of_chat_format(capsys, tmp_path) -> None:
+    raw = tmp_path / "raw.txt"
+    raw.write_text("The launch code is 4471. Other text follows here.", encoding="utf-8")
+    base = ["audit", str(raw), "--tokenizer", "deepseek-v4", "--profile",
+            "deepseek-v4-flash-base", "--evidence", "4471", "--json"]  # fmt: skip
+    code, new_out, new_err = run_main(capsys, [*base, "--chat-format", "deepseek-v4"])
+    assert code == 0 and new_err == ""
+    code, old_out, old_err = run_main(capsys, [*base, "--template", "deepseek-v4"])
+    assert code == 0 and old_out == new_out
+    assert old_err == "phaseaware: `--template` is deprecated; use `--chat-format`\n"
+    with pytest.raises(SystemExit):  # one of the two, not both
+        run_main(capsys, [*base, "--template", "chatml", "--chat-format", "chatml"])

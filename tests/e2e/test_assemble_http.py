@@ -16,7 +16,6 @@ import pytest
 from phaseaware.assembly import AssemblyOptions, assemble
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 from tests.support.fault_server import start_server
 from tests.support.task_engine import TaskLookupEngine
@@ -47,7 +46,7 @@ def test_assembled_prompt_counts_and_answers_over_http() -> None:
     result = assemble(
         chunks,
         tokenizer=tok,
-        layout=get_layout("chatml", tok),
+        chat_format="chatml",
         question="What is the access code for Alice ?",
         profile=get_profile("deepseek-v4-flash-base"),
         budget_tokens=600,

@@ -82,6 +82,6 @@ def test_server_template_mismatch_is_caught(encoding):
     with (
         start_server(engine) as server,
         OpenAIBackend(server.base_url, MODEL, timeout=10) as backend,
-        pytest.raises(BackendError, match="wrong --tokenizer or --template"),
+        pytest.raises(BackendError, match="wrong --tokenizer or --chat-format"),
     ):
         list(backend.complete(group))

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from phaseaware.calibration.probes import ProbeSettings, iter_groups
+from phaseaware.chat import conversation_layout
 from phaseaware.cli.main import main
 from phaseaware.profiles.io import load_profile, profile_to_dict
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 from tests.support.fault_server import Fault, start_server
 from tests.support.run_batch import run_batch
@@ -90,7 +90,7 @@ def engine(**kw) -> TaskLookupEngine:
 def cli_args(base_url: str, out: Path, *extra: str, bases: int = BASES) -> list[str]:
     return [
         "calibrate", "--backend", "openai", "--base-url", base_url, "--model", MODEL,
-        "--tokenizer", "tiktoken:cl100k_base", "--template", "chatml",
+        "--tokenizer", "tiktoken:cl100k_base", "--chat-format", "chatml",
         "--context-tokens", str(CONTEXT), "--period", str(PERIOD), "--base-prompts", str(bases),
         "--sweeps", "key", "--seed", "3", "--out", str(out), "--timeout", "5", *extra,
     ]  # fmt: skip
@@ -113,7 +113,11 @@ def probe_ids_by_content() -> dict[str, str]:
     settings = ProbeSettings(
         context_tokens=CONTEXT, n_offsets=PERIOD, base_prompts=BASES, sweeps=("key",), seed=3
     )
-    groups = iter_groups(tokenizer=tok, layout=get_layout("chatml", tok), settings=settings)
+    groups = iter_groups(
+        tokenizer=tok,
+        layout=conversation_layout(tokenizer=tok, chat_format="chatml"),
+        settings=settings,
+    )
     return {p.messages[-1]["content"]: p.probe_id for g in groups for p in g.probes}
 
 
@@ -239,7 +243,7 @@ def test_cli_errors_name_the_flag_to_fix(tmp_path, capsys, monkeypatch):
     with start_server(engine(chat_template=chatml_default_system)) as server:
         code, err = run_cli(cli_args(server.base_url, out, bases=1), capsys)
     assert code == 1 and len(err.strip().splitlines()) == 1
-    assert "--tokenizer" in err and "--template" in err
+    assert "--tokenizer" in err and "--chat-format" in err
     with start_server(engine(model_name="another-model")) as server:
         code, err = run_cli(cli_args(server.base_url, out, "--fresh", bases=1), capsys)
     assert code == 1 and len(err.strip().splitlines()) == 1 and "--model" in err

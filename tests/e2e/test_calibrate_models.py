@@ -33,7 +33,7 @@ def _smollm2() -> Path | None:
 def test_smollm2_negative_control(tmp_path, capsys):
     pytest.importorskip("torch")
     args = [
-        "calibrate", "--model", str(_smollm2()), "--template", "hf", "--period", "4",
+        "calibrate", "--model", str(_smollm2()), "--chat-format", "hf", "--period", "4",
         "--context-tokens", "150", "--base-prompts", "8", "--sweeps", "key",
         "--max-tokens", "16", "--threads", "1", "--out", str(tmp_path / "smol.json"), "--json",
     ]  # fmt: skip

@@ -17,7 +17,6 @@ from phaseaware.errors import (
 )
 from phaseaware.profiles.model import LocalWindowEffect, TokenizerRef
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 QUESTION = "What is the launch code of Project Tamarind?"
@@ -50,13 +49,18 @@ def make_chunks(n: int = 6) -> list[Chunk]:
 def run(tokenizer, profile, chunks, *, strict_tokenizer: bool = False, **kw):
     """assemble with cl100k and a DeepSeek profile: the tokenizer mismatch is opted in
     explicitly (``allow_tokenizer_mismatch``) unless ``strict_tokenizer``."""
-    layout = get_layout(kw.pop("layout", "chatml"), tokenizer)
+    chat_format = kw.pop("chat_format", "chatml")
     kw.setdefault("budget_tokens", 4000)
     if not strict_tokenizer:
         options = kw.get("options") or AssemblyOptions()
         kw["options"] = dataclasses.replace(options, allow_tokenizer_mismatch=True)
     return assemble(
-        chunks, tokenizer=tokenizer, layout=layout, question=QUESTION, profile=profile, **kw
+        chunks,
+        tokenizer=tokenizer,
+        chat_format=chat_format,
+        question=QUESTION,
+        profile=profile,
+        **kw,
     )
 
 
@@ -181,7 +185,7 @@ def test_length_residue_avoided() -> None:
     bad = {r for r in range(effect.period) if profile.length_factor(1000 * effect.period + r) < 1}
     assert bad == {3}
     for n in range(1, 7):  # several lengths so at least one needs the end pad
-        result = run(tok, profile, make_chunks(n), layout="deepseek-v4")
+        result = run(tok, profile, make_chunks(n), chat_format="deepseek-v4")
         assert result.token_count % effect.period not in bad
         assert result.length_residue == result.token_count % effect.period
 
@@ -201,7 +205,7 @@ def test_repeat_restates_top_evidence(cl100k, base_profile) -> None:
 
 
 def test_no_profile_and_pad_off(cl100k) -> None:
-    result = run(cl100k, None, make_chunks(5), layout="none")
+    result = run(cl100k, None, make_chunks(5), chat_format="none")
     assert result.padding_tokens == 0 and result.profile is None
     assert result.placements[-1].chunk_id == "doc-0" and result.placements[0].chunk_id == "doc-1"
     assert result.messages is None
@@ -214,7 +218,7 @@ def test_from_specs_and_dict_keys() -> None:
     result = assemble_from_specs(
         make_chunks(3),
         tokenizer="tiktoken:o200k_base",
-        layout="chatml",
+        chat_format="chatml",
         question=QUESTION,
         profile="deepseek-v4-flash-base",
         budget_tokens=3000,

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.assembly.prepare.filler import find_filler
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.chat import conversation_layout
 from phaseaware.errors import BudgetError
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 SPECS = ("tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4")
@@ -123,12 +123,14 @@ chunk_lists = st.lists(
 
 def check(spec: str, items, budget: int, strategy: str) -> None:
     tok = tokenizer(spec)
-    layout = get_layout(LAYOUTS[spec], tok)
+    layout = conversation_layout(tokenizer=tok, chat_format=LAYOUTS[spec])
     profile = stress_profile()
     chunks = [Chunk(text=t, score=s, id=f"c{i}") for i, (t, s) in enumerate(items)]
     # a DeepSeek profile with the tiktoken encodings: the mismatch is opted in explicitly
     options = AssemblyOptions(strategy=strategy, allow_tokenizer_mismatch=spec != "deepseek-v4")
-    kw = dict(tokenizer=tok, layout=layout, question=QUESTION, profile=profile, options=options)
+    kw = dict(
+        tokenizer=tok, chat_format=layout, question=QUESTION, profile=profile, options=options
+    )
     try:
         result = assemble(chunks, budget_tokens=budget, **kw)
     except BudgetError:

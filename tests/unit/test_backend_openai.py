@@ -111,7 +111,7 @@ def test_prompt_token_mismatch_names_both_counts():
     message = str(info.value)
     assert f"server counted {probe.prompt_tokens}" in message
     assert f"phaseaware counted {probe.prompt_tokens - 2}" in message
-    assert "--tokenizer" in message and "--template" in message
+    assert "--tokenizer" in message and "--chat-format" in message
 
 
 def test_prompt_token_offset_for_servers_that_add_bos():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from phaseaware.calibration.probes import ProbeSettings, build_group, iter_groups, judge
+from phaseaware.chat import conversation_layout
 from phaseaware.errors import CalibrationError
 from phaseaware.reference.paths import model_dir
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 CASES = [("tiktoken:cl100k_base", "chatml"), ("deepseek-v4", "deepseek-v4")]
@@ -20,7 +20,7 @@ def groups(request):
     spec, template = request.param
     tok = load_tokenizer(spec)
     settings = ProbeSettings(context_tokens=240, n_offsets=8, base_prompts=3, seed=7)
-    layout = get_layout(template, tok)
+    layout = conversation_layout(tokenizer=tok, chat_format=template)
     return tok, settings, list(iter_groups(tokenizer=tok, layout=layout, settings=settings))
 
 
@@ -68,7 +68,7 @@ def with_window(request):
     """The same base prompts with the window sweep added, and without it."""
     spec, template = request.param
     tok = load_tokenizer(spec)
-    layout = get_layout(template, tok)
+    layout = conversation_layout(tokenizer=tok, chat_format=template)
     out = []
     for sweeps in (("key", "length", "window"), ("key", "length")):
         settings = ProbeSettings(
@@ -124,7 +124,7 @@ def test_sweep_names():
 
 def test_deterministic_and_bos_counted():
     tok = load_tokenizer("deepseek-v4")
-    layout = get_layout("deepseek-v4", tok)
+    layout = conversation_layout(tokenizer=tok, chat_format="deepseek-v4")
     settings = ProbeSettings(context_tokens=200, n_offsets=4, base_prompts=1, seed=3)
     a = build_group(tokenizer=tok, layout=layout, settings=settings, base_index=0)
     b = build_group(tokenizer=tok, layout=layout, settings=settings, base_index=0)
@@ -134,7 +134,7 @@ def test_deterministic_and_bos_counted():
 
 def test_too_short_context_names_flag():
     tok = load_tokenizer("tiktoken:cl100k_base")
-    layout = get_layout("chatml", tok)
+    layout = conversation_layout(tokenizer=tok, chat_format="chatml")
     settings = ProbeSettings(context_tokens=30, n_offsets=8, base_prompts=1)
     with pytest.raises(CalibrationError, match="--context-tokens"):
         build_group(tokenizer=tok, layout=layout, settings=settings, base_index=0)
@@ -142,7 +142,7 @@ def test_too_short_context_names_flag():
 
 def test_judge():
     tok = load_tokenizer("tiktoken:cl100k_base")
-    layout = get_layout("chatml", tok)
+    layout = conversation_layout(tokenizer=tok, chat_format="chatml")
     settings = ProbeSettings(context_tokens=150, n_offsets=2, base_prompts=1)
     probe = build_group(tokenizer=tok, layout=layout, settings=settings, base_index=0).probes[0]
     assert judge(probe, f"The code is {probe.answer}.")

@@ -15,15 +15,15 @@ from phaseaware.calibration.log import read_log
 from phaseaware.calibration.probes import ProbeSettings, iter_groups
 from phaseaware.calibration.report import format_report, summary_dict
 from phaseaware.calibration.runner import build_profile_from_log, calibrate
+from phaseaware.chat import conversation_layout
 from phaseaware.cli.main import main
 from phaseaware.errors import BackendError, LogError
 from phaseaware.intervals import wilson_interval
 from phaseaware.profiles.io import load_profile
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 TOK = load_tokenizer("tiktoken:cl100k_base")
-LAYOUT = get_layout("chatml", TOK)
+LAYOUT = conversation_layout(tokenizer=TOK, chat_format="chatml")
 SETTINGS = ProbeSettings(context_tokens=160, n_offsets=8, base_prompts=40, seed=1)
 WEAK = 5
 
@@ -153,7 +153,7 @@ def test_cli_callable_json(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "cal_sim_module", module)
     args = [
         "calibrate", "--backend", "callable", "--model", "cal_sim_module:answer",
-        "--tokenizer", "tiktoken:cl100k_base", "--template", "chatml",
+        "--tokenizer", "tiktoken:cl100k_base", "--chat-format", "chatml",
         "--context-tokens", "160", "--base-prompts", "40", "--sweeps", "key",
         "--out", str(tmp_path / "p.json"), "--json",
     ]  # fmt: skip

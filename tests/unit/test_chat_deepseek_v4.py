@@ -6,7 +6,6 @@ import pytest
 
 from phaseaware.chat import ToolResultError, parse_messages
 from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
-from phaseaware.templates import DeepSeekV4Layout
 
 B, E = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
 U, A = "<｜User｜>", "<｜Assistant｜>"
@@ -29,13 +28,10 @@ HISTORY = [
 ]
 
 
-def test_system_user_agrees_with_the_layout():
-    for thinking in (False, True):
-        layout = DeepSeekV4Layout(thinking=thinking)
-        prefix, suffix = layout.split(system="S", question="Q")
-        expected = prefix + "C" + suffix
+def test_system_user_is_the_single_turn_prompt():
+    for thinking, opener in ((False, "</think>"), (True, "<think>")):
         messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "C\n\nQ"}]
-        assert render(messages, thinking=thinking) == expected
+        assert render(messages, thinking=thinking) == f"{B}S{U}C\n\nQ{A}{opener}"
 
 
 def test_multi_turn_non_thinking_never_writes_reasoning():

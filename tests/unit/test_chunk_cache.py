@@ -13,7 +13,6 @@ from phaseaware.assembly.retokenize.cache import CacheEntry
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache
 from phaseaware.errors import InputError
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import get_layout
 
 
 def _entry(n: int) -> CacheEntry:
@@ -80,9 +79,9 @@ def _chunks() -> list[Chunk]:
 @pytest.mark.parametrize("spec", ["cl100k", "o200k", "deepseek_v4"])
 def test_assembly_identical_cold_warm_and_without_cache(spec, request):
     tok = request.getfixturevalue(spec)
-    layout = get_layout("chatml" if spec != "deepseek_v4" else "deepseek-v4", tok)
+    layout = "chatml" if spec != "deepseek_v4" else "deepseek-v4"
     kwargs = dict(
-        tokenizer=tok, layout=layout, question="Which vault code opens the Tamarind archive?",
+        tokenizer=tok, chat_format=layout, question="Which vault code opens the Tamarind archive?",
         profile=get_profile("deepseek-v4-flash-base"), budget_tokens=900,
         options=AssemblyOptions(allow_tokenizer_mismatch=True),
     )  # fmt: skip
@@ -110,7 +109,7 @@ def test_period_above_the_bound_is_a_clear_error(cl100k):
     )  # fmt: skip
     with pytest.raises(InputError, match=f"periods up to {MAX_PERIOD}"):
         assemble(
-            ["some text here"], tokenizer=cl100k, layout=get_layout("chatml", cl100k),
+            ["some text here"], tokenizer=cl100k, chat_format="chatml",
             question="q?", profile=big, budget_tokens=500,
             options=AssemblyOptions(allow_tokenizer_mismatch=True),
         )  # fmt: skip

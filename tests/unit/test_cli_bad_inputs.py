@@ -141,7 +141,7 @@ def test_symlink_loop_folder_and_missing_profile(capsys, tmp_path) -> None:
 
 def test_calibrate_bad_callable_and_out_folder(capsys, tmp_path) -> None:
     base = ["calibrate", "--backend", "callable", "--tokenizer", "tiktoken:cl100k_base",
-            "--template", "none", "--period", "4", "--base-prompts", "1"]  # fmt: skip
+            "--chat-format", "none", "--period", "4", "--base-prompts", "1"]  # fmt: skip
     code, _, err = cli(
         capsys, [*base, "--model", "nosuchmod:fn", "--out", str(tmp_path / "p.json")]
     )

@@ -174,11 +174,10 @@ def test_langchain_shape_and_six_turns_assemble_exactly(tokenizers, name, chat_f
 
 def test_the_shorthand_is_the_one_message_conversation(deepseek_v4):
     from phaseaware import assemble
-    from phaseaware.templates import get_layout
 
     system = "You answer from the documents only."
     short = assemble(
-        DOCS, tokenizer=deepseek_v4, layout=get_layout("deepseek-v4", deepseek_v4),
+        DOCS, tokenizer=deepseek_v4, chat_format="deepseek-v4",
         question=QUESTION, system=system, profile=PROFILE, budget_tokens=1500,
     )  # fmt: skip
     long = assemble_conversation(

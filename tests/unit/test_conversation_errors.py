@@ -101,7 +101,7 @@ def test_cli_assemble_with_messages(capsys):
 
 
 AUDIT = [
-    "audit", "--messages", str(EXAMPLES / "long_system_prompt.json"), "--template", "deepseek-v4",
+    "audit", "--messages", str(EXAMPLES / "long_system_prompt.json"), "--chat-format", "deepseek-v4",
     "--tokenizer", "deepseek-v4", "--profile", "deepseek-v4-flash-base",
 ]  # fmt: skip
 
@@ -144,7 +144,7 @@ def test_cli_audit_fills_the_slot_from_prompt_file(tmp_path, capsys):
     context = tmp_path / "context.txt"
     context.write_text("The code is 4471.", encoding="utf-8")
     argv = [
-        "audit", str(context), "--messages", str(conversation), "--template", "chatml",
+        "audit", str(context), "--messages", str(conversation), "--chat-format", "chatml",
         "--tokenizer", "tiktoken:cl100k_base", "--profile", "deepseek-v4-flash-base",
         "--evidence", "4471", "--evidence", "absent", "--question", "Which code?", "--json",
         "--allow-tokenizer-mismatch",  # cl100k with a DeepSeek profile: opted in explicitly

@@ -23,7 +23,6 @@ from phaseaware.assembly.evidence.search import (
 )
 from phaseaware.assembly.evidence.vector import fast_set_key_chars
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import get_layout
 
 TERMS = ("access", "code", "policy", "zorbia", "helios-7", "helios", "1000", "3.62")
 PIECES = (
@@ -155,7 +154,7 @@ def test_assembled_keys_are_the_name_tokens(spec) -> None:
         sentences.insert(rng.randrange(5), f"Under the policy, {who} holds access code {i}.")
         chunks.append(Chunk(text=" ".join(sentences), id=f"c{i}", score=rng.random()))
     result = assemble(
-        chunks, tokenizer=tok, layout=get_layout("none", tok), question=question,
+        chunks, tokenizer=tok, chat_format="none", question=question,
         profile=get_profile("deepseek-v4-flash-base"), budget_tokens=4000,
         options=AssemblyOptions(allow_tokenizer_mismatch=True),
     )  # fmt: skip

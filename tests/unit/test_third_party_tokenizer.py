@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.profiles.registry import get_profile
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import (
     BatchTokenizer,
@@ -72,7 +71,7 @@ def chunks() -> list[Chunk]:
 
 def run(tokenizer: Tokenizer):
     return assemble(
-        chunks(), tokenizer=tokenizer, layout=get_layout("chatml", tokenizer), question=QUESTION,
+        chunks(), tokenizer=tokenizer, chat_format="chatml", question=QUESTION,
         profile=get_profile("deepseek-v4-flash-base"), budget_tokens=3000,
         options=AssemblyOptions(allow_tokenizer_mismatch=True),
     )  # fmt: skip

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from phaseaware.chat import conversation_layout
 from phaseaware.errors import TemplateError
-from phaseaware.templates import get_layout
 from phaseaware.tokenizers import (
     BatchTokenizer,
     CharIndexTokenizer,
@@ -25,9 +25,9 @@ def test_minimal_tokenizer_has_the_base_protocol_only(minimal_tokenizer):
 
 @pytest.mark.parametrize("name", ["none", "chatml"])
 def test_minimal_tokenizer_renders_generic_layouts(minimal_tokenizer, name):
-    layout = get_layout(name, minimal_tokenizer)
-    rendered = layout.render(system="Be brief.", context="The key is 42.", question="Key?")
-    prefix, suffix = layout.split(system="Be brief.", question="Key?")
+    layout = conversation_layout(tokenizer=minimal_tokenizer, chat_format=name, system="Be brief.")
+    rendered = layout.render(system=None, context="The key is 42.", question="Key?")
+    prefix, suffix = layout.split(system=None, question="Key?")
     assert rendered.text == prefix + "The key is 42." + suffix
     tokenized = minimal_tokenizer.tokenize(rendered.text)
     first = tokenized.token_at_char(rendered.context_start)
@@ -36,17 +36,17 @@ def test_minimal_tokenizer_renders_generic_layouts(minimal_tokenizer, name):
 
 def test_minimal_tokenizer_bos_goes_first(minimal_tokenizer):
     with_bos = type(minimal_tokenizer)(bos_text="<s>")
-    assert get_layout("none", with_bos).render(system=None, context="C", question="Q").text == (
-        "<s>C\n\nQ"
-    )
-    assert get_layout("chatml", minimal_tokenizer).split(system=None, question="Q")[0] == (
-        "<|im_start|>user\n"
-    )
+    assert conversation_layout(tokenizer=with_bos, chat_format="none").render(
+        system=None, context="C", question="Q"
+    ).text == ("<s>C\n\nQ")
+    assert conversation_layout(tokenizer=minimal_tokenizer, chat_format="chatml").split(
+        system=None, question="Q"
+    )[0] == ("<|im_start|>user\n")
 
 
 def test_hf_layout_needs_the_chat_template_capability(minimal_tokenizer):
     with pytest.raises(TemplateError, match="'minimal' has no chat template"):
-        get_layout("hf", minimal_tokenizer)
+        conversation_layout(tokenizer=minimal_tokenizer, chat_format="hf")
 
 
 def test_builtin_adapters_declare_their_capabilities(cl100k, deepseek_v4):

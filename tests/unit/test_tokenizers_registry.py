@@ -180,11 +180,12 @@ def test_registry_does_not_import_upward():
 def test_import_does_not_load_heavy_libraries():
     code = (
         "import sys\n"
-        "import phaseaware.tokenizers, phaseaware.templates\n"
+        "import phaseaware.tokenizers, phaseaware.chat\n"
         "from phaseaware.tokenizers import load_tokenizer\n"
-        "from phaseaware.templates import get_layout\n"
+        "from phaseaware.chat import conversation_layout\n"
         "t = load_tokenizer('tiktoken:cl100k_base')\n"
-        "get_layout('chatml', t).render(system='s', context='c', question='q')\n"
+        "conversation_layout(tokenizer=t, chat_format='chatml', system='s')"
+        ".render(system=None, context='c', question='q')\n"
         "t.tokenize('hello')\n"
         "heavy = [m for m in ('transformers', 'torch', 'tokenizers', 'openai') if m in sys.modules]\n"
         "print(','.join(heavy) or 'none')"
