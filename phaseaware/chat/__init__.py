@@ -21,7 +21,12 @@ from phaseaware.chat.errors import (
     UnknownRoleError,
 )
 from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_format
-from phaseaware.chat.layout import ConversationLayout, conversation_layout
+from phaseaware.chat.layout import (
+    ConversationLayout,
+    PromptLayout,
+    RenderedPrompt,
+    conversation_layout,
+)
 from phaseaware.chat.messages import (
     ConversationTemplate,
     Message,
@@ -50,6 +55,8 @@ __all__ = [
     "MissingSlotError",
     "Placeholder",
     "PrefixRewriteError",
+    "PromptLayout",
+    "RenderedPrompt",
     "SlotError",
     "TemplateRewriteError",
     "ToolCall",

@@ -130,7 +130,8 @@ class ConversationLayout:
         if system:
             raise InputError(
                 "a conversation layout holds its system prompt in its messages; pass "
-                "system=None (or put the system text into the first message)"
+                "system=None and build the layout with conversation_layout(system=...) "
+                "(or put the system text into the first message)"
             )
         return _check_text("question", question)
 

@@ -262,3 +262,41 @@ def test_context_tokens_are_located_by_retokenizing(deepseek_v4):
     last = tokenized.token_at_char(rendered.context_end - 1)
     assert tokenizer.decode(list(tokenized.ids[first : last + 1])).startswith("The key is 42.")
     assert tokenized.ids[first - 1] == tokenizer.encode("<｜User｜>")[0]
+
+
+def test_deprecated_get_layout_is_the_single_turn_conversation(cl100k):
+    import phaseaware
+    from phaseaware.assembly import assemble
+
+    with pytest.warns(DeprecationWarning, match="get_layout is deprecated"):
+        old = phaseaware.get_layout("chatml", cl100k)
+    assert isinstance(old, ConversationLayout)
+    assert old.render(system=None, context="C", question="Q") == conversation_layout(
+        tokenizer=cl100k, chat_format="chatml"
+    ).render(system=None, context="C", question="Q")
+    with pytest.raises(InputError, match=r"conversation_layout\(system=\.\.\.\)"):
+        old.render(system="S", context="C", question="Q")
+    # assemble(layout=get_layout(...), system=...) keeps working, byte-identical
+    kw = dict(tokenizer=cl100k, question="Q?", system="Be brief.", budget_tokens=300)
+    new = assemble(["Doc one.", "Doc two."], chat_format="chatml", **kw)
+    with pytest.warns(DeprecationWarning, match="layout= keyword is deprecated"):
+        legacy = assemble(["Doc one.", "Doc two."], layout=old, **kw)
+    assert legacy == new and new.prompt.startswith("<|im_start|>system\nBe brief.<|im_end|>")
+    with pytest.warns(DeprecationWarning), pytest.raises(InputError, match="chat_format= only"):
+        assemble(["Doc."], layout=old, chat_format="chatml", **kw)
+    from phaseaware.templates import PromptLayout as OldPromptLayout
+    from phaseaware.templates import RenderedPrompt as OldRenderedPrompt
+
+    assert (OldPromptLayout, OldRenderedPrompt) == (PromptLayout, RenderedPrompt)
+
+
+def test_chat_format_argument_types(cl100k):
+    from phaseaware.assembly import assemble
+    from phaseaware.chat import get_chat_format
+
+    kw = dict(tokenizer=cl100k, question="Q?", system="S", budget_tokens=300)
+    by_name = assemble(["Doc."], chat_format="chatml", **kw)
+    by_format = assemble(["Doc."], chat_format=get_chat_format("chatml", cl100k), **kw)
+    assert by_name == by_format
+    with pytest.raises(InputError, match="chat_format must be"):
+        assemble(["Doc."], chat_format=3, **kw)
