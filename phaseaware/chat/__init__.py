@@ -20,7 +20,13 @@ from phaseaware.chat.errors import (
     ToolResultError,
     UnknownRoleError,
 )
-from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_format
+from phaseaware.chat.formats import (
+    CHAT_FORMAT_NAMES,
+    ChatFormat,
+    chat_format_names,
+    get_chat_format,
+    register_chat_format,
+)
 from phaseaware.chat.layout import (
     ConversationLayout,
     PromptLayout,
@@ -62,10 +68,12 @@ __all__ = [
     "ToolCall",
     "ToolResultError",
     "UnknownRoleError",
+    "chat_format_names",
     "conversation_layout",
     "get_chat_format",
     "parse_conversation",
     "parse_message",
     "parse_messages",
+    "register_chat_format",
     "simple_conversation",
 ]

@@ -10,7 +10,7 @@ from phaseaware.tokenizers.base import (
     TokenizedText,
     Tokenizer,
 )
-from phaseaware.tokenizers.registry import load_tokenizer
+from phaseaware.tokenizers.registry import load_tokenizer, register_tokenizer
 
 __all__ = [
     "BatchTokenizer",
@@ -20,4 +20,5 @@ __all__ = [
     "TokenizedText",
     "Tokenizer",
     "load_tokenizer",
+    "register_tokenizer",
 ]

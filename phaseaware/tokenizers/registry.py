@@ -9,31 +9,37 @@ Accepted specs:
   in :data:`REFERENCE_MODEL_DIR`)
 
 Heavy libraries (tiktoken ranks, transformers) load on first use of a spec.
+
+The specs are one table of :class:`TokenizerEntry` (name -> loader + the form
+of its argument). The built-ins are registered with :func:`register_tokenizer`,
+the call a third party makes for its own family::
+
+    register_tokenizer("mytok", lambda arg, spec: MyTokenizer(arg, spec=spec),
+                       form="mytok:<model>", argument=True)
+    load_tokenizer("mytok:small")
 """
 
 from __future__ import annotations
 
 import importlib.util
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from phaseaware.errors import TokenizerError
+from phaseaware.errors import InputError, TokenizerError
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
     "DEEPSEEK_V4_BOS",
     "REFERENCE_MODEL_DIR",
     "SPEC_FORMS",
+    "TokenizerEntry",
     "deepseek_v4_dir",
     "load_tokenizer",
+    "register_tokenizer",
+    "tokenizer_entries",
 ]
-
-SPEC_FORMS = (
-    "tiktoken:<encoding> (e.g. tiktoken:cl100k_base)",
-    "hf:<local folder, cached hub name or .gguf file>",
-    "deepseek-v4",
-    "reference",
-)
 #: DeepSeek-V4's BOS token text: its prompt format starts with it (the tokenizer adds none).
 DEEPSEEK_V4_BOS = "<｜begin▁of▁sentence｜>"
 #: Folder of the shipped reference model (config, weights, tokenizer files; package data).
@@ -45,6 +51,52 @@ REFERENCE_MODEL_DIR = Path(__file__).resolve().parents[1] / "reference" / "data"
 _lock = threading.Lock()
 _spec_locks: dict[str, threading.Lock] = {}
 _cache: dict[str, Tokenizer] = {}
+
+
+#: ``load(argument, spec)``: ``argument`` is the text after ``name:`` ("" for exact names).
+TokenizerLoader = Callable[[str, str], Tokenizer]
+
+
+@dataclass(frozen=True)
+class TokenizerEntry:
+    """One tokenizer family: ``name`` alone (``argument=False``) or ``name:<argument>``."""
+
+    name: str
+    load: TokenizerLoader
+    form: str  # how the spec is written, for help and error messages
+    argument: bool
+
+
+_entries: dict[str, TokenizerEntry] = {}
+
+
+def register_tokenizer(
+    name: str, load: TokenizerLoader, *, form: str, argument: bool, replace: bool = False
+) -> TokenizerEntry:
+    """Make ``load_tokenizer`` accept ``name`` (``argument=False``) or ``name:<arg>``.
+
+    ``load(argument, spec)`` returns the tokenizer (its ``spec`` should be ``spec``)
+    and raises ``TokenizerError`` with the fix when it cannot. A name registered
+    already is an ``InputError`` unless ``replace``; loaded tokenizers stay cached.
+    """
+    if not isinstance(name, str) or not name or ":" in name or name != name.strip():
+        raise InputError(f"a tokenizer name is a non-empty string without ':', got {name!r}")
+    if not callable(load):
+        raise InputError(f"register_tokenizer({name!r}, load=...) needs a callable loader")
+    entry = TokenizerEntry(name=name, load=load, form=form, argument=argument)
+    with _lock:
+        if name in _entries and not replace:
+            raise InputError(
+                f"tokenizer {name!r} is registered already; pass replace=True to replace it"
+            )
+        _entries[name] = entry
+    return entry
+
+
+def tokenizer_entries() -> tuple[TokenizerEntry, ...]:
+    """Every registered tokenizer family, in registration order (built-ins first)."""
+    with _lock:
+        return tuple(_entries.values())
 
 
 def load_tokenizer(spec: str) -> Tokenizer:
@@ -72,23 +124,16 @@ def load_tokenizer(spec: str) -> Tokenizer:
 
 
 def _forms() -> str:
-    return "use one of: " + "; ".join(SPEC_FORMS) + " (--tokenizer / tokenizer=)"
+    forms = "; ".join(e.form for e in tokenizer_entries())
+    return "use one of: " + forms + " (--tokenizer / tokenizer=)"
 
 
 def _load(spec: str) -> Tokenizer:
     kind, sep, rest = spec.partition(":")
-    if sep and kind == "tiktoken" and rest:
-        from phaseaware.tokenizers.tiktoken import load_tiktoken_tokenizer
-
-        return load_tiktoken_tokenizer(rest, spec=spec)
-    if sep and kind == "hf" and rest:
-        from phaseaware.tokenizers.hf import load_hf_tokenizer
-
-        return load_hf_tokenizer(rest, spec=spec)
-    if spec == "deepseek-v4":
-        return _load_deepseek_v4()
-    if spec == "reference":
-        return _load_reference()
+    with _lock:
+        entry = _entries.get(kind if sep else spec)
+    if entry is not None and entry.argument == bool(sep) and (rest or not sep):
+        return entry.load(rest, spec)
     raise TokenizerError(f"unknown tokenizer spec {spec!r}; " + _forms())
 
 
@@ -125,3 +170,31 @@ def _load_reference() -> Tokenizer:
             "reinstall phaseaware, or pass another --tokenizer"
         )
     return load_hf_tokenizer(str(folder), spec="reference")
+
+
+def _load_tiktoken(encoding: str, spec: str) -> Tokenizer:
+    from phaseaware.tokenizers.tiktoken import load_tiktoken_tokenizer
+
+    return load_tiktoken_tokenizer(encoding, spec=spec)
+
+
+def _load_hf(source: str, spec: str) -> Tokenizer:
+    from phaseaware.tokenizers.hf import load_hf_tokenizer
+
+    return load_hf_tokenizer(source, spec=spec)
+
+
+register_tokenizer(
+    "tiktoken", _load_tiktoken, form="tiktoken:<encoding> (e.g. tiktoken:cl100k_base)",
+    argument=True,
+)  # fmt: skip
+register_tokenizer(
+    "hf", _load_hf, form="hf:<local folder, cached hub name or .gguf file>", argument=True
+)
+register_tokenizer(
+    "deepseek-v4", lambda _, spec: _load_deepseek_v4(), form="deepseek-v4", argument=False
+)
+register_tokenizer("reference", lambda _, spec: _load_reference(), form="reference", argument=False)
+
+#: The forms of the built-in specs (``tokenizer_entries()`` lists registered ones too).
+SPEC_FORMS = tuple(e.form for e in tokenizer_entries())

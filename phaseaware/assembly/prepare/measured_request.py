@@ -27,7 +27,7 @@ from phaseaware.assembly.prepare.filler import (
 from phaseaware.assembly.prepare.measure import MeasuredChunk, measure_chunks
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
-from phaseaware.chat.formats import ChatFormat, get_chat_format
+from phaseaware.chat.formats import ChatFormat, chat_format_names, get_chat_format
 from phaseaware.chat.layout import ConversationLayout, PromptLayout, conversation_layout
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
@@ -172,7 +172,7 @@ def _format_or_layout(
     if isinstance(chat_format, PromptLayout | ChatFormat):
         return chat_format
     raise InputError(
-        "chat_format must be a chat format name (none, chatml, hf, deepseek-v4), a "
+        f"chat_format must be a chat format name ({', '.join(chat_format_names())}), a "
         f"ChatFormat or a layout (conversation_layout), got {type(chat_format).__name__}"
     )
 
