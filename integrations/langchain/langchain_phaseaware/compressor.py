@@ -57,10 +57,10 @@ from langchain_phaseaware.convert import (
 from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.chat.layout import RenderedPrompt
 from phaseaware.endpoints import EndpointRef, endpoint_options, load_endpoint
 from phaseaware.errors import InputError, PhaseawareError, VerificationError
 from phaseaware.profiles.model import Profile
-from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareCompressor"]
@@ -214,7 +214,7 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
         result = assemble(
             chunks,
             tokenizer=self._tokenizer,
-            layout=self._layout,
+            chat_format=self._layout,
             question=query,
             profile=self._profile,
             budget_tokens=self.budget_tokens,

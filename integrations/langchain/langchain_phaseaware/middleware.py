@@ -56,6 +56,7 @@ from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat.append import append_layout
 from phaseaware.chat.formats import ChatFormat
+from phaseaware.chat.layout import PromptLayout
 from phaseaware.endpoints import (
     ON_MISMATCH,
     EndpointRef,
@@ -64,7 +65,6 @@ from phaseaware.endpoints import (
 )
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
-from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
@@ -212,7 +212,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         result = assemble(
             chunks,
             tokenizer=self.tokenizer,
-            layout=cast(PromptLayout, layout),
+            chat_format=cast(PromptLayout, layout),
             question=question,
             profile=self.profile,
             budget_tokens=self.budget_tokens,

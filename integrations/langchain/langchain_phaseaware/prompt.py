@@ -37,12 +37,11 @@ from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
 from phaseaware.chat.formats import ChatFormat
-from phaseaware.chat.layout import ConversationLayout
+from phaseaware.chat.layout import ConversationLayout, PromptLayout
 from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, parse_message
 from phaseaware.endpoints import EndpointRef
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
-from phaseaware.templates import PromptLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwarePrompt", "PhaseAwarePromptWithReport", "PlacedPrompt", "placement_report"]
@@ -237,7 +236,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         result = assemble(
             chunks or [Chunk(text="", id="doc-none")],
             tokenizer=self.tokenizer,
-            layout=cast(PromptLayout, layout),  # ConversationLayout implements it
+            chat_format=cast(PromptLayout, layout),  # ConversationLayout implements it
             question=question,
             profile=self.profile,
             budget_tokens=self.budget_tokens,

@@ -230,7 +230,7 @@ def assemble_nodes(
     result = assemble(
         chunks,
         tokenizer=config.tokenizer,
-        layout=layout,
+        chat_format=layout,
         question=question,
         profile=config.profile,
         budget_tokens=config.budget_tokens,
