@@ -22,7 +22,7 @@ import numpy as np
 
 from phaseaware.calibration import task
 from phaseaware.calibration.settings import ProbeSettings
-from phaseaware.chat.layout import PromptLayout
+from phaseaware.chat.layout import PromptLayout, with_system
 from phaseaware.errors import CalibrationError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -81,7 +81,8 @@ class BasePrompt:
         ]
         self.nouns = [str(w) for w in rng.choice(task.FILLER_WORDS["noun"], size=64)]
         self.question = task.question_text(self.name)
-        self.layout, self.system = layout, settings.system
+        # the system prompt joins the single-turn conversation (rendered as given, as before)
+        self.layout = with_system(layout, settings.system)
         self.n_sentences = 0
         self.pad_words: list[str] = []
 
@@ -111,7 +112,7 @@ class BasePrompt:
         key_char = len(" ".join(pieces)) + (1 if pieces else 0) + len(_KEY_PREFIX)
         pieces += [self.target, *self._zone(zones.after, 23), *after, *self._zone(zones.end, 37)]
         context = " ".join(pieces)
-        rendered = self.layout.render(system=self.system, context=context, question=self.question)
+        rendered = self.layout.render(system=None, context=context, question=self.question)
         query_char = rendered.text.index(self.question, rendered.context_end)
         return rendered, rendered.context_start + key_char, query_char
 

@@ -51,6 +51,7 @@ __all__ = [
     "ConversationLayout",
     "conversation_layout",
     "single_turn_format",
+    "with_system",
 ]
 
 _CACHE_SIZE = 64
@@ -243,3 +244,20 @@ def single_turn_format(layout: object) -> ChatFormat | None:
     ):
         return layout.chat_format
     return None
+
+
+def with_system(layout: PromptLayout, system: str | None) -> PromptLayout:
+    """The single-turn ``layout`` with ``system`` as its system message (``layout`` itself
+    when ``system`` is empty), for callers that hold the system prompt apart from the
+    layout (calibration's ``ProbeSettings.system``). The text is the caller's own and is
+    rendered as given. Raises ``InputError`` for any other layout with a system prompt."""
+    if not system:
+        return layout
+    _check_text("system", system)
+    fmt = single_turn_format(layout)
+    if fmt is None:
+        raise InputError(
+            f"layout {layout.name!r} is not the single-turn conversation, so it cannot take a "
+            "system prompt apart from its messages; put the system text into its messages"
+        )
+    return ConversationLayout(simple_conversation(system=system), fmt)

@@ -6,7 +6,7 @@ import pytest
 
 from phaseaware.calibration.probes import ProbeSettings, build_group, iter_groups, judge
 from phaseaware.chat import conversation_layout
-from phaseaware.errors import CalibrationError
+from phaseaware.errors import CalibrationError, InputError
 from phaseaware.reference.paths import model_dir
 from phaseaware.tokenizers import load_tokenizer
 
@@ -147,3 +147,19 @@ def test_judge():
     probe = build_group(tokenizer=tok, layout=layout, settings=settings, base_index=0).probes[0]
     assert judge(probe, f"The code is {probe.answer}.")
     assert not judge(probe, "I do not know")
+
+
+def test_system_prompt_of_the_settings_joins_the_single_turn_conversation():
+    """``ProbeSettings.system`` is written as the format's system turn, verbatim."""
+    tok = load_tokenizer("tiktoken:cl100k_base")
+    layout = conversation_layout(tokenizer=tok, chat_format="chatml")
+    system = "You are terse. <|im_start|> stays as written."
+    settings = ProbeSettings(context_tokens=150, n_offsets=2, base_prompts=1, system=system)
+    probe = build_group(tokenizer=tok, layout=layout, settings=settings, base_index=0).probes[0]
+    assert probe.text.startswith(f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n")
+    assert probe.text.endswith("<|im_end|>\n<|im_start|>assistant\n")
+    assert probe.prompt_tokens == len(tok.encode(probe.text))
+    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "{context}"}]
+    conversation = conversation_layout(tokenizer=tok, chat_format="chatml", messages=messages)
+    with pytest.raises(InputError, match="not the single-turn conversation"):
+        build_group(tokenizer=tok, layout=conversation, settings=settings, base_index=0)
