@@ -34,8 +34,8 @@ class HFChatFormat:
         if not isinstance(tokenizer, ChatTemplateTokenizer) or tokenizer.chat_template is None:
             spec = getattr(tokenizer, "spec", tokenizer)
             raise TemplateError(
-                f"tokenizer {spec!r} has no chat template; use chat format chatml, "
-                "deepseek-v4 or none, or an hf: tokenizer with a template"
+                f"tokenizer {spec!r} has no chat template; use chat_format (--chat-format) "
+                "chatml, deepseek-v4 or none, or an hf: tokenizer with a template"
             )
         self._tokenizer = tokenizer
         self.thinking = thinking

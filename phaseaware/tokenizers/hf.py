@@ -230,8 +230,8 @@ class HFTokenizer:
         """The chat template applied to ``messages`` as text (nothing tokenized)."""
         if self.chat_template is None:
             raise TemplateError(
-                f"tokenizer {self._spec!r} has no chat template; use --layout chatml, "
-                "deepseek-v4 or none"
+                f"tokenizer {self._spec!r} has no chat template; use chat_format "
+                "(--chat-format) chatml, deepseek-v4 or none"
             )
         try:
             rendered = self.hf_tokenizer.apply_chat_template(
