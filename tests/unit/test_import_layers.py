@@ -199,3 +199,18 @@ def test_modules_stay_small() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 420
     }
     assert not big, f"modules over ~400 lines (split them by job): {big}"
+
+
+def test_assembly_uses_tokenizer_capabilities_not_classes() -> None:
+    """Speed paths ask declared protocols (``tokenizers.windowing``), never the concrete
+    tokenizer adapters: a third-party tokenizer then takes a declared path, not a silent one."""
+    concrete = {"phaseaware.tokenizers.hf", "phaseaware.tokenizers.tiktoken"}
+    edges = _edges(_modules())
+    offenders = sorted(
+        f"{src} imports {dst}"
+        for src, targets in edges.items()
+        if _area(src) == "assembly"
+        for dst in targets
+        if dst in concrete
+    )
+    assert not offenders, "\n".join(offenders)
