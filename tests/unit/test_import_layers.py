@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "serialize": 0,
     "version": 0,
     "charts": 0,
+    "caches": 0,
     "tokenizers": 1,
     "templates": 2,
     "chat": 2,

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from phaseaware.caches import register_cache
+
 __all__ = ["DEFAULT_CACHE_BYTES", "CacheEntry", "ChunkTokenCache", "TokenStarts", "default_cache"]
 
 
@@ -107,6 +109,12 @@ class ChunkTokenCache:
 
 
 _default = ChunkTokenCache()
+register_cache(
+    "assembly.chunk_tokens",
+    size=lambda: (len(_default), _default.nbytes),
+    clear=_default.clear,
+    bound=f"LRU, {DEFAULT_CACHE_BYTES // (1024 * 1024)} MiB",
+)
 
 
 def default_cache() -> ChunkTokenCache:
