@@ -23,8 +23,8 @@ from phaseaware.assembly.report.result import (
     Placement,
     RepeatPlacement,
 )
-from phaseaware.assembly.retokenize.windowed import TokenStarts
 from phaseaware.templates import RenderedPrompt
+from phaseaware.tokenizers.offsets import TokenStarts
 
 __all__ = ["build_result", "naive_expected_accuracy", "overall_expected_accuracy"]
 
