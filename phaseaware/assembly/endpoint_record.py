@@ -26,12 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.atomic import atomic_write_text
 from phaseaware.errors import FingerprintMismatchError, InputError
 from phaseaware.profiles.registry import user_profile_dir
+from phaseaware.redact import redact_url
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.userfiles import parse_json_document, read_user_text
 
@@ -51,21 +52,6 @@ __all__ = [
 RECORD_SCHEMA = "phaseaware.endpoint/v1"
 Mode = Literal["exact", "count"]
 Stability = Literal["constant", "varying"]
-
-
-def redact_url(url: str) -> str:
-    """``url`` without credentials (``user:pass@`` and secret-looking query values)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = re.sub(
-        r"(?i)((?:api[_-]?key|key|token|secret|password|sig)=)[^&]*", r"\1***", parts.query
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _normalized_base(url: str) -> str:
