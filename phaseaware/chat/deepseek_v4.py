@@ -58,6 +58,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from phaseaware.chat.messages import Message, check_tool_results
+from phaseaware.chat.settings import SETTING_NAMES, ChatSettings
 
 __all__ = ["DeepSeekV4Format", "BOS", "EOS", "USER", "ASSISTANT", "THINK_OPEN", "THINK_CLOSE"]
 
@@ -137,12 +138,25 @@ class DeepSeekV4Format:
     name = "deepseek-v4"
     chat = True
 
-    def __init__(self, *, thinking: bool = False, drop_thinking: bool = True) -> None:
-        self.thinking = thinking
-        self.drop_thinking = drop_thinking
+    supported_settings = frozenset(SETTING_NAMES)
+
+    def __init__(
+        self,
+        *,
+        thinking: bool = False,
+        drop_thinking: bool = True,
+        settings: ChatSettings | None = None,
+    ) -> None:
+        if settings is None:
+            settings = ChatSettings(
+                thinking=thinking, drop_thinking=None if drop_thinking else False
+            )
+        self.settings = settings
+        self.thinking = settings.thinking
+        self.drop_thinking = settings.drop_thinking is not False
 
     def __repr__(self) -> str:
-        return f"DeepSeekV4Format(thinking={self.thinking}, drop_thinking={self.drop_thinking})"
+        return f"DeepSeekV4Format(settings={self.settings!r})"
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
         """``encode_messages(messages, thinking_mode, drop_thinking)`` of the official encoder.

@@ -30,6 +30,7 @@ from typing import Protocol, runtime_checkable
 from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
 from phaseaware.chat.hf import HFChatFormat
 from phaseaware.chat.messages import Message
+from phaseaware.chat.settings import ChatSettings, ChatSettingsError, check_supported
 from phaseaware.errors import TemplateError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -54,6 +55,11 @@ class ChatFormat(Protocol):
     @property
     def chat(self) -> bool: ...
 
+    @property
+    def supported_settings(self) -> frozenset[str]:
+        """Names of the :class:`~phaseaware.chat.settings.ChatSettings` it renders."""
+        ...
+
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
         """The prompt text of ``messages`` (BOS and markers included)."""
         ...
@@ -64,6 +70,7 @@ class PlainFormat:
 
     name = "none"
     chat = False
+    supported_settings = frozenset({"thinking"})  # accepted, no effect (no chat markers)
 
     def __init__(self, *, bos_text: str) -> None:
         self.bos_text = bos_text
@@ -91,6 +98,7 @@ class ChatMLFormat:
 
     name = "chatml"
     chat = True
+    supported_settings = frozenset({"thinking"})  # accepted, no effect
 
     def __init__(self, *, bos_text: str) -> None:
         self.bos_text = bos_text
@@ -110,23 +118,54 @@ class ChatMLFormat:
         return f"ChatMLFormat(bos_text={self.bos_text!r})"
 
 
+def _settings(
+    settings: ChatSettings | None, *, thinking: bool, drop_thinking: bool
+) -> ChatSettings:
+    if settings is None:
+        return ChatSettings(thinking=thinking, drop_thinking=None if drop_thinking else False)
+    if not isinstance(settings, ChatSettings):
+        raise ChatSettingsError(
+            f"settings must be a ChatSettings, got {type(settings).__name__}; build one with "
+            "ChatSettings(thinking=..., tools=...)"
+        )
+    if thinking or not drop_thinking:
+        raise ChatSettingsError(
+            "pass thinking/drop_thinking inside settings=ChatSettings(...), not beside it"
+        )
+    return settings
+
+
 def get_chat_format(
-    name: str, tokenizer: Tokenizer, *, thinking: bool = False, drop_thinking: bool = True
+    name: str,
+    tokenizer: Tokenizer,
+    *,
+    thinking: bool = False,
+    drop_thinking: bool = True,
+    settings: ChatSettings | None = None,
 ) -> ChatFormat:
     """The chat format ``name`` (one of :data:`CHAT_FORMAT_NAMES`) for ``tokenizer``.
 
-    ``thinking`` selects the thinking variant (``deepseek-v4``; passed to ``hf``
-    templates as ``enable_thinking``/``thinking``). ``drop_thinking`` is the
-    ``deepseek-v4`` encoder's option of the same name (see its module).
+    ``settings`` holds what the rendering depends on besides the messages
+    (:class:`~phaseaware.chat.settings.ChatSettings`); a format refuses settings it
+    does not render (:class:`~phaseaware.chat.settings.UnsupportedSettingError`).
+    ``thinking``/``drop_thinking`` are the older spelling of the same settings
+    (``drop_thinking=True`` is the encoder's rule, ``False`` keeps all reasoning).
     """
+    chosen = _settings(settings, thinking=thinking, drop_thinking=drop_thinking)
+    fmt: ChatFormat
     if name == "none":
-        return PlainFormat(bos_text=tokenizer.bos_text)
-    if name == "chatml":
-        return ChatMLFormat(bos_text=tokenizer.bos_text)
-    if name == "hf":
-        return HFChatFormat(tokenizer, thinking=thinking)
-    if name == "deepseek-v4":
-        return DeepSeekV4Format(thinking=thinking, drop_thinking=drop_thinking)
-    raise TemplateError(
-        f"unknown chat format {name!r}; use one of {', '.join(CHAT_FORMAT_NAMES)} (template=)"
-    )
+        fmt = PlainFormat(bos_text=tokenizer.bos_text)
+    elif name == "chatml":
+        fmt = ChatMLFormat(bos_text=tokenizer.bos_text)
+    elif name == "hf":
+        check_supported(chosen, chat_format=name, supported=HFChatFormat.supported_settings)
+        return HFChatFormat(tokenizer, thinking=chosen.thinking)
+    elif name == "deepseek-v4":
+        return DeepSeekV4Format(settings=chosen)
+    else:
+        raise TemplateError(
+            f"unknown chat format {name!r}; use one of {', '.join(CHAT_FORMAT_NAMES)} "
+            "(chat_format=)"
+        )
+    check_supported(chosen, chat_format=name, supported=fmt.supported_settings)
+    return fmt

@@ -29,6 +29,7 @@ class HFChatFormat:
 
     name = "hf"
     chat = True
+    supported_settings = frozenset({"thinking"})
 
     def __init__(self, tokenizer: object, *, thinking: bool = False) -> None:
         if not isinstance(tokenizer, ChatTemplateTokenizer) or tokenizer.chat_template is None:
