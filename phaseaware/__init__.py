@@ -30,11 +30,13 @@ _EXPORTS: dict[str, str] = {
     "save_profile": "phaseaware.profiles.io",
     "load_tokenizer": "phaseaware.tokenizers.registry",
     "get_layout": "phaseaware.templates",
+    "ChatSettings": "phaseaware.chat.settings",
 }
 
 __all__ = [
     "AssemblyOptions",
     "AssemblyResult",
+    "ChatSettings",
     "Chunk",
     "Placement",
     "Profile",
@@ -65,6 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.assembly.pipeline import assemble, assemble_from_specs
     from phaseaware.assembly.result import AssemblyResult, Placement
     from phaseaware.audit import audit_messages, audit_prompt
+    from phaseaware.chat.settings import ChatSettings
     from phaseaware.profiles.io import load_profile, save_profile
     from phaseaware.profiles.model import Profile
     from phaseaware.profiles.registry import get_profile, list_profiles

@@ -22,6 +22,7 @@ from phaseaware.assembly.planner import PadTable, PadTables
 from phaseaware.assembly.render import CHUNK_SEPARATOR
 from phaseaware.assembly.stitch import ChunkTokenCache
 from phaseaware.assembly.untrusted import clean_inputs
+from phaseaware.chat.append import DeltaLayout
 from phaseaware.chat.layout import ConversationLayout
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
@@ -92,7 +93,7 @@ def prepare(
         normalize_chunks(chunks), question=question, system=system, tokenizer=tokenizer,
         layout=layout.name, policy=options.control_tokens,
     )  # fmt: skip
-    if isinstance(layout, ConversationLayout):  # message contents, cleaned when built
+    if isinstance(layout, ConversationLayout | DeltaLayout):  # message text, cleaned when built
         neutralized = layout.neutralized + neutralized
     if profile is not None and profile.period > MAX_PERIOD:
         raise InputError(
