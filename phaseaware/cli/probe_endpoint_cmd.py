@@ -38,9 +38,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from phaseaware.assembly.endpoint_record import record_path
     from phaseaware.cli.api_keys import read_key_file
     from phaseaware.endpoints import probe_endpoint
+    from phaseaware.endpoints.record import record_path
     from phaseaware.errors import InputError
 
     key = (

@@ -13,8 +13,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from phaseaware.assembly.endpoint_record import EndpointRecord, apply_endpoint, resolve_endpoint
 from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.endpoints.record import EndpointRecord, apply_endpoint, resolve_endpoint
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import Tokenizer
 

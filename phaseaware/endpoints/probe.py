@@ -20,7 +20,7 @@ tokenizer and chat format and asks the server what it made of them:
   only: it assumes the server's extra tokens come before the context (a BOS, a
   hidden system preamble, a date line), which exact mode checks.
 
-The result is an :class:`~phaseaware.assembly.endpoint_record.EndpointRecord`,
+The result is an :class:`~phaseaware.endpoints.record.EndpointRecord`,
 saved atomically per (base URL, model) unless ``save=False``. API keys are
 never written; URLs in messages and records are redacted.
 """
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from phaseaware.assembly.endpoint_record import EndpointRecord, redact_url, save_endpoint_record
 from phaseaware.assembly.prepare.filler import find_filler
 from phaseaware.chat import conversation_layout
+from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoint_record
 from phaseaware.endpoints.usage import check_prompt_tokens
 from phaseaware.errors import EndpointError, InputError
 from phaseaware.tokenizers import load_tokenizer

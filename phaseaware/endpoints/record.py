@@ -7,8 +7,8 @@ A record says how the server's token positions relate to phaseaware's rendering:
 observed ``offsets``), the date, the tokenizer (spec + fingerprint) and the chat
 format it was measured with.
 
-It lives here, in the assembly layer, because assembly reads it (a request's
-``"endpoint"`` key); :mod:`phaseaware.endpoints` discovers and writes it. Records
+:mod:`phaseaware.endpoints.probe` discovers and writes it; the CLI's request format
+(:mod:`phaseaware.cli.request`, a request's ``"endpoint"`` key) and the adapters read it. Records
 are versioned JSON (``schema: phaseaware.endpoint/v1``), one file per
 (base URL, model) in ``endpoint_dir()`` (``$PHASEAWARE_HOME/endpoints``, else
 ``$XDG_CONFIG_HOME/phaseaware/endpoints``: the profiles' user folder's sibling),

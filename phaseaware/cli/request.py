@@ -67,7 +67,7 @@ def _endpoint_options(
 ) -> AssemblyOptions:
     """``options`` with the offset(s) of the endpoint record ``ref`` names (a path, or
     ``{"base_url", "model"}``); ``FingerprintMismatchError`` for another tokenizer."""
-    from phaseaware.assembly.endpoint_record import apply_endpoint, resolve_endpoint
+    from phaseaware.endpoints.record import apply_endpoint, resolve_endpoint
     from phaseaware.tokenizers import load_tokenizer
 
     return apply_endpoint(options, resolve_endpoint(ref, source=source), load_tokenizer(tokenizer))
