@@ -12,6 +12,7 @@ read it; it is a construction parameter of the backend's ``model_info``.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -70,9 +71,14 @@ def run_names(
 
 
 def make_backend(
-    options: BackendOptions, tokenizer: Tokenizer, *, default_model: HFModelSource | None = None
+    options: BackendOptions,
+    tokenizer: Tokenizer,
+    *,
+    default_model: HFModelSource | None = None,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
 ) -> Backend:
-    """The backend ``options`` describe (loads the model for ``hf``)."""
+    """The backend ``options`` describe (loads the model for ``hf``). ``chat_template_kwargs``:
+    the chat settings an HTTP backend's chat requests state."""
     info: dict[str, Any] = {}
     if options.local_window is not None:
         info["local_window"] = options.local_window
@@ -93,6 +99,7 @@ def make_backend(
             expected_prompt_tokens_check=options.prompt_token_check,
             model_info=info,
             api_key=options.api_key,
+            chat_template_kwargs=chat_template_kwargs,
         )
     if options.kind == "callable":
         module_name, _, attr = (options.model or "").partition(":")
