@@ -28,9 +28,11 @@ from phaseaware.endpoints.record import (
     resolve_endpoint,
     save_endpoint_record,
 )
+from phaseaware.endpoints.settings import chat_template_kwargs
 from phaseaware.endpoints.usage import (
     ON_MISMATCH,
     UsageCheck,
+    check_identity,
     check_prompt_tokens,
     check_response,
     reported_prompt_tokens,
@@ -44,6 +46,8 @@ __all__ = [
     "TokenizeUnavailable",
     "UsageCheck",
     "apply_endpoint",
+    "chat_template_kwargs",
+    "check_identity",
     "check_prompt_tokens",
     "check_response",
     "compare_tokens",
