@@ -7,8 +7,8 @@ V4.1 encoders turn thinking on (reasoning effort "high") when neither ``thinking
 ``enable_thinking`` is given. So every chat request phaseaware builds (the calibration
 backends, ``probe-endpoint``) carries the settings its plan was made with.
 
-Both names are sent: DeepSeek's encoders and DeepSeek-V3.1's template read ``thinking``,
-Qwen3's template reads ``enable_thinking``; templates ignore names they do not use.
+The kwargs are :meth:`phaseaware.chat.ChatSettings.chat_template_kwargs`'s (both
+thinking names; for DeepSeek formats also the effort and ``drop_thinking``).
 Formats with no options (``none``, ``chatml``) send nothing, so servers that reject
 unknown request fields (OpenAI's own API) are not sent one.
 
@@ -19,6 +19,8 @@ server renders nothing there.
 from __future__ import annotations
 
 from typing import Any
+
+from phaseaware.chat import ChatSettings
 
 __all__ = ["SETTINGS_FREE_FORMATS", "chat_template_kwargs"]
 
@@ -33,7 +35,5 @@ def chat_template_kwargs(
     settings; ``None`` for formats without options."""
     if chat_format in SETTINGS_FREE_FORMATS:
         return None
-    kwargs: dict[str, Any] = {"thinking": bool(thinking), "enable_thinking": bool(thinking)}
-    if reasoning_effort is not None:
-        kwargs["reasoning_effort"] = reasoning_effort
-    return kwargs
+    settings = ChatSettings(thinking=bool(thinking), reasoning_effort=reasoning_effort)
+    return settings.chat_template_kwargs(chat_format) or None

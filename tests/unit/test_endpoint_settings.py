@@ -19,14 +19,13 @@ from phaseaware.errors import PhaseawareWarning
 
 
 def test_settings_are_stated_for_formats_with_options_only() -> None:
-    assert chat_template_kwargs(chat_format="deepseek-v4") == {
-        "thinking": False,
-        "enable_thinking": False,
-    }
-    assert chat_template_kwargs(chat_format="hf", thinking=True, reasoning_effort="max") == {
+    off = chat_template_kwargs(chat_format="deepseek-v4")
+    assert off is not None and off["thinking"] is False and off["enable_thinking"] is False
+    on = chat_template_kwargs(chat_format="deepseek-v4.1", thinking=True, reasoning_effort="max")
+    assert on is not None and on["thinking"] is True and on["reasoning_effort"] == "max"
+    assert chat_template_kwargs(chat_format="hf", thinking=True) == {
         "thinking": True,
         "enable_thinking": True,
-        "reasoning_effort": "max",
     }
     assert chat_template_kwargs(chat_format="chatml") is None
     assert chat_template_kwargs(chat_format="none") is None

@@ -97,8 +97,15 @@ def deepseek_settings(efforts: Sequence[str]) -> list[Setting]:
         # the server picks effort "high" when thinking is on and none is named
         Setting("thinking on", {"thinking": True}, thinking=True, effort="high"),
     ]
+    # vLLM's V4 mode maps "medium" (and "minimal") to "low": phaseaware renders that
+    local = {"medium": "low", "minimal": "low"} if "xhigh" not in efforts else {}
     out += [
-        Setting(f"effort {e}", {"thinking": True, "reasoning_effort": e}, thinking=True, effort=e)
+        Setting(
+            f"effort {e}",
+            {"thinking": True, "reasoning_effort": e},
+            thinking=True,
+            effort=local.get(e, e),
+        )
         for e in efforts
     ]
     with_tools = [
@@ -132,10 +139,15 @@ def local_text(
         if s.effort is not None or s.tools:
             raise Unsupported("phaseaware's chat formats take no reasoning_effort/tools yet")
         return get_chat_format(chat_format, tokenizer, thinking=s.thinking).render(parsed)
-    settings = settings_type(
-        thinking=s.thinking, reasoning_effort=s.effort, tools=tuple(s.tools) or None
-    )
-    return get_chat_format(chat_format, tokenizer, settings=settings).render(parsed)
+    from phaseaware.chat import ChatSettingsError
+
+    try:
+        settings = settings_type(
+            thinking=s.thinking, reasoning_effort=s.effort, tools=tuple(s.tools)
+        )
+        return get_chat_format(chat_format, tokenizer, settings=settings).render(parsed)
+    except ChatSettingsError as exc:
+        raise Unsupported(str(exc)) from exc
 
 
 def request_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
