@@ -35,7 +35,9 @@ __all__ = [
     "deepseek_v3_files",
     "deepseek_v4_files",
     "reference_files",
+    "run_batch",
     "start_server",
+    "vllm_env",
     "vllm_python",
 ]
 
@@ -124,6 +126,43 @@ def build_model_dir(
     return dest
 
 
+def vllm_env() -> dict[str, str]:
+    """The environment vLLM runs in here: CPU KV cache 1 GiB, loopback, offline."""
+    env = {
+        **os.environ,
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_HOST_IP": "127.0.0.1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "VLLM_LOGGING_LEVEL": "WARNING",
+    }
+    env.pop("PYTHONPATH", None)  # the vLLM venv, not phaseaware's
+    return env
+
+
+def run_batch(model_dir: Path, src: Path, dest: Path, *, tokenizer_mode: str, log: Path) -> float:
+    """``python -m vllm.entrypoints.openai.run_batch`` (the ``vllm`` console script fails
+    for the ``vllm-cpu`` distribution) over ``src``; returns the seconds it took."""
+    python = vllm_python()
+    if python is None:
+        raise RuntimeError(f"{VLLM_PYTHON_ENV} is not set")
+    cmd = [
+        python, "-m", "vllm.entrypoints.openai.run_batch", "-i", str(src), "-o", str(dest),
+        "--model", str(model_dir), "--served-model-name", "tiny", "--load-format", "dummy",
+        "--dtype", "bfloat16", "--max-model-len", "4096", "--enforce-eager",
+        "--tokenizer-mode", tokenizer_mode,
+    ]  # fmt: skip
+    start = time.monotonic()
+    with log.open("wb") as sink:
+        done = subprocess.run(
+            cmd, stdout=sink, stderr=subprocess.STDOUT, env=vllm_env(), timeout=600
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"run_batch failed ({done.returncode}):\n" + log.read_text()[-4000:])
+    return time.monotonic() - start
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -158,8 +197,14 @@ def start_server(
     log: Path,
     model_name: str = "tiny",
     label: str = "vllm",
+    tool_parser: str | None = None,
 ) -> Iterator[VllmServer]:
-    """Start ``vllm.entrypoints.openai.api_server`` on a free loopback port; stop it after."""
+    """Start ``vllm.entrypoints.openai.api_server`` on a free loopback port; stop it after.
+
+    ``tool_parser``: enables automatic tool choice with that parser (a request with
+    ``tools`` and the default ``tool_choice="auto"`` is refused without it), as a
+    deployment serving agents runs it.
+    """
     python = vllm_python()
     if python is None:
         raise RuntimeError(f"{VLLM_PYTHON_ENV} is not set")
@@ -186,16 +231,9 @@ def start_server(
     ]
     if tokenizer_mode is not None:
         cmd += ["--tokenizer-mode", tokenizer_mode]
-    env = {
-        **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_HOST_IP": "127.0.0.1",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-        "VLLM_LOGGING_LEVEL": "WARNING",
-    }
-    env.pop("PYTHONPATH", None)  # the vLLM venv, not phaseaware's
+    if tool_parser is not None:
+        cmd += ["--enable-auto-tool-choice", "--tool-call-parser", tool_parser]
+    env = vllm_env()
     root = f"http://127.0.0.1:{port}"
     start = time.monotonic()
     with log.open("wb") as sink:

@@ -55,11 +55,14 @@ def _server(
     mode: str | None,
     tokenizer_class: str | None = None,
 ) -> Iterator[VllmServer]:
+    parser = mode if mode in ("deepseek_v4", "deepseek_v41") else None
     if vllm_python() is None:
         pytest.skip(f"{VLLM_PYTHON_ENV} is unset")
     folder = tmp_path_factory.mktemp(f"vllm-{name}")
     model = build_model_dir(folder / "model", source, tokenizer_class=tokenizer_class)
-    with start_server(model, tokenizer_mode=mode, log=folder / "server.log", label=name) as server:
+    with start_server(
+        model, tokenizer_mode=mode, log=folder / "server.log", label=name, tool_parser=parser
+    ) as server:
         TIMINGS[f"startup {name}"] = server.startup_s
         yield server
 
