@@ -20,7 +20,7 @@ reasoning-effort difference from an offset. Three pure-ish helpers for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from phaseaware.errors import EndpointError
@@ -77,21 +77,24 @@ def likely_cause(
 
 
 def discover_default(
-    server_ids: Sequence[int], renders: dict[str, Sequence[int]], *, offset: int
+    server_ids: Sequence[int],
+    renders: Sequence[tuple[Mapping[str, Any], Sequence[int]]],
+    *,
+    offset: int,
 ) -> dict[str, Any]:
     """``server_default`` from the server's ids of a request naming no settings.
 
-    ``renders`` maps a setting name (``"thinking off"``, ``"thinking on"``) to
-    phaseaware's ids for it. The first whose ids the server's end with, after the
-    probed ``offset``, is the default; none: the server adds ``extra`` tokens that
-    phaseaware renders in no known setting (a reasoning-effort preamble, for example).
+    ``renders`` pairs chat settings (``{"thinking": ..., "reasoning_effort": ...}``)
+    with phaseaware's ids for them, thinking off first. The first whose ids the
+    server's end with, after the probed ``offset``, is the default (its settings and
+    ``matched: True``); none: ``extra_tokens`` is how many more tokens the server
+    wrote than phaseaware's thinking-off render.
     """
-    for name, ids in renders.items():
+    for settings, ids in renders:
         extra = len(server_ids) - len(ids)
         if extra == offset and list(server_ids[extra:]) == list(ids):
-            return {"thinking": name == "thinking on", "matched": True}
-    on = renders.get("thinking on")
-    missing: int | None = len(server_ids) - len(on) - offset if on is not None else None
+            return {**settings, "matched": True}
+    missing = len(server_ids) - len(renders[0][1]) - offset if renders else None
     return {
         "thinking": None,
         "matched": False,

@@ -20,12 +20,10 @@ tokenizer and chat format and asks the server what it made of them:
   only: it assumes the server's extra tokens come before the context (a BOS, a
   hidden system preamble, a date line), which exact mode checks.
 
-Every probe request states its chat settings (``chat_template_kwargs``, see
-:mod:`phaseaware.endpoints.settings`). Exact mode also asks ``/tokenize`` what a
-request naming no settings gets and records it (``server_default``); count mode
-checks that thinking on and off count as phaseaware renders them, and says it
-cannot tell when both are one token (:mod:`phaseaware.endpoints.defaults`). The
-record keeps the ``model`` and ``system_fingerprint`` the server reports.
+Every probe request states its chat settings (:mod:`phaseaware.endpoints.settings`).
+Exact mode records what a request naming none gets (``server_default``); count mode
+checks thinking on/off or says it cannot tell (:mod:`phaseaware.endpoints.defaults`).
+The record keeps the ``model`` and ``system_fingerprint`` the server reports.
 
 The result is an :class:`~phaseaware.endpoints.record.EndpointRecord`,
 saved atomically per (base URL, model) unless ``save=False``. API keys are
@@ -43,7 +41,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from phaseaware.assembly.prepare.filler import find_filler
-from phaseaware.chat import conversation_layout
+from phaseaware.chat import (
+    ChatFormat,
+    ChatSettings,
+    ChatSettingsError,
+    conversation_layout,
+    get_chat_format,
+)
 from phaseaware.endpoints.defaults import (
     TemplateMismatchError,
     compare_tokens,
@@ -75,7 +79,13 @@ __all__ = [
 
 API_KEY_ENV_VARS = ("PHASEAWARE_API_KEY", "OPENAI_API_KEY")
 PROBE_QUESTION = "Reply with one word."
-PROBE_UNITS = (0, 1, 2, 3, 5, 8)  # filler units before the end of the context slot
+PROBE_UNITS = (0, 1, 2, 3, 5, 8)
+EFFORTS = (
+    "low",
+    "high",
+    "xhigh",
+    "max",
+)  # every value a DeepSeek encoder knows  # filler units before the end of the context slot
 Mode = Literal["auto", "exact", "count"]
 
 
@@ -94,10 +104,18 @@ class ProbePrompt:
 
 
 def probe_prompts(
-    tokenizer: Tokenizer, chat_format: str, *, thinking: bool = False
+    tokenizer: Tokenizer,
+    chat_format: str,
+    *,
+    thinking: bool = False,
+    settings: ChatSettings | None = None,
 ) -> tuple[ProbePrompt, ...]:
-    """The probe prompts, rendered and tokenized as phaseaware would send them."""
-    layout = conversation_layout(tokenizer=tokenizer, chat_format=chat_format, thinking=thinking)
+    """The probe prompts, rendered and tokenized as phaseaware would send them
+    (``settings``: render with these chat settings instead of ``thinking``)."""
+    fmt: str | ChatFormat = chat_format
+    if settings is not None:
+        fmt = get_chat_format(chat_format, tokenizer, settings=settings)
+    layout = conversation_layout(tokenizer=tokenizer, chat_format=fmt, thinking=thinking)
     unit = find_filler(tokenizer, period=8).unit
     prompts = []
     for k in PROBE_UNITS:
@@ -249,13 +267,20 @@ def _count_offsets(
 def _server_default(
     client: openai.OpenAI, model: str, base: str, tok: Tokenizer, chat_format: str, offset: int
 ) -> dict[str, Any]:
-    """What a request naming no chat settings gets (one ``/tokenize`` call)."""
-    renders = {
-        f"thinking {'on' if t else 'off'}": probe_prompts(tok, chat_format, thinking=t)[1]
-        for t in (False, True)
-    }
-    server = _tokenize(client, model, renders["thinking off"], base, None)
-    return discover_default(server, {k: p.ids for k, p in renders.items()}, offset=offset)
+    """What a request naming no chat settings gets (one ``/tokenize`` call), against
+    phaseaware's renders thinking off, on, and on with each reasoning effort."""
+    candidates = [ChatSettings(), ChatSettings(thinking=True)]
+    candidates += [ChatSettings(thinking=True, reasoning_effort=e) for e in EFFORTS]
+    renders: list[tuple[dict[str, Any], ProbePrompt]] = []
+    for settings in candidates:
+        try:
+            prompt = probe_prompts(tok, chat_format, settings=settings)[1]
+        except ChatSettingsError:  # the format does not render this setting
+            continue
+        named = {"thinking": settings.thinking, "reasoning_effort": settings.reasoning_effort}
+        renders.append((named, prompt))
+    server = _tokenize(client, model, renders[0][1], base, None)
+    return discover_default(server, [(s, p.ids) for s, p in renders], offset=offset)
 
 
 def _check_thinking_counts(

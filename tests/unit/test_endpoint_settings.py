@@ -41,10 +41,11 @@ def test_batch_lines_carry_the_settings() -> None:
 
 
 def test_discover_default_names_the_matching_setting() -> None:
-    renders = {"thinking off": [5, 6, 7], "thinking on": [5, 8, 7]}
-    assert discover_default([1, 5, 8, 7], renders, offset=1) == {"thinking": True, "matched": True}
+    on_high = {"thinking": True, "reasoning_effort": "high"}
+    renders = [({"thinking": False}, [5, 6, 7]), (on_high, [5, 9, 9, 8, 7])]
+    assert discover_default([1, 5, 9, 9, 8, 7], renders, offset=1) == {**on_high, "matched": True}
     assert discover_default([5, 6, 7], renders, offset=0)["thinking"] is False
-    found = discover_default([5, 9, 9, 9, 8, 7], renders, offset=0)
+    found = discover_default([5, 4, 4, 4, 8, 7], renders, offset=0)
     assert found["matched"] is False and found["extra_tokens"] == 3
 
 

@@ -22,9 +22,8 @@ def test_exact_mode_finds_offset_zero_the_server_default_and_identity(
     assert record.mode == "exact" and record.offset == 0 and record.stability == "constant"
     assert record.served_model == vllm_v4.model
     assert record.system_fingerprint and record.system_fingerprint.startswith("vllm-")
-    # a request naming no settings gets thinking with a reasoning-effort preamble
-    assert record.server_default is not None
-    assert record.server_default["matched"] is False and record.server_default["extra_tokens"] > 0
+    # a request naming no settings gets thinking with reasoning effort "high" (a preamble)
+    assert record.server_default == {"thinking": True, "reasoning_effort": "high", "matched": True}
 
 
 def test_count_mode_checks_thinking_or_says_it_cannot_tell(vllm_v4: VllmServer, tmp_path) -> None:  # type: ignore[no-untyped-def]
