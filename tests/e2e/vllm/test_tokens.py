@@ -33,7 +33,6 @@ from tests.e2e.vllm.cases import (
 from tests.e2e.vllm.conftest import RESULTS, TIMINGS
 from tests.support.vllm_server import VllmServer, deepseek_v3_files
 
-
 CALL_TIMES: list[float] = []
 
 
