@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from phaseaware.assembly.endpoint_record import EndpointRecord, resolve_endpoint, with_endpoint
 from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.endpoints.record import EndpointRecord, resolve_endpoint, with_endpoint
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["EndpointRef", "endpoint_options", "load_endpoint", "usage_offsets"]

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly.endpoint_record import EndpointRecord, apply_endpoint, redact_url
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.robust import covered_offsets, covering_residues, reliable_residues
 from phaseaware.endpoints import endpoint_options
+from phaseaware.endpoints.record import EndpointRecord, apply_endpoint, redact_url
 from phaseaware.errors import FingerprintMismatchError, InputError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout
@@ -119,7 +119,7 @@ def _record(**changes: object) -> EndpointRecord:
 
 
 def test_record_round_trip_and_apply(tmp_path: Path) -> None:
-    from phaseaware.assembly.endpoint_record import load_endpoint_record, save_endpoint_record
+    from phaseaware.endpoints.record import load_endpoint_record, save_endpoint_record
 
     record = _record()
     path = save_endpoint_record(record, directory=tmp_path)

@@ -14,8 +14,9 @@ read it; it is a construction parameter of the backend's ``model_info``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,7 @@ class BackendOptions:
     prompt_token_offset: int = 0
     prompt_token_check: bool = True
     api_key: str | None = field(default=None, repr=False)  # else the env (openai backend)
+    chat_template_kwargs: Mapping[str, Any] | None = None  # the chat settings requests state
 
 
 def _hf_model(options: BackendOptions, default_model: HFModelSource | None) -> str | HFModelSource:
@@ -114,9 +116,16 @@ def run_names(
 
 
 def make_backend(
-    options: BackendOptions, tokenizer: Tokenizer, *, default_model: HFModelSource | None = None
+    options: BackendOptions,
+    tokenizer: Tokenizer,
+    *,
+    default_model: HFModelSource | None = None,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
 ) -> Backend:
-    """The backend ``options`` describe (loads the model for ``hf``)."""
+    """The backend ``options`` describe (loads the model for ``hf``). ``chat_template_kwargs``:
+    the chat settings an HTTP backend's chat requests state (else ``options``')."""
+    if chat_template_kwargs is not None:
+        options = dataclasses.replace(options, chat_template_kwargs=chat_template_kwargs)
     info: dict[str, Any] = {}
     if options.local_window is not None:
         info["local_window"] = options.local_window
@@ -153,6 +162,7 @@ def _build_openai(
         expected_prompt_tokens_check=options.prompt_token_check,
         model_info=info,
         api_key=options.api_key,
+        chat_template_kwargs=options.chat_template_kwargs,
     )
 
 

@@ -5,10 +5,14 @@ A record says how the server's token positions relate to phaseaware's rendering:
 (``exact``: compared token by token via ``/tokenize``; ``count``: inferred from
 ``usage.prompt_tokens``), ``stability`` (``constant``, or ``varying`` with the
 observed ``offsets``), the date, the tokenizer (spec + fingerprint) and the chat
-format it was measured with.
+format it was measured with, the chat settings every request states (``thinking``,
+sent as ``chat_template_kwargs``), what the server does when a request names none
+(``server_default``, exact mode), and the served checkpoint's identity as the server
+reports it (``served_model``, ``system_fingerprint``: the per-call check warns when
+they change).
 
-It lives here, in the assembly layer, because assembly reads it (a request's
-``"endpoint"`` key); :mod:`phaseaware.endpoints` discovers and writes it. Records
+:mod:`phaseaware.endpoints.probe` discovers and writes it; the CLI's request format
+(:mod:`phaseaware.cli.request`, a request's ``"endpoint"`` key) and the adapters read it. Records
 are versioned JSON (``schema: phaseaware.endpoint/v1``), one file per
 (base URL, model) in ``endpoint_dir()`` (``$PHASEAWARE_HOME/endpoints``, else
 ``$XDG_CONFIG_HOME/phaseaware/endpoints``: the profiles' user folder's sibling),
@@ -75,6 +79,11 @@ class EndpointRecord:
     chat_format: str
     probes: int  # requests the probe sent
     tool_version: str
+    thinking: bool = False  # the setting the probe rendered with and every request states
+    server_default: Mapping[str, Any] | None = None  # what a request naming none gets
+    served_model: str | None = None  # the response's "model"
+    system_fingerprint: str | None = None  # the response's "system_fingerprint"
+    settings_check: str | None = None  # count mode: "verified" or why it cannot tell
     schema: str = RECORD_SCHEMA
 
     def __post_init__(self) -> None:
@@ -98,6 +107,7 @@ class EndpointRecord:
     def to_dict(self) -> dict[str, Any]:
         doc = dataclasses.asdict(self)
         doc["offsets"] = list(self.offsets)
+        doc["server_default"] = dict(self.server_default) if self.server_default else None
         schema = doc.pop("schema")
         return {"schema": schema, **doc}
 
@@ -109,11 +119,11 @@ class EndpointRecord:
                 "write one with `phaseaware probe-endpoint`"
             )
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = sorted(names - set(doc))
+        missing = sorted(names - set(doc) - _OPTIONAL)
         if missing:
             raise InputError(f"{source}: endpoint record lacks {', '.join(missing)}")
         try:
-            values = {k: doc[k] for k in names}
+            values = {k: doc[k] for k in names if k in doc}
             values["offsets"] = tuple(values["offsets"])
             return cls(**values)
         except TypeError as exc:
@@ -130,6 +140,12 @@ class EndpointRecord:
                 f"{self.tokenizer_spec!r} or rerun `phaseaware probe-endpoint --tokenizer "
                 f"{tokenizer.spec}`"
             )
+
+
+# fields a record written before they existed may lack (their defaults apply)
+_OPTIONAL = frozenset(
+    {"thinking", "server_default", "served_model", "system_fingerprint", "settings_check"}
+)
 
 
 def endpoint_dir() -> Path:
