@@ -52,6 +52,7 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "report": 4,
         "robust": 5,
         "pipeline": 6,
+        "incremental": 7,
         "conversation": 7,
         "__init__": 9,
     },
