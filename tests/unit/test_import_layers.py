@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "endpoints": 5,
     "calibration": 5,
     "reference": 6,
+    "integrate": 6,
     "demo": 7,
     "cli": 8,
     "__main__": 9,
