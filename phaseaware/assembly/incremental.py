@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TypeVar
 
 import numpy as np
 
@@ -47,9 +46,6 @@ from phaseaware.tokenizers.base import Tokenizer
 __all__ = ["assemble_tail"]
 
 _MERGE_DROP = "over budget: the prompt measured"  # pipeline's reason: quotes the budget
-
-_Span = TypeVar("_Span", Placement, RepeatPlacement)
-
 
 def assemble_tail(
     chunks: Sequence[Chunk | str],
@@ -141,22 +137,27 @@ def _compact(starts: np.ndarray) -> np.ndarray:
     return starts
 
 
-def _moved(span: _Span, tokens: int, chars: int) -> _Span:
-    moved = replace(
+def _moved_repeat(span: RepeatPlacement, tokens: int, chars: int) -> RepeatPlacement:
+    return replace(
         span,
         token_start=span.token_start + tokens,
         token_end=span.token_end + tokens,
         key_token_positions=tuple(t + tokens for t in span.key_token_positions),
         key_char_offsets=tuple(c + chars for c in span.key_char_offsets),
     )
-    if isinstance(moved, Placement):
-        moved = replace(
-            moved,
-            char_start=moved.char_start + chars,
-            char_end=moved.char_end + chars,
-            segment_char_start=moved.segment_char_start + chars,
-        )
-    return moved
+
+
+def _moved(span: Placement, tokens: int, chars: int) -> Placement:
+    return replace(
+        span,
+        token_start=span.token_start + tokens,
+        token_end=span.token_end + tokens,
+        key_token_positions=tuple(t + tokens for t in span.key_token_positions),
+        key_char_offsets=tuple(c + chars for c in span.key_char_offsets),
+        char_start=span.char_start + chars,
+        char_end=span.char_end + chars,
+        segment_char_start=span.segment_char_start + chars,
+    )
 
 
 def _absolute(tail: AssemblyResult, head: str, k: int, position_offset: int) -> AssemblyResult:
@@ -166,7 +167,7 @@ def _absolute(tail: AssemblyResult, head: str, k: int, position_offset: int) -> 
         prompt=head + tail.prompt,
         token_count=tail.token_count + k,
         placements=tuple(_moved(p, k, len(head)) for p in tail.placements),
-        repeat=_moved(tail.repeat, k, len(head)) if tail.repeat is not None else None,
+        repeat=_moved_repeat(tail.repeat, k, len(head)) if tail.repeat is not None else None,
         position_offset=position_offset,
         append_path="incremental",
         append_reason="",

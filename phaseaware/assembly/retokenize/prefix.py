@@ -99,11 +99,18 @@ class PrefixTokenCache:
         """The longest cached prompt of this tokenizer that ``text`` starts with."""
         with self._lock:
             best: tuple[str, str] | None = None
-            size = -1
-            for key, entry in self._entries.items():
-                n = len(entry.text)
-                if key[0] == fingerprint and size < n <= len(text) and text.startswith(entry.text):
-                    best, size = key, n
+            # longest first; a cheap look at the last characters before the full compare,
+            # so a hit costs one C-level startswith of the prompt it returns
+            ranked = sorted(
+                (k for k in self._entries if k[0] == fingerprint and len(k[1]) <= len(text)),
+                key=lambda k: len(k[1]),
+                reverse=True,
+            )
+            for key in ranked:
+                n = len(key[1])
+                if text[max(0, n - 64) : n] == key[1][-64:] and text.startswith(key[1]):
+                    best = key
+                    break
             if best is None:
                 self.misses += 1
                 return None
