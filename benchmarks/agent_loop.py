@@ -17,11 +17,11 @@ timed in the same run:
 beside one encode of the new message's text (the floor) and one encode of the
 whole conversation (the naive cost), and, at the reporting points only, the full
 path (``prefix_cache=None``: re-tokenize everything, what each step cost before).
-Latency at 8K, 32K, 64K and 128K is the best of the 5 steps nearest each size (each
-step does the same work, ~2K new tokens; the best of them is the least disturbed
-by other processes on a shared machine; the full path: best of 3);
-the chunk-token cache is cleared before each path's call (each meets the step's
-new documents cold, as an agent does; earlier prompts come from the prefix cache).
+Each measurement is the best of 3 calls, the chunk-token cache cleared before each
+(every path meets the step's new documents cold, as an agent does; earlier prompts
+come from the prefix cache); latency at 8K, 32K, 64K and 128K is the best of the 5
+steps nearest each size (each step does the same work, ~2K new tokens; the best is
+the least disturbed by other processes on a shared machine).
 Accuracy: the expected accuracy of each step's top evidence as the message is
 read on later calls (residue reliability), aligned vs the same documents appended
 as is. Last, the prefix cache's size against its caps.
@@ -81,10 +81,17 @@ def documents(rng: random.Random, step: int, docs: int) -> tuple[str, list[Chunk
     return question, chunks
 
 
+REPEATS = 3  # each measurement: the best of 3 (the machine is shared), chunk cache cold each
+
+
 def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, (time.perf_counter() - t0) * 1000
+    best = float("inf")
+    for _ in range(REPEATS):
+        default_cache().clear()  # this step's documents meet the chunk cache cold every time
+        t0 = time.perf_counter()
+        out = fn(*args, **kwargs)
+        best = min(best, (time.perf_counter() - t0) * 1000)
+    return out, best
 
 
 class LangChainPath:
@@ -144,6 +151,12 @@ class LlamaIndexPath:
             ChatMessage(role="user", content="Collect the access code of every vault."),
         ]
 
+    def _align_again(self) -> Any:
+        """``align`` of the newest tool message as on its first call (a repeat would replay
+        what the wrapper sent; the benchmark forgets that one entry to time it again)."""
+        self.llm._aligned.pop(self.messages[-1].additional_kwargs["tool_call_id"], None)
+        return self.llm.align(self.messages)
+
     def step(self, n: int, question: str, chunks: list[Chunk]) -> tuple[Any, float]:
         from llama_index.core.base.llms.types import TextBlock, ToolCallBlock
         from llama_index.core.llms import ChatMessage
@@ -163,7 +176,7 @@ class LlamaIndexPath:
             ChatMessage(role="assistant", blocks=[TextBlock(text=f"Searching ({n + 1})."), call]),
             ChatMessage(role="tool", content=text, additional_kwargs={"tool_call_id": f"call_{n}"}),
         ]
-        (_, result), ms = _timed(self.llm.align, self.messages)
+        (_, result), ms = _timed(self._align_again)
         return result, ms
 
 
@@ -173,7 +186,6 @@ def run(steps: int, seed: int, docs: int) -> dict[str, Any]:
     rng = random.Random(seed)
     cache = default_prefix_cache()
     cache.clear()
-    chunk_cache = default_cache()
     paths: dict[str, Any] = {}
     for name, make in (("langchain", LangChainPath), ("llama_index", LlamaIndexPath)):
         try:
@@ -195,7 +207,6 @@ def run(steps: int, seed: int, docs: int) -> dict[str, Any]:
             chunks=chunks, tokenizer=tokenizer, chat_format="deepseek-v4", question=question,
             profile=profile, budget_tokens=1 << 20,
         )  # fmt: skip
-        chunk_cache.clear()  # each path meets this step's documents cold, as an agent would
         result, core_ms = _timed(assemble_append, **kwargs)
         row: dict[str, Any] = {"step": n + 1, "tokens": result.token_count, "core": core_ms,
                                "path": result.append_path, "kwargs": kwargs}  # fmt: skip
@@ -203,7 +214,6 @@ def run(steps: int, seed: int, docs: int) -> dict[str, Any]:
         _, row["encode_new"] = _timed(tokenizer.encode, new_text)
         _, row["encode_all"] = _timed(tokenizer.encode, result.prompt)
         for name, path in paths.items():
-            chunk_cache.clear()
             other, row[name] = path.step(n, question, chunks)
             assert other.prompt == result.prompt, f"{name} sent another prompt at step {n + 1}"
         as_is = assemble_append(**kwargs, options=AS_IS)  # the same documents, appended as is
@@ -220,9 +230,7 @@ def run(steps: int, seed: int, docs: int) -> dict[str, Any]:
         mark = {k: min(r[k] for r in window) for k in ("core", "encode_new", "encode_all", *paths)}
         mark["tokens"] = rows[at]["tokens"]
         replay = rows[at]["kwargs"]  # what a step cost before: re-tokenize the whole conversation
-        mark["full_path"] = min(
-            _timed(assemble_append, **replay, prefix_cache=None)[1] for _ in range(3)
-        )
+        mark["full_path"] = _timed(assemble_append, **replay, prefix_cache=None)[1]
         marks[size] = mark
     return {"rows": rows, "marks": marks, "paths": list(paths), "cache": cache}
 

@@ -176,7 +176,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
     ``check_usage`` compares the response's ``usage.prompt_tokens`` with the plan
     after every aligned call (``"warn"``, ``"raise"`` or ``"ignore"``);
     ``message_template`` is the aligned message's content (``{context}`` once).
-    ``last_report`` holds the placement report of the newest alignment.
+    ``last_report`` is the placement report of the newest alignment.
     """
 
     llm: FunctionCallingLLM = Field(description="the wrapped function-calling LLM")
@@ -187,9 +187,10 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
     _target: Any = PrivateAttr()
     _registry: NodeRegistry = PrivateAttr()
-    _aligned: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
+    _aligned: dict[str, tuple[str, ChatMessage]] = PrivateAttr(default_factory=dict)
+    _dicts: dict[int, tuple[ChatMessage, dict[str, Any]]] = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
-    last_report: dict[str, Any] | None = None
+    _last: AssemblyResult | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -235,6 +236,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
             raise InputError("an agent sends messages: pass its chat format (deepseek-v4, ...)")
         self._registry = registry if registry is not None else NodeRegistry()
         self._aligned = {}
+        self._dicts = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -282,7 +284,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
             with self._lock:
                 known = self._aligned.get(call_id)
             if known is not None and known[0] == original:
-                out.append(_with_text(message, known[1]))
+                out.append(known[1])  # the message sent before, the same object each step
                 continue
             if index < last_assistant:  # sent before, unaligned: keep its bytes
                 out.append(message)
@@ -290,20 +292,38 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
             aligned = append_records(
                 self._records(original),
                 target=self._target,
-                sent=[message_dict(m) for m in out],
+                sent=[self._dict(m) for m in out],
                 new={"role": "tool", "content": self.message_template, "tool_call_id": call_id},
                 question=question,
             )
             if aligned is None or aligned.messages is None:
                 out.append(message)
                 continue
-            content = str(aligned.messages[-1]["content"])
+            sent_now = _with_text(message, str(aligned.messages[-1]["content"]))
             with self._lock:
-                self._aligned[call_id] = (original, content)
-            out.append(_with_text(message, content))
+                self._aligned[call_id] = (original, sent_now)
+            out.append(sent_now)
             result = aligned
-            self.last_report = placement_report(aligned, [None] * len(aligned.placements))
+            self._last = aligned
         return out, result
+
+    def _dict(self, message: ChatMessage) -> dict[str, Any]:
+        """``message_dict(message)``, kept per message object (agents resend the same ones)."""
+        with self._lock:
+            known = self._dicts.get(id(message))
+            if (
+                known is not None
+                and known[0] is message
+                and known[1]["content"] == _text(message)  # not edited in place since
+                and len(known[1].get("tool_calls", ())) == len(_tool_calls(message))
+            ):
+                return known[1]
+        converted = message_dict(message)
+        with self._lock:
+            if len(self._dicts) > 8192:
+                self._dicts.clear()
+            self._dicts[id(message)] = (message, converted)  # the message kept: ids stay unique
+        return converted
 
     def _check(self, response: ChatResponse, result: AssemblyResult | None) -> None:
         if result is None:
@@ -319,7 +339,19 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         """Forget what was sent (a new conversation)."""
         with self._lock:
             self._aligned.clear()
-        self.last_report = None
+            self._dicts.clear()
+        self._last = None
+
+    @property
+    def last_report(self) -> dict[str, Any] | None:
+        """The placement report of the newest alignment (built when read: ``to_dict`` walks
+        the whole conversation), without the prompt; ``None`` before any."""
+        last = self._last
+        if last is None:
+            return None
+        report = placement_report(last, [None] * len(last.placements))
+        report.pop("prompt", None)
+        return report
 
     # -- FunctionCallingLLM -----------------------------------------------------------------
 
