@@ -38,10 +38,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from phaseaware.assembly.incremental import assemble_tail
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.report.result import AssemblyResult, Placement, RepeatPlacement
+from phaseaware.assembly.retokenize.prefix import PrefixTokenCache, default_prefix_cache
 from phaseaware.chat.append import append_from_count, append_layout
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format
@@ -57,6 +59,7 @@ from phaseaware.tokenizers.base import Tokenizer
 __all__ = ["assemble_conversation", "assemble_append", "assemble_append_after"]
 
 MessageLike = Mapping[str, Any] | Message
+_PREFIX_CACHE = default_prefix_cache()
 
 
 def _tokenizer(tokenizer: str | Tokenizer) -> Tokenizer:
@@ -160,6 +163,7 @@ def assemble_append(
     thinking: bool = False,
     persistent: bool = True,
     chat_settings: ChatSettings | None = None,
+    prefix_cache: PrefixTokenCache | None = _PREFIX_CACHE,
 ) -> AssemblyResult:
     """Place ``chunks`` inside ``new`` (one ``{context}``), appended to ``sent`` unchanged.
 
@@ -168,6 +172,14 @@ def assemble_append(
     ``prompt`` starts with the exact text the server holds for ``sent``; every
     chunk lies inside the new message; positions are absolute in the whole
     conversation; ``messages`` is ``sent + [new filled]``.
+
+    Incremental: the prompt returned is cached (``prefix_cache``, an LRU capped in
+    entries and bytes; the process-wide one by default, ``None``: off); when
+    ``sent`` renders to a cached prompt plus more (the assistant's reply), only
+    the end of that prompt, the reply and ``new`` are re-tokenized
+    (:mod:`phaseaware.assembly.incremental`). The result is the same either way;
+    ``result.append_path`` says which ran (``"incremental"``/``"full"``) and
+    ``result.append_reason`` why not incremental.
 
     Raises ``PrefixRewriteError`` where the chat format would change bytes
     already sent (e.g. a user message appended after a user turn, or
@@ -181,7 +193,7 @@ def assemble_append(
         sent=sent, new=new, chat_format=fmt, question=question, tokenizer=tok,
         control_tokens=_policy(options),
     )  # fmt: skip
-    result = assemble(
+    result = assemble_tail(
         chunks,
         tokenizer=tok,
         layout=layout,
@@ -189,6 +201,7 @@ def assemble_append(
         profile=_profile(profile, persistent=persistent),
         budget_tokens=budget_tokens,
         options=_append_options(options),
+        prefix_cache=prefix_cache,
     )
     held = layout.sent_text
     if not result.prompt.startswith(held):  # the layout checked it; the final prompt too

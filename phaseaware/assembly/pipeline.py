@@ -39,7 +39,12 @@ from phaseaware.assembly.prepare.measured_request import Setup, end_reserve, pla
 from phaseaware.assembly.prepare.render import RepeatBlock, render_prompt, repeat_block
 from phaseaware.assembly.report.build import build_result
 from phaseaware.assembly.report.result import AssemblyResult
-from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache, full_starts
+from phaseaware.assembly.retokenize.windowed import (
+    ChunkTokenCache,
+    TokenStarts,
+    default_cache,
+    full_starts,
+)
 from phaseaware.assembly.verify.fixed_point import Verified, verify
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
@@ -50,7 +55,7 @@ from phaseaware.templates import PromptLayout, get_layout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["assemble", "assemble_from_specs"]
+__all__ = ["assemble", "assemble_measured", "assemble_from_specs"]
 
 _DEFAULT_CACHE = default_cache()
 
@@ -77,6 +82,31 @@ def assemble(
     ``BudgetError`` (budget below the template + question),
     ``FingerprintMismatchError``/``PeriodMismatchError`` (profile vs tokenizer
     or ``options.period``) and ``VerificationError`` (placement not confirmed).
+    """
+    return assemble_measured(
+        chunks, tokenizer=tokenizer, layout=layout, question=question, system=system,
+        profile=profile, budget_tokens=budget_tokens, options=options, cache=cache,
+    )[0]  # fmt: skip
+
+
+def assemble_measured(
+    chunks: Sequence[Chunk | str],
+    *,
+    tokenizer: Tokenizer,
+    layout: PromptLayout,
+    question: str,
+    system: str | None = None,
+    profile: Profile | None = None,
+    budget_tokens: int,
+    options: AssemblyOptions | None = None,
+    cache: ChunkTokenCache | None = _DEFAULT_CACHE,
+) -> tuple[AssemblyResult, TokenStarts | None]:
+    """``assemble``, plus the token starts of ``result.prompt`` that confirmed it.
+
+    The starts are the verified tokenization (stitched or one encode, exact);
+    ``None`` where the result's prompt was rewritten after verification
+    (``options.offsets``: the robust copies). Append alignment keeps them to
+    re-use the sent prefix on the next call.
     """
     options = options if options is not None else AssemblyOptions()
     if options.offsets:  # offset-robust: plan for the smallest offset, copies cover the rest
@@ -188,19 +218,26 @@ def _repeat_offer(
     return block, RepeatOffer(chunk=top, cost=cost, window=window)
 
 
-def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
-    result = _build(setup, verified, dropped)
-    return robust.add_copies(setup, result) if setup.options.offsets else result
+def _finish(
+    setup: Setup, verified: Verified | None, dropped: dict[int, str]
+) -> tuple[AssemblyResult, TokenStarts | None]:
+    result, measured = _build(setup, verified, dropped)
+    if setup.options.offsets:
+        return robust.add_copies(setup, result), None
+    return result, measured
 
 
-def _build(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
+def _build(
+    setup: Setup, verified: Verified | None, dropped: dict[int, str]
+) -> tuple[AssemblyResult, TokenStarts]:
     if verified is None:
         prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
         measured = full_starts(setup.tokenizer, prompt.text)
         _confirm(setup, prompt.text)
-        return build_result(
+        result = build_result(
             setup, plan=None, rendered=None, measured=measured, prompt=prompt, dropped=dropped
         )
+        return result, measured
     prompt = render_prompt(
         setup.layout,
         system=setup.system,
@@ -210,7 +247,7 @@ def _build(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> 
         suffix=setup.frame.suffix,
     )
     _confirm(setup, prompt.text)
-    return build_result(
+    result = build_result(
         setup,
         plan=verified.plan,
         rendered=verified.rendered,
@@ -218,6 +255,7 @@ def _build(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> 
         prompt=prompt,
         dropped=dropped,
     )
+    return result, verified.measured
 
 
 def _confirm(setup: Setup, prompt: str) -> None:

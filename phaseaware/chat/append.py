@@ -50,7 +50,14 @@ from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import Neutralized, scanner_for
 
-__all__ = ["sent_text", "AppendLayout", "append_layout", "DeltaLayout", "append_from_count"]
+__all__ = [
+    "sent_text",
+    "AppendLayout",
+    "append_layout",
+    "TailLayout",
+    "DeltaLayout",
+    "append_from_count",
+]
 
 # endings a real sent text may have, to catch BPE merges across the boundary
 _BOUNDARY_ENDINGS = ("a", ".", "!\n", " ", "\n", "1", "é", "中", "<|im_end|>\n", "}")
@@ -104,6 +111,48 @@ class AppendLayout(ConversationLayout):
                 self.chat_format, self.sent_text, prefix + suffix, "the new message"
             )
         return prefix, suffix
+
+
+class TailLayout:
+    """An :class:`AppendLayout` from character ``start`` on (the tail re-tokenized alone).
+
+    ``render(...).text`` is the whole render's ``text[start:]`` (char offsets index
+    into the tail); ``messages`` is the whole conversation. ``start`` must be a
+    cut of the sent text (``retokenize.prefix.prefix_cut``), so the tail's tokens
+    are the whole prompt's from there. Each ``split`` is memoised: the render of
+    the whole conversation is string work proportional to its length.
+    """
+
+    def __init__(self, inner: AppendLayout, start: int) -> None:
+        if not 0 <= start <= len(inner.sent_text):
+            raise InputError(f"start {start} outside the sent text of {len(inner.sent_text)}")
+        self.inner = inner
+        self.start = start
+        self._splits: dict[tuple[str | None, str], tuple[str, str]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def split(self, *, system: str | None, question: str) -> tuple[str, str]:
+        key = (system, question)
+        if key not in self._splits:
+            prefix, suffix = self.inner.split(system=system, question=question)
+            self._splits[key] = (prefix[self.start :], suffix)
+        return self._splits[key]
+
+    def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
+        whole = self.inner.render(system=system, context=context, question=question)
+        if not whole.text.startswith(self.inner.sent_text):
+            raise _rewrite_error(
+                self.inner.chat_format, self.inner.sent_text, whole.text, "the new message"
+            )
+        return RenderedPrompt(
+            text=whole.text[self.start :],
+            context_start=whole.context_start - self.start,
+            context_end=whole.context_end - self.start,
+            messages=whole.messages,
+        )
 
 
 def _new_message_parts(new: Mapping[str, Any] | Message, index: int) -> tuple[Message, list[Part]]:

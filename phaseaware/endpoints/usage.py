@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftError
@@ -40,6 +40,8 @@ class UsageCheck:
     offset: int  # tokens the endpoint is known to add before the prompt
     reported_tokens: int  # the server's usage.prompt_tokens
     allowed_offsets: tuple[int, ...] = ()  # a varying endpoint: any of these is fine
+    # the caller's parameter that sets the offset (named in the fix: offset=, position_offset=)
+    offset_name: str = field(default="position_offset", compare=False)
 
     @property
     def expected_tokens(self) -> int:
@@ -78,7 +80,7 @@ class UsageCheck:
             f"the server counted {self.reported_tokens} prompt tokens, phaseaware planned "
             f"{self.planned_tokens} + {known} "
             f"(drift {self.drift:+d}): {cause}, so the reported residues are not the model's; "
-            f"run `phaseaware probe-endpoint` and pass its record, or set position_offset="
+            f"run `phaseaware probe-endpoint` and pass its record, or set {self.offset_name}="
             f"{self.observed_offset}"
             + ("" if self.observed_offset >= 0 else " (impossible: check the chat format)")
         )
@@ -97,6 +99,7 @@ def check_prompt_tokens(
     offset: int = 0,
     on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
     offsets: Sequence[int] | None = None,
+    offset_name: str = "position_offset",
 ) -> UsageCheck:
     """Compare ``reported_tokens`` (usage.prompt_tokens) with ``planned_tokens + offset``.
 
@@ -106,6 +109,7 @@ def check_prompt_tokens(
 
     ``on_mismatch``: ``"warn"`` issues a :class:`PhaseawareWarning`, ``"raise"``
     raises :class:`PromptTokenDriftError`, ``"ignore"`` only returns the check.
+    ``offset_name``: the caller's parameter for the offset, named in the message's fix.
     """
     if on_mismatch not in ON_MISMATCH:
         raise InputError(
@@ -118,6 +122,7 @@ def check_prompt_tokens(
         allowed_offsets=tuple(
             sorted({_count("offsets[]", d, minimum=0) for d in offsets}) if offsets else ()
         ),
+        offset_name=offset_name,
     )
     if not check.ok:
         if on_mismatch == "raise":

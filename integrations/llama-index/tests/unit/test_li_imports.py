@@ -16,7 +16,9 @@ def test_all_is_the_public_api() -> None:
     assert sorted(pkg.__all__) == sorted(
         [
             "ASSEMBLY_KEY",
+            "NodeRegistry",
             "PLACEMENT_KEY",
+            "PhaseAwareAgentLLM",
             "PhaseAwareNode",
             "PhaseAwarePostprocessor",
             "PhaseAwareSynthesizer",
@@ -24,6 +26,7 @@ def test_all_is_the_public_api() -> None:
             "RepackWarning",
             "SENT_KEY",
             "phaseaware_query_engine",
+            "retriever_tool",
             "text_qa_conversation",
         ]
     )
