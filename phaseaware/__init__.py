@@ -32,11 +32,13 @@ _EXPORTS: dict[str, str] = {
     "get_layout": "phaseaware.templates",
     "list_caches": "phaseaware.caches",
     "clear_caches": "phaseaware.caches",
+    "ChatSettings": "phaseaware.chat.settings",
 }
 
 __all__ = [
     "AssemblyOptions",
     "AssemblyResult",
+    "ChatSettings",
     "Chunk",
     "Placement",
     "Profile",
@@ -70,6 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.assembly.report.result import AssemblyResult, Placement
     from phaseaware.audit import audit_messages, audit_prompt
     from phaseaware.caches import clear_caches, list_caches
+    from phaseaware.chat.settings import ChatSettings
     from phaseaware.profiles.io import load_profile, save_profile
     from phaseaware.profiles.model import Profile
     from phaseaware.profiles.registry import get_profile, list_profiles

@@ -30,12 +30,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.atomic import atomic_write_text
 from phaseaware.errors import FingerprintMismatchError, InputError
 from phaseaware.profiles.registry import user_profile_dir
+from phaseaware.redact import redact_url
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.userfiles import parse_json_document, read_user_text
 
@@ -43,6 +44,7 @@ __all__ = [
     "RECORD_SCHEMA",
     "EndpointRecord",
     "apply_endpoint",
+    "with_endpoint",
     "endpoint_dir",
     "find_endpoint_record",
     "load_endpoint_record",
@@ -55,21 +57,6 @@ __all__ = [
 RECORD_SCHEMA = "phaseaware.endpoint/v1"
 Mode = Literal["exact", "count"]
 Stability = Literal["constant", "varying"]
-
-
-def redact_url(url: str) -> str:
-    """``url`` without credentials (``user:pass@`` and secret-looking query values)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = re.sub(
-        r"(?i)((?:api[_-]?key|key|token|secret|password|sig)=)[^&]*", r"\1***", parts.query
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _normalized_base(url: str) -> str:
@@ -229,20 +216,35 @@ def resolve_endpoint(ref: object, *, source: str = "<request>") -> EndpointRecor
     )
 
 
-def apply_endpoint(
+def _offset_text(offsets: tuple[int, ...]) -> str:
+    return f"offset {offsets[0]}" if len(offsets) == 1 else f"offsets {list(offsets)}"
+
+
+def with_endpoint(
     options: AssemblyOptions, record: EndpointRecord, tokenizer: Tokenizer
 ) -> AssemblyOptions:
     """``options`` with the record's offset (constant) or offset set (varying).
 
-    Refuses a record probed with another tokenizer (``FingerprintMismatchError``)
-    and options that already name an offset (``InputError``: one source of truth).
+    THE rule, for the CLI's request files and every framework adapter alike:
+    ``FingerprintMismatchError`` for a record probed with another tokenizer; an offset
+    already in ``options`` (``position_offset``/``offsets``) that agrees with the
+    record is accepted; one that disagrees is an ``InputError`` naming both.
     """
     record.check_tokenizer(tokenizer)
+    want = record.offsets if record.stability == "varying" else (record.offset,)
     if options.position_offset or options.offsets:
-        raise InputError(
-            "pass either an endpoint record or position_offset/offsets, not both: the record "
-            f"says offset {record.offset} ({record.stability})"
-        )
+        have = tuple(options.offsets) if options.offsets else (options.position_offset,)
+        if have != tuple(want):
+            raise InputError(
+                f"position_offset/offsets say {_offset_text(have)}, but the endpoint "
+                f"record for {record.model!r} at {record.base_url} says "
+                f"{_offset_text(tuple(want))} ({record.stability}); pass only the endpoint "
+                "record, or rerun `phaseaware probe-endpoint` if the server changed"
+            )
     if record.stability == "constant":
-        return dataclasses.replace(options, position_offset=record.offset)
-    return dataclasses.replace(options, offsets=record.offsets)
+        return dataclasses.replace(options, position_offset=record.offset, offsets=None)
+    return dataclasses.replace(options, position_offset=0, offsets=record.offsets)
+
+
+#: The former name of :func:`with_endpoint`.
+apply_endpoint = with_endpoint

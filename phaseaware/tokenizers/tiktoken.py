@@ -34,7 +34,7 @@ import numpy as np
 from phaseaware.errors import InputError, TokenizerError
 from phaseaware.tokenizers.base import TokenizedText
 from phaseaware.tokenizers.cuts import TIKTOKEN_CUTS
-from phaseaware.tokenizers.offsets import CharIndex, char_starts_array, split_starts, utf8_bytes
+from phaseaware.tokenizers.offsets import TokenStarts, char_starts_array, split_starts, utf8_bytes
 from phaseaware.tokenizers.tiktoken_windowed import ascii_fast_starts, tiktoken_window_support
 from phaseaware.tokenizers.windowing import WindowRecipe
 
@@ -324,9 +324,9 @@ class TiktokenTokenizer:
         ids, starts = self._ids_and_starts(text)
         return TokenizedText(text=text, ids=tuple(ids.tolist()), starts=tuple(starts.tolist()))
 
-    def char_index(self, text: str) -> CharIndex:
+    def char_index(self, text: str) -> TokenStarts:
         """Token count and char → token lookups of ``text`` (as ``tokenize``, minus the tuples)."""
-        return CharIndex(starts=self._ids_and_starts(text)[1], text_length=len(text))
+        return TokenStarts(starts=self._ids_and_starts(text)[1], text_length=len(text))
 
     def _ids_and_starts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         text_bytes = utf8_bytes(text)

@@ -81,7 +81,6 @@ from phaseaware.assembly.retokenize.cache import (
     DEFAULT_CACHE_BYTES,
     CacheEntry,
     ChunkTokenCache,
-    TokenStarts,
     default_cache,
 )
 from phaseaware.assembly.retokenize.joins import (
@@ -90,6 +89,7 @@ from phaseaware.assembly.retokenize.joins import (
     unique_junction_starts,
 )
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
+from phaseaware.tokenizers.offsets import TokenStarts
 from phaseaware.tokenizers.windowing import (
     MIN_CORE,
     NOT_WINDOWED,
