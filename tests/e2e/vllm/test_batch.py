@@ -14,7 +14,7 @@ import pytest
 
 from phaseaware.cli.main import main
 from tests.e2e.vllm.conftest import TIMINGS
-from tests.support.vllm_server import build_model_dir, deepseek_v4_files, run_batch
+from tests.support.vllm_server import VllmServer, build_model_dir, deepseek_v4_files, run_batch
 
 
 def test_emit_batch_run_batch_ingest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -36,6 +36,24 @@ def test_emit_batch_run_batch_ingest(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     capsys.readouterr()
     code = main([*base, "--ingest", str(batch_out)])
+    captured = capsys.readouterr()
+    assert "prompt token" not in captured.err.lower(), captured.err
+    assert code == 0, captured.err
+
+
+def test_calibrate_http_backend_states_settings(
+    vllm_v4: VllmServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``calibrate --backend openai`` against the V4 server with its defaults: every probe's
+    ``usage.prompt_tokens`` matches (the requests state thinking off; a request naming none
+    would be rendered with thinking and a reasoning-effort preamble and be refused)."""
+    out = tmp_path / "profile.json"
+    code = main([
+        "calibrate", "--backend", "openai", "--base-url", vllm_v4.base_url, "--model", "tiny",
+        "--tokenizer", "deepseek-v4", "--template", "deepseek-v4", "--context-tokens", "512",
+        "--period", "8", "--base-prompts", "2", "--sweeps", "key", "--seed", "3",
+        "--out", str(out), "--timeout", "60",
+    ])  # fmt: skip
     captured = capsys.readouterr()
     assert "prompt token" not in captured.err.lower(), captured.err
     assert code == 0, captured.err
