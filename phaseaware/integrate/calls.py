@@ -104,7 +104,8 @@ def conversation(
             raise DuplicateSlotError(
                 f"message {index} holds {{context}} {len(pieces) - 1} times; keep one"
             )
-        parts.append([pieces[0], Placeholder.CONTEXT, pieces[1]] if len(pieces) == 2 else pieces)
+        slot: list[Part] = [pieces[0], Placeholder.CONTEXT, *pieces[1:]]
+        parts.append(slot if len(pieces) == 2 else [message.content])
     template = ConversationTemplate.from_parts(parsed, parts)  # exactly one slot, checked
     scanner = scanner_for(target.tokenizer, layout=fmt.name, policy=policy)
     template, neutralized = clean_template(template, scanner)

@@ -86,9 +86,7 @@ def _evidence(value: object, where: str) -> tuple[str, ...]:
     items: Iterable[object] = (value,) if isinstance(value, str) else ()
     if not isinstance(value, str):
         if not isinstance(value, list | tuple):
-            raise InputError(
-                f"{where} has evidence {value!r}: give a string or a list of strings"
-            )
+            raise InputError(f"{where} has evidence {value!r}: give a string or a list of strings")
         items = value
     out = []
     for item in items:

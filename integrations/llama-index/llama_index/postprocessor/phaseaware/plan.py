@@ -105,7 +105,9 @@ def assemble_nodes(
 
     records = node_records(nodes)
     layout = conversation(target, messages, question=question)
-    result = assemble_records(records, target=target, layout=layout, question=question, what="nodes")
+    result = assemble_records(
+        records, target=target, layout=layout, question=question, what="nodes"
+    )
     key = conversation_key(target, messages, question)
     shared = {**placement_report(result, [r.id for r in records]), "conversation_key": key}
     out = []
