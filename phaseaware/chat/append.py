@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
+from phaseaware.chat.deepseek_encoding import DeepSeekFormat
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.hf import HFChatFormat
@@ -68,12 +68,12 @@ def _rewrite_error(chat_format: ChatFormat, sent: str, full: str, what: str) -> 
     )
     hint = "append after the assistant's reply, or resend the conversation unaligned"
     if (
-        isinstance(chat_format, DeepSeekV4Format)
+        isinstance(chat_format, DeepSeekFormat)
         and chat_format.thinking
         and chat_format.drop_thinking
     ):
         hint = (
-            "deepseek-v4 thinking mode drops earlier reasoning when a user or tool "
+            f"{chat_format.name} thinking mode drops earlier reasoning when a user or tool "
             "message arrives; pass drop_thinking=False (the official encoder does so "
             "when tools are defined), or " + hint
         )
@@ -178,7 +178,7 @@ class DeltaLayout:
             raise InputError("an appended message has no system prompt; pass system=None")
         new = self.template.messages[0]
         deltas = set()
-        thinking = isinstance(self.chat_format, DeepSeekV4Format | HFChatFormat) and (
+        thinking = isinstance(self.chat_format, DeepSeekFormat | HFChatFormat) and (
             self.chat_format.thinking
         )
         for history in _stand_ins(new, thinking):

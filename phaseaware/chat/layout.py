@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from phaseaware.chat.errors import TemplateRewriteError
-from phaseaware.chat.formats import ChatFormat, get_chat_format
+from phaseaware.chat.formats import ChatFormat, get_chat_format, markers_of
 from phaseaware.chat.messages import (
     ConversationTemplate,
     Message,
@@ -176,7 +176,7 @@ def conversation_layout(
     template = (
         parse_conversation(messages) if messages is not None else simple_conversation(system=system)
     )
-    scanner = scanner_for(tokenizer, layout=fmt.name, policy=control_tokens)
+    scanner = scanner_for(tokenizer, markers=markers_of(fmt), policy=control_tokens)
     template, neutralized = clean_template(template, scanner)
     return ConversationLayout(
         template,

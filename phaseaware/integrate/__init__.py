@@ -14,7 +14,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    and id) and :func:`placed_records` to map the result back to its framework objects.
 4. after the model call, :func:`check_usage` (planned vs reported prompt tokens; the
    fix names the adapter's own parameter) and :func:`rendered_tokens` for messages
-   it did not plan; :func:`refuse_tools` for a request whose tools no format renders.
+   it did not plan; ``Target.with_tools`` for a request that binds tools (the format
+   renders their schemas, or refuses them with ``UnsupportedSettingError``).
 
 What a third adapter would need (estimate). Haystack: a component whose ``run``
 takes ``documents: list[Document]`` and ``query``: ``Document.content`` / ``.score``
@@ -41,7 +42,6 @@ from phaseaware.integrate.calls import (
     check_on_mismatch,
     check_usage,
     conversation,
-    refuse_tools,
     rendered_tokens,
 )
 from phaseaware.integrate.records import (
@@ -72,7 +72,6 @@ __all__ = [
     "placement_report",
     "record_chunks",
     "record_index",
-    "refuse_tools",
     "relevance_scores",
     "rendered_tokens",
     "resolve_options",

@@ -15,11 +15,12 @@ from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat.errors import DuplicateSlotError
+from phaseaware.chat.formats import markers_of
 from phaseaware.chat.layout import ConversationLayout, conversation_layout
 from phaseaware.chat.messages import ConversationTemplate, Part, Placeholder, parse_messages
 from phaseaware.chat.untrusted import clean_template
 from phaseaware.endpoints import ON_MISMATCH, UsageCheck, check_prompt_tokens
-from phaseaware.errors import InputError, UnsupportedRequestError
+from phaseaware.errors import InputError
 from phaseaware.integrate.records import SourceRecord, record_chunks
 from phaseaware.integrate.target import Target
 from phaseaware.templates import RenderedPrompt
@@ -33,7 +34,6 @@ __all__ = [
     "check_on_mismatch",
     "check_usage",
     "conversation",
-    "refuse_tools",
     "rendered_tokens",
 ]
 
@@ -107,7 +107,7 @@ def conversation(
         slot: list[Part] = [pieces[0], Placeholder.CONTEXT, *pieces[1:]]
         parts.append(slot if len(pieces) == 2 else [message.content])
     template = ConversationTemplate.from_parts(parsed, parts)  # exactly one slot, checked
-    scanner = scanner_for(target.tokenizer, layout=fmt.name, policy=policy)
+    scanner = scanner_for(target.tokenizer, markers=markers_of(fmt), policy=policy)
     template, neutralized = clean_template(template, scanner)
     return ConversationLayout(template, fmt, question=question, neutralized=neutralized)
 
@@ -206,18 +206,4 @@ def check_usage(
         offsets=offsets,
         on_mismatch=on_mismatch,
         offset_name=offset_name,
-    )
-
-
-def refuse_tools(target: Target, tools: Sequence[object] | None, *, fix: str) -> None:
-    """Refuse a request with tool schemas bound (``UnsupportedRequestError``): no chat
-    format here renders them yet, so a server that writes them into the prompt would
-    move every planned position. ``fix`` names the adapter's way out."""
-    if not tools:
-        return
-    fmt = target.chat_format.name if target.chat_format is not None else "none"
-    raise UnsupportedRequestError(
-        f"the model request binds {len(tools)} tool(s), and chat format {fmt!r} does not "
-        "render tool schemas: a server that writes them into the prompt puts every planned "
-        f"position off; {fix}"
     )

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
 from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_format
+from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
 from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
 from phaseaware.endpoints import usage_offsets as _usage_offsets
 from phaseaware.errors import InputError
@@ -35,6 +36,8 @@ class Target:
     (or offset set) applied. ``append_options``: the same for append alignment, whose
     default (no ``options`` given) is the core's, ``AssemblyOptions(repeat=False)``.
     ``chat_format`` is ``None`` for a caller that renders no messages (a compressor).
+    ``settings``: the chat settings the format was built with, when it was named
+    (``None`` for a ``ChatFormat`` object the caller built: its settings are its own).
     """
 
     tokenizer: Tokenizer
@@ -44,6 +47,30 @@ class Target:
     append_options: AssemblyOptions
     endpoint: EndpointRecord | None = None
     budget_tokens: int | None = None
+    settings: ChatSettings | None = None
+
+    def with_tools(self, tools: Sequence[Mapping[str, Any]], *, fix: str = "") -> Target:
+        """This target with ``tools`` (OpenAI tool schemas, as the request sends them) in
+        the chat format's settings, so the plan renders them as the server does.
+
+        A format that does not render tools refuses them (``UnsupportedSettingError``:
+        use ``deepseek-v4``/``deepseek-v4.1``, or send no tools); ``fix`` is added to the
+        message (the adapter's own way out). No tools: this target.
+        """
+        if not tools:
+            return self
+        fmt = self.require_format()
+        if self.settings is None:
+            raise UnsupportedSettingError(
+                f"the chat format was passed as an object ({fmt!r}), so tools cannot be added "
+                f"to its settings; pass chat_format by name{fix}"
+            )
+        settings = dataclasses.replace(self.settings, tools=tuple(tools))
+        try:
+            rendered = get_chat_format(fmt.name, self.tokenizer, settings=settings)
+        except UnsupportedSettingError as exc:
+            raise UnsupportedSettingError(f"{exc}{fix}") from None
+        return dataclasses.replace(self, chat_format=rendered, settings=settings)
 
     @property
     def usage_offsets(self) -> tuple[int, tuple[int, ...] | None]:
@@ -180,6 +207,7 @@ def resolve_target(
     return Target(
         tokenizer=tok,
         chat_format=fmt,
+        settings=ChatSettings(thinking=thinking) if isinstance(chat_format, str) else None,
         profile=_profile(profile),
         options=endpoint_options(one, record, tok),
         append_options=endpoint_options(append, record, tok),

@@ -59,7 +59,10 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
     "chat": {
         "errors": 0,
         "messages": 1,
+        "settings": 1,
+        "deepseek_encoding": 2,
         "deepseek_v4": 2,
+        "deepseek_v41": 2,
         "hf": 2,
         "untrusted": 2,
         "formats": 3,

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import phaseaware
 from phaseaware import AssemblyOptions
-from phaseaware.errors import InputError, PhaseawareWarning, UnsupportedRequestError
+from phaseaware.chat import UnsupportedSettingError
+from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.integrate import (
     SourceRecord,
     assemble_records,
@@ -20,7 +21,6 @@ from phaseaware.integrate import (
     placement_report,
     record_chunks,
     record_index,
-    refuse_tools,
     relevance_scores,
     resolve_options,
     resolve_target,
@@ -147,9 +147,28 @@ def test_usage_check_names_the_callers_parameter(o200k):
         check_usage(target, planned_tokens=5, reported_tokens=8, on_mismatch="ignore", offset=3)
 
 
-def test_tools_are_refused_with_the_fix(o200k):
-    target = resolve_target(tokenizer=o200k, chat_format="chatml")
-    refuse_tools(target, None, fix="x")
-    refuse_tools(target, [], fix="x")
-    with pytest.raises(UnsupportedRequestError, match="binds 1 tool.*pass tool_schemas"):
-        refuse_tools(target, [{"name": "search"}], fix="pass tool_schemas='not_rendered'")
+TOOL = {
+    "type": "function",
+    "function": {"name": "search_notes", "description": "Search.", "parameters": {}},
+}
+
+
+def test_tools_go_into_the_plan_or_are_refused_with_the_fix(o200k, deepseek_v4):
+    chatml = resolve_target(tokenizer=o200k, chat_format="chatml")
+    assert chatml.with_tools([]) is chatml
+    with pytest.raises(UnsupportedSettingError, match="does not render tools.*; or pass x"):
+        chatml.with_tools([TOOL], fix="; or pass x")
+    fixed = resolve_target(tokenizer=o200k, chat_format=chatml.require_format())
+    with pytest.raises(UnsupportedSettingError, match="by name"):
+        fixed.with_tools([TOOL])
+    plain = resolve_target(tokenizer=deepseek_v4, chat_format="deepseek-v4", budget_tokens=4000)
+    tooled = plain.with_tools([TOOL])
+    assert tooled.settings is not None and tooled.settings.tools == (TOOL,)
+    messages = [{"role": "user", "content": "{context}\n\n{question}"}]
+    records = [SourceRecord("Helios-3 is disabled below 3.32 volts.")]
+    results = [
+        assemble_records(records, target=t, layout=conversation(t, messages), question=QUESTION)
+        for t in (plain, tooled)
+    ]
+    assert "search_notes" in results[1].prompt and "search_notes" not in results[0].prompt
+    assert results[1].token_count > results[0].token_count
