@@ -143,7 +143,10 @@ def test_usage_check_plans_bound_tools(o200k):
     dsv4 = load_tokenizer("deepseek-v4")
     for tools, schemas in (([tool], "rendered"), ([], "rendered"), ([tool], "not_rendered")):
         check = PhaseAwareUsageCheck(
-            tokenizer=dsv4, chat_format="deepseek-v4", on_check=seen.append, tool_schemas=schemas,
+            tokenizer=dsv4,
+            chat_format="deepseek-v4",
+            on_check=seen.append,
+            tool_schemas=schemas,
             on_mismatch="ignore",
         )
         run_id = _uuid.uuid4()
