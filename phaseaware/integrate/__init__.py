@@ -51,7 +51,12 @@ from phaseaware.integrate.records import (
     record_index,
     relevance_scores,
 )
-from phaseaware.integrate.report import PlacedRecord, placed_records, placement_report
+from phaseaware.integrate.report import (
+    PlacedRecord,
+    placed_records,
+    placement_report,
+    stale_reason,
+)
 from phaseaware.integrate.target import Target, resolve_options, resolve_target
 
 __all__ = [
@@ -76,4 +81,5 @@ __all__ = [
     "rendered_tokens",
     "resolve_options",
     "resolve_target",
+    "stale_reason",
 ]

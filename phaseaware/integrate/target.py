@@ -7,6 +7,8 @@ arguments into phaseaware objects; the result is a frozen :class:`Target`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -93,6 +95,36 @@ class Target:
                     "only the endpoint record"
                 )
         return offset
+
+    def after_prefix(self, prefix_tokens: int) -> Target:
+        """This target for a prompt that starts ``prefix_tokens`` tokens after the server's
+        offset (a caller that knows only the count of the text before its documents): the
+        offset, or each offset of a varying endpoint, grows by that count."""
+        extra = check_position_offset(prefix_tokens, name="prefix_tokens")
+        options = self.options
+        if options.offsets:
+            offsets = tuple(d + extra for d in options.offsets)
+            options = dataclasses.replace(options, position_offset=0, offsets=offsets)
+        else:
+            options = dataclasses.replace(options, position_offset=options.position_offset + extra)
+        return dataclasses.replace(self, options=options)
+
+    def plan_key(self, messages: Sequence[Mapping[str, Any]], question: str) -> str:
+        """A digest of what decides a prompt besides its records (same key: same frame), for
+        adapters that check a plan made earlier still holds."""
+        fmt = self.require_format()
+        doc = {
+            "tokenizer": self.tokenizer.spec,
+            "fingerprint": self.tokenizer.fingerprint(),
+            "chat_format": fmt.name,
+            "format": repr(fmt),  # its settings included
+            "messages": [dict(m) for m in messages],
+            "question": question,
+            "profile": self.profile.model if self.profile is not None else None,
+            "budget_tokens": self.budget_tokens,
+            "options": repr(self.options),
+        }
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
     def require_format(self) -> ChatFormat:
         if self.chat_format is None:
