@@ -17,6 +17,9 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    it did not plan; ``Target.with_tools`` for a request that binds tools (the format
    renders their schemas, or refuses them with ``UnsupportedSettingError``).
 
+Adapters import ``phaseaware`` (its ``__all__``), ``phaseaware.errors`` and this
+package only; the types their signatures name are re-exported here.
+
 What a third adapter would need (estimate). Haystack: a component whose ``run``
 takes ``documents: list[Document]`` and ``query``: ``Document.content`` / ``.score``
 / ``.id`` / ``.meta["evidence"]`` to ``SourceRecord`` (about 10 lines), its
@@ -32,8 +35,13 @@ Usage checks read the response's ``usage.prompt_tokens`` with
 
 from __future__ import annotations
 
+from phaseaware.assembly.inputs.options import check_position_offset
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
+from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.messages import ROLES
+from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
+from phaseaware.endpoints import EndpointRecord, EndpointRef, UsageCheck, reported_prompt_tokens
 from phaseaware.integrate.calls import (
     FixedLayout,
     OnMismatch,
@@ -58,8 +66,22 @@ from phaseaware.integrate.report import (
     stale_reason,
 )
 from phaseaware.integrate.target import Target, resolve_options, resolve_target
+from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
+    # the types and errors an adapter's signatures and checks name (re-exported)
+    "ChatFormat",
+    "ChatSettings",
+    "DuplicateSlotError",
+    "EndpointRecord",
+    "EndpointRef",
+    "MissingSlotError",
+    "Tokenizer",
+    "UnsupportedSettingError",
+    "UsageCheck",
+    "check_position_offset",
+    "reported_prompt_tokens",
+    # the kit
     "CHUNK_ID_PREFIX",
     "CHUNK_SEPARATOR",
     "FixedLayout",

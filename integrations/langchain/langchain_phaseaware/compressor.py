@@ -49,17 +49,17 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 from langchain_phaseaware.convert import SCORE_KEYS, document_records
 from langchain_phaseaware.prompt import placement_report
 from phaseaware import AssemblyOptions, Profile
-from phaseaware.endpoints import EndpointRef
 from phaseaware.errors import InputError, PhaseawareError, VerificationError
 from phaseaware.integrate import (
     CHUNK_SEPARATOR,
+    EndpointRef,
     FixedLayout,
     Target,
+    Tokenizer,
     assemble_records,
     placed_records,
     resolve_target,
 )
-from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareCompressor"]
 

@@ -57,16 +57,16 @@ from langchain_phaseaware.convert import (
 )
 from langchain_phaseaware.prompt import placement_report
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
-from phaseaware.chat import ChatFormat
-from phaseaware.endpoints import EndpointRef
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRef,
+    Tokenizer,
     append_records,
     check_on_mismatch,
     check_usage,
     resolve_target,
 )
-from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
 

@@ -29,12 +29,18 @@ from langchain_phaseaware.convert import (
     tool_schemas,
 )
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
-from phaseaware.chat import ChatFormat, MissingSlotError
-from phaseaware.endpoints import EndpointRecord, EndpointRef
 from phaseaware.errors import InputError
-from phaseaware.integrate import assemble_records, conversation, resolve_target
+from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRecord,
+    EndpointRef,
+    MissingSlotError,
+    Tokenizer,
+    assemble_records,
+    conversation,
+    resolve_target,
+)
 from phaseaware.integrate import placement_report as kit_report
-from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwarePrompt", "PhaseAwarePromptWithReport", "PlacedPrompt", "placement_report"]
 

@@ -26,11 +26,18 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from langchain_phaseaware.convert import message_dicts, tool_schemas
-from phaseaware.chat import ChatFormat
-from phaseaware.endpoints import EndpointRef, UsageCheck
 from phaseaware.errors import InputError
-from phaseaware.integrate import check_on_mismatch, check_usage, rendered_tokens, resolve_target
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRef,
+    Tokenizer,
+    UsageCheck,
+    check_on_mismatch,
+    check_position_offset,
+    check_usage,
+    rendered_tokens,
+    resolve_target,
+)
 
 __all__ = ["PhaseAwareUsageCheck", "reported_prompt_tokens", "planned_prompt_tokens"]
 
@@ -96,6 +103,8 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             )
         self.tool_schemas = tool_schemas
         self.on_mismatch = check_on_mismatch(on_mismatch)
+        if offset is not None:
+            offset = check_position_offset(offset, name="offset")
         self.target = resolve_target(
             tokenizer=tokenizer, chat_format=chat_format, position_offset=offset,
             endpoint=endpoint, thinking=thinking,

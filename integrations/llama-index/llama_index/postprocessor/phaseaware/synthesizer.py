@@ -54,17 +54,18 @@ from llama_index.postprocessor.phaseaware.plan import ASSEMBLY_KEY, PLACEMENT_KE
 from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
 
 from phaseaware import AssemblyOptions, Profile
-from phaseaware.endpoints import EndpointRef, UsageCheck
-from phaseaware.endpoints import reported_prompt_tokens as raw_prompt_tokens
 from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.integrate import (
+    EndpointRef,
     OnMismatch,
+    Tokenizer,
+    UsageCheck,
     check_on_mismatch,
     check_usage,
     resolve_target,
     stale_reason,
 )
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.integrate import reported_prompt_tokens as raw_prompt_tokens
 
 __all__ = ["SENT_KEY", "PhaseAwareSynthesizer", "PlanSent", "phaseaware_query_engine"]
 
