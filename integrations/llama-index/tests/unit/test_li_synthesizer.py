@@ -245,3 +245,12 @@ def test_query_engine_streams():
     assert isinstance(response, StreamingResponse)
     assert "".join(response.response_gen) == "317"
     assert not response.metadata["phaseaware"].replanned
+
+
+def test_none_and_ill_typed_nodes_are_input_errors():
+    synth = _synth(ChatMock(), on_mismatch="ignore")
+    bad = NodeWithScore.model_construct(node=TextNode(text="a", id_="n0"), score="0.9")
+    with pytest.raises(InputError, match=r"nodes\[1\] is a NoneType"):
+        synth.synthesize(QUESTION, [_nodes()[0], None])
+    with pytest.raises(InputError, match=r"nodes\[0\] has score '0.9'"):
+        synth.synthesize(QUESTION, [bad])

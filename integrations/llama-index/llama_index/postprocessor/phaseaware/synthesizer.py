@@ -50,7 +50,12 @@ from llama_index.postprocessor.phaseaware.conversation import (
     text_qa_conversation,
     to_chat_messages,
 )
-from llama_index.postprocessor.phaseaware.plan import ASSEMBLY_KEY, PLACEMENT_KEY, assemble_nodes
+from llama_index.postprocessor.phaseaware.plan import (
+    ASSEMBLY_KEY,
+    PLACEMENT_KEY,
+    assemble_nodes,
+    node_records,
+)
 from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
 
 from phaseaware import AssemblyOptions, Profile
@@ -199,6 +204,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     def _plan(
         self, nodes: list[NodeWithScore], question: str
     ) -> tuple[PlanSent, list[NodeWithScore]]:
+        node_records(nodes)  # None or ill-typed nodes and scores: InputError naming the index
         key = self._config.plan_key(self._messages, question)
         reason = _stale_reason(nodes, key)
         if reason is None:
