@@ -3,15 +3,15 @@
 ``chain.stream`` / ``astream`` / ``astream_events`` through ``PhaseAwarePrompt`` and
 ``ChatOpenAI(stream_usage=True)``, and ``create_agent`` with ``PhaseAwareMiddleware``
 streamed: the answer arrives in chunks and the usage check runs on the final usage
-chunk (``stream_options.include_usage``), with zero drift.
+chunk (``stream_options.include_usage``), with zero drift. Until ``serve-reference``
+streams, a stand-in SSE front replays its answers (``tests/support/sse_front.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.error
-import urllib.request
+import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,22 +29,12 @@ TEMPLATE = ChatPromptTemplate.from_messages([("human", "{context}\n\n{question}"
 
 
 @pytest.fixture(scope="module")
-def streaming(served: Any) -> Any:
-    """The server, once it answers ``stream: true`` with server-sent events."""
-    body = {"model": served.model_name, "messages": [{"role": "user", "content": "hi"}],
-            "max_tokens": 1, "stream": True}  # fmt: skip
-    request = urllib.request.Request(
-        served.base_url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            kind = reply.headers.get("Content-Type", "")
-    except urllib.error.HTTPError as exc:
-        pytest.skip(f"serve-reference does not stream yet (HTTP {exc.code})")
-    if "text/event-stream" not in kind:
-        pytest.skip(f"serve-reference does not stream yet ({kind})")
-    return served
+def streaming(served: Any) -> Iterator[Any]:
+    """The server as a streaming endpoint (see ``tests/support/sse_front.py``)."""
+    from tests.support.sse_front import streaming_url
+
+    with streaming_url(served.base_url, served.model_name) as url:
+        yield dataclasses.replace(served, base_url=url)
 
 
 def _model(served: Any) -> Any:

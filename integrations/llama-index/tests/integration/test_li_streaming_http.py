@@ -1,13 +1,12 @@
 """Streaming end to end over real HTTP (SSE): ``phaseaware_query_engine(streaming=True)``
 and ``PhaseAwareSynthesizer(streaming=True)`` with ``OpenAILike``, sync and async; the
-usage check runs on the final usage chunk (``stream_options.include_usage``)."""
+usage check runs on the final usage chunk (``stream_options.include_usage``). Until
+``serve-reference`` streams, a stand-in SSE front replays its answers
+(``tests/support/sse_front.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.error
-import urllib.request
 
 import pytest
 from llama_index.core import PromptTemplate
@@ -24,27 +23,18 @@ QA = PromptTemplate("{context_str}\n\n{query_str}")
 
 @pytest.fixture(scope="module")
 def streaming_llm(served):
+    """``OpenAILike`` on the server as a streaming endpoint (``tests/support/sse_front.py``)."""
     from llama_index.llms.openai_like import OpenAILike
 
+    from tests.support.sse_front import streaming_url
+
     server, engine = served
-    body = {"model": engine.model_name, "messages": [{"role": "user", "content": "hi"}],
-            "max_tokens": 1, "stream": True}  # fmt: skip
-    request = urllib.request.Request(
-        server.base_url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            kind = reply.headers.get("Content-Type", "")
-    except urllib.error.HTTPError as exc:
-        pytest.skip(f"serve-reference does not stream yet (HTTP {exc.code})")
-    if "text/event-stream" not in kind:
-        pytest.skip(f"serve-reference does not stream yet ({kind})")
-    return OpenAILike(
-        model=engine.model_name, api_base=server.base_url, api_key="x", is_chat_model=True,
-        max_tokens=4, temperature=0.0, context_window=1024, max_retries=0, timeout=60,
-        additional_kwargs={"stream_options": {"include_usage": True}},
-    )  # fmt: skip
+    with streaming_url(server.base_url, engine.model_name) as url:
+        yield OpenAILike(
+            model=engine.model_name, api_base=url, api_key="x", is_chat_model=True,
+            max_tokens=4, temperature=0.0, context_window=1024, max_retries=0, timeout=60,
+            additional_kwargs={"stream_options": {"include_usage": True}},
+        )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
