@@ -24,6 +24,7 @@ __all__ = [
     "EndpointError",
     "PromptTokenDriftError",
     "PhaseawareWarning",
+    "UnsupportedRequestError",
 ]
 
 
@@ -81,6 +82,10 @@ class BackendError(CalibrationError):
 
 class LogError(CalibrationError):
     """A calibration log is corrupt or belongs to a different run."""
+
+
+class UnsupportedRequestError(InputError):
+    """A model request holds what the chosen chat format cannot render (tools, settings)."""
 
 
 class EndpointError(PhaseawareError):

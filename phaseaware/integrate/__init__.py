@@ -30,7 +30,7 @@ takes the retrieved passages (strings, no scores: retrieval order under the
 missing-score rule) and the signature's rendered messages, calls
 :func:`assemble_records`, and hands ``result.messages`` to the LM; the same size.
 Usage checks read the response's ``usage.prompt_tokens`` with
-:func:`phaseaware.endpoints.reported_prompt_tokens` and call :func:`check_usage`.
+:func:`reported_prompt_tokens` (re-exported here) and call :func:`check_usage`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from phaseaware.integrate.calls import (
     check_on_mismatch,
     check_usage,
     conversation,
+    refuse_tools,
     rendered_tokens,
 )
 from phaseaware.integrate.records import (
@@ -99,6 +100,7 @@ __all__ = [
     "placement_report",
     "record_chunks",
     "record_index",
+    "refuse_tools",
     "relevance_scores",
     "rendered_tokens",
     "resolve_options",

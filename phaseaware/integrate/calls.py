@@ -20,7 +20,7 @@ from phaseaware.chat.layout import ConversationLayout, conversation_layout
 from phaseaware.chat.messages import ConversationTemplate, Part, Placeholder, parse_messages
 from phaseaware.chat.untrusted import clean_template
 from phaseaware.endpoints import ON_MISMATCH, UsageCheck, check_prompt_tokens
-from phaseaware.errors import InputError
+from phaseaware.errors import InputError, UnsupportedRequestError
 from phaseaware.integrate.records import SourceRecord, record_chunks
 from phaseaware.integrate.target import Target
 from phaseaware.templates import RenderedPrompt
@@ -34,6 +34,7 @@ __all__ = [
     "check_on_mismatch",
     "check_usage",
     "conversation",
+    "refuse_tools",
     "rendered_tokens",
 ]
 
@@ -206,4 +207,18 @@ def check_usage(
         offsets=offsets,
         on_mismatch=on_mismatch,
         offset_name=offset_name,
+    )
+
+
+def refuse_tools(target: Target, tools: Sequence[object] | None, *, fix: str) -> None:
+    """Refuse a request that binds ``tools`` (``UnsupportedRequestError`` naming ``fix``),
+    for an adapter that cannot turn its framework's tools into OpenAI schemas. Adapters
+    that can use :meth:`Target.with_tools`: the tools then go into the plan."""
+    if not tools:
+        return
+    fmt = target.chat_format.name if target.chat_format is not None else "none"
+    raise UnsupportedRequestError(
+        f"the model request binds {len(tools)} tool(s) that are not in the plan (chat "
+        f"format {fmt!r}): a server that writes their schemas into the prompt puts every "
+        f"planned position off; {fix}"
     )

@@ -172,3 +172,14 @@ def test_tools_go_into_the_plan_or_are_refused_with_the_fix(o200k, deepseek_v4):
     ]
     assert "search_notes" in results[1].prompt and "search_notes" not in results[0].prompt
     assert results[1].token_count > results[0].token_count
+
+
+def test_refuse_tools_names_the_fix(o200k):
+    from phaseaware.errors import UnsupportedRequestError
+    from phaseaware.integrate import refuse_tools
+
+    target = resolve_target(tokenizer=o200k, chat_format="chatml")
+    refuse_tools(target, None, fix="x")
+    refuse_tools(target, [], fix="x")
+    with pytest.raises(UnsupportedRequestError, match="binds 1 tool.*pass tool_schemas"):
+        refuse_tools(target, [object()], fix="pass tool_schemas='not_rendered'")
