@@ -30,11 +30,15 @@ _EXPORTS: dict[str, str] = {
     "save_profile": "phaseaware.profiles.io",
     "load_tokenizer": "phaseaware.tokenizers.registry",
     "get_layout": "phaseaware.templates",
+    "list_caches": "phaseaware.caches",
+    "clear_caches": "phaseaware.caches",
+    "ChatSettings": "phaseaware.chat.settings",
 }
 
 __all__ = [
     "AssemblyOptions",
     "AssemblyResult",
+    "ChatSettings",
     "Chunk",
     "Placement",
     "Profile",
@@ -46,8 +50,10 @@ __all__ = [
     "assemble_from_specs",
     "audit_messages",
     "audit_prompt",
+    "clear_caches",
     "get_layout",
     "get_profile",
+    "list_caches",
     "list_profiles",
     "load_profile",
     "load_tokenizer",
@@ -65,6 +71,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.assembly.pipeline import assemble, assemble_from_specs
     from phaseaware.assembly.report.result import AssemblyResult, Placement
     from phaseaware.audit import audit_messages, audit_prompt
+    from phaseaware.caches import clear_caches, list_caches
+    from phaseaware.chat.settings import ChatSettings
     from phaseaware.profiles.io import load_profile, save_profile
     from phaseaware.profiles.model import Profile
     from phaseaware.profiles.registry import get_profile, list_profiles

@@ -47,6 +47,7 @@ from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
+from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
@@ -70,10 +71,24 @@ def _profile(profile: str | Profile | None, *, persistent: bool) -> Profile | No
     return prof
 
 
-def _format(chat_format: str | ChatFormat, tokenizer: Tokenizer, thinking: bool) -> ChatFormat:
+def _format(
+    chat_format: str | ChatFormat,
+    tokenizer: Tokenizer,
+    thinking: bool,
+    chat_settings: ChatSettings | None,
+) -> ChatFormat:
     if isinstance(chat_format, str):
-        return get_chat_format(chat_format, tokenizer, thinking=thinking)
+        return get_chat_format(chat_format, tokenizer, thinking=thinking, settings=chat_settings)
+    if chat_settings is not None:
+        raise InputError(
+            "chat_settings go with a chat format name; a format object carries its own "
+            "(get_chat_format(name, tokenizer, settings=...))"
+        )
     return chat_format
+
+
+def _policy(options: AssemblyOptions | None) -> str:
+    return options.control_tokens if options is not None else AssemblyOptions().control_tokens
 
 
 def _append_options(options: AssemblyOptions | None) -> AssemblyOptions:
@@ -91,6 +106,7 @@ def assemble_conversation(
     budget_tokens: int,
     options: AssemblyOptions | None = None,
     thinking: bool = False,
+    chat_settings: ChatSettings | None = None,
 ) -> AssemblyResult:
     """Assemble ``chunks`` into the one ``{context}`` slot of ``messages``.
 
@@ -101,6 +117,10 @@ def assemble_conversation(
     ``"hf"`` (the tokenizer's own template), ``"none"``, or a ``ChatFormat``.
     ``tokenizer``/``profile`` may be specs/names. ``result.messages`` holds the
     filled messages (``None`` for ``none``); positions index the whole prompt.
+    ``chat_settings`` (:class:`~phaseaware.chat.ChatSettings`: tools, reasoning
+    effort, response format, ...) go to the named format; send the same ones
+    (``chat_settings.chat_template_kwargs(name)`` and its ``tools``) with the
+    request. ``thinking=True`` is the older spelling of ``ChatSettings(thinking=True)``.
 
     Raises ``MissingSlotError``/``DuplicateSlotError`` (not exactly one slot),
     ``UnknownRoleError``, ``MessageContentError``, ``ToolResultError`` (a tool
@@ -110,9 +130,10 @@ def assemble_conversation(
     tok = _tokenizer(tokenizer)
     layout = conversation_layout(
         tokenizer=tok,
-        chat_format=_format(chat_format, tok, thinking),
+        chat_format=_format(chat_format, tok, thinking, chat_settings),
         messages=messages,
         question=question,
+        control_tokens=_policy(options),
     )
     return assemble(
         chunks,
@@ -138,6 +159,7 @@ def assemble_append(
     options: AssemblyOptions | None = None,
     thinking: bool = False,
     persistent: bool = True,
+    chat_settings: ChatSettings | None = None,
 ) -> AssemblyResult:
     """Place ``chunks`` inside ``new`` (one ``{context}``), appended to ``sent`` unchanged.
 
@@ -154,8 +176,11 @@ def assemble_append(
     besides what :func:`assemble_conversation` raises.
     """
     tok = _tokenizer(tokenizer)
-    fmt = _format(chat_format, tok, thinking)
-    layout = append_layout(sent=sent, new=new, chat_format=fmt, question=question)
+    fmt = _format(chat_format, tok, thinking, chat_settings)
+    layout = append_layout(
+        sent=sent, new=new, chat_format=fmt, question=question, tokenizer=tok,
+        control_tokens=_policy(options),
+    )  # fmt: skip
     result = assemble(
         chunks,
         tokenizer=tok,
@@ -199,6 +224,7 @@ def assemble_append_after(
     options: AssemblyOptions | None = None,
     thinking: bool = False,
     persistent: bool = True,
+    chat_settings: ChatSettings | None = None,
 ) -> AssemblyResult:
     """:func:`assemble_append` from the sent prefix's token count instead of its text.
 
@@ -215,8 +241,11 @@ def assemble_append_after(
     ``BudgetError`` when ``budget_tokens`` leaves no room after the prefix.
     """
     tok = _tokenizer(tokenizer)
-    fmt = _format(chat_format, tok, thinking)
-    layout = append_from_count(prefix_tokens=prefix_tokens, new=new, chat_format=fmt, tokenizer=tok)
+    fmt = _format(chat_format, tok, thinking, chat_settings)
+    layout = append_from_count(
+        prefix_tokens=prefix_tokens, new=new, chat_format=fmt, tokenizer=tok,
+        control_tokens=_policy(options),
+    )  # fmt: skip
     if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
         raise InputError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
     if budget_tokens <= prefix_tokens:

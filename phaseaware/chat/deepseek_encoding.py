@@ -36,6 +36,7 @@ THINK_CLOSE = "</think>"
 TOOL_RESULT_OPEN = "<tool_result>"
 TOOL_RESULT_CLOSE = "</tool_result>"
 DSML = "｜DSML｜"
+_ATTRIBUTE_BREAKERS = ('"', "<", ">", "\n")  # not allowed in DSML name="..." values
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,17 @@ class DeepSeekFormat:
     def _tool_calls(self, message: Message) -> str:
         if not message.tool_calls:
             return ""
+        for call in message.tool_calls:
+            for what, text in (
+                ("name", call.name),
+                *(("argument", k) for k in call.parsed_arguments()),
+            ):
+                if any(c in text for c in _ATTRIBUTE_BREAKERS):
+                    raise MessageContentError(
+                        f"tool call {call.name!r}: the {what} {text!r} holds a quote, angle "
+                        f"bracket or newline, which would forge DSML attributes in {self.name}; "
+                        "rename it"
+                    )
         d = self.dialect
         invokes = []
         for call in message.tool_calls:

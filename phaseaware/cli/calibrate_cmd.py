@@ -313,7 +313,14 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
         from phaseaware.cli.calibrate_batch import ingest
 
         return ingest(args, run, out)
-    backend = make_backend(options, tokenizer, default_model=default_model)
+    from phaseaware.endpoints.settings import chat_template_kwargs
+
+    backend = make_backend(
+        options,
+        tokenizer,
+        default_model=default_model,
+        chat_template_kwargs=chat_template_kwargs(chat_format=template),
+    )
     progress = _Progress()
     try:
         result = run.run(backend, out_path=out, progress=progress)

@@ -23,6 +23,7 @@ from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftErr
 __all__ = [
     "ON_MISMATCH",
     "UsageCheck",
+    "check_identity",
     "check_prompt_tokens",
     "check_response",
     "reported_prompt_tokens",
@@ -144,6 +145,33 @@ def reported_prompt_tokens(response: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _field(response: Any, name: str) -> str | None:
+    value = response.get(name) if isinstance(response, Mapping) else getattr(response, name, None)
+    return value if isinstance(value, str) and value else None
+
+
+def check_identity(response: Any, *, model: str | None, system_fingerprint: str | None) -> bool:
+    """Warn (``PhaseawareWarning``) when the response's ``model`` or ``system_fingerprint``
+    differs from the endpoint record's; True when they agree (or either side is unknown).
+
+    A changed identity means the served checkpoint changed (a hosted alias moved to a
+    new model, a redeploy): offsets and reliabilities measured before may not hold.
+    """
+    changed = [
+        f"{name} {old!r} -> {new!r}"
+        for name, old in (("model", model), ("system_fingerprint", system_fingerprint))
+        if old is not None and (new := _field(response, name)) is not None and new != old
+    ]
+    if changed:
+        warnings.warn(
+            f"the served checkpoint changed ({'; '.join(changed)}): re-probe "
+            "(`phaseaware probe-endpoint`) and recalibrate before trusting placements",
+            PhaseawareWarning,
+            stacklevel=3,
+        )
+    return not changed
+
+
 def check_response(
     response: Any,
     *,
@@ -151,9 +179,15 @@ def check_response(
     offset: int = 0,
     offsets: Sequence[int] | None = None,
     on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
+    model: str | None = None,
+    system_fingerprint: str | None = None,
 ) -> UsageCheck | None:
     """:func:`check_prompt_tokens` on a response's ``usage.prompt_tokens``; ``None`` when
-    the server reports no usage (nothing to verify)."""
+    the server reports no usage (nothing to verify). ``model`` / ``system_fingerprint``:
+    the identity an endpoint record holds (``served_model``, ``system_fingerprint``); a
+    response that reports another gets a warning (:func:`check_identity`)."""
+    if on_mismatch != "ignore":
+        check_identity(response, model=model, system_fingerprint=system_fingerprint)
     reported = reported_prompt_tokens(response)
     if reported is None:
         return None

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -31,9 +32,11 @@ from typing import TYPE_CHECKING, Literal
 from phaseaware.errors import (
     FingerprintMismatchError,
     PeriodMismatchError,
+    PhaseawareWarning,
     ProfileError,
     ProfileNotFoundError,
 )
+from phaseaware.profiles.aliases import resolve_alias
 from phaseaware.profiles.io import load_profile, save_profile
 from phaseaware.profiles.model import Profile
 from phaseaware.userfiles import read_user_bytes
@@ -151,12 +154,17 @@ def _boundary_prefix(name: str, query: str) -> bool:
 
 
 def find_profile(name: str) -> ProfileEntry:
-    """The entry registered for model ``name`` (exact, then longest prefix match)."""
+    """The entry registered for model ``name``: exact, then a hosted alias's checkpoint
+    (:mod:`phaseaware.profiles.aliases`; warned, never silent), then longest prefix match."""
     entries = list_profiles()
     query = normalize_model_name(name)
     by_key = {normalize_model_name(e.name): e for e in entries}
     if query in by_key:
         return by_key[query]
+    alias = resolve_alias(query)
+    if alias is not None and alias.checkpoint in by_key:
+        warnings.warn(alias.describe(), PhaseawareWarning, stacklevel=3)
+        return by_key[alias.checkpoint]
     prefixes = [key for key in by_key if key and _boundary_prefix(key, query)]
     if prefixes:
         return by_key[max(prefixes, key=len)]

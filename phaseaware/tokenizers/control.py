@@ -156,6 +156,15 @@ class ControlScanner:
             pos = match.end()
         return found
 
+    def first(self, text: str, *, where: str) -> Neutralized | None:
+        """The first control string in ``text`` (``None``: there is none); never raises."""
+        if self._pattern is None or not text:
+            return None
+        match = self._search(text, 0)
+        if match is None:
+            return None
+        return Neutralized(where=where, offset=match.start(), text=match.group())
+
     def clean(self, text: str, *, where: str) -> tuple[str, tuple[Neutralized, ...]]:
         """``text`` with every control string broken, and what was broken.
 

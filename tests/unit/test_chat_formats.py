@@ -220,3 +220,12 @@ def test_plain_and_chatml_multi_turn():
         '<|im_start|>assistant\n\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
         "<|im_end|>\n<|im_start|>tool\nR<|im_end|>\n<|im_start|>assistant\n"
     )
+
+
+def test_the_hf_extra_installs_jinja2():
+    # apply_chat_template needs jinja2, which transformers does not install (issue 21)
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    extras = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(dep.startswith("jinja2") for dep in extras["optional-dependencies"]["hf"])

@@ -98,7 +98,9 @@ def test_deepseek_roles_parse_but_other_formats_refuse_them(name):
 
     fmt = get_chat_format(name, load_tokenizer("tiktoken:cl100k_base"))
     for role, fix in (("developer", "use role system"), ("latest_reminder", "use role user")):
-        messages = parse_messages([{"role": "user", "content": "a"}, {"role": role, "content": "x"}])
+        messages = parse_messages(
+            [{"role": "user", "content": "a"}, {"role": role, "content": "x"}]
+        )
         with pytest.raises(UnknownRoleError, match=f"message 1 has role '{role}'.*{fix}"):
             fmt.render(messages)
 

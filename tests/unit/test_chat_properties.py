@@ -122,8 +122,29 @@ def neutralize(messages: list[dict[str, Any]], scanner: ControlScanner) -> list[
         cleaned = {**message, "content": content}
         if message.get("reasoning_content"):
             cleaned["reasoning_content"] = scanner.clean(message["reasoning_content"], where="")[0]
+        if message.get("tool_calls"):  # string argument values are message text too
+            calls = []
+            for call in message["tool_calls"]:
+                args = json.loads(call["function"]["arguments"])
+                clean = {k: _clean_json(v, scanner) for k, v in args.items()}
+                if clean != args:
+                    function = {
+                        **call["function"],
+                        "arguments": json.dumps(clean, ensure_ascii=False),
+                    }
+                    call = {**call, "function": function}
+                calls.append(call)
+            cleaned["tool_calls"] = calls
         out.append(cleaned)
     return out
+
+
+def _clean_json(value: Any, scanner: ControlScanner) -> Any:
+    if isinstance(value, str):
+        return scanner.clean(value, where="")[0]
+    if isinstance(value, list):
+        return [_clean_json(v, scanner) for v in value]
+    return value
 
 
 def fill(messages: list[dict[str, Any]], context: str, question: str) -> list[dict[str, Any]]:

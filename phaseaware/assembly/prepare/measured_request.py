@@ -27,6 +27,7 @@ from phaseaware.assembly.prepare.filler import (
 from phaseaware.assembly.prepare.measure import MeasuredChunk, measure_chunks
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
+from phaseaware.chat.append import DeltaLayout
 from phaseaware.chat.layout import ConversationLayout
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
@@ -97,7 +98,7 @@ def prepare(
         normalize_chunks(chunks), question=question, system=system, tokenizer=tokenizer,
         layout=layout.name, policy=options.control_tokens,
     )  # fmt: skip
-    if isinstance(layout, ConversationLayout):  # message contents, cleaned when built
+    if isinstance(layout, ConversationLayout | DeltaLayout):  # message text, cleaned when built
         neutralized = layout.neutralized + neutralized
     if profile is not None and profile.period > MAX_PERIOD:
         raise InputError(

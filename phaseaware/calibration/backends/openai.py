@@ -78,6 +78,8 @@ class OpenAIBackend:
     ``timeout``: seconds per HTTP attempt. ``max_retries``: retries per request
     (the client's backoff; see the module docstring). ``model_info``: what the
     server cannot tell about the model (``{"local_window": N}``), for the log header.
+    ``chat_template_kwargs``: the chat settings every chat request states (see
+    :mod:`phaseaware.endpoints.settings`), so no server default renders the probes.
     """
 
     name = "openai-http"
@@ -95,6 +97,7 @@ class OpenAIBackend:
         expected_prompt_tokens_check: bool = True,
         prompt_token_offset: int = 0,
         model_info: Mapping[str, Any] | None = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         _validate(base_url, model, endpoint, concurrency, max_retries, timeout)
         check_position_offset(prompt_token_offset, name="--prompt-token-offset", error=BackendError)
@@ -107,6 +110,7 @@ class OpenAIBackend:
         self.expected_prompt_tokens_check = expected_prompt_tokens_check
         self.prompt_token_offset = prompt_token_offset
         self.model_info: dict[str, Any] = dict(model_info or {})
+        self.chat_template_kwargs = dict(chat_template_kwargs) if chat_template_kwargs else None
         self._lock = threading.Lock()
         self._retries = 0
         key, key_source = _resolve_api_key(api_key)
@@ -195,6 +199,8 @@ class OpenAIBackend:
         common = {"model": self.model, "max_tokens": request.max_tokens, "temperature": 0}
         if self.endpoint == "chat":
             messages = [dict(m) for m in request.messages or ()]
+            if self.chat_template_kwargs is not None:
+                common["extra_body"] = {"chat_template_kwargs": self.chat_template_kwargs}
             return client.chat.completions.create(messages=messages, **common)
         return client.completions.create(prompt=request.prompt, **common)
 

@@ -64,13 +64,15 @@ REQUEST_KEYS = (
 
 def _endpoint_options(
     ref: Any, tokenizer: str, options: AssemblyOptions, *, source: str
-) -> AssemblyOptions:
+) -> tuple[AssemblyOptions, bool]:
     """``options`` with the offset(s) of the endpoint record ``ref`` names (a path, or
-    ``{"base_url", "model"}``); ``FingerprintMismatchError`` for another tokenizer."""
-    from phaseaware.assembly.endpoint_record import apply_endpoint, resolve_endpoint
+    ``{"base_url", "model"}``), and the record's thinking setting (what its requests
+    state); ``FingerprintMismatchError`` for another tokenizer."""
+    from phaseaware.endpoints.record import apply_endpoint, resolve_endpoint
     from phaseaware.tokenizers import load_tokenizer
 
-    return apply_endpoint(options, resolve_endpoint(ref, source=source), load_tokenizer(tokenizer))
+    record = resolve_endpoint(ref, source=source)
+    return apply_endpoint(options, record, load_tokenizer(tokenizer)), record.thinking
 
 
 def load_request(path: str) -> dict[str, Any]:
@@ -125,8 +127,12 @@ def parse_request(doc: Any, *, source: str = "<request>") -> dict[str, Any]:
     options = AssemblyOptions(
         **{k: options_doc[k] for k in REQUEST_OPTION_KEYS if k in options_doc}
     )
+    thinking = options_doc.get("thinking", False)
     if doc.get("endpoint") is not None:
-        options = _endpoint_options(doc["endpoint"], doc["tokenizer"], options, source=source)
+        options, probed = _endpoint_options(
+            doc["endpoint"], doc["tokenizer"], options, source=source
+        )
+        thinking = options_doc.get("thinking", probed)  # the record's unless the request says
     return {
         "chunks": chunks,
         "tokenizer": doc["tokenizer"],
@@ -136,7 +142,7 @@ def parse_request(doc: Any, *, source: str = "<request>") -> dict[str, Any]:
         "profile": doc.get("profile"),
         "budget_tokens": budget,
         "options": options,
-        "thinking": bool(options_doc.get("thinking", False)),
+        "thinking": bool(thinking),
         "messages": messages,
     }
 
