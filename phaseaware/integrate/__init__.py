@@ -14,7 +14,11 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    and id) and :func:`placed_records` to map the result back to its framework objects.
 4. after the model call, :func:`check_usage` (planned vs reported prompt tokens; the
    fix names the adapter's own parameter) and :func:`rendered_tokens` for messages
-   it did not plan; :func:`refuse_tools` for a request whose tools no format renders.
+   it did not plan; ``Target.with_tools`` for a request that binds tools (the format
+   renders their schemas, or refuses them with ``UnsupportedSettingError``).
+
+Adapters import ``phaseaware`` (its ``__all__``), ``phaseaware.errors`` and this
+package only; the types their signatures name are re-exported here.
 
 What a third adapter would need (estimate). Haystack: a component whose ``run``
 takes ``documents: list[Document]`` and ``query``: ``Document.content`` / ``.score``
@@ -26,13 +30,18 @@ takes the retrieved passages (strings, no scores: retrieval order under the
 missing-score rule) and the signature's rendered messages, calls
 :func:`assemble_records`, and hands ``result.messages`` to the LM; the same size.
 Usage checks read the response's ``usage.prompt_tokens`` with
-:func:`phaseaware.endpoints.reported_prompt_tokens` and call :func:`check_usage`.
+:func:`reported_prompt_tokens` (re-exported here) and call :func:`check_usage`.
 """
 
 from __future__ import annotations
 
+from phaseaware.assembly.inputs.options import check_position_offset
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
+from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.messages import ROLES
+from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
+from phaseaware.endpoints import EndpointRecord, EndpointRef, UsageCheck, reported_prompt_tokens
 from phaseaware.integrate.calls import (
     FixedLayout,
     OnMismatch,
@@ -51,10 +60,29 @@ from phaseaware.integrate.records import (
     record_index,
     relevance_scores,
 )
-from phaseaware.integrate.report import PlacedRecord, placed_records, placement_report
+from phaseaware.integrate.report import (
+    PlacedRecord,
+    placed_records,
+    placement_report,
+    stale_reason,
+)
 from phaseaware.integrate.target import Target, resolve_options, resolve_target
+from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
+    # the types and errors an adapter's signatures and checks name (re-exported)
+    "ChatFormat",
+    "ChatSettings",
+    "DuplicateSlotError",
+    "EndpointRecord",
+    "EndpointRef",
+    "MissingSlotError",
+    "Tokenizer",
+    "UnsupportedSettingError",
+    "UsageCheck",
+    "check_position_offset",
+    "reported_prompt_tokens",
+    # the kit
     "CHUNK_ID_PREFIX",
     "CHUNK_SEPARATOR",
     "FixedLayout",
@@ -77,4 +105,5 @@ __all__ = [
     "rendered_tokens",
     "resolve_options",
     "resolve_target",
+    "stale_reason",
 ]

@@ -211,14 +211,14 @@ def check_usage(
 
 
 def refuse_tools(target: Target, tools: Sequence[object] | None, *, fix: str) -> None:
-    """Refuse a request with tool schemas bound (``UnsupportedRequestError``): no chat
-    format here renders them yet, so a server that writes them into the prompt would
-    move every planned position. ``fix`` names the adapter's way out."""
+    """Refuse a request that binds ``tools`` (``UnsupportedRequestError`` naming ``fix``),
+    for an adapter that cannot turn its framework's tools into OpenAI schemas. Adapters
+    that can use :meth:`Target.with_tools`: the tools then go into the plan."""
     if not tools:
         return
     fmt = target.chat_format.name if target.chat_format is not None else "none"
     raise UnsupportedRequestError(
-        f"the model request binds {len(tools)} tool(s), and chat format {fmt!r} does not "
-        "render tool schemas: a server that writes them into the prompt puts every planned "
-        f"position off; {fix}"
+        f"the model request binds {len(tools)} tool(s) that are not in the plan (chat "
+        f"format {fmt!r}): a server that writes their schemas into the prompt puts every "
+        f"planned position off; {fix}"
     )

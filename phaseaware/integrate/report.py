@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from phaseaware.assembly.report.result import AssemblyResult, Segment
 from phaseaware.integrate.records import record_index
 
-__all__ = ["PlacedRecord", "placed_records", "placement_report"]
+__all__ = ["PlacedRecord", "placed_records", "placement_report", "stale_reason"]
 
 
 def placement_report(result: AssemblyResult, ids: Sequence[object]) -> dict[str, Any]:
@@ -48,3 +48,19 @@ def placed_records(result: AssemblyResult, report: dict[str, Any]) -> list[Place
         PlacedRecord(index=p["document_index"], segment=s, placement=p)
         for p, s in zip(report["placements"], result.segments, strict=True)
     ]
+
+
+def stale_reason(
+    report: Mapping[str, Any], *, ids: Sequence[object], texts: Sequence[str | None]
+) -> str | None:
+    """Why records handed back after a plan (their ``ids`` and current ``texts``, in the
+    order given; ``None`` text: the record lost its text) no longer match ``report`` (a
+    :func:`placement_report`); ``None`` when they are the plan's, unchanged and in order."""
+    placements = list(report.get("placements", ()))
+    if list(ids) != [p["document_id"] for p in placements]:
+        return "records were reordered, added or removed after planning"
+    prompt = str(report["prompt"])
+    for p, record_id, text in zip(placements, ids, texts, strict=True):
+        if text != prompt[int(p["segment_char_start"]) : int(p["char_end"])]:
+            return f"the text of {record_id!r} changed after planning"
+    return None

@@ -7,13 +7,16 @@ arguments into phaseaware objects; the result is a frozen :class:`Target`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
 from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_format
+from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
 from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
 from phaseaware.endpoints import usage_offsets as _usage_offsets
 from phaseaware.errors import InputError
@@ -35,6 +38,8 @@ class Target:
     (or offset set) applied. ``append_options``: the same for append alignment, whose
     default (no ``options`` given) is the core's, ``AssemblyOptions(repeat=False)``.
     ``chat_format`` is ``None`` for a caller that renders no messages (a compressor).
+    ``settings``: the chat settings the format was built with, when it was named
+    (``None`` for a ``ChatFormat`` object the caller built: its settings are its own).
     """
 
     tokenizer: Tokenizer
@@ -44,6 +49,30 @@ class Target:
     append_options: AssemblyOptions
     endpoint: EndpointRecord | None = None
     budget_tokens: int | None = None
+    settings: ChatSettings | None = None
+
+    def with_tools(self, tools: Sequence[Mapping[str, Any]], *, fix: str = "") -> Target:
+        """This target with ``tools`` (OpenAI tool schemas, as the request sends them) in
+        the chat format's settings, so the plan renders them as the server does.
+
+        A format that does not render tools refuses them (``UnsupportedSettingError``:
+        use ``deepseek-v4``/``deepseek-v4.1``, or send no tools); ``fix`` is added to the
+        message (the adapter's own way out). No tools: this target.
+        """
+        if not tools:
+            return self
+        fmt = self.require_format()
+        if self.settings is None:
+            raise UnsupportedSettingError(
+                f"the chat format was passed as an object ({fmt!r}), so tools cannot be added "
+                f"to its settings; pass chat_format by name{fix}"
+            )
+        settings = dataclasses.replace(self.settings, tools=tuple(tools))
+        try:
+            rendered = get_chat_format(fmt.name, self.tokenizer, settings=settings)
+        except UnsupportedSettingError as exc:
+            raise UnsupportedSettingError(f"{exc}{fix}") from None
+        return dataclasses.replace(self, chat_format=rendered, settings=settings)
 
     @property
     def usage_offsets(self) -> tuple[int, tuple[int, ...] | None]:
@@ -66,6 +95,36 @@ class Target:
                     "only the endpoint record"
                 )
         return offset
+
+    def after_prefix(self, prefix_tokens: int) -> Target:
+        """This target for a prompt that starts ``prefix_tokens`` tokens after the server's
+        offset (a caller that knows only the count of the text before its documents): the
+        offset, or each offset of a varying endpoint, grows by that count."""
+        extra = check_position_offset(prefix_tokens, name="prefix_tokens")
+        options = self.options
+        if options.offsets:
+            offsets = tuple(d + extra for d in options.offsets)
+            options = dataclasses.replace(options, position_offset=0, offsets=offsets)
+        else:
+            options = dataclasses.replace(options, position_offset=options.position_offset + extra)
+        return dataclasses.replace(self, options=options)
+
+    def plan_key(self, messages: Sequence[Mapping[str, Any]], question: str) -> str:
+        """A digest of what decides a prompt besides its records (same key: same frame), for
+        adapters that check a plan made earlier still holds."""
+        fmt = self.require_format()
+        doc = {
+            "tokenizer": self.tokenizer.spec,
+            "fingerprint": self.tokenizer.fingerprint(),
+            "chat_format": fmt.name,
+            "format": repr(fmt),  # its settings included
+            "messages": [dict(m) for m in messages],
+            "question": question,
+            "profile": self.profile.model if self.profile is not None else None,
+            "budget_tokens": self.budget_tokens,
+            "options": repr(self.options),
+        }
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
     def require_format(self) -> ChatFormat:
         if self.chat_format is None:
@@ -180,6 +239,7 @@ def resolve_target(
     return Target(
         tokenizer=tok,
         chat_format=fmt,
+        settings=ChatSettings(thinking=thinking) if isinstance(chat_format, str) else None,
         profile=_profile(profile),
         options=endpoint_options(one, record, tok),
         append_options=endpoint_options(append, record, tok),

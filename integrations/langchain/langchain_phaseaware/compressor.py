@@ -37,7 +37,6 @@ Use :class:`~langchain_phaseaware.PhaseAwarePrompt` for the exact path.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,18 +49,17 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 from langchain_phaseaware.convert import SCORE_KEYS, document_records
 from langchain_phaseaware.prompt import placement_report
 from phaseaware import AssemblyOptions, Profile
-from phaseaware.assembly import check_position_offset
-from phaseaware.endpoints import EndpointRef
 from phaseaware.errors import InputError, PhaseawareError, VerificationError
 from phaseaware.integrate import (
     CHUNK_SEPARATOR,
+    EndpointRef,
     FixedLayout,
     Target,
+    Tokenizer,
     assemble_records,
     placed_records,
     resolve_target,
 )
-from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareCompressor"]
 
@@ -157,17 +155,9 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             budget_tokens=self.budget_tokens, options=self.options, endpoint=self.endpoint,
             default_options=AssemblyOptions(repeat=False),  # a restated block is no document's
         )  # fmt: skip
-        options = target.options
         if self.prefix_tokens is not None:  # the prefix's tokens come after the server's
-            extra = check_position_offset(self.prefix_tokens, name="prefix_tokens")
-            if options.offsets:
-                offsets = tuple(d + extra for d in options.offsets)
-                options = dataclasses.replace(options, position_offset=0, offsets=offsets)
-            else:
-                options = dataclasses.replace(
-                    options, position_offset=options.position_offset + extra
-                )
-        self._target = dataclasses.replace(target, options=options)
+            target = target.after_prefix(self.prefix_tokens)
+        self._target = target
         self._layout = FixedLayout(self.prefix or "", self.suffix)
 
     def compress_documents(

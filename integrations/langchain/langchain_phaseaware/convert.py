@@ -37,6 +37,7 @@ __all__ = [
     "message_dict",
     "message_dicts",
     "message_text",
+    "tool_schemas",
 ]
 
 SCORE_KEYS = ("score", "relevance_score")
@@ -131,6 +132,14 @@ def message_dict(message: BaseMessage, index: int = 0) -> dict[str, Any]:
         f"message {index} is a {type(message).__name__} (type {message.type!r}); use system, "
         "human, ai or tool messages"
     )
+
+
+def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """Bound tools (``BaseTool`` objects, functions, OpenAI dicts) as the OpenAI tool
+    schemas the request sends (LangChain's own conversion)."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return [convert_to_openai_tool(t) for t in tools or ()]
 
 
 def message_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:

@@ -21,8 +21,10 @@ reference model knows only user and assistant), the model is shown each tool
 result as a user message and each tool-calling assistant turn as its text alone;
 the state keeps the real tool messages.
 
-Tools bound to the model: no chat format here renders tool schemas yet, so a
-request with tools is refused (``UnsupportedRequestError``) unless
+Tools bound to the model (``request.tools``) are part of the plan: their OpenAI
+schemas go into the chat format's settings, rendered where the server renders them
+(``deepseek-v4``, ``deepseek-v4.1``). A format that does not render tools refuses
+the request (``UnsupportedSettingError``, naming the fix) unless
 ``tool_schemas="not_rendered"`` says the server writes none into the prompt (the
 shipped reference server); the usage check then confirms it on every aligned call.
 Streaming (``stream``/``astream``/``astream_events``) goes through the same
@@ -46,20 +48,25 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.runnables.config import run_in_executor
 from langgraph.types import Command
 
-from langchain_phaseaware.convert import SCORE_KEYS, document_records, message_dicts, message_text
+from langchain_phaseaware.convert import (
+    SCORE_KEYS,
+    document_records,
+    message_dicts,
+    message_text,
+    tool_schemas,
+)
 from langchain_phaseaware.prompt import placement_report
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
-from phaseaware.chat import ChatFormat
-from phaseaware.endpoints import EndpointRef
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRef,
+    Tokenizer,
     append_records,
     check_on_mismatch,
     check_usage,
-    refuse_tools,
     resolve_target,
 )
-from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
 
@@ -113,7 +120,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         evidence_key: str | None = "evidence",
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         message_template: str = "{context}",
-        tool_schemas: Literal["refuse", "not_rendered"] = "refuse",
+        tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
     ) -> None:
         super().__init__()
         if not isinstance(message_template, str) or message_template.count("{context}") != 1:
@@ -122,9 +129,9 @@ class PhaseAwareMiddleware(AgentMiddleware):
             )
         if tool_role not in ("tool", "user"):
             raise InputError(f"tool_role must be 'tool' or 'user', got {tool_role!r}")
-        if tool_schemas not in ("refuse", "not_rendered"):
+        if tool_schemas not in ("rendered", "not_rendered"):
             raise InputError(
-                f"tool_schemas must be 'refuse' or 'not_rendered', got {tool_schemas!r}"
+                f"tool_schemas must be 'rendered' or 'not_rendered', got {tool_schemas!r}"
             )
         if not isinstance(document_separator, str) or not document_separator:
             raise InputError("document_separator must be a non-empty string")
@@ -179,12 +186,12 @@ class PhaseAwareMiddleware(AgentMiddleware):
         unchanged = request.override(messages=_model_view(messages, self.tool_role))
         if target is None:
             return unchanged, None, None
-        if self.tool_schemas == "refuse":
-            refuse_tools(
-                self.target,
-                request.tools,
-                fix="pass tool_schemas='not_rendered' to PhaseAwareMiddleware if the server "
-                "writes no tool schemas into the prompt (the usage check verifies it)",
+        plan_target = self.target
+        if self.tool_schemas == "rendered":
+            plan_target = self.target.with_tools(
+                tool_schemas(request.tools),
+                fix="; or pass tool_schemas='not_rendered' to PhaseAwareMiddleware if the "
+                "server writes no tool schemas into the prompt (the usage check verifies it)",
             )
         documents = self._documents(target)
         history: list[BaseMessage] = (
@@ -206,7 +213,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         )
         result = append_records(
             document_records(documents, score_keys=self.score_keys, evidence_key=self.evidence_key),
-            target=self.target,
+            target=plan_target,
             sent=message_dicts(_model_view(history, self.tool_role)),
             new=new,
             question=question,

@@ -22,14 +22,25 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 
-from langchain_phaseaware.convert import SCORE_KEYS, document_records, message_dicts
+from langchain_phaseaware.convert import (
+    SCORE_KEYS,
+    document_records,
+    message_dicts,
+    tool_schemas,
+)
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
-from phaseaware.chat import ChatFormat, MissingSlotError
-from phaseaware.endpoints import EndpointRecord, EndpointRef
 from phaseaware.errors import InputError
-from phaseaware.integrate import assemble_records, conversation, resolve_target
+from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRecord,
+    EndpointRef,
+    MissingSlotError,
+    Tokenizer,
+    assemble_records,
+    conversation,
+    resolve_target,
+)
 from phaseaware.integrate import placement_report as kit_report
-from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["PhaseAwarePrompt", "PhaseAwarePromptWithReport", "PlacedPrompt", "placement_report"]
 
@@ -76,7 +87,10 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
     learned (an ``EndpointRecord``, a record path or ``{"base_url", "model"}``):
     its offset, or for a varying endpoint its offset set (robust placement); a
     record probed with another tokenizer raises ``FingerprintMismatchError``, an
-    explicit offset that disagrees with it ``InputError``.
+    explicit offset that disagrees with it ``InputError``. ``tools``: the tools the
+    chat model is bound with (``llm.bind_tools(tools)``), planned as the server
+    renders their schemas (``deepseek-v4``/``deepseek-v4.1``); a format that
+    cannot render them raises ``UnsupportedSettingError`` naming the fix.
 
     Empty ``documents`` give the template with an empty context. Raises
     ``MissingSlotError``/``DuplicateSlotError`` (no or several ``{context}``)
@@ -103,6 +117,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         documents_key: str = "documents",
         score_keys: Sequence[str] = SCORE_KEYS,
         evidence_key: str | None = "evidence",
+        tools: Sequence[Any] | None = None,
     ) -> None:
         if not isinstance(prompt, ChatPromptTemplate):
             raise InputError(
@@ -120,7 +135,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
             tokenizer=tokenizer, chat_format=chat_format, profile=profile,
             budget_tokens=budget_tokens, options=options, position_offset=position_offset,
             endpoint=endpoint, thinking=thinking,
-        )  # fmt: skip
+        ).with_tools(tool_schemas(tools))  # fmt: skip
         self.question_key = question_key
         self.documents_key = documents_key
         self.score_keys = tuple(score_keys)

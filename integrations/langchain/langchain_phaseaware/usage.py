@@ -25,11 +25,19 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from langchain_phaseaware.convert import message_dicts
-from phaseaware.chat import ChatFormat
-from phaseaware.endpoints import EndpointRef, UsageCheck
-from phaseaware.integrate import check_on_mismatch, check_usage, rendered_tokens, resolve_target
-from phaseaware.tokenizers.base import Tokenizer
+from langchain_phaseaware.convert import message_dicts, tool_schemas
+from phaseaware.errors import InputError
+from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRef,
+    Tokenizer,
+    UsageCheck,
+    check_on_mismatch,
+    check_position_offset,
+    check_usage,
+    rendered_tokens,
+    resolve_target,
+)
 
 __all__ = ["PhaseAwareUsageCheck", "reported_prompt_tokens", "planned_prompt_tokens"]
 
@@ -68,7 +76,10 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     (default), ``"raise"`` or ``"ignore"``. ``on_check``: called with each
     :class:`~phaseaware.endpoints.UsageCheck` (e.g. to log it). A response
     without usage is not checked; a streamed one is checked on its final usage
-    chunk (``ChatOpenAI(stream_usage=True)``). Pass it as
+    chunk (``ChatOpenAI(stream_usage=True)``). Tools bound to the model are rendered
+    into the planned count where the chat format renders them (``deepseek-v4``); other
+    formats refuse them (``UnsupportedSettingError``) unless ``tool_schemas="not_rendered"``.
+    Pass it as
     ``config={"callbacks": [check]}`` or ``llm.with_config(callbacks=[check])``.
     """
 
@@ -84,8 +95,16 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
         on_check: Callable[[UsageCheck], None] | None = None,
         thinking: bool = False,
+        tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
     ) -> None:
+        if tool_schemas not in ("rendered", "not_rendered"):
+            raise InputError(
+                f"tool_schemas must be 'rendered' or 'not_rendered', got {tool_schemas!r}"
+            )
+        self.tool_schemas = tool_schemas
         self.on_mismatch = check_on_mismatch(on_mismatch)
+        if offset is not None:
+            offset = check_position_offset(offset, name="offset")
         self.target = resolve_target(
             tokenizer=tokenizer, chat_format=chat_format, position_offset=offset,
             endpoint=endpoint, thinking=thinking,
@@ -105,7 +124,15 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     ) -> None:
         if len(messages) != 1:
             return  # one prompt per run is what a chat model call sends
-        planned = rendered_tokens(self.target, message_dicts(messages[0]))
+        target = self.target
+        tools = (kwargs.get("invocation_params") or {}).get("tools")
+        if self.tool_schemas == "rendered":
+            target = target.with_tools(
+                tool_schemas(tools),
+                fix="; or pass tool_schemas='not_rendered' to PhaseAwareUsageCheck if the "
+                "server writes no tool schemas into the prompt",
+            )
+        planned = rendered_tokens(target, message_dicts(messages[0]))
         with self._lock:
             self._planned[run_id] = planned
 

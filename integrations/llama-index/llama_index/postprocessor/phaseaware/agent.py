@@ -60,19 +60,20 @@ from llama_index.core.schema import NodeWithScore
 from llama_index.core.tools import BaseTool, FunctionTool
 
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
-from phaseaware.chat import ChatFormat
-from phaseaware.endpoints import EndpointRef, reported_prompt_tokens
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRef,
     SourceRecord,
+    Tokenizer,
     append_records,
     check_on_mismatch,
     check_usage,
     placement_report,
     refuse_tools,
+    reported_prompt_tokens,
     resolve_target,
 )
-from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["AGENT_REPORT_KEY", "NodeRegistry", "PhaseAwareAgentLLM", "retriever_tool"]
 

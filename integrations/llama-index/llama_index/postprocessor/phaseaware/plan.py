@@ -14,8 +14,6 @@ of the placement report) and :data:`ASSEMBLY_KEY` (the whole report,
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,25 +31,10 @@ from phaseaware.integrate import (
     placement_report,
 )
 
-__all__ = ["ASSEMBLY_KEY", "PLACEMENT_KEY", "Planned", "assemble_nodes", "conversation_key"]
+__all__ = ["ASSEMBLY_KEY", "PLACEMENT_KEY", "Planned", "assemble_nodes", "node_records"]
 
 PLACEMENT_KEY = "phaseaware_placement"
 ASSEMBLY_KEY = "phaseaware_assembly"
-
-
-def conversation_key(target: Target, messages: Sequence[Mapping[str, Any]], question: str) -> str:
-    """A digest of what decides the prompt besides the nodes (same key: same frame)."""
-    doc = {
-        "tokenizer": target.tokenizer.spec,
-        "fingerprint": target.tokenizer.fingerprint(),
-        "chat_format": target.require_format().name,
-        "messages": [dict(m) for m in messages],
-        "question": question,
-        "profile": target.profile.model if target.profile is not None else None,
-        "budget_tokens": target.budget_tokens,
-        "options": repr(target.options),
-    }
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
 def _node_text(node: BaseNode) -> str:
@@ -108,7 +91,7 @@ def assemble_nodes(
     result = assemble_records(
         records, target=target, layout=layout, question=question, what="nodes"
     )
-    key = conversation_key(target, messages, question)
+    key = target.plan_key(messages, question)
     shared = {**placement_report(result, [r.id for r in records]), "conversation_key": key}
     out = []
     for placed in placed_records(result, shared):

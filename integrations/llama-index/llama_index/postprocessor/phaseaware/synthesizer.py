@@ -54,16 +54,23 @@ from llama_index.postprocessor.phaseaware.plan import (
     ASSEMBLY_KEY,
     PLACEMENT_KEY,
     assemble_nodes,
-    conversation_key,
+    node_records,
 )
 from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
 
 from phaseaware import AssemblyOptions, Profile
-from phaseaware.endpoints import EndpointRef, UsageCheck
-from phaseaware.endpoints import reported_prompt_tokens as raw_prompt_tokens
 from phaseaware.errors import InputError, PhaseawareWarning
-from phaseaware.integrate import OnMismatch, check_on_mismatch, check_usage, resolve_target
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.integrate import (
+    EndpointRef,
+    OnMismatch,
+    Tokenizer,
+    UsageCheck,
+    check_on_mismatch,
+    check_usage,
+    resolve_target,
+    stale_reason,
+)
+from phaseaware.integrate import reported_prompt_tokens as raw_prompt_tokens
 
 __all__ = ["SENT_KEY", "PhaseAwareSynthesizer", "PlanSent", "phaseaware_query_engine"]
 
@@ -90,18 +97,11 @@ def _stale_reason(nodes: Sequence[NodeWithScore], key: str) -> str | None:
         return "the nodes carry no phaseaware plan"
     if assembly.get("conversation_key") != key:
         return "the nodes were planned for another conversation, question or configuration"
-    ids = [n.node.node_id for n in nodes]
-    if ids != [p["document_id"] for p in assembly.get("placements", ())]:
-        return "nodes were reordered, added or removed after PhaseAwarePostprocessor"
-    prompt = str(assembly["prompt"])
-    for n in nodes:
-        placement = n.node.metadata.get(PLACEMENT_KEY)
-        if not isinstance(n.node, TextNode) or not isinstance(placement, Mapping):
-            return "a node lost its placement report"
-        span = prompt[int(placement["segment_char_start"]) : int(placement["char_end"])]
-        if n.node.text != span:
-            return f"the text of node {n.node.node_id!r} changed after PhaseAwarePostprocessor"
-    return None
+    if not all(isinstance(n.node.metadata.get(PLACEMENT_KEY), Mapping) for n in nodes):
+        return "a node lost its placement report"
+    texts = [n.node.text if isinstance(n.node, TextNode) else None for n in nodes]
+    reason = stale_reason(assembly, ids=[n.node.node_id for n in nodes], texts=texts)
+    return None if reason is None else f"{reason} (by PhaseAwarePostprocessor)"
 
 
 def reported_prompt_tokens(response: Reply) -> int | None:
@@ -204,7 +204,8 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     def _plan(
         self, nodes: list[NodeWithScore], question: str
     ) -> tuple[PlanSent, list[NodeWithScore]]:
-        key = conversation_key(self._config, self._messages, question)
+        node_records(nodes)  # None or ill-typed nodes and scores: InputError naming the index
+        key = self._config.plan_key(self._messages, question)
         reason = _stale_reason(nodes, key)
         if reason is None:
             a = nodes[0].node.metadata[ASSEMBLY_KEY]
