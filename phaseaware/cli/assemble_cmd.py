@@ -1,6 +1,6 @@
 """``phaseaware assemble REQUEST.json``: token-exact, phase-aware prompt assembly.
 
-The request format (keys, options) is ``phaseaware.assembly.request``'s; see
+The request format (keys, options) is ``phaseaware.cli.request``'s; see
 examples/request.json. This module parses arguments, calls the library and
 prints.
 """
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from phaseaware.assembly import assemble_from_specs
-    from phaseaware.assembly.request import load_request
+    from phaseaware.cli.request import load_request
 
     kwargs = load_request(args.request)
     if args.allow_tokenizer_mismatch:
