@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from phaseaware.assembly.options import check_position_offset
+from phaseaware.atomic import refuse_same_file
 from phaseaware.calibration.analysis import LogAnalysis, analyze_log, build_profile_from_log
 from phaseaware.calibration.backends.base import Backend
 from phaseaware.calibration.log import LogHeader, ProbeRecord, open_log
@@ -194,6 +195,8 @@ def calibrate(
     takes the backend's ``prompt_token_offset`` (0 if it has none). Logged
     positions are shifted by it (see module docstring).
     """
+    if out_path is not None:  # before any probe runs: the profile must not replace the log
+        refuse_same_file(out_path, {"the calibration log": log_path}, output_name="the profile")
     if position_offset is None:
         position_offset = int(getattr(backend, "prompt_token_offset", 0) or 0)
     position_offset = check_position_offset(

@@ -229,22 +229,23 @@ def _depth(text: str) -> tuple[float, float]:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
-    """Output paths checked before any model loads or probe runs."""
-    from phaseaware.errors import CalibrationError
+    """Output paths checked before any model loads or probe runs (the safe-write rule of
+    :mod:`phaseaware.atomic`: regular files only, no output over an input or another output)."""
+    from phaseaware.atomic import check_output_path, refuse_same_file
 
-    for flag, value in (("--out", args.out), ("--log", args.log), ("--plot", args.plot)):
-        if not value:
-            continue
-        path = Path(value)
-        if path.is_dir():
-            raise CalibrationError(f"{flag} {value} is a folder; name a file inside it")
-        if path.exists() and not path.is_file():
-            raise CalibrationError(f"{flag} {value} is not a regular file; name a file")
-        folder = path.parent if str(path.parent) else Path(".")
-        if not folder.is_dir():
-            raise CalibrationError(
-                f"{flag} {value}: folder {folder} does not exist; create it first"
-            )
+    outputs = {"--out": args.out, "--log": args.log, "--plot": args.plot}
+    outputs["--emit-batch"] = args.emit_batch
+    for value in outputs.values():
+        if value:
+            check_output_path(value)
+    named = [(flag, value) for flag, value in outputs.items() if value]
+    for i, (flag, value) in enumerate(named):
+        others = dict(named[i + 1 :])
+        if args.ingest and flag != "--log":
+            others["--ingest"] = args.ingest
+        refuse_same_file(value, others, output_name=flag)
+    if args.ingest and args.log:  # the log is appended to, never replaced: only a batch
+        refuse_same_file(args.log, {"--ingest": args.ingest}, output_name="--log")
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
@@ -277,10 +278,10 @@ def _backend_options(args: argparse.Namespace) -> Any:
 
 
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
-    from phaseaware.calibration.backends.factory import make_backend, run_names
-    from phaseaware.calibration.runner import CalibrationRun
+    from phaseaware.atomic import refuse_same_file
+    from phaseaware.calibration.backends.factory import run_names
+    from phaseaware.filelock import hold_lock
     from phaseaware.profiles.registry import profile_filename
-    from phaseaware.templates import get_layout
     from phaseaware.tokenizers import load_tokenizer
 
     options = _backend_options(args)
@@ -294,7 +295,22 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     tokenizer = load_tokenizer(spec)
     out = Path(args.out) if args.out else DEFAULT_FOLDER / profile_filename(name)
     log = Path(args.log) if args.log else out.with_name(out.stem + ".calibration.jsonl")
-    run = CalibrationRun(
+    refuse_same_file(out, {"--log": log}, output_name="--out")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with hold_lock(log, what="calibration log"):  # a second run on this log fails here
+        run = _run(args, settings, tokenizer, name, template, log)
+        if args.emit_batch or args.ingest:
+            return _batch(args, run, out)
+        return _probe(args, run, options, default_model, out, log)
+
+
+def _run(
+    args: argparse.Namespace, settings: Any, tokenizer: Any, name: str, template: str, log: Path
+) -> Any:
+    from phaseaware.calibration.runner import CalibrationRun
+    from phaseaware.templates import get_layout
+
+    return CalibrationRun(
         tokenizer=tokenizer,
         layout=get_layout(template, tokenizer),
         settings=settings,
@@ -305,15 +321,20 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
         fresh=args.fresh,
         position_offset=args.prompt_token_offset,
     )
-    if args.emit_batch:
-        from phaseaware.cli.calibrate_batch import emit
 
-        return emit(args, run)
-    if args.ingest:
-        from phaseaware.cli.calibrate_batch import ingest
 
-        return ingest(args, run, out)
-    backend = make_backend(options, tokenizer, default_model=default_model)
+def _batch(args: argparse.Namespace, run: Any, out: Path) -> int:
+    from phaseaware.cli.calibrate_batch import emit, ingest
+
+    return emit(args, run) if args.emit_batch else ingest(args, run, out)
+
+
+def _probe(
+    args: argparse.Namespace, run: Any, options: Any, default_model: Any, out: Path, log: Path
+) -> int:
+    from phaseaware.calibration.backends.factory import make_backend
+
+    backend = make_backend(options, run.tokenizer, default_model=default_model)
     progress = _Progress()
     try:
         result = run.run(backend, out_path=out, progress=progress)

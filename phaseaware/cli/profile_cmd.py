@@ -193,6 +193,11 @@ def _build(args: argparse.Namespace) -> int:
             f"cannot build profiles from logs: phaseaware.calibration.runner is unavailable ({exc}); "
             "install a phaseaware version with calibration support"
         ) from exc
+    if args.output:  # before reading: the profile must never replace the log
+        from phaseaware.atomic import check_output_path, refuse_same_file
+
+        check_output_path(args.output)
+        refuse_same_file(args.output, {"the calibration log": args.log}, output_name="-o")
     profile = build_profile_from_log(args.log)
     if args.output:
         path = save_profile(profile, args.output)

@@ -10,6 +10,7 @@ import pytest
 
 from phaseaware import atomic
 from phaseaware.atomic import atomic_write_bytes, atomic_write_text
+from phaseaware.errors import FilePathError
 
 
 def test_writes_new_file_and_replaces(tmp_path: Path) -> None:
@@ -78,7 +79,7 @@ def test_interrupted_write_leaves_no_partial_file(
 
 
 def test_missing_folder_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(FilePathError, match="does not exist"):
         atomic_write_text(tmp_path / "nope" / "p.json", "x")
 
 
