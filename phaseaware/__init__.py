@@ -13,6 +13,7 @@ from phaseaware.version import __version__
 
 _EXPORTS: dict[str, str] = {
     "Chunk": "phaseaware.assembly.chunks",
+    "make_chunk": "phaseaware.assembly.chunks",
     "assemble": "phaseaware.assembly.pipeline",
     "assemble_from_specs": "phaseaware.assembly.pipeline",
     "assemble_conversation": "phaseaware.assembly.conversation",
@@ -36,6 +37,7 @@ __all__ = [
     "AssemblyOptions",
     "AssemblyResult",
     "Chunk",
+    "make_chunk",
     "Placement",
     "Profile",
     "__version__",
@@ -55,7 +57,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from phaseaware.assembly.chunks import Chunk
+    from phaseaware.assembly.chunks import Chunk, make_chunk
     from phaseaware.assembly.conversation import (
         assemble_append,
         assemble_append_after,

@@ -39,7 +39,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.options import AssemblyOptions, check_budget
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.result import AssemblyResult, Placement, RepeatPlacement
 from phaseaware.chat.append import append_from_count, append_layout
@@ -47,7 +47,7 @@ from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
-from phaseaware.errors import BudgetError, InputError
+from phaseaware.errors import BudgetError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
@@ -217,8 +217,7 @@ def assemble_append_after(
     tok = _tokenizer(tokenizer)
     fmt = _format(chat_format, tok, thinking)
     layout = append_from_count(prefix_tokens=prefix_tokens, new=new, chat_format=fmt, tokenizer=tok)
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
-        raise InputError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
+    check_budget(budget_tokens)
     if budget_tokens <= prefix_tokens:
         raise BudgetError(
             f"budget_tokens={budget_tokens} leaves no room after the {prefix_tokens} tokens "

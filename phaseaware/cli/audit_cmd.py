@@ -24,6 +24,9 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from phaseaware.cli.argtypes import fraction, integer
+from phaseaware.limits import MAX_POSITION_OFFSET
+
 if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.audit import AuditResult, MessagesAudit
 
@@ -59,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thinking", action="store_true", help="thinking variant of --template")
     parser.add_argument(
         "--prompt-token-offset",
-        type=int,
+        type=integer(0, MAX_POSITION_OFFSET),
         default=0,
         metavar="N",
         help="tokens the server adds before the prompt, e.g. 1 for a BOS it prepends "
@@ -73,7 +76,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--fail-under",
-        type=float,
+        type=fraction(),
         metavar="ACC",
         help="exit 1 when an evidence occurrence's expected accuracy is below ACC (CI guard)",
     )

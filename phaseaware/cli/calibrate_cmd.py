@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from phaseaware.cli.argtypes import fraction, integer, number, seconds
+from phaseaware.limits import MAX_PERIOD, MAX_POSITION_OFFSET, MAX_TOKENS
+
 NAME = "calibrate"
 HELP = "Measure a model's accuracy by key residue and write its profile."
 DEFAULT_FOLDER = Path("phaseaware-profiles")
@@ -37,14 +40,9 @@ def _period(text: str) -> int | None:
     if text == "auto":
         return None
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--period must be an integer or 'auto', got {text!r}"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--period must be >= 1, got {value}")
-    return value
+        return integer(1, MAX_PERIOD)(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} or 'auto'") from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,15 +66,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=8,
         help="residue period N, or 'auto' to detect it (default 8)",
     )
-    add("--max-period", type=int, default=16, help="offsets swept with --period auto (default 16)")
+    add(
+        "--max-period",
+        type=integer(1, MAX_PERIOD),
+        default=16,
+        help="offsets swept with --period auto (default 16)",
+    )
     add(
         "--context-tokens",
-        type=int,
+        type=integer(16, MAX_TOKENS),
         help="prompt length in tokens (default 300 reference, 1024 others)",
     )
     add(
         "--distractors",
-        type=int,
+        type=integer(0, 10_000),
         help="distractor records per probe besides the asked one (default 4 reference, 3 others)",
     )
     add(
@@ -87,7 +90,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--base-prompts",
-        type=int,
+        type=integer(1, 1_000_000),
         default=30,
         help="base prompts, each run at every offset (default 30)",
     )
@@ -100,22 +103,40 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--local-window",
-        type=int,
+        type=integer(1, MAX_TOKENS),
         help="the model's raw local window in tokens, where the backend cannot tell "
         "(--backend openai/callable); recorded in the profile and used by --sweeps window",
     )
-    add("--seed", type=int, default=0)
-    add("--max-tokens", type=int, default=12, help="tokens generated per probe (default 12)")
-    add("--threads", type=int, default=1, help="torch CPU threads for --backend hf (default 1)")
+    add("--seed", type=integer(0, 2**63 - 1), default=0)
+    add(
+        "--max-tokens",
+        type=integer(1, 100_000),
+        default=12,
+        help="tokens generated per probe (default 12)",
+    )
+    add(
+        "--threads",
+        type=integer(1, 4096),
+        default=1,
+        help="torch CPU threads for --backend hf (default 1)",
+    )
     add("--log", help="calibration log (JSONL); default next to the profile")
     add("--out", help="profile file (default ./phaseaware-profiles/<model>.json)")
     add("--fresh", action="store_true", help="discard the log and start over")
     add("--json", action="store_true", help="print a machine-readable summary")
     add("--plot", help="also save a bar chart PNG (needs matplotlib)")
     add("--plan", action="store_true", help="estimate probes/tokens/cost and exit")
-    add("--target-half-width", type=float, help="--plan: CI half-width per residue (fraction)")
-    add("--detect-gap", type=float, help="--plan: accuracy gap to detect (fraction)")
-    add("--price-per-million", type=float, help="--plan: price per million tokens")
+    add(
+        "--target-half-width",
+        type=number(0.0, 0.5, low_open=True),
+        help="--plan: CI half-width per residue (fraction)",
+    )
+    add(
+        "--detect-gap",
+        type=fraction(low_open=True),
+        help="--plan: accuracy gap to detect (fraction)",
+    )
+    add("--price-per-million", type=number(0.0, 1e6), help="--plan: price per million tokens")
     add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
     add(
         "--api-key-file",
@@ -124,22 +145,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add("--api-key", help="--backend openai: API key (visible to other users: prefer the env)")
     add("--endpoint", choices=("chat", "completions"), default="chat", help="openai endpoint")
-    add("--concurrency", type=int, default=4, help="--backend openai: requests in flight")
+    add(
+        "--concurrency",
+        type=integer(1, 1024),
+        default=4,
+        help="--backend openai: requests in flight",
+    )
     add(
         "--timeout",
-        type=float,
+        type=seconds(),
         default=60.0,
         help="--backend openai: seconds per HTTP attempt (default 60)",
     )
     add(
         "--max-retries",
-        type=int,
+        type=integer(0, 100),
         default=5,
         help="--backend openai: retries of 408/409/429/5xx/timeouts per request (default 5)",
     )
     add(
         "--prompt-token-offset",
-        type=int,
+        type=integer(0, MAX_POSITION_OFFSET),
         default=0,
         help="openai/--ingest: tokens the server adds before each prompt itself (e.g. 1 for "
         "a BOS); logged positions shift by it (default 0)",
