@@ -12,6 +12,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from phaseaware.cli.common import add_trust_flag
+
 if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.assembly.result import AssemblyResult
 
@@ -29,6 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="use the profile even though it was measured with another tokenizer "
         "(the result records the override)",
     )
+    add_trust_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from phaseaware.cli.argtypes import fraction, integer
+from phaseaware.cli.common import add_trust_flag
 from phaseaware.limits import MAX_POSITION_OFFSET
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,6 +82,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="exit 1 when an evidence occurrence's expected accuracy is below ACC (CI guard)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_trust_flag(parser)
 
 
 def _read_text(path: str, what: str) -> str:

@@ -189,6 +189,13 @@ def run(args: argparse.Namespace) -> int:
         raise CalibrationError("--backend openai needs --tokenizer (the served model's tokenizer)")
     if args.local_window is not None and args.local_window < 1:
         raise CalibrationError(f"--local-window must be >= 1 tokens, got {args.local_window}")
+    window, context = args.local_window, args.context_tokens
+    if window is not None and context is not None and window > context:
+        # the profile would be refused at the end, after every probe ran
+        raise CalibrationError(
+            f"--local-window {window} is longer than --context-tokens {context}: the "
+            "window must fit in the prompts measured"
+        )
     check_position_offset(
         args.prompt_token_offset, name="--prompt-token-offset", error=CalibrationError
     )
@@ -306,6 +313,7 @@ def _backend_options(args: argparse.Namespace) -> Any:
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     from phaseaware.atomic import refuse_same_file
     from phaseaware.calibration.backends.factory import run_names
+    from phaseaware.errors import FilePathError
     from phaseaware.filelock import hold_lock
     from phaseaware.profiles.registry import profile_filename
     from phaseaware.tokenizers import load_tokenizer
@@ -322,7 +330,12 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     out = Path(args.out) if args.out else DEFAULT_FOLDER / profile_filename(name)
     log = Path(args.log) if args.log else out.with_name(out.stem + ".calibration.jsonl")
     refuse_same_file(out, {"--log": log}, output_name="--out")
-    log.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FilePathError(
+            f"cannot create folder {log.parent} for the calibration log: {exc.strerror or exc}"
+        ) from None
     with hold_lock(log, what="calibration log"):  # a second run on this log fails here
         run = _run(args, settings, tokenizer, name, template, log)
         if args.emit_batch or args.ingest:

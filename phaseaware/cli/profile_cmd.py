@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from phaseaware.cli.common import add_trust_flag
+
 if TYPE_CHECKING:
     from phaseaware.profiles.model import Profile
 
@@ -29,6 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument(
         "--json", action="store_true", help="print the profile document exactly as stored"
     )
+    add_trust_flag(show)
 
     validate = sub.add_parser("validate", help="check a profile file; exit 1 if invalid")
     validate.add_argument("file", metavar="FILE", help="profile .json file")
