@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -374,7 +373,9 @@ def _probe(
     from phaseaware.calibration.backends.factory import make_backend
 
     backend = make_backend(options, run.tokenizer, default_model=default_model)
-    progress = _Progress()
+    from phaseaware.cli.calibrate_output import Progress
+
+    progress = Progress()
     try:
         result = run.run(backend, out_path=out, progress=progress)
     except KeyboardInterrupt:
@@ -392,39 +393,3 @@ def _probe(
 
     print_report(result, as_json=args.json, plot=args.plot)
     return 0
-
-
-class _Progress:
-    """A plain progress bar with ETA on stderr; silent when stderr is not a TTY."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.start = time.monotonic()
-        self.first_done: int | None = None
-        self.done = self.total = 0
-
-    def __call__(self, done: int, total: int, record: Any) -> None:
-        if self.first_done is None:
-            self.first_done, self.start = done, time.monotonic()
-        self.done, self.total = done, total
-        if not self.tty:
-            return
-        ran = done - self.first_done
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / ran * (total - done) if ran else float("nan")
-        width = 30
-        filled = int(width * done / max(total, 1))
-        eta_text = "--" if eta != eta else f"{eta:.0f}s"
-        sys.stderr.write(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} ETA {eta_text} "
-        )
-        sys.stderr.flush()
-
-    def finish(self) -> None:
-        if self.tty:
-            sys.stderr.write("\n")
-        elapsed = time.monotonic() - self.start
-        print(
-            f"calibrate: {self.done}/{self.total} probes done ({elapsed:.1f}s this run)",
-            file=sys.stderr,
-        )
