@@ -102,7 +102,10 @@ def parse_request(
     messages = _messages(doc, source)
     option_values = request.option_values()
     thinking = bool(option_values.pop("thinking", False))
-    options = AssemblyOptions(**option_values)
+    try:
+        options = AssemblyOptions(**option_values)
+    except InputError as exc:
+        _fail(f"{source}: {exc}")
     if request.endpoint is not None:
         options = _endpoint_options(request.endpoint, request.tokenizer, options, source=source)
     return {

@@ -19,11 +19,14 @@ import types
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from phaseaware.calibration.backends.callable import CallableBackend
 from phaseaware.calibration.probes import ProbeSettings
 from phaseaware.calibration.runner import calibrate
 from phaseaware.cli.main import main
+from phaseaware.cli.request_schema import Request, RequestOptions
 from phaseaware.profiles.registry import builtin_profile_dir
 from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
@@ -456,3 +459,47 @@ def test_server_empty_messages_is_a_400() -> None:
         doc = json.loads(response.read())
         conn.close()
     assert response.status == 400 and doc["error"]["param"] == "messages"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**40), 10**40) | st.floats(allow_nan=False)
+    | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+BOOL_KEYS = ("pad", "repeat", "length_pad", "allow_tokenizer_mismatch", "thinking")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(key=st.sampled_from(sorted(RequestOptions.__struct_fields__)), value=JSON_VALUES)
+def test_any_option_value_is_accepted_or_a_typed_error(key: str, value: object) -> None:
+    """Property: a request's option either parses to the same value or is an InputError;
+    booleans are only JSON booleans; integers outside the limits never reach arithmetic."""
+    from phaseaware.cli.request import parse_request
+    from phaseaware.errors import InputError
+
+    doc = _request(**{key: value})
+    doc["chunks"] = doc["chunks"][:1]
+    try:
+        kwargs = parse_request(doc, source="req.json", notices=[])
+    except InputError as exc:
+        assert str(exc).startswith("req.json: ")
+        return
+    if key in BOOL_KEYS:
+        assert type(value) is bool
+        got = kwargs["thinking"] if key == "thinking" else getattr(kwargs["options"], key)
+        assert got is value
+    if key in ("position_offset", "period", "max_keys_per_chunk", "repeat_max_chars"):
+        assert (key == "period" and value is None) or (type(value) is int and 0 <= value <= 10**6)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(name=st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=20))
+def test_unknown_request_keys_are_refused(name: str) -> None:
+    from phaseaware.cli.request import parse_request
+    from phaseaware.errors import InputError
+
+    if name in Request.__struct_fields__:
+        return
+    with pytest.raises(InputError, match=f"unknown key '{name}'"):
+        parse_request({**_request(), name: 1}, source="req.json", notices=[])
