@@ -154,7 +154,9 @@ def atomic_write_bytes(
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
-        raise FilePathError(f"cannot write {given}: {_reason(exc)}") from None
+        raise FilePathError(
+            f"cannot write {given}: cannot create a file in folder {folder} ({_reason(exc)})"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

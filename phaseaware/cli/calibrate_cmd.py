@@ -40,8 +40,10 @@ def _period(text: str) -> int | None:
         return None
     try:
         return integer(1, MAX_PERIOD)(text)
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{exc} or 'auto'") from None
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer in [1, {MAX_PERIOD}] or 'auto', got {text[:40]!r}"
+        ) from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -186,6 +186,7 @@ def _report_shadowing(entry: ProfileEntry) -> ProfileEntry:
     ]
     if not hidden:
         return entry
+    check_trusted(entry.path)  # an untrusted file is refused, not announced
     warnings.warn(
         f"profile {entry.name!r} from ${ENV_PROFILE_PATH} ({entry.path}) shadows the "
         f"built-in profile of that name ({hidden[0].path}); remove it from "
