@@ -17,7 +17,6 @@ __all__ = [
     "fraction",
     "integer",
     "number",
-    "port",
     "seconds",
 ]
 
@@ -71,11 +70,6 @@ def fraction(*, low_open: bool = False) -> Callable[[str], float]:
 def seconds(high: float = 86_400.0) -> Callable[[str], float]:
     """A parser for a finite, positive duration in seconds (at most ``high``)."""
     return number(0.0, high, low_open=True)
-
-
-def port() -> Callable[[str], int]:
-    """A parser for a TCP port, 0 (any free port) to 65535."""
-    return integer(0, 65_535)
 
 
 def _shown(text: str) -> str:

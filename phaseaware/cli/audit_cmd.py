@@ -24,9 +24,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from phaseaware.cli.argtypes import fraction, integer
+from phaseaware.cli.argtypes import fraction
 from phaseaware.cli.common import add_trust_flag
-from phaseaware.limits import MAX_POSITION_OFFSET
 
 if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.audit import AuditResult, MessagesAudit
@@ -63,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thinking", action="store_true", help="thinking variant of --template")
     parser.add_argument(
         "--prompt-token-offset",
-        type=integer(0, MAX_POSITION_OFFSET),
+        type=int,  # check_position_offset: [0, MAX_POSITION_OFFSET], exit 1 naming the flag
         default=0,
         metavar="N",
         help="tokens the server adds before the prompt, e.g. 1 for a BOS it prepends "

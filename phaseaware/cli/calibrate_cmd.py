@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from phaseaware.cli.argtypes import fraction, integer, number, seconds
-from phaseaware.limits import MAX_PERIOD, MAX_POSITION_OFFSET, MAX_TOKENS
+from phaseaware.limits import MAX_PERIOD, MAX_TOKENS
 
 NAME = "calibrate"
 HELP = "Measure a model's accuracy by key residue and write its profile."
@@ -104,7 +104,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--local-window",
-        type=integer(1, MAX_TOKENS),
+        type=int,  # range-checked in run() (exit 1, the flag named: the tests pin it)
         help="the model's raw local window in tokens, where the backend cannot tell "
         "(--backend openai/callable); recorded in the profile and used by --sweeps window",
     )
@@ -166,7 +166,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--prompt-token-offset",
-        type=integer(0, MAX_POSITION_OFFSET),
+        type=int,  # check_position_offset in run(): [0, MAX_POSITION_OFFSET], exit 1
         default=0,
         help="openai/--ingest: tokens the server adds before each prompt itself (e.g. 1 for "
         "a BOS); logged positions shift by it (default 0)",
@@ -188,8 +188,10 @@ def run(args: argparse.Namespace) -> int:
     served = args.backend == "openai" or bool(args.ingest or args.emit_batch)
     if args.backend == "openai" and not args.tokenizer:
         raise CalibrationError("--backend openai needs --tokenizer (the served model's tokenizer)")
-    if args.local_window is not None and args.local_window < 1:
-        raise CalibrationError(f"--local-window must be >= 1 tokens, got {args.local_window}")
+    if args.local_window is not None and not 1 <= args.local_window <= MAX_TOKENS:
+        raise CalibrationError(
+            f"--local-window must be in [1, {MAX_TOKENS}] tokens, got {args.local_window}"
+        )
     window, context = args.local_window, args.context_tokens
     if window is not None and context is not None and window > context:
         # the profile would be refused at the end, after every probe ran

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 
-from phaseaware.cli.argtypes import port
 from phaseaware.errors import PhaseawareError
 
 NAME = "serve-reference"
@@ -20,7 +19,7 @@ API_KEY_ENV = "PHASEAWARE_SERVER_API_KEY"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", type=port(), default=8000, help="TCP port (0: any free port)")
+    parser.add_argument("--port", type=int, default=8000, help="TCP port (0: any free port)")
     parser.add_argument(
         "--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: local only)"
     )

@@ -200,6 +200,10 @@ CASES = [
      "argument --timeout: expected a finite number in (0, 86400], got 'inf'"),
     ("--timeout 0", [*OPENAI, "--timeout", "0"], {}, 2,
      "argument --timeout: expected a number in (0, 86400], got '0'"),
+    ("--prompt-token-offset 10**20", [*OPENAI, "--prompt-token-offset", str(10**20)], {}, 1,
+     "--prompt-token-offset must be at most 1000000 tokens"),
+    ("--local-window 10**14", [*CAL, "--local-window", str(10**14)], {}, 1,
+     "--local-window must be in [1, 100000000] tokens"),
     ("--local-window > --context-tokens", [*CAL, "--local-window", "500"], {}, 1,
      "--local-window 500 is longer than --context-tokens 160"),
     # item 5: profiles trusted too easily
