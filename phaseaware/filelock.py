@@ -6,8 +6,9 @@ replaced by atomic writes, so its inode cannot carry a lock), locked with
 the message a second run prints. The operating system releases the lock when
 the process dies (kill -9 included), so a stale lock file never blocks a rerun.
 
-Locks are re-entrant within one process (the CLI locks before it loads a model,
-the calibration runner locks again when it opens the log).
+Locks are re-entrant within one thread (the CLI locks before it loads a model,
+the calibration runner locks again when it opens the log); another thread of the
+same process is refused like another process.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from phaseaware.errors import FileBusyError, FilePathError
 
 __all__ = ["hold_lock", "lock_path"]
 
-_HELD: dict[str, tuple[int, int]] = {}  # lock path -> (fd, depth)
+_HELD: dict[str, tuple[int, int, int]] = {}  # lock path -> (fd, depth, owner thread id)
 _GUARD = threading.Lock()
 
 
@@ -41,19 +42,25 @@ def hold_lock(path: str | os.PathLike[str], *, what: str = "file") -> Iterator[P
     """
     lock = lock_path(path)
     key = str(lock)
+    me = threading.get_ident()
     with _GUARD:
         held = _HELD.get(key)
+        if held is not None and held[2] != me:
+            raise FileBusyError(
+                f"{what} {path} is in use by another thread of this process (lock {lock}); "
+                "wait for that run to finish, or give this run another file"
+            )
         if held is not None:
-            _HELD[key] = (held[0], held[1] + 1)
+            _HELD[key] = (held[0], held[1] + 1, me)
         else:
-            _HELD[key] = (_acquire(lock, path=path, what=what), 1)
+            _HELD[key] = (_acquire(lock, path=path, what=what), 1, me)
     try:
         yield lock
     finally:
         with _GUARD:
-            fd, depth = _HELD[key]
+            fd, depth, _ = _HELD[key]
             if depth > 1:
-                _HELD[key] = (fd, depth - 1)
+                _HELD[key] = (fd, depth - 1, me)
             else:
                 del _HELD[key]
                 _release(fd)

@@ -19,12 +19,15 @@ KEY_FILE_MAX_BYTES = 64 * 1024
 
 
 def read_key_file(path: str, *, error: type[PhaseawareError]) -> str:
-    """The stripped contents of ``--api-key-file`` ``path`` (``error`` if unreadable)."""
+    """The stripped contents of ``--api-key-file`` ``path`` (``error`` if unreadable, or if
+    the key holds a character an HTTP header cannot carry; an empty file gives ``""``)."""
+    from phaseaware.credentials import check_api_key
     from phaseaware.userfiles import read_user_text
 
-    return read_user_text(
+    key = read_user_text(
         path, what="--api-key-file", max_bytes=KEY_FILE_MAX_BYTES, error=error
     ).strip()
+    return check_api_key(key, source=f"--api-key-file {path}", error=error)
 
 
 def api_key_from_args(
@@ -44,7 +47,7 @@ def api_key_from_args(
         key = read_key_file(args.api_key_file, error=error)
         if not key:
             raise error(f"--api-key-file {args.api_key_file} is empty")
-        return check_api_key(key, source=f"--api-key-file {args.api_key_file}", error=error)
+        return key
     if args.api_key:
         print(
             "phaseaware: warning: --api-key is visible to other users of this machine "

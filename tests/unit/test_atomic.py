@@ -177,3 +177,27 @@ def test_lock_is_exclusive_reentrant_and_names_the_holder(tmp_path: Path) -> Non
         pass
     assert not log.exists()  # the lock never creates the file it guards
     assert FileBusyError.__name__ in other.stdout
+
+
+def test_lock_refuses_another_thread(tmp_path: Path) -> None:
+    import threading
+
+    from phaseaware.errors import FileBusyError
+    from phaseaware.filelock import hold_lock
+
+    errors: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            with hold_lock(tmp_path / "x.jsonl"):
+                pass
+        except FileBusyError as exc:
+            errors.append(exc)
+
+    with hold_lock(tmp_path / "x.jsonl"):
+        worker = threading.Thread(target=second)
+        worker.start()
+        worker.join()
+    assert len(errors) == 1 and "another thread of this process" in str(errors[0])
+    second()  # released: the same call now succeeds
+    assert len(errors) == 1
