@@ -13,6 +13,7 @@ from phaseaware.version import __version__
 
 _EXPORTS: dict[str, str] = {
     "Chunk": "phaseaware.assembly.inputs.chunks",
+    "make_chunk": "phaseaware.assembly.inputs.chunks",
     "assemble": "phaseaware.assembly.pipeline",
     "assemble_from_specs": "phaseaware.assembly.pipeline",
     "assemble_conversation": "phaseaware.assembly.conversation",
@@ -40,6 +41,7 @@ __all__ = [
     "AssemblyResult",
     "ChatSettings",
     "Chunk",
+    "make_chunk",
     "Placement",
     "Profile",
     "__version__",
@@ -66,7 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
         assemble_append_after,
         assemble_conversation,
     )
-    from phaseaware.assembly.inputs.chunks import Chunk
+    from phaseaware.assembly.inputs.chunks import Chunk, make_chunk
     from phaseaware.assembly.inputs.options import AssemblyOptions
     from phaseaware.assembly.pipeline import assemble, assemble_from_specs
     from phaseaware.assembly.report.result import AssemblyResult, Placement

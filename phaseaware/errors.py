@@ -25,6 +25,8 @@ __all__ = [
     "PromptTokenDriftError",
     "PhaseawareWarning",
     "UnsupportedRequestError",
+    "FilePathError",
+    "FileBusyError",
 ]
 
 
@@ -94,6 +96,14 @@ class EndpointError(PhaseawareError):
 
 class PromptTokenDriftError(EndpointError):
     """The server's ``usage.prompt_tokens`` disagrees with the plan plus the known offset."""
+
+
+class FilePathError(PhaseawareError, OSError):
+    """A file cannot be read or written at that path (missing folder, a device, the input)."""
+
+
+class FileBusyError(FilePathError):
+    """Another process holds the lock of a file this run must own (a calibration log)."""
 
 
 class PhaseawareWarning(UserWarning):

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from phaseaware.assembly.incremental import assemble_tail
 from phaseaware.assembly.inputs.chunks import Chunk
-from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions, check_budget
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.report.result import AssemblyResult, Placement, RepeatPlacement
 from phaseaware.assembly.retokenize.prefix import PrefixTokenCache, default_prefix_cache
@@ -259,8 +259,7 @@ def assemble_append_after(
         prefix_tokens=prefix_tokens, new=new, chat_format=fmt, tokenizer=tok,
         control_tokens=_policy(options),
     )  # fmt: skip
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
-        raise InputError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
+    check_budget(budget_tokens)
     if budget_tokens <= prefix_tokens:
         raise BudgetError(
             f"budget_tokens={budget_tokens} leaves no room after the {prefix_tokens} tokens "

@@ -1,65 +1,41 @@
 """The request document of ``phaseaware assemble``: JSON in, ``assemble_from_specs`` kwargs out.
 
-Keys: ``tokenizer`` (spec), ``template`` (none/chatml/hf/deepseek-v4, default
-none), ``profile`` (name or path; optional), ``system`` (optional),
-``messages`` (optional, in place of ``system``: a list of ``{"role", "content"}``
-objects holding the literal ``{context}`` exactly once and ``{question}`` any
-number of times, see examples/request_messages.json), ``question``, ``chunks`` ([{id, text, score, evidence?}], read by
-``Chunk.from_dict``), ``budget_tokens``, ``options`` (optional:
+One declared schema (:mod:`phaseaware.cli.request_schema`, msgspec) checks the
+document first: unknown keys are errors (with a "did you mean"), booleans must
+be JSON booleans, integers are range-checked. Keys: ``tokenizer`` (spec),
+``chat_format`` (none/chatml/hf/deepseek-v4, default none; ``template`` is its
+deprecated name and prints a notice), ``profile`` (name or path; optional),
+``system`` (optional), ``messages`` (optional, in place of ``system``: a list of
+``{"role", "content"}`` objects holding the literal ``{context}`` exactly once and
+``{question}`` any number of times, see examples/request_messages.json),
+``question``, ``chunks`` ([{id, text, score, evidence?}], read by
+``Chunk.from_dict``), ``budget_tokens``, ``options`` (optional: an object of
 ``REQUEST_OPTION_KEYS`` plus ``thinking``), ``endpoint`` (optional: an endpoint
 record's path or ``{"base_url", "model"}``; its offset, or offset set, goes into
-the options). See examples/request.json. Every
-error is an ``InputError`` that names the file and points at the example.
+the options). See examples/request.json. Every error is an ``InputError`` that
+names the file and points at the example.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NoReturn
 
 from phaseaware.assembly.inputs.chunks import chunks_from_request
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.chat.errors import MessageError, SlotError
 from phaseaware.chat.messages import Message, parse_conversation
+from phaseaware.cli.request_schema import REQUEST_KEYS, REQUEST_OPTION_KEYS
 from phaseaware.errors import InputError
 from phaseaware.userfiles import parse_json_document, read_user_text
 
 __all__ = ["EXAMPLE", "REQUEST_KEYS", "REQUEST_OPTION_KEYS", "load_request", "parse_request"]
 
 EXAMPLE = "examples/request.json"
-REQUEST_OPTION_KEYS = (
-    "position_offset",
-    "strategy",
-    "pad",
-    "repeat",
-    "length_pad",
-    "pad_cost",
-    "allow_tokenizer_mismatch",
-    "period",
-    "max_keys_per_chunk",
-    "repeat_max_chars",
-    "control_tokens",
-    "offsets",
-    "robust_tolerance",
-)
 
 
 def _fail(message: str) -> NoReturn:
     raise InputError(f"{message}; see {EXAMPLE} for a minimal valid request")
-
-
-# Every top-level key a request may have ("messages": conversation requests).
-REQUEST_KEYS = (
-    "tokenizer",
-    "template",
-    "profile",
-    "system",
-    "question",
-    "chunks",
-    "budget_tokens",
-    "options",
-    "messages",
-    "endpoint",
-)
 
 
 def _endpoint_options(
@@ -68,14 +44,14 @@ def _endpoint_options(
     """``options`` with the offset(s) of the endpoint record ``ref`` names (a path, or
     ``{"base_url", "model"}``), and the record's thinking setting (what its requests
     state); ``FingerprintMismatchError`` for another tokenizer."""
-    from phaseaware.endpoints.record import apply_endpoint, resolve_endpoint
+    from phaseaware.endpoints.record import resolve_endpoint, with_endpoint
     from phaseaware.tokenizers import load_tokenizer
 
     record = resolve_endpoint(ref, source=source)
-    return apply_endpoint(options, record, load_tokenizer(tokenizer)), record.thinking
+    return with_endpoint(options, record, load_tokenizer(tokenizer)), record.thinking
 
 
-def load_request(path: str) -> dict[str, Any]:
+def load_request(path: str, *, notices: list[str] | None = None) -> dict[str, Any]:
     """Keyword arguments for ``assemble_from_specs`` from a request file (InputError if bad).
 
     Only a regular file under the size cap is read (``phaseaware.userfiles``); duplicate
@@ -88,61 +64,66 @@ def load_request(path: str) -> dict[str, Any]:
     doc = parse_json_document(
         text, source=f"request file {path}", hint=f"see {EXAMPLE} for a minimal valid request"
     )
-    return parse_request(doc, source=path)
+    return parse_request(doc, source=path, notices=notices)
 
 
-def parse_request(doc: Any, *, source: str = "<request>") -> dict[str, Any]:
-    """Keyword arguments for ``assemble_from_specs`` from a parsed request document."""
-    if not isinstance(doc, dict):
-        _fail(f"{source}: the request must be a JSON object")
-    unknown_keys = sorted(set(doc) - set(REQUEST_KEYS))
-    if unknown_keys:
-        _fail(
-            f"{source}: unknown key(s) {', '.join(map(repr, unknown_keys))}; "
-            f"known keys: {', '.join(REQUEST_KEYS)}"
-        )
-    for key in ("tokenizer", "question", "chunks", "budget_tokens"):
-        if key not in doc:
-            _fail(f"{source}: missing key {key!r}")
-    for key in ("tokenizer", "question"):
-        if not isinstance(doc[key], str):
-            _fail(f"{source}: key {key!r} must be a string")
-    budget = doc["budget_tokens"]
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        _fail(f"{source}: key 'budget_tokens' must be a positive integer, got {budget!r}")
+def parse_request(
+    doc: Any, *, source: str = "<request>", notices: list[str] | None = None
+) -> dict[str, Any]:
+    """Keyword arguments for ``assemble_from_specs`` from a parsed request document.
+
+    Notices (the deprecated ``template`` key) are appended to ``notices``, or printed on
+    stderr at once when it is ``None`` (the CLI prints them after a successful run, so a
+    failing run still prints one line).
+
+    The document is checked against :mod:`phaseaware.cli.request_schema` first (unknown
+    keys, JSON types, integer ranges); chunks, messages and the endpoint then go through
+    the core's own validators. Every error is an ``InputError`` naming ``source``.
+    """
+    from phaseaware.cli.request_schema import TEMPLATE_DEPRECATED, validate_request
+
+    try:
+        request = validate_request(doc, source=source)
+    except InputError as exc:
+        _fail(str(exc))
     try:
         chunks = chunks_from_request(doc["chunks"], source=source)
     except InputError as exc:
         _fail(str(exc))
-    options_doc = doc.get("options") or {}
-    if not isinstance(options_doc, dict):
-        _fail(f"{source}: key 'options' must be an object")
-    unknown = sorted(set(options_doc) - set(REQUEST_OPTION_KEYS) - {"thinking"})
-    if unknown:
-        _fail(f"{source}: unknown key(s) in 'options': {', '.join(unknown)}")
-    for key in ("template", "profile", "system"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            _fail(f"{source}: key {key!r} must be a string")
+    if request.template is not None:
+        notice = f"phaseaware: warning: {source}: {TEMPLATE_DEPRECATED}"
+        if notices is None:
+            print(notice, file=sys.stderr)
+        else:
+            notices.append(notice)
+        if request.chat_format is not None and request.chat_format != request.template:
+            _fail(
+                f"{source}: 'chat_format' ({request.chat_format!r}) and the deprecated "
+                f"'template' ({request.template!r}) disagree; keep only 'chat_format'"
+            )
     messages = _messages(doc, source)
-    options = AssemblyOptions(
-        **{k: options_doc[k] for k in REQUEST_OPTION_KEYS if k in options_doc}
-    )
-    thinking = options_doc.get("thinking", False)
-    if doc.get("endpoint") is not None:
+    option_values = request.option_values()
+    stated = option_values.pop("thinking", None)
+    thinking = bool(stated)
+    try:
+        options = AssemblyOptions(**option_values)
+    except InputError as exc:
+        _fail(f"{source}: {exc}")
+    if request.endpoint is not None:
         options, probed = _endpoint_options(
-            doc["endpoint"], doc["tokenizer"], options, source=source
+            request.endpoint, request.tokenizer, options, source=source
         )
-        thinking = options_doc.get("thinking", probed)  # the record's unless the request says
+        thinking = bool(probed) if stated is None else bool(stated)  # the request's wins
     return {
         "chunks": chunks,
-        "tokenizer": doc["tokenizer"],
-        "layout": doc.get("template") or "none",
-        "question": doc["question"],
-        "system": doc.get("system"),
-        "profile": doc.get("profile"),
-        "budget_tokens": budget,
+        "tokenizer": request.tokenizer,
+        "layout": request.chat_format or request.template or "none",
+        "question": request.question,
+        "system": request.system,
+        "profile": request.profile,
+        "budget_tokens": request.budget_tokens,
         "options": options,
-        "thinking": bool(thinking),
+        "thinking": thinking,
         "messages": messages,
     }
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from phaseaware.assembly.evidence.keys import question_terms
 from phaseaware.assembly.inputs.chunks import Chunk, normalize_chunks
-from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import MAX_PERIOD, AssemblyOptions, check_budget
 from phaseaware.assembly.inputs.untrusted import clean_inputs
 from phaseaware.assembly.plan import planner
 from phaseaware.assembly.plan.planner import PadTable, PadTables
@@ -38,12 +38,11 @@ from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
 __all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
 
-# Largest profile period assembly accepts (``InputError`` above it). Qualifying the
+# MAX_PERIOD (options.py): the largest profile period assembly accepts. Qualifying the
 # filler for period P tokenizes pads of up to 2P units in real contexts: O(P^2)
 # characters, once per (tokenizer, period), then cached in memory; planning is
 # linear in P. Measured (benchmarks/assembly.py, o200k): first call about 1 s at
 # P = 500, then ~10 ms; KV-compression periods seen in practice are 4-128.
-MAX_PERIOD = 512
 
 
 @dataclass(frozen=True)
@@ -92,8 +91,7 @@ def prepare(
     cache: ChunkTokenCache | None = None,
 ) -> Setup:
     """The checked, measured ``Setup`` of an ``assemble`` call (raises what ``assemble`` does)."""
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise InputError(f"budget_tokens must be a positive int, got {budget!r}")
+    check_budget(budget)
     normalized, question, system, neutralized, scanner = clean_inputs(
         normalize_chunks(chunks), question=question, system=system, tokenizer=tokenizer,
         layout=layout.name, policy=options.control_tokens,

@@ -60,12 +60,14 @@ _NO_KEY = "phaseaware-no-key"  # sent when no key is configured (local servers i
 
 def _resolve_api_key(api_key: str | None) -> tuple[str, str | None]:
     """(key, where it came from); where is ``None`` when no key is configured."""
+    from phaseaware.credentials import check_api_key
+
     if api_key:
-        return api_key, "api_key"
+        return check_api_key(api_key, source="api_key", error=BackendError), "api_key"
     for name in API_KEY_ENV_VARS:
         value = os.environ.get(name)
         if value:
-            return value, name
+            return check_api_key(value, source=f"${name}", error=BackendError), name
     return _NO_KEY, None
 
 
