@@ -13,6 +13,7 @@ from phaseaware.version import __version__
 
 _EXPORTS: dict[str, str] = {
     "Chunk": "phaseaware.assembly.inputs.chunks",
+    "make_chunk": "phaseaware.assembly.inputs.chunks",
     "assemble": "phaseaware.assembly.pipeline",
     "assemble_from_specs": "phaseaware.assembly.pipeline",
     "assemble_conversation": "phaseaware.assembly.conversation",
@@ -30,12 +31,17 @@ _EXPORTS: dict[str, str] = {
     "save_profile": "phaseaware.profiles.io",
     "load_tokenizer": "phaseaware.tokenizers.registry",
     "get_layout": "phaseaware.templates",
+    "list_caches": "phaseaware.caches",
+    "clear_caches": "phaseaware.caches",
+    "ChatSettings": "phaseaware.chat.settings",
 }
 
 __all__ = [
     "AssemblyOptions",
     "AssemblyResult",
+    "ChatSettings",
     "Chunk",
+    "make_chunk",
     "Placement",
     "Profile",
     "__version__",
@@ -46,8 +52,10 @@ __all__ = [
     "assemble_from_specs",
     "audit_messages",
     "audit_prompt",
+    "clear_caches",
     "get_layout",
     "get_profile",
+    "list_caches",
     "list_profiles",
     "load_profile",
     "load_tokenizer",
@@ -60,11 +68,13 @@ if TYPE_CHECKING:  # pragma: no cover
         assemble_append_after,
         assemble_conversation,
     )
-    from phaseaware.assembly.inputs.chunks import Chunk
+    from phaseaware.assembly.inputs.chunks import Chunk, make_chunk
     from phaseaware.assembly.inputs.options import AssemblyOptions
     from phaseaware.assembly.pipeline import assemble, assemble_from_specs
     from phaseaware.assembly.report.result import AssemblyResult, Placement
     from phaseaware.audit import audit_messages, audit_prompt
+    from phaseaware.caches import clear_caches, list_caches
+    from phaseaware.chat.settings import ChatSettings
     from phaseaware.profiles.io import load_profile, save_profile
     from phaseaware.profiles.model import Profile
     from phaseaware.profiles.registry import get_profile, list_profiles

@@ -24,6 +24,9 @@ __all__ = [
     "EndpointError",
     "PromptTokenDriftError",
     "PhaseawareWarning",
+    "UnsupportedRequestError",
+    "FilePathError",
+    "FileBusyError",
 ]
 
 
@@ -83,12 +86,24 @@ class LogError(CalibrationError):
     """A calibration log is corrupt or belongs to a different run."""
 
 
+class UnsupportedRequestError(InputError):
+    """A model request holds what the chosen chat format cannot render (tools, settings)."""
+
+
 class EndpointError(PhaseawareError):
     """A serving endpoint does not tokenize the prompt the way phaseaware rendered it."""
 
 
 class PromptTokenDriftError(EndpointError):
     """The server's ``usage.prompt_tokens`` disagrees with the plan plus the known offset."""
+
+
+class FilePathError(PhaseawareError, OSError):
+    """A file cannot be read or written at that path (missing folder, a device, the input)."""
+
+
+class FileBusyError(FilePathError):
+    """Another process holds the lock of a file this run must own (a calibration log)."""
 
 
 class PhaseawareWarning(UserWarning):

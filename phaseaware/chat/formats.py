@@ -16,16 +16,22 @@ renderer (the single-turn call is the ``[system?, user]`` conversation, see
   is not written; ``thinking`` has no effect.
 - ``hf``: the tokenizer's own Jinja template (:mod:`phaseaware.chat.hf`).
 - ``deepseek-v4``: DeepSeek's official V4 encoding (:mod:`phaseaware.chat.deepseek_v4`).
+- ``deepseek-v4.1``: the V4.1 encoding (:mod:`phaseaware.chat.deepseek_v41`).
+
+Each format declares ``supported_settings`` (the
+:class:`~phaseaware.chat.settings.ChatSettings` it renders; others are refused),
+``supported_roles`` and ``markers`` (the control strings it writes, which
+:func:`format_markers` hands to the control-token scanner).
 
 Every format keeps message text verbatim (``hf`` checks it), so the text around
 a placeholder inside a message is a fixed prefix and suffix.
 
-The formats are one table of :class:`ChatFormatEntry` (name -> factory + the
-options it declares). The built-ins are registered with
+The formats are one table of :class:`ChatFormatEntry` (name -> factory, the
+settings it renders, the markers it writes). The built-ins are registered with
 :func:`register_chat_format`, the call a third party makes for its own format::
 
-    register_chat_format("mine", lambda tokenizer, **options: MyFormat(**options),
-                         options=("thinking",))
+    register_chat_format("mine", lambda tokenizer, settings: MyFormat(settings.thinking),
+                         supported_settings=("thinking",), markers=("<|mine|>",))
 """
 
 from __future__ import annotations
@@ -34,11 +40,19 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from phaseaware.chat import deepseek_v4, deepseek_v41
 from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
+from phaseaware.chat.deepseek_v41 import DeepSeekV41Format
 from phaseaware.chat.hf import HFChatFormat
-from phaseaware.chat.messages import Message
+from phaseaware.chat.messages import COMMON_ROLES, Message, check_roles
+from phaseaware.chat.settings import (
+    SETTING_NAMES,
+    ChatSettings,
+    ChatSettingsError,
+    check_supported,
+)
 from phaseaware.errors import InputError, TemplateError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -52,7 +66,16 @@ __all__ = [
     "chat_format_names",
     "get_chat_format",
     "register_chat_format",
+    "format_markers",
+    "markers_of",
+    "DeclaredFormat",
+    "CHATML_MARKERS",
 ]
+
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+#: ChatML's control strings, whether or not the vocabulary has them as tokens
+CHATML_MARKERS: tuple[str, ...] = (IM_START, IM_END, "<|endoftext|>")
 
 
 @runtime_checkable
@@ -70,16 +93,47 @@ class ChatFormat(Protocol):
         ...
 
 
+@runtime_checkable
+class DeclaredFormat(ChatFormat, Protocol):
+    """A chat format that declares what it renders (every built-in one does)."""
+
+    @property
+    def supported_settings(self) -> frozenset[str]:
+        """Names of the :class:`~phaseaware.chat.settings.ChatSettings` it renders."""
+        ...
+
+    @property
+    def supported_roles(self) -> frozenset[str]:
+        """Message roles it renders (others: ``UnknownRoleError``)."""
+        ...
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        """Control strings the format writes (broken in message text before rendering)."""
+        ...
+
+
+def markers_of(chat_format: ChatFormat) -> tuple[str, ...]:
+    """The control strings ``chat_format`` writes: declared, or by its name."""
+    if isinstance(chat_format, DeclaredFormat):
+        return tuple(chat_format.markers)
+    return format_markers(chat_format.name)
+
+
 class PlainFormat:
     """``BOS + "\\n\\n".join(message contents)``; no chat markers."""
 
     name = "none"
     chat = False
+    supported_settings = frozenset({"thinking"})  # accepted, no effect (no chat markers)
+    supported_roles = COMMON_ROLES
+    markers: tuple[str, ...] = ()
 
     def __init__(self, *, bos_text: str) -> None:
         self.bos_text = bos_text
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+        check_roles(messages, chat_format=self.name, roles=self.supported_roles)
         return self.bos_text + "\n\n".join(m.content for m in messages)
 
     def __repr__(self) -> str:
@@ -102,39 +156,45 @@ class ChatMLFormat:
 
     name = "chatml"
     chat = True
+    supported_settings = frozenset({"thinking"})  # accepted, no effect
+    supported_roles = COMMON_ROLES
+    markers = CHATML_MARKERS
 
     def __init__(self, *, bos_text: str) -> None:
         self.bos_text = bos_text
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+        check_roles(messages, chat_format=self.name, roles=self.supported_roles)
         parts = [self.bos_text]
         for message in messages:
             body = message.content
             if message.tool_calls:  # the separator never depends on the text (the slot's)
                 body += "\n" + hermes_tool_calls(message)
-            parts.append(f"<|im_start|>{message.role}\n{body}<|im_end|>\n")
+            parts.append(f"{IM_START}{message.role}\n{body}{IM_END}\n")
         if add_generation_prompt:
-            parts.append("<|im_start|>assistant\n")
+            parts.append(f"{IM_START}assistant\n")
         return "".join(parts)
 
     def __repr__(self) -> str:
         return f"ChatMLFormat(bos_text={self.bos_text!r})"
 
 
-#: ``factory(tokenizer, **options)``: ``options`` are the declared ones the caller set.
-ChatFormatFactory = Callable[..., ChatFormat]
-
-#: Every option ``get_chat_format`` passes on, with its default.
-OPTION_DEFAULTS: dict[str, Any] = {"thinking": False, "drop_thinking": True}
+#: ``factory(tokenizer, settings)``: ``settings`` hold only what the format declared.
+ChatFormatFactory = Callable[[Tokenizer, ChatSettings], ChatFormat]
 
 
 @dataclass(frozen=True)
 class ChatFormatEntry:
-    """One chat format: its factory and the options (``OPTION_DEFAULTS`` keys) it takes."""
+    """One chat format: its factory, the settings it renders and the markers it writes.
+
+    ``supported_settings`` are :data:`~phaseaware.chat.settings.SETTING_NAMES`;
+    ``markers`` are the control strings the format writes (:func:`format_markers`).
+    """
 
     name: str
     factory: ChatFormatFactory
-    options: tuple[str, ...] = ()
+    supported_settings: frozenset[str] = frozenset()
+    markers: tuple[str, ...] = ()
 
 
 _lock = threading.Lock()
@@ -142,23 +202,37 @@ _entries: dict[str, ChatFormatEntry] = {}
 
 
 def register_chat_format(
-    name: str, factory: ChatFormatFactory, *, options: Sequence[str] = (), replace: bool = False
+    name: str,
+    factory: ChatFormatFactory,
+    *,
+    supported_settings: Sequence[str] | frozenset[str] = (),
+    markers: Sequence[str] = (),
+    replace: bool = False,
 ) -> ChatFormatEntry:
-    """Make ``name`` a chat format: ``factory(tokenizer, **options)`` builds it.
+    """Make ``name`` a chat format: ``factory(tokenizer, settings)`` builds it.
 
-    ``options``: which of ``thinking``/``drop_thinking`` the factory takes (the
-    others are not passed: ``chatml`` has no thinking variant). A name registered
-    already is an ``InputError`` unless ``replace``.
+    ``supported_settings``: which :class:`~phaseaware.chat.settings.ChatSettings`
+    the format renders (a caller giving another one gets ``UnsupportedSettingError``
+    before the factory runs). ``markers``: the control strings it writes, broken
+    in message text. A name registered already is an ``InputError`` unless ``replace``.
     """
     if not isinstance(name, str) or not name or name != name.strip():
         raise InputError(f"a chat format name is a non-empty string, got {name!r}")
-    unknown = sorted(set(options) - OPTION_DEFAULTS.keys())
+    settings = frozenset(supported_settings)
+    unknown = sorted(settings - set(SETTING_NAMES))
     if unknown or not callable(factory):
         raise InputError(
-            f"register_chat_format({name!r}) needs a callable factory and options from "
-            f"{', '.join(OPTION_DEFAULTS)}; got options {list(options)!r}"
+            f"register_chat_format({name!r}) needs a callable factory and settings from "
+            f"{', '.join(SETTING_NAMES)}; got supported_settings {sorted(settings)!r}"
         )
-    entry = ChatFormatEntry(name=name, factory=factory, options=tuple(options))
+    if isinstance(markers, str) or not all(isinstance(m, str) and m for m in markers):
+        raise InputError(
+            f"register_chat_format({name!r}): markers are a list of non-empty strings, "
+            f"got {markers!r}"
+        )
+    entry = ChatFormatEntry(
+        name=name, factory=factory, supported_settings=settings, markers=tuple(markers)
+    )
     with _lock:
         if name in _entries and not replace:
             raise InputError(
@@ -179,16 +253,48 @@ def chat_format_names() -> tuple[str, ...]:
     return tuple(e.name for e in chat_format_entries())
 
 
+def format_markers(name: str) -> tuple[str, ...]:
+    """The control strings chat format ``name`` writes (``()`` for an unknown name: the
+    tokenizer's special strings are scanned regardless)."""
+    with _lock:
+        entry = _entries.get(name) if isinstance(name, str) else None
+    return entry.markers if entry is not None else ()
+
+
+def _settings(
+    settings: ChatSettings | None, *, thinking: bool, drop_thinking: bool
+) -> ChatSettings:
+    if settings is None:
+        return ChatSettings(thinking=thinking, drop_thinking=None if drop_thinking else False)
+    if not isinstance(settings, ChatSettings):
+        raise ChatSettingsError(
+            f"settings must be a ChatSettings, got {type(settings).__name__}; build one with "
+            "ChatSettings(thinking=..., tools=...)"
+        )
+    if thinking or not drop_thinking:
+        raise ChatSettingsError(
+            "pass thinking/drop_thinking inside settings=ChatSettings(...), not beside it"
+        )
+    return settings
+
+
 def get_chat_format(
-    name: str, tokenizer: Tokenizer, *, thinking: bool = False, drop_thinking: bool = True
+    name: str,
+    tokenizer: Tokenizer,
+    *,
+    thinking: bool = False,
+    drop_thinking: bool = True,
+    settings: ChatSettings | None = None,
 ) -> ChatFormat:
     """The chat format ``name`` (see :func:`chat_format_names`) for ``tokenizer``.
 
-    ``thinking`` selects the thinking variant (``deepseek-v4``; passed to ``hf``
-    templates as ``enable_thinking``/``thinking``). ``drop_thinking`` is the
-    ``deepseek-v4`` encoder's option of the same name (see its module). A format
-    gets only the options it declares.
+    ``settings`` holds what the rendering depends on besides the messages
+    (:class:`~phaseaware.chat.settings.ChatSettings`); a format refuses settings it
+    does not declare (:class:`~phaseaware.chat.settings.UnsupportedSettingError`).
+    ``thinking``/``drop_thinking`` are the older spelling of the same settings
+    (``drop_thinking=True`` is the encoder's rule, ``False`` keeps all reasoning).
     """
+    chosen = _settings(settings, thinking=thinking, drop_thinking=drop_thinking)
     with _lock:
         entry = _entries.get(name) if isinstance(name, str) else None
     if entry is None:
@@ -196,15 +302,38 @@ def get_chat_format(
             f"unknown chat format {name!r}; use one of {', '.join(chat_format_names())} "
             "(chat_format= / --chat-format)"
         )
-    given = {"thinking": thinking, "drop_thinking": drop_thinking}
-    return entry.factory(tokenizer, **{k: given[k] for k in entry.options})
+    check_supported(chosen, chat_format=name, supported=entry.supported_settings)
+    return entry.factory(tokenizer, chosen)
 
 
-register_chat_format("none", lambda tokenizer: PlainFormat(bos_text=tokenizer.bos_text))
-register_chat_format("chatml", lambda tokenizer: ChatMLFormat(bos_text=tokenizer.bos_text))
-register_chat_format("hf", HFChatFormat, options=("thinking",))
-register_chat_format("deepseek-v4", lambda _, **options: DeepSeekV4Format(**options),
-                     options=("thinking", "drop_thinking"))  # fmt: skip
+def _register_built_ins() -> None:
+    # thinking is accepted by none/chatml and has no effect there (no thinking markers)
+    register_chat_format(
+        "none",
+        lambda tokenizer, _: PlainFormat(bos_text=tokenizer.bos_text),
+        supported_settings=PlainFormat.supported_settings,
+        markers=PlainFormat.markers,
+    )
+    register_chat_format(
+        "chatml",
+        lambda tokenizer, _: ChatMLFormat(bos_text=tokenizer.bos_text),
+        supported_settings=ChatMLFormat.supported_settings,
+        markers=CHATML_MARKERS,
+    )
+    register_chat_format(
+        "hf",
+        lambda tokenizer, settings: HFChatFormat(tokenizer, thinking=settings.thinking),
+        supported_settings=HFChatFormat.supported_settings,
+        markers=HFChatFormat.markers,  # the tokenizer's special strings cover a template's
+    )
+    all_settings = DeepSeekV4Format.supported_settings  # every ChatSettings field
+    register_chat_format("deepseek-v4", lambda _, settings: DeepSeekV4Format(settings=settings),
+                         supported_settings=all_settings, markers=deepseek_v4.MARKERS)  # fmt: skip
+    register_chat_format("deepseek-v4.1", lambda _, settings: DeepSeekV41Format(settings=settings),
+                         supported_settings=all_settings, markers=deepseek_v41.MARKERS)  # fmt: skip
+
+
+_register_built_ins()
 
 #: The built-in chat formats (``chat_format_names()`` lists registered ones too).
 CHAT_FORMAT_NAMES = chat_format_names()

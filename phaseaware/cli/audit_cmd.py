@@ -24,6 +24,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from phaseaware.cli.argtypes import fraction
+from phaseaware.cli.common import add_trust_flag
 from phaseaware.cli.flags import add_chat_format
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_chat_format(
         parser,
         help="wrap PROMPT_FILE (raw user message) in chat format F, or render --messages "
-        "with it: none/chatml/hf/deepseek-v4",
+        "with it: none/chatml/hf/deepseek-v4/deepseek-v4.1",
     )
     parser.add_argument("--system", help="system prompt (with --chat-format)")
     parser.add_argument(
@@ -62,7 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thinking", action="store_true", help="thinking variant of --chat-format")
     parser.add_argument(
         "--prompt-token-offset",
-        type=int,
+        type=int,  # check_position_offset: [0, MAX_POSITION_OFFSET], exit 1 naming the flag
         default=0,
         metavar="N",
         help="tokens the server adds before the prompt, e.g. 1 for a BOS it prepends "
@@ -76,11 +78,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--fail-under",
-        type=float,
+        type=fraction(),
         metavar="ACC",
         help="exit 1 when an evidence occurrence's expected accuracy is below ACC (CI guard)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_trust_flag(parser)
 
 
 def _read_text(path: str, what: str) -> str:
@@ -143,7 +146,9 @@ def _run_messages(args: argparse.Namespace) -> int:
     from phaseaware.tokenizers import load_tokenizer
 
     if not args.chat_format:
-        raise InputError("--messages needs --chat-format F (none/chatml/hf/deepseek-v4)")
+        raise InputError(
+            "--messages needs --chat-format F (none/chatml/hf/deepseek-v4/deepseek-v4.1)"
+        )
     if args.system:
         raise InputError("--messages holds the system prompt; drop --system")
     messages, declared = load_conversation_file(args.messages)

@@ -1,9 +1,9 @@
 """Flags shared by several commands, and renamed flags that keep working for now.
 
 ``--chat-format F`` names the chat format (``none``, ``chatml``, ``hf``,
-``deepseek-v4``) everywhere; ``--template F``, its former name, still works
-and prints one line on stderr: ``phaseaware: `--template` is deprecated; use
-`--chat-format```.
+``deepseek-v4``, ``deepseek-v4.1``, or a registered one) everywhere; ``--template
+F``, its former name, still works and prints one line on stderr: ``phaseaware:
+`--template` is deprecated; use `--chat-format```.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from phaseaware.caches import register_cache
 from phaseaware.errors import InputError, TokenizerError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -198,3 +199,16 @@ register_tokenizer("reference", lambda _, spec: _load_reference(), form="referen
 
 #: The forms of the built-in specs (``tokenizer_entries()`` lists registered ones too).
 SPEC_FORMS = tuple(e.form for e in tokenizer_entries())
+
+
+def _clear_tokenizers() -> None:
+    with _lock:
+        _cache.clear()
+
+
+register_cache(
+    "tokenizers.loaded",
+    size=lambda: (len(_cache), None),
+    clear=_clear_tokenizers,
+    bound="one per spec string used",
+)

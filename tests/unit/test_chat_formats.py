@@ -48,9 +48,17 @@ def _single_turn_text(name, tokenizer, *, system, context, question, thinking):
         turn = "<|im_start|>{}\n{}<|im_end|>\n".format
         head = turn("system", system) if system else ""
         return tokenizer.bos_text + head + turn("user", user) + "<|im_start|>assistant\n"
+    opener = "<think>" if thinking else "</think>"
     if name == "deepseek-v4":
-        opener = "<think>" if thinking else "</think>"
         return f"<｜begin▁of▁sentence｜>{system or ''}<｜User｜>{user}<｜Assistant｜>{opener}"
+    if name == "deepseek-v4.1":  # a system turn of its own; thinking: the effort line (75)
+        effort = (
+            "Reasoning Effort: 75 (range 1-100, the higher the value, the more thorough the "
+            "reasoning)\n\n"
+        )
+        head = "<｜System｜>" + effort + (system or "") if thinking else ""
+        head = head or ("<｜System｜>" + system if system else "")
+        return f"<｜begin▁of▁sentence｜>{head}<｜User｜>{user}<｜Assistant｜>{opener}"
     messages = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": user})
     return tokenizer.render_chat(
@@ -237,3 +245,12 @@ def test_plain_and_chatml_multi_turn():
         '<|im_start|>assistant\n\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
         "<|im_end|>\n<|im_start|>tool\nR<|im_end|>\n<|im_start|>assistant\n"
     )
+
+
+def test_the_hf_extra_installs_jinja2():
+    # apply_chat_template needs jinja2, which transformers does not install (issue 21)
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    extras = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(dep.startswith("jinja2") for dep in extras["optional-dependencies"]["hf"])

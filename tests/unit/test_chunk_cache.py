@@ -92,7 +92,7 @@ def test_assembly_identical_cold_warm_and_without_cache(spec, request):
     assert plain.to_dict() == cold.to_dict() == warm.to_dict()
     assert plain.prompt == cold.prompt == warm.prompt
     assert plain.verification == "full"
-    expected = "windowed"  # tiktoken cl100k/o200k and DeepSeek-V4 (stitch, stitch_hf)
+    expected = "windowed"  # tiktoken cl100k/o200k and DeepSeek-V4 (tokenizers.windowing)
     assert cold.verification == warm.verification == expected
     assert "verification" not in warm.to_dict()
     assert len(tok.encode(warm.prompt)) == warm.token_count

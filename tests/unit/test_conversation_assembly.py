@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 
 from phaseaware import AssemblyOptions, Chunk, assemble_conversation, get_profile
 from phaseaware.assembly.report.result import AssemblyResult
+from phaseaware.chat.formats import format_markers
 from phaseaware.tokenizers.base import Tokenizer
-from tests.unit.test_chat_properties import conversations, fill, reference_render
+from phaseaware.tokenizers.control import scanner_for
+from tests.unit.test_chat_properties import conversations, fill, neutralize, reference_render
 
 FORMATS = ("none", "chatml", "deepseek-v4")
 PROFILE = get_profile("deepseek-v4-flash-base")
@@ -46,7 +48,11 @@ def confirm(
     tokenizer: Tokenizer,
 ) -> None:
     """Every claim of ``result`` re-derived from an independent render and tokenization."""
-    filled = fill(messages, result.context, question)
+    # message text and the question are untrusted: control strings in them are broken
+    # before rendering
+    scanner = scanner_for(tokenizer, markers=format_markers(chat_format))
+    cleaned_question = scanner.clean(question, where="")[0]
+    filled = fill(neutralize(messages, scanner), result.context, cleaned_question)
     text = reference_render(chat_format, filled, tokenizer.bos_text, False)
     assert result.prompt == text
     if chat_format != "none":

@@ -22,6 +22,10 @@ LAYERS: dict[str, int] = {
     "serialize": 0,
     "version": 0,
     "charts": 0,
+    "caches": 0,
+    "limits": 0,
+    "credentials": 0,
+    "filelock": 0,
     "tokenizers": 1,
     "templates": 2,
     "chat": 2,
@@ -31,6 +35,7 @@ LAYERS: dict[str, int] = {
     "endpoints": 5,
     "calibration": 5,
     "reference": 6,
+    "integrate": 6,
     "demo": 7,
     "cli": 8,
     "__main__": 9,
@@ -45,26 +50,28 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "retokenize": 0,
         "inputs": 1,
         "evidence": 2,
-        "endpoint_record": 2,
         "prepare": 3,
-        "request": 3,
         "verify": 4,
         "report": 4,
         "robust": 5,
         "pipeline": 6,
+        "incremental": 7,
         "conversation": 7,
         "__init__": 9,
     },
     "chat": {
         "errors": 0,
+        "settings": 0,
         "messages": 1,
-        "deepseek_v4": 2,
+        "deepseek_encoding": 2,
         "hf": 2,
         "untrusted": 2,
-        "formats": 3,
-        "spans": 4,
-        "layout": 4,
-        "append": 5,
+        "deepseek_v4": 3,
+        "deepseek_v41": 4,
+        "formats": 5,
+        "spans": 6,
+        "layout": 6,
+        "append": 7,
         "__init__": 9,
     },
     "calibration": {
@@ -199,3 +206,18 @@ def test_modules_stay_small() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 420
     }
     assert not big, f"modules over ~400 lines (split them by job): {big}"
+
+
+def test_assembly_uses_tokenizer_capabilities_not_classes() -> None:
+    """Speed paths ask declared protocols (``tokenizers.windowing``), never the concrete
+    tokenizer adapters: a third-party tokenizer then takes a declared path, not a silent one."""
+    concrete = {"phaseaware.tokenizers.hf", "phaseaware.tokenizers.tiktoken"}
+    edges = _edges(_modules())
+    offenders = sorted(
+        f"{src} imports {dst}"
+        for src, targets in edges.items()
+        if _area(src) == "assembly"
+        for dst in targets
+        if dst in concrete
+    )
+    assert not offenders, "\n".join(offenders)

@@ -6,15 +6,24 @@ from __future__ import annotations
 import pytest
 
 from phaseaware.assembly import assemble
-from phaseaware.chat import ChatFormat, conversation_layout, parse_messages
+from phaseaware.chat import (
+    ChatFormat,
+    ChatSettings,
+    UnsupportedSettingError,
+    conversation_layout,
+    parse_messages,
+)
 from phaseaware.chat import formats as chat_formats
 from phaseaware.chat.formats import (
     CHAT_FORMAT_NAMES,
     chat_format_entries,
     chat_format_names,
+    format_markers,
     get_chat_format,
+    markers_of,
     register_chat_format,
 )
+from phaseaware.chat.settings import SETTING_NAMES
 from phaseaware.errors import InputError, TemplateError, TokenizerError
 from phaseaware.tokenizers import Tokenizer, load_tokenizer, registry
 from phaseaware.tokenizers.registry import register_tokenizer, tokenizer_entries
@@ -56,22 +65,29 @@ def test_every_tokenizer_entry_has_an_example():
 @pytest.mark.parametrize("entry", chat_format_entries(), ids=lambda e: e.name)
 def test_every_chat_format_entry_loads_and_renders(entry):
     tokenizer = load_tokenizer(FORMAT_TOKENIZER.get(entry.name, "tiktoken:cl100k_base"))
+    assert entry.supported_settings <= set(SETTING_NAMES) and "thinking" in entry.supported_settings
     for thinking in (False, True):
         fmt = get_chat_format(entry.name, tokenizer, thinking=thinking)
         assert isinstance(fmt, ChatFormat) and fmt.name == entry.name
-        if "thinking" in entry.options:
-            assert fmt.thinking is thinking  # type: ignore[attr-defined]
+        assert getattr(fmt, "thinking", thinking) is thinking  # where the format has a variant
+        assert fmt.supported_settings == entry.supported_settings  # type: ignore[attr-defined]
+        assert markers_of(fmt) == entry.markers == format_markers(entry.name)
         text = fmt.render(parse_messages([{"role": "user", "content": "Hello there"}]))
         assert "Hello there" in text
         layout = conversation_layout(tokenizer=tokenizer, chat_format=fmt)
         rendered = layout.render(system=None, context="C", question="Q")
         assert rendered.context == "C" and rendered.text.startswith(tokenizer.bos_text)
-    assert set(entry.options) <= chat_formats.OPTION_DEFAULTS.keys()
+    given = ChatSettings(thinking=True, reasoning_effort="high")
+    if "reasoning_effort" in entry.supported_settings:
+        assert get_chat_format(entry.name, tokenizer, settings=given).settings == given  # type: ignore[attr-defined]
+    else:  # refused before the factory runs, naming the setting
+        with pytest.raises(UnsupportedSettingError, match="reasoning_effort"):
+            get_chat_format(entry.name, tokenizer, settings=given)
 
 
 def test_built_in_names():
-    assert CHAT_FORMAT_NAMES == ("none", "chatml", "hf", "deepseek-v4")
-    assert chat_format_names()[:4] == CHAT_FORMAT_NAMES
+    assert CHAT_FORMAT_NAMES == ("none", "chatml", "hf", "deepseek-v4", "deepseek-v4.1")
+    assert chat_format_names()[:5] == CHAT_FORMAT_NAMES
 
 
 class _Shout:
@@ -89,21 +105,36 @@ class _Shout:
 
 
 def test_a_third_party_chat_format_plugs_in(isolated, cl100k):
-    register_chat_format("shout", lambda tokenizer, **o: _Shout(**o), options=("thinking",))
-    assert "shout" in chat_format_names()
-    assert get_chat_format("shout", cl100k, thinking=True, drop_thinking=False).thinking
+    register_chat_format(
+        "shout", lambda tokenizer, settings: _Shout(thinking=settings.thinking),
+        supported_settings=("thinking",), markers=(">>",),
+    )  # fmt: skip
+    assert "shout" in chat_format_names() and format_markers("shout") == (">>",)
+    assert get_chat_format("shout", cl100k, thinking=True).thinking
+    assert get_chat_format("shout", cl100k, settings=ChatSettings(thinking=True)).thinking
+    with pytest.raises(UnsupportedSettingError, match="does not render drop_thinking"):
+        get_chat_format("shout", cl100k, thinking=True, drop_thinking=False)
     result = assemble(
-        ["Doc one.", "Doc two."], tokenizer=cl100k, chat_format="shout", system="Be brief.",
-        question="Which doc?", budget_tokens=200,
+        ["Doc one.", "Doc two.>> fake turn"], tokenizer=cl100k, chat_format="shout",
+        system="Be brief.", question="Which doc?", budget_tokens=200,
     )  # fmt: skip
     assert result.prompt.startswith(">>SYSTEM: Be brief.\n>>USER: ") and result.layout == "shout"
+    assert "fake turn" in result.prompt and ">> fake turn" not in result.prompt  # its marker
     with pytest.raises(InputError, match="registered already"):
-        register_chat_format("shout", lambda tokenizer: _Shout())
-    register_chat_format("shout", lambda tokenizer: _Shout(), replace=True)
-    assert not get_chat_format("shout", cl100k, thinking=True).thinking  # declares none now
-    with pytest.raises(InputError, match="options from thinking, drop_thinking"):
-        register_chat_format("loud", lambda tokenizer: _Shout(), options=("volume",))
-    with pytest.raises(TemplateError, match=r"none, chatml, hf, deepseek-v4, shout \(chat_format="):
+        register_chat_format("shout", lambda tokenizer, settings: _Shout())
+    register_chat_format("shout", lambda tokenizer, settings: _Shout(), replace=True)
+    assert not get_chat_format("shout", cl100k).thinking
+    with pytest.raises(UnsupportedSettingError, match="does not render thinking"):
+        get_chat_format("shout", cl100k, thinking=True)  # declares no settings now
+    with pytest.raises(InputError, match="settings from thinking, reasoning_effort"):
+        register_chat_format(
+            "loud", lambda tokenizer, settings: _Shout(), supported_settings=("volume",)
+        )
+    with pytest.raises(InputError, match="markers are a list of non-empty strings"):
+        register_chat_format("loud", lambda tokenizer, settings: _Shout(), markers=">>")
+    with pytest.raises(
+        TemplateError, match=r"none, chatml, hf, deepseek-v4, deepseek-v4.1, shout \(chat_format="
+    ):
         get_chat_format("whisper", cl100k)
 
 

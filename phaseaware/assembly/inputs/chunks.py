@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from phaseaware.errors import InputError
 
-__all__ = ["Chunk", "normalize_chunks", "chunks_from_request"]
+__all__ = ["Chunk", "make_chunk", "normalize_chunks", "chunks_from_request"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,39 @@ class Chunk:
             id=_check_id(item.get("id"), where),
             evidence=_check_evidence(evidence, where),
         )
+
+
+def make_chunk(
+    *,
+    text: object,
+    score: object = 0.0,
+    id: object = None,  # noqa: A002 - the field's name
+    evidence: object = (),
+    metadata: Mapping[str, Any] | None = None,
+    where: str = "chunk",
+) -> Chunk:
+    """A checked ``Chunk`` from the parts a framework adapter holds (a Document, a Node).
+
+    The entry point for adapters: ``text`` must be a str (``None`` is refused,
+    not turned into ``"None"``), ``score`` a finite number (``None`` is the
+    adapter's to resolve first: it has the missing-score rule), ``evidence`` a
+    string or a list of non-empty strings. Raises ``InputError`` naming ``where``
+    (e.g. ``"documents[2]"``); the caller's objects are never changed.
+    """
+    if not isinstance(text, str):
+        raise InputError(
+            f"{where}: the text must be a str, got {type(text).__name__}; "
+            "pass the document's text (an empty string for none)"
+        )
+    if isinstance(evidence, Mapping) or not isinstance(evidence, str | Iterable):
+        raise InputError(f"{where}.evidence must be a list of strings, got {evidence!r}")
+    return Chunk(
+        text=text,
+        score=_check_score(score, where),
+        id=_check_id(id, where),
+        metadata=dict(metadata or {}),
+        evidence=_check_evidence(evidence, where),
+    )
 
 
 def chunks_from_request(items: object, *, source: str = "<request>") -> list[Chunk]:

@@ -11,15 +11,32 @@ from dataclasses import dataclass
 
 from phaseaware.assembly.plan.planner import STRATEGIES
 from phaseaware.errors import InputError, PhaseawareError
+from phaseaware.limits import (
+    MAX_BUDGET_TOKENS,
+    MAX_KEYS_PER_CHUNK,
+    MAX_PAD_COST,
+    MAX_PERIOD,
+    MAX_POSITION_OFFSET,
+    MAX_REPAIR_ROUNDS,
+    MAX_REPEAT_CHARS,
+)
 from phaseaware.tokenizers.control import CONTROL_POLICIES
 
-__all__ = ["AssemblyOptions", "check_position_offset"]
+__all__ = [
+    "MAX_BUDGET_TOKENS",
+    "MAX_PERIOD",
+    "MAX_POSITION_OFFSET",
+    "AssemblyOptions",
+    "check_budget",
+    "check_position_offset",
+]
 
 
 def check_position_offset(
     value: object, *, name: str, error: type[PhaseawareError] = InputError
 ) -> int:
-    """``value`` if it is an int >= 0, else ``error`` (default ``InputError``) naming ``name``.
+    """``value`` if it is an int in ``[0, MAX_POSITION_OFFSET]``, else ``error`` (default
+    ``InputError``) naming ``name``.
 
     A position offset counts the tokens a server adds before the prompt's
     own tokens (1 for a BOS the prompt text lacks); residues are taken at
@@ -32,7 +49,29 @@ def check_position_offset(
             f"{name} must be >= 0 (tokens the server adds before the prompt, e.g. 1 for a BOS), "
             f"got {value}"
         )
+    if value > MAX_POSITION_OFFSET:
+        raise error(
+            f"{name} must be at most {MAX_POSITION_OFFSET} tokens (what a server adds before "
+            f"the prompt, e.g. 1 for a BOS), got {_short(value)}"
+        )
     return value
+
+
+def check_budget(value: object) -> int:
+    """``value`` if it is an int in ``[1, MAX_BUDGET_TOKENS]``, else ``InputError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"budget_tokens must be a positive int, got {value!r}")
+    if value > MAX_BUDGET_TOKENS:
+        raise InputError(
+            f"budget_tokens must be at most {MAX_BUDGET_TOKENS} tokens, got {_short(value)}"
+        )
+    return value
+
+
+def _short(value: int) -> str:
+    """``value`` for a message: a huge integer as its digit count, not 10**29 digits."""
+    text = str(value) if value < 10**30 else f"an integer of {len(str(value))} digits"
+    return text
 
 
 @dataclass(frozen=True)
@@ -116,17 +155,27 @@ class AssemblyOptions:
             )
         if not self.pad_cost >= 0:
             raise InputError(f"options.pad_cost must be >= 0, got {self.pad_cost!r}")
-        for name in ("max_keys_per_chunk", "repeat_max_chars"):
-            if getattr(self, name) < 1:
-                raise InputError(f"options.{name} must be >= 1, got {getattr(self, name)!r}")
-        if self.max_repair_rounds < 0:
+        for name, low, high in (
+            ("max_keys_per_chunk", 1, MAX_KEYS_PER_CHUNK),
+            ("repeat_max_chars", 1, MAX_REPEAT_CHARS),
+            ("max_repair_rounds", 0, MAX_REPAIR_ROUNDS),
+        ):
+            if not low <= getattr(self, name) <= high:
+                raise InputError(
+                    f"options.{name} must be in [{low}, {high}], got {_short(getattr(self, name))}"
+                )
+        if not self.pad_cost <= MAX_PAD_COST:  # inf too; compares huge ints without overflow
             raise InputError(
-                f"options.max_repair_rounds must be >= 0, got {self.max_repair_rounds}"
+                f"options.pad_cost must be at most {MAX_PAD_COST:g}, got {self.pad_cost!r}"
             )
         if self.period is not None and (
-            isinstance(self.period, bool) or not isinstance(self.period, int) or self.period < 1
+            isinstance(self.period, bool)
+            or not isinstance(self.period, int)
+            or not 1 <= self.period <= MAX_PERIOD
         ):
-            raise InputError(f"options.period must be an int >= 1, got {self.period!r}")
+            raise InputError(
+                f"options.period must be an int in [1, {MAX_PERIOD}], got {self.period!r}"
+            )
 
 
 def _check_offsets(value: object, position_offset: int) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.chat.formats import format_markers
 from phaseaware.errors import VerificationError
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import ControlScanner, Neutralized, scanner_for
@@ -32,7 +33,7 @@ def clean_inputs(
 
     ``chunks`` are normalized (ids filled in). New objects; the caller's are untouched.
     """
-    scanner = scanner_for(tokenizer, layout=layout, policy=policy)
+    scanner = scanner_for(tokenizer, markers=format_markers(layout), policy=policy)
     found: list[Neutralized] = []
     out: list[Chunk] = []
     for chunk in chunks:

@@ -378,11 +378,12 @@ def position_reliability(
 ) -> Callable[[int], float]:
     """Expected accuracy of a key at token t of a ``length``-token prompt.
 
-    The profile's own model (``Profile.position_reliability_lookup``: key reliability
-    times the length factor); the lost-in-the-middle heuristic without a profile.
+    The profile's own model (``Profile.position_reliabilities`` at one position: key
+    reliability times the length factor); the lost-in-the-middle heuristic without a
+    profile. For many positions call ``position_reliabilities``.
     """
     if profile is not None:
-        return profile.position_reliability_lookup(length, offset=offset)
+        return lambda t: profile.position_reliabilities((t,), length, offset=offset)[0]
     last = length - 1
 
     def at(t: int) -> float:

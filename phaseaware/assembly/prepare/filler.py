@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from phaseaware.assembly.plan.planner import NO_PAD, PadTable
 from phaseaware.assembly.prepare.measure import MeasuredChunk
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, end_pad, pad_block
+from phaseaware.caches import register_cache
 from phaseaware.errors import TokenizerError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -38,6 +39,7 @@ _SAMPLE_PREV = "previous chunk ends here." + CHUNK_SEPARATOR
 
 _lock = threading.Lock()
 _cache: dict[tuple[str, int], Filler] = {}
+_CACHE_ENTRIES = 256  # (tokenizer, period) pairs; a process sees a handful
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,8 @@ def find_filler(tokenizer: Tokenizer, *, period: int) -> Filler:
         filler = _qualify(tokenizer, unit, period)
         if filler is not None:
             with _lock:
+                if len(_cache) >= _CACHE_ENTRIES:
+                    _cache.pop(next(iter(_cache)))  # oldest first: bounded, never wrong
                 _cache[key] = filler
             return filler
     raise TokenizerError(
@@ -186,3 +190,16 @@ def chunk_pad_tables(
         ok = len(reachable) == filler.period and all(x >= 0 for x in shifts)
         out.append(PadTable(shifts) if ok else NO_PAD)
     return tuple(out)
+
+
+def _clear_fillers() -> None:
+    with _lock:
+        _cache.clear()
+
+
+register_cache(
+    "assembly.filler",
+    size=lambda: (len(_cache), None),
+    clear=_clear_fillers,
+    bound=f"{_CACHE_ENTRIES} (tokenizer, period) entries, oldest evicted",
+)

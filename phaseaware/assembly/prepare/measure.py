@@ -19,7 +19,6 @@ from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.assembly.retokenize.windowed import (
     ChunkTokenCache,
-    TokenStarts,
     cached_pieces,
     stitched_starts,
     windowed_support,
@@ -30,7 +29,7 @@ from phaseaware.tokenizers.base import (
     TokenizedText,
     Tokenizer,
 )
-from phaseaware.tokenizers.offsets import CharIndex
+from phaseaware.tokenizers.offsets import TokenStarts
 
 __all__ = ["MeasuredChunk", "measure_chunks"]
 
@@ -118,7 +117,7 @@ def _measure_joined(
     sep = len(CHUNK_SEPARATOR)
     starts = list(itertools.accumulate((len(t) + sep for t in texts), initial=sep))
     text = CHUNK_SEPARATOR + "".join(t + CHUNK_SEPARATOR for t in texts)
-    joined: TokenizedText | CharIndex | TokenStarts
+    joined: TokenizedText | TokenStarts
     if cache is not None and windowed_support(tokenizer) is None:
         spans = [(s, s + len(t)) for s, t in zip(starts, texts, strict=False)]
         joined = stitched_starts(tokenizer, text, spans, cache=cache)
@@ -234,6 +233,6 @@ class _Keyed:
 
 
 def _locator(
-    tokenized: TokenizedText | CharIndex | TokenStarts, char_base: int, token_base: int
+    tokenized: TokenizedText | TokenStarts, char_base: int, token_base: int
 ) -> Callable[[int], int]:
     return lambda c: tokenized.token_at_char(char_base + c) - token_base

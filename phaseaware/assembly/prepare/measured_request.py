@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from phaseaware.assembly.evidence.keys import question_terms
 from phaseaware.assembly.inputs.chunks import Chunk, normalize_chunks
-from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import MAX_PERIOD, AssemblyOptions, check_budget
 from phaseaware.assembly.inputs.untrusted import clean_inputs
 from phaseaware.assembly.plan import planner
 from phaseaware.assembly.plan.planner import PadTable, PadTables
@@ -27,6 +27,7 @@ from phaseaware.assembly.prepare.filler import (
 from phaseaware.assembly.prepare.measure import MeasuredChunk, measure_chunks
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
+from phaseaware.chat.append import DeltaLayout
 from phaseaware.chat.formats import ChatFormat, chat_format_names, get_chat_format
 from phaseaware.chat.layout import ConversationLayout, PromptLayout, conversation_layout
 from phaseaware.errors import BudgetError, InputError
@@ -37,12 +38,11 @@ from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
 __all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
 
-# Largest profile period assembly accepts (``InputError`` above it). Qualifying the
+# MAX_PERIOD (options.py): the largest profile period assembly accepts. Qualifying the
 # filler for period P tokenizes pads of up to 2P units in real contexts: O(P^2)
 # characters, once per (tokenizer, period), then cached in memory; planning is
 # linear in P. Measured (benchmarks/assembly.py, o200k): first call about 1 s at
 # P = 500, then ~10 ms; KV-compression periods seen in practice are 4-128.
-MAX_PERIOD = 512
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,7 @@ def prepare(
     ``[system?, user(context + "\\n\\n" + question)]`` built for this call, after
     the system prompt is cleaned with the other user strings; a layout is used as is.
     """
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise InputError(f"budget_tokens must be a positive int, got {budget!r}")
+    check_budget(budget)
     given = _format_or_layout(chat_format, tokenizer)
     normalized, question, system, neutralized, scanner = clean_inputs(
         normalize_chunks(chunks), question=question, system=system, tokenizer=tokenizer,
@@ -111,7 +110,7 @@ def prepare(
             control_tokens=options.control_tokens,
         )  # fmt: skip
         system = None
-    if isinstance(layout, ConversationLayout):  # message contents, cleaned when built
+    if isinstance(layout, ConversationLayout | DeltaLayout):  # message text, cleaned when built
         neutralized = layout.neutralized + neutralized
     if profile is not None and profile.period > MAX_PERIOD:
         raise InputError(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from phaseaware.assembly.plan import planner
+from phaseaware.assembly.plan.baseline import naive_baseline
 from phaseaware.assembly.plan.planner import Plan
 from phaseaware.assembly.prepare.measured_request import Setup
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, RenderedContext
@@ -23,8 +24,8 @@ from phaseaware.assembly.report.result import (
     Placement,
     RepeatPlacement,
 )
-from phaseaware.assembly.retokenize.windowed import TokenStarts
 from phaseaware.chat.layout import RenderedPrompt
+from phaseaware.tokenizers.offsets import TokenStarts
 
 __all__ = ["build_result", "naive_expected_accuracy", "overall_expected_accuracy"]
 
@@ -247,28 +248,22 @@ def naive_expected_accuracy(setup: Setup) -> float | None:
 def _naive(setup: Setup) -> float | None:
     """Same chunks, given order, no padding or repeat, same budget (estimated positions)."""
     prep, frame = setup.chunks, setup.frame
-    admission = planner.admit(
+    base = naive_baseline(
         scores=[p.chunk.score for p in prep],
-        costs=[p.tokens for p in prep],
+        sizes=[p.tokens for p in prep],
         empty=[p.empty for p in prep],
-        budget_left=setup.budget - frame.prefix_tokens - frame.suffix_tokens,
-        in_given_order=True,
+        key_offsets=[p.key_tokens for p in prep],
+        prefix_tokens=frame.prefix_tokens,
+        suffix_tokens=frame.suffix_tokens,
+        separator_tokens=frame.separator_tokens,
+        budget=setup.budget,
     )
-    flat: list[int] = []
-    pos = frame.prefix_tokens
-    for i in admission.admitted:
-        flat.extend([pos + t for t in prep[i].key_tokens])
-        pos += prep[i].tokens
     values = planner.position_reliabilities(
-        setup.profile,
-        flat,
-        length=max(1, pos - frame.separator_tokens + frame.suffix_tokens),
-        offset=setup.options.position_offset,
+        setup.profile, base.key_positions, length=base.length, offset=setup.options.position_offset
     )
     accuracy: dict[int, float | None] = {}
     at = 0
-    for i in admission.admitted:
-        n = len(prep[i].key_tokens)
+    for i, n in zip(base.admitted, base.key_counts, strict=True):
         accuracy[i] = sum(values[at : at + n]) / n if n else None
         at += n
     return _overall(setup, accuracy)

@@ -147,6 +147,11 @@ class AssemblyResult:
     # junctions re-encoded, proven equal: ``assembly.stitch``) or "full" (one encode).
     # Not in ``to_dict`` (the JSON report is unchanged by caching).
     verification: str = "full"
+    # assemble_append only (else None): "incremental" (the sent prefix's cached tokens
+    # re-used, only the tail re-tokenized) or "full"; append_reason says why "full".
+    # Not in ``to_dict`` (how it was computed, not what: equal either way).
+    append_path: str | None = None
+    append_reason: str = ""
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -167,6 +172,8 @@ class AssemblyResult:
         """Plain JSON-ready dict (lists, not tuples), stable key order."""
         plain: dict[str, Any] = to_plain(self)
         plain.pop("verification", None)
+        plain.pop("append_path", None)
+        plain.pop("append_reason", None)
         if plain.get("robust") is None:  # only with options.offsets
             plain.pop("robust", None)
         return plain

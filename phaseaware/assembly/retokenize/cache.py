@@ -11,12 +11,13 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DEFAULT_CACHE_BYTES", "CacheEntry", "ChunkTokenCache", "TokenStarts", "default_cache"]
+from phaseaware.caches import register_cache
+
+__all__ = ["DEFAULT_CACHE_BYTES", "CacheEntry", "ChunkTokenCache", "default_cache"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,70 +108,14 @@ class ChunkTokenCache:
 
 
 _default = ChunkTokenCache()
+register_cache(
+    "assembly.chunk_tokens",
+    size=lambda: (len(_default), _default.nbytes),
+    clear=_default.clear,
+    bound=f"LRU, {DEFAULT_CACHE_BYTES // (1024 * 1024)} MiB",
+)
 
 
 def default_cache() -> ChunkTokenCache:
     """The process-wide cache ``assemble`` uses unless told otherwise (64 MiB cap)."""
     return _default
-
-
-@dataclass(frozen=True, eq=False)
-class TokenStarts:
-    """Token char starts of a text (as ``TokenizedText``'s lookups), from a numpy array."""
-
-    starts: np.ndarray
-    text_length: int
-    verification: str  # "windowed": stitched from cached chunks; "full": one encode
-    _at: dict[int, int] = field(default_factory=dict, repr=False)  # prefetched lookups
-    _right: dict[int, int] = field(default_factory=dict, repr=False)
-
-    def __len__(self) -> int:
-        return int(self.starts.size)
-
-    def prefetch(self, chars: Sequence[int], span_ends: Sequence[int]) -> None:
-        """Look up ``token_at_char`` of ``chars`` and ``token_span`` ends in one pass each."""
-        self._at.update(zip(chars, self.tokens_at_chars(chars), strict=True))
-        if len(span_ends):
-            found = np.searchsorted(self.starts, np.asarray(span_ends) - 1, side="right")
-            self._right.update(zip(span_ends, found.tolist(), strict=True))
-
-    def token_at_char(self, char_offset: int) -> int:
-        known = self._at.get(char_offset)
-        if known is not None:
-            return known
-        if not 0 <= char_offset < self.text_length:
-            raise IndexError(f"char offset {char_offset} outside text of {self.text_length} chars")
-        first = int(np.searchsorted(self.starts, char_offset, side="left"))
-        if first < self.starts.size and self.starts[first] == char_offset:
-            return first
-        return first - 1
-
-    def tokens_at_chars(self, chars: Sequence[int]) -> list[int]:
-        """``[token_at_char(c) for c in chars]`` in one numpy pass."""
-        if not len(chars):
-            return []
-        if self._at and all(c in self._at for c in chars):
-            return [self._at[c] for c in chars]
-        c = np.asarray(chars, dtype=np.int64)
-        if int(c.min()) < 0 or int(c.max()) >= self.text_length:
-            raise IndexError(f"char offsets outside text of {self.text_length} chars")
-        first = np.searchsorted(self.starts, c, side="left")
-        clipped = np.minimum(first, self.starts.size - 1)
-        hit = (first < self.starts.size) & (self.starts[clipped] == c)
-        out: list[int] = np.where(hit, first, first - 1).tolist()
-        return out
-
-    def token_span(self, char_start: int, char_end: int) -> tuple[int, int]:
-        if not 0 <= char_start < char_end <= self.text_length:
-            raise IndexError(
-                f"char span [{char_start}, {char_end}) invalid for text of {self.text_length} chars"
-            )
-        end = self._right.get(char_end)
-        if end is None:
-            end = int(np.searchsorted(self.starts, char_end - 1, side="right"))
-        return self.token_at_char(char_start), end
-
-    def tokens_in(self, start: int, end: int) -> int:
-        """Tokens whose first character lies in ``[start, end)``."""
-        left, right = np.searchsorted(self.starts, [start, end], side="left").tolist()
-        return int(right - left)

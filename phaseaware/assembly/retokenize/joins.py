@@ -4,36 +4,19 @@
 that every seam is a cut pair of the original text (see ``stitch``'s soundness
 argument: a cut is decided by the two characters at it), then drops the
 stand-ins' tokens: the result equals encoding each piece alone. ``encode`` is
-the family's one-text encode (``starts_of`` for tiktoken, ``stitch_hf.hf_starts``).
+the family's one-text encode (``WindowRecipe.encode``).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from phaseaware.errors import InputError
-from phaseaware.tokenizers.tiktoken import TiktokenTokenizer
+from phaseaware.tokenizers.windowing import Encode
 
-__all__ = ["Encode", "joined_starts", "junction_starts", "starts_of", "unique_junction_starts"]
-
-Encode = Callable[[str], np.ndarray]  # text -> its token char starts (int64)
-
-
-def starts_of(tokenizer: TiktokenTokenizer, text: str) -> np.ndarray:
-    """``char_index(text).starts`` without its fixed numpy cost on short ASCII texts."""
-    if not text.isascii():
-        return np.asarray(tokenizer.char_index(text).starts, dtype=np.int64)
-    ids = tokenizer.encoding.encode(text, allowed_special="all", disallowed_special=())
-    table = tokenizer.token_byte_lengths()
-    lengths = [table[i] for i in ids]
-    if sum(lengths) != len(text):
-        raise InputError("tiktoken did not round-trip the text; it cannot be tokenized exactly")
-    return np.fromiter(
-        itertools.accumulate(lengths[:-1], initial=0), dtype=np.int64, count=len(lengths)
-    )
+__all__ = ["Encode", "joined_starts", "junction_starts", "unique_junction_starts"]
 
 
 def joined_starts(encode: Encode, pieces: Sequence[str], seams: Sequence[str]) -> list[np.ndarray]:
@@ -88,7 +71,7 @@ def junction_starts(
     with ``|`` within 20 characters on both sides; where that is possible the
     join is split (that junction is encoded on its own group): ``bar_specials``
     (tiktoken). Where every added token is excluded from the cut pairs
-    (``stitch_hf``) no occurrence can cross a seam, and everything is one encode.
+    (``tokenizers.hf_windowed``) no occurrence can cross a seam, and everything is one encode.
     """
     bounds = [0]
     for a, b, _ in cores:

@@ -54,7 +54,7 @@ runs, CJK, contractions).
 
 Byte-level Hugging Face tokenizers: DeepSeek-V4's ``tokenizer.json`` config
 (three split regexes, no normalizer, added tokens) has its own cut rule and
-argument in ``stitch_hf``; there no chunk needs to avoid ``|`` and the
+argument in ``phaseaware.tokenizers.hf_windowed``; there no chunk needs to avoid ``|`` and the
 junctions are one encode. Any other configuration is encoded in full and
 says why (``windowed_support``). Cuts are found by ``cuts.CutRule``: a chunk's
 first and last cut are one forward and one backward regex search.
@@ -72,10 +72,8 @@ between cuts), so each distinct one is encoded once
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -83,21 +81,22 @@ from phaseaware.assembly.retokenize.cache import (
     DEFAULT_CACHE_BYTES,
     CacheEntry,
     ChunkTokenCache,
-    TokenStarts,
     default_cache,
 )
-from phaseaware.assembly.retokenize.cuts import TIKTOKEN_CUTS, CutRule
 from phaseaware.assembly.retokenize.joins import (
-    Encode,
     joined_starts,
     junction_starts,
-    starts_of,
     unique_junction_starts,
 )
-from phaseaware.assembly.retokenize.windowed_hf import hf_starts, hf_support
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
-from phaseaware.tokenizers.hf import HFTokenizer
-from phaseaware.tokenizers.tiktoken import CL100K_PATTERN, O200K_PATTERN, TiktokenTokenizer
+from phaseaware.tokenizers.offsets import TokenStarts
+from phaseaware.tokenizers.windowing import (
+    MIN_CORE,
+    NOT_WINDOWED,
+    StartsBatchTokenizer,
+    WindowedTokenizer,
+    WindowRecipe,
+)
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
@@ -111,56 +110,24 @@ __all__ = [
     "full_starts",
 ]
 
-_MIN_CORE = 16  # shorter cores are left in the junction (not worth a cache entry)
 # tiktoken: when new chunks make up at least this share of a text, it is encoded whole
 # once and their cores read off it (``_entry_from``); else cores and junctions apart
 FULL_ENCODE_SHARE = 0.5
 
 
 def windowed_support(tokenizer: Tokenizer) -> str | None:
-    """None when ``stitched_starts`` is sound for ``tokenizer``; else why it is not."""
-    if isinstance(tokenizer, HFTokenizer):
-        return hf_support(tokenizer)[0]
-    return _support_reason(tokenizer)
+    """None when ``stitched_starts`` is sound for ``tokenizer``; else why it is not.
+
+    Soundness is a tokenizer capability (:class:`~phaseaware.tokenizers.windowing.
+    WindowedTokenizer`): the adapter declares its cut rule, or is encoded in full."""
+    if isinstance(tokenizer, WindowedTokenizer):
+        return tokenizer.window_support()
+    return NOT_WINDOWED
 
 
-@dataclass(frozen=True, eq=False)
-class _Family:
-    """How to stitch one tokenizer: its cuts, its one-text encode, and its special-token rule."""
-
-    cuts: CutRule
-    encode: Encode
-    bar_specials: bool  # tiktoken: chunks with "|" get no core; junction joins split near "|"
-
-
-def _family(tokenizer: Tokenizer) -> _Family | None:
+def _family(tokenizer: Tokenizer) -> WindowRecipe | None:
     """The stitching recipe of ``tokenizer``; None where ``windowed_support`` names a reason."""
-    if isinstance(tokenizer, HFTokenizer):
-        rule = hf_support(tokenizer)[1]
-        if rule is None:
-            return None
-        return _Family(rule, functools.partial(hf_starts, tokenizer), bar_specials=False)
-    if _support_reason(tokenizer) is not None:
-        return None
-    assert isinstance(tokenizer, TiktokenTokenizer)
-    return _Family(TIKTOKEN_CUTS, functools.partial(starts_of, tokenizer), bar_specials=True)
-
-
-def _support_reason(tokenizer: Tokenizer) -> str | None:
-    if not isinstance(tokenizer, TiktokenTokenizer):
-        return (
-            "the windowed argument is made for tiktoken's regex pre-tokenizers and "
-            "DeepSeek-V4's Hugging Face config only"
-        )
-    if tokenizer.pattern not in (CL100K_PATTERN, O200K_PATTERN):
-        return "unknown pre-tokenizer pattern"
-    for special in tokenizer.encoding.special_tokens_set:
-        middle = special[2:-2]
-        if not (special[:2] == "<|" and special[-2:] == "|>" and "|" not in middle):
-            return f"special token {special!r} is not of the form <|name|>"
-        if len(middle) >= _MIN_CORE:
-            return f"special token {special!r} is longer than a core's minimum"
-    return None
+    return tokenizer.window_recipe() if isinstance(tokenizer, WindowedTokenizer) else None
 
 
 def cached_pieces(
@@ -182,7 +149,7 @@ def cached_pieces(
     missing = [k for k, e in enumerate(entries) if e is None]
     if missing:
         batch = [texts[k] for k in missing]
-        if isinstance(tokenizer, HFTokenizer):
+        if isinstance(tokenizer, StartsBatchTokenizer):
             fresh = tokenizer.token_starts_batch(batch)
         else:
             fresh = [np.asarray(p.starts, dtype=np.int64) for p in tokenizer.tokenize_batch(batch)]
@@ -208,13 +175,13 @@ def full_starts(tokenizer: Tokenizer, text: str) -> TokenStarts:
     return TokenStarts(starts=starts, text_length=len(text), verification="full")
 
 
-def _entries(family: _Family, chunks: Sequence[str]) -> list[CacheEntry]:
+def _entries(family: WindowRecipe, chunks: Sequence[str]) -> list[CacheEntry]:
     """Each chunk's ``CacheEntry``; the cores are encoded in one call, joined by stand-ins.
 
     Between cores i and i + 1 stands ``chunk_i[b_i] + chunk_{i+1}[a_{i+1} - 1]``,
     so each seam is an original cut pair; for tiktoken no core or stand-in holds
     ``|`` (see ``joined.junction_starts``), so no special token occurs in the
-    joined text; for DeepSeek-V4 see ``stitch_hf`` (joins).
+    joined text; for DeepSeek-V4 see ``phaseaware.tokenizers.hf_windowed`` (joins).
     """
     found = [_core(family, c) for c in chunks]
     cored = [(c, ab) for c, ab in zip(chunks, found, strict=True) if ab is not None]
@@ -229,7 +196,7 @@ def _entries(family: _Family, chunks: Sequence[str]) -> list[CacheEntry]:
     ]
 
 
-def _entry_from(family: _Family, chunk: str, start: int, starts: np.ndarray) -> CacheEntry:
+def _entry_from(family: WindowRecipe, chunk: str, start: int, starts: np.ndarray) -> CacheEntry:
     """``chunk``'s entry read off the token ``starts`` of a text holding it at ``start``.
 
     Both characters of each of the chunk's cuts lie in the chunk, so they are cuts
@@ -243,11 +210,11 @@ def _entry_from(family: _Family, chunk: str, start: int, starts: np.ndarray) -> 
     return CacheEntry(ab[0], ab[1], starts[lo:hi] - start)
 
 
-def _core(family: _Family, text: str) -> tuple[int, int] | None:
+def _core(family: WindowRecipe, text: str) -> tuple[int, int] | None:
     """[a, b) of ``text``'s first and last cut strictly inside it; None if too short."""
     if family.bar_specials and "|" in text:
         return None
-    return family.cuts.core(text, 0, len(text), _MIN_CORE)
+    return family.cuts.core(text, 0, len(text), MIN_CORE)
 
 
 def seed_cores(

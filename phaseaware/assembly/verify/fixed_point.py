@@ -19,8 +19,9 @@ from phaseaware.assembly.plan import planner
 from phaseaware.assembly.plan.planner import NO_PAD, PadTables, Plan
 from phaseaware.assembly.prepare.measured_request import Setup, end_reserve, plan_pads
 from phaseaware.assembly.prepare.render import RenderedContext, RepeatBlock, render_context
-from phaseaware.assembly.retokenize.windowed import TokenStarts, stitched_starts
+from phaseaware.assembly.retokenize.windowed import stitched_starts
 from phaseaware.errors import VerificationError
+from phaseaware.tokenizers.offsets import TokenStarts
 
 __all__ = ["Verified", "verify", "freeze_moving", "measured_keys"]
 

@@ -124,3 +124,35 @@ def test_usage_check_compares_with_the_rendered_prompt(o200k):
     assert raising._planned == {}  # per-run state is dropped at the end
     with pytest.raises(InputError, match="on_mismatch"):
         PhaseAwareUsageCheck(tokenizer=o200k, chat_format="chatml", on_mismatch="loud")  # type: ignore[arg-type]
+
+
+def test_usage_check_plans_bound_tools(o200k):
+    import uuid as _uuid
+
+    from phaseaware.chat import UnsupportedSettingError
+    from phaseaware.tokenizers import load_tokenizer
+
+    tool = {"type": "function", "function": {"name": "search", "parameters": {}}}
+    messages = [HumanMessage(QUESTION)]
+    params = {"invocation_params": {"tools": [tool]}}
+    with pytest.raises(UnsupportedSettingError, match="tool_schemas='not_rendered'"):
+        PhaseAwareUsageCheck(tokenizer=o200k, chat_format="chatml").on_chat_model_start(
+            {}, [messages], run_id=_uuid.uuid4(), **params
+        )
+    seen: list[Any] = []
+    dsv4 = load_tokenizer("deepseek-v4")
+    for tools, schemas in (([tool], "rendered"), ([], "rendered"), ([tool], "not_rendered")):
+        check = PhaseAwareUsageCheck(
+            tokenizer=dsv4,
+            chat_format="deepseek-v4",
+            on_check=seen.append,
+            tool_schemas=schemas,
+            on_mismatch="ignore",
+        )
+        run_id = _uuid.uuid4()
+        check.on_chat_model_start({}, [messages], run_id=run_id, invocation_params={"tools": tools})
+        check.on_llm_end(
+            _result({"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}), run_id=run_id
+        )
+    with_tools, without, ignored = (c.planned_tokens for c in seen[-3:])
+    assert with_tools > without == ignored

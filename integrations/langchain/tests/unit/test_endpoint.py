@@ -128,7 +128,7 @@ def test_usage_check_expects_the_record_offset(o200k):
     warning = PhaseAwareUsageCheck(
         tokenizer=o200k, chat_format="chatml", endpoint=_record(o200k, (3,))
     )
-    with pytest.warns(PhaseawareWarning, match="position_offset=4"):
+    with pytest.warns(PhaseawareWarning, match=r"set offset=4"):  # the parameter is offset=
         _run(warning, messages, planned + 4)
     varying = PhaseAwareUsageCheck(
         tokenizer=o200k, chat_format="chatml", endpoint=_record(o200k, (1, 2, 3)),

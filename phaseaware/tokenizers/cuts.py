@@ -4,7 +4,7 @@ A *cut* ``p`` of a text ``T`` is a position at which the tokenizer's tokens of
 ``T`` are the tokens of ``T[:p]`` followed by those of ``T[p:]`` (shifted), in
 every text that holds the same two characters ``T[p-1]``, ``T[p]`` there. Each
 family's rule decides a cut from those two characters alone; the arguments
-are in ``stitch`` (tiktoken) and ``stitch_hf`` (DeepSeek-V4). A :class:`CutRule`
+are in ``phaseaware.assembly.retokenize.windowed`` (tiktoken) and ``hf_windowed`` (DeepSeek-V4). A :class:`CutRule`
 finds a chunk's first and last cut with one regex search each (the last one
 searched backwards), so a chunk costs two C-level searches whatever its length.
 """

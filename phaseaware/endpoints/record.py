@@ -5,10 +5,14 @@ A record says how the server's token positions relate to phaseaware's rendering:
 (``exact``: compared token by token via ``/tokenize``; ``count``: inferred from
 ``usage.prompt_tokens``), ``stability`` (``constant``, or ``varying`` with the
 observed ``offsets``), the date, the tokenizer (spec + fingerprint) and the chat
-format it was measured with.
+format it was measured with, the chat settings every request states (``thinking``,
+sent as ``chat_template_kwargs``), what the server does when a request names none
+(``server_default``, exact mode), and the served checkpoint's identity as the server
+reports it (``served_model``, ``system_fingerprint``: the per-call check warns when
+they change).
 
-It lives here, in the assembly layer, because assembly reads it (a request's
-``"endpoint"`` key); :mod:`phaseaware.endpoints` discovers and writes it. Records
+:mod:`phaseaware.endpoints.probe` discovers and writes it; the CLI's request format
+(:mod:`phaseaware.cli.request`, a request's ``"endpoint"`` key) and the adapters read it. Records
 are versioned JSON (``schema: phaseaware.endpoint/v1``), one file per
 (base URL, model) in ``endpoint_dir()`` (``$PHASEAWARE_HOME/endpoints``, else
 ``$XDG_CONFIG_HOME/phaseaware/endpoints``: the profiles' user folder's sibling),
@@ -26,12 +30,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.atomic import atomic_write_text
 from phaseaware.errors import FingerprintMismatchError, InputError
 from phaseaware.profiles.registry import user_profile_dir
+from phaseaware.redact import redact_url
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.userfiles import parse_json_document, read_user_text
 
@@ -39,6 +44,7 @@ __all__ = [
     "RECORD_SCHEMA",
     "EndpointRecord",
     "apply_endpoint",
+    "with_endpoint",
     "endpoint_dir",
     "find_endpoint_record",
     "load_endpoint_record",
@@ -51,21 +57,6 @@ __all__ = [
 RECORD_SCHEMA = "phaseaware.endpoint/v1"
 Mode = Literal["exact", "count"]
 Stability = Literal["constant", "varying"]
-
-
-def redact_url(url: str) -> str:
-    """``url`` without credentials (``user:pass@`` and secret-looking query values)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = re.sub(
-        r"(?i)((?:api[_-]?key|key|token|secret|password|sig)=)[^&]*", r"\1***", parts.query
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _normalized_base(url: str) -> str:
@@ -88,6 +79,11 @@ class EndpointRecord:
     chat_format: str
     probes: int  # requests the probe sent
     tool_version: str
+    thinking: bool = False  # the setting the probe rendered with and every request states
+    server_default: Mapping[str, Any] | None = None  # what a request naming none gets
+    served_model: str | None = None  # the response's "model"
+    system_fingerprint: str | None = None  # the response's "system_fingerprint"
+    settings_check: str | None = None  # count mode: "verified" or why it cannot tell
     schema: str = RECORD_SCHEMA
 
     def __post_init__(self) -> None:
@@ -111,6 +107,7 @@ class EndpointRecord:
     def to_dict(self) -> dict[str, Any]:
         doc = dataclasses.asdict(self)
         doc["offsets"] = list(self.offsets)
+        doc["server_default"] = dict(self.server_default) if self.server_default else None
         schema = doc.pop("schema")
         return {"schema": schema, **doc}
 
@@ -122,11 +119,11 @@ class EndpointRecord:
                 "write one with `phaseaware probe-endpoint`"
             )
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = sorted(names - set(doc))
+        missing = sorted(names - set(doc) - _OPTIONAL)
         if missing:
             raise InputError(f"{source}: endpoint record lacks {', '.join(missing)}")
         try:
-            values = {k: doc[k] for k in names}
+            values = {k: doc[k] for k in names if k in doc}
             values["offsets"] = tuple(values["offsets"])
             return cls(**values)
         except TypeError as exc:
@@ -143,6 +140,12 @@ class EndpointRecord:
                 f"{self.tokenizer_spec!r} or rerun `phaseaware probe-endpoint --tokenizer "
                 f"{tokenizer.spec}`"
             )
+
+
+# fields a record written before they existed may lack (their defaults apply)
+_OPTIONAL = frozenset(
+    {"thinking", "server_default", "served_model", "system_fingerprint", "settings_check"}
+)
 
 
 def endpoint_dir() -> Path:
@@ -213,20 +216,35 @@ def resolve_endpoint(ref: object, *, source: str = "<request>") -> EndpointRecor
     )
 
 
-def apply_endpoint(
+def _offset_text(offsets: tuple[int, ...]) -> str:
+    return f"offset {offsets[0]}" if len(offsets) == 1 else f"offsets {list(offsets)}"
+
+
+def with_endpoint(
     options: AssemblyOptions, record: EndpointRecord, tokenizer: Tokenizer
 ) -> AssemblyOptions:
     """``options`` with the record's offset (constant) or offset set (varying).
 
-    Refuses a record probed with another tokenizer (``FingerprintMismatchError``)
-    and options that already name an offset (``InputError``: one source of truth).
+    THE rule, for the CLI's request files and every framework adapter alike:
+    ``FingerprintMismatchError`` for a record probed with another tokenizer; an offset
+    already in ``options`` (``position_offset``/``offsets``) that agrees with the
+    record is accepted; one that disagrees is an ``InputError`` naming both.
     """
     record.check_tokenizer(tokenizer)
+    want = record.offsets if record.stability == "varying" else (record.offset,)
     if options.position_offset or options.offsets:
-        raise InputError(
-            "pass either an endpoint record or position_offset/offsets, not both: the record "
-            f"says offset {record.offset} ({record.stability})"
-        )
+        have = tuple(options.offsets) if options.offsets else (options.position_offset,)
+        if have != tuple(want):
+            raise InputError(
+                f"position_offset/offsets say {_offset_text(have)}, but the endpoint "
+                f"record for {record.model!r} at {record.base_url} says "
+                f"{_offset_text(tuple(want))} ({record.stability}); pass only the endpoint "
+                "record, or rerun `phaseaware probe-endpoint` if the server changed"
+            )
     if record.stability == "constant":
-        return dataclasses.replace(options, position_offset=record.offset)
-    return dataclasses.replace(options, offsets=record.offsets)
+        return dataclasses.replace(options, position_offset=record.offset, offsets=None)
+    return dataclasses.replace(options, position_offset=0, offsets=record.offsets)
+
+
+#: The former name of :func:`with_endpoint`.
+apply_endpoint = with_endpoint

@@ -1,6 +1,6 @@
 r"""Windowed verification for a byte-level Hugging Face tokenizer: DeepSeek-V4's config.
 
-``hf_support(tokenizer)`` says whether the cut rule below is sound for an
+``hf_window_rule(backend)`` says whether the cut rule below is sound for an
 :class:`HFTokenizer` and returns it; any other configuration (another
 pre-tokenizer, a normalizer, added tokens that strip, ...) gets a reason and
 is encoded in full. It reads the backend's config through the adapter's
@@ -89,16 +89,12 @@ The property test ``tests/unit/test_stitch_properties.py`` checks
 from __future__ import annotations
 
 import json
-import threading
-import weakref
 from typing import Any
 
-import numpy as np
+from phaseaware.tokenizers.cuts import CutRule, pair_cuts
+from phaseaware.tokenizers.hf_vocab import byte_level_alphabet
 
-from phaseaware.assembly.retokenize.cuts import CutRule, pair_cuts
-from phaseaware.tokenizers.hf import HFTokenizer, byte_level_alphabet
-
-__all__ = ["DEEPSEEK_V4_PRE_TOKENIZER", "hf_support", "hf_starts"]
+__all__ = ["DEEPSEEK_V4_PRE_TOKENIZER", "hf_window_rule"]
 
 _MAIN = (
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
@@ -134,23 +130,13 @@ _RULES = (
 )
 _MIN_ADDED = 3
 
-_support: weakref.WeakKeyDictionary[HFTokenizer, tuple[str | None, CutRule | None]] = (
-    weakref.WeakKeyDictionary()
-)
-_lock = threading.Lock()
 
-
-def hf_support(tokenizer: HFTokenizer) -> tuple[str | None, CutRule | None]:
-    """(None, the cut rule) when windowed verification is sound for ``tokenizer``;
-    else (why not, None). Decided once per tokenizer object."""
-    with _lock:
-        known = _support.get(tokenizer)
-    if known is None:
-        reason, forbidden = _check(tokenizer.backend)
-        known = (reason, None) if reason is not None else (None, pair_cuts(_RULES, forbidden))
-        with _lock:
-            _support[tokenizer] = known
-    return known
+def hf_window_rule(backend: Any) -> tuple[str | None, CutRule | None]:
+    """(None, the cut rule) when windowed verification is sound for the Rust tokenizer
+    ``backend``; else (why not, None). ``HFTokenizer.window_recipe`` decides it once per
+    tokenizer object."""
+    reason, forbidden = _check(backend)
+    return (reason, None) if reason is not None else (None, pair_cuts(_RULES, forbidden))
 
 
 def _state(component: Any) -> Any:
@@ -184,8 +170,3 @@ def _check(backend: Any) -> tuple[str | None, set[str]]:
             return f"added token {content!r} is shorter than {_MIN_ADDED} characters", set()
         forbidden.update(content[i : i + 2] for i in range(len(content) - 1))
     return None, forbidden
-
-
-def hf_starts(tokenizer: HFTokenizer, text: str) -> np.ndarray:
-    """``tokenizer.tokenize(text).starts`` as an int64 array (the full path's encode)."""
-    return tokenizer.token_starts_batch([text])[0]
