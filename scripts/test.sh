@@ -17,6 +17,9 @@ for pkg in integrations/*/; do
   fi
 done
 
+# the wheels of all three packages, installed from the wheels into a fresh venv
+bash scripts/check_wheels.sh
+
 python -m ruff check .
 python -m ruff format --check .
 python -m mypy
