@@ -39,6 +39,7 @@ class UsageCheck:
     offset: int  # tokens the endpoint is known to add before the prompt
     reported_tokens: int  # the server's usage.prompt_tokens
     allowed_offsets: tuple[int, ...] = ()  # a varying endpoint: any of these is fine
+    offset_name: str = "position_offset"  # the caller's parameter the message tells to set
 
     @property
     def expected_tokens(self) -> int:
@@ -77,7 +78,7 @@ class UsageCheck:
             f"the server counted {self.reported_tokens} prompt tokens, phaseaware planned "
             f"{self.planned_tokens} + {known} "
             f"(drift {self.drift:+d}): {cause}, so the reported residues are not the model's; "
-            f"run `phaseaware probe-endpoint` and pass its record, or set position_offset="
+            f"run `phaseaware probe-endpoint` and pass its record, or set {self.offset_name}="
             f"{self.observed_offset}"
             + ("" if self.observed_offset >= 0 else " (impossible: check the chat format)")
         )
@@ -96,8 +97,12 @@ def check_prompt_tokens(
     offset: int = 0,
     on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
     offsets: Sequence[int] | None = None,
+    offset_name: str = "position_offset",
 ) -> UsageCheck:
     """Compare ``reported_tokens`` (usage.prompt_tokens) with ``planned_tokens + offset``.
+
+    ``offset_name``: the caller's own name for the offset parameter, which the mismatch
+    message tells the user to set (an adapter taking ``offset=`` passes ``"offset"``).
 
     ``offsets``: for an endpoint whose offset varies over a known set (a record
     with ``stability == "varying"``), any offset in the set is accepted; the
@@ -117,6 +122,7 @@ def check_prompt_tokens(
         allowed_offsets=tuple(
             sorted({_count("offsets[]", d, minimum=0) for d in offsets}) if offsets else ()
         ),
+        offset_name=offset_name,
     )
     if not check.ok:
         if on_mismatch == "raise":

@@ -142,6 +142,7 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             offset=self.offset,
             offsets=self.offsets,
             on_mismatch=self.on_mismatch,
+            offset_name="offset",
         )
         if self.on_check is not None:
             self.on_check(check)

@@ -124,3 +124,18 @@ def test_usage_check_compares_with_the_rendered_prompt(o200k):
     assert raising._planned == {}  # per-run state is dropped at the end
     with pytest.raises(InputError, match="on_mismatch"):
         PhaseAwareUsageCheck(tokenizer=o200k, chat_format="chatml", on_mismatch="loud")  # type: ignore[arg-type]
+
+
+def test_the_drift_message_names_the_offset_parameter(o200k) -> None:
+    from phaseaware.chat.formats import get_chat_format
+    from phaseaware.chat.messages import parse_messages
+
+    text = get_chat_format("chatml", o200k).render(
+        parse_messages([{"role": "user", "content": QUESTION}])
+    )
+    planned = len(o200k.encode(text))
+    usage = {"input_tokens": planned + 3, "output_tokens": 2, "total_tokens": planned + 5}
+    check = PhaseAwareUsageCheck(tokenizer=o200k, chat_format="chatml", on_mismatch="raise")
+    with pytest.raises(PromptTokenDriftError, match=r"set offset=3\b") as info:
+        _run(check, [HumanMessage(QUESTION)], _result(usage))
+    assert "position_offset" not in str(info.value)
