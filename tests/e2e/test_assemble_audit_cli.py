@@ -126,3 +126,16 @@ def test_audit_template_wraps_raw_text(capsys, tmp_path) -> None:
     occ = json.loads(out)["evidence"][0]["occurrences"][0]
     # BOS and <｜User｜> come first: "4471" is not at the same token as in the raw text
     assert occ["token_position"] >= 2
+
+
+def test_text_report_without_a_profile_says_what_its_figures_assume(capsys, tmp_path) -> None:
+    request = json.loads(REQUEST.read_text())
+    request.pop("profile")
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    code, out, _ = run_main(capsys, ["assemble", str(path)])
+    assert code == 0
+    assert "profile (none)" in out
+    assert "no profile: these figures are a generic lost-in-the-middle heuristic" in out
+    code, out, _ = run_main(capsys, ["assemble", str(REQUEST)])
+    assert "no profile" not in out
