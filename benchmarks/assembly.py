@@ -30,7 +30,7 @@ from collections.abc import Callable
 import numpy as np
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.assembly.stitch import ChunkTokenCache
+from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 from phaseaware.profiles.registry import get_profile, list_profiles
 from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
@@ -351,7 +351,7 @@ def synthetic_profile(period: int):  # type: ignore[no-untyped-def]
 def planner_rows(repeats: int, quick: bool) -> list[str]:
     """Planning alone (order, repeat, pads from in-context counts): time by chunks x period."""
     from phaseaware.assembly import pipeline
-    from phaseaware.assembly.setup import prepare
+    from phaseaware.assembly.prepare.measured_request import prepare
 
     tok = load_tokenizer("tiktoken:o200k_base")
     layout = get_layout("chatml", tok)

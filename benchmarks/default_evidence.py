@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.assembly.evidence import chunk_key_chars, question_terms
+from phaseaware.assembly.evidence.keys import chunk_key_chars, question_terms
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer

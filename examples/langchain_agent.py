@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         profile=reference_profile(args.profile),
         budget_tokens=1024,
         tool_role="user",  # the reference chat template knows only user and assistant turns
+        tool_schemas="not_rendered",  # nor tool schemas (the usage check confirms it)
         check_usage="raise",
         message_template="{context}\n\n{question}",  # the shape the reference model reads
     )

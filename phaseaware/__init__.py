@@ -12,16 +12,17 @@ from typing import TYPE_CHECKING, Any
 from phaseaware.version import __version__
 
 _EXPORTS: dict[str, str] = {
-    "Chunk": "phaseaware.assembly.chunks",
+    "Chunk": "phaseaware.assembly.inputs.chunks",
+    "make_chunk": "phaseaware.assembly.inputs.chunks",
     "assemble": "phaseaware.assembly.pipeline",
     "assemble_from_specs": "phaseaware.assembly.pipeline",
     "assemble_conversation": "phaseaware.assembly.conversation",
     "assemble_append": "phaseaware.assembly.conversation",
     "assemble_append_after": "phaseaware.assembly.conversation",
     "audit_messages": "phaseaware.audit",
-    "AssemblyOptions": "phaseaware.assembly.options",
-    "AssemblyResult": "phaseaware.assembly.result",
-    "Placement": "phaseaware.assembly.result",
+    "AssemblyOptions": "phaseaware.assembly.inputs.options",
+    "AssemblyResult": "phaseaware.assembly.report.result",
+    "Placement": "phaseaware.assembly.report.result",
     "audit_prompt": "phaseaware.audit",
     "Profile": "phaseaware.profiles.model",
     "get_profile": "phaseaware.profiles.registry",
@@ -30,12 +31,17 @@ _EXPORTS: dict[str, str] = {
     "save_profile": "phaseaware.profiles.io",
     "load_tokenizer": "phaseaware.tokenizers.registry",
     "get_layout": "phaseaware.templates",
+    "list_caches": "phaseaware.caches",
+    "clear_caches": "phaseaware.caches",
+    "ChatSettings": "phaseaware.chat.settings",
 }
 
 __all__ = [
     "AssemblyOptions",
     "AssemblyResult",
+    "ChatSettings",
     "Chunk",
+    "make_chunk",
     "Placement",
     "Profile",
     "__version__",
@@ -46,8 +52,10 @@ __all__ = [
     "assemble_from_specs",
     "audit_messages",
     "audit_prompt",
+    "clear_caches",
     "get_layout",
     "get_profile",
+    "list_caches",
     "list_profiles",
     "load_profile",
     "load_tokenizer",
@@ -55,16 +63,18 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from phaseaware.assembly.chunks import Chunk
     from phaseaware.assembly.conversation import (
         assemble_append,
         assemble_append_after,
         assemble_conversation,
     )
-    from phaseaware.assembly.options import AssemblyOptions
+    from phaseaware.assembly.inputs.chunks import Chunk, make_chunk
+    from phaseaware.assembly.inputs.options import AssemblyOptions
     from phaseaware.assembly.pipeline import assemble, assemble_from_specs
-    from phaseaware.assembly.result import AssemblyResult, Placement
+    from phaseaware.assembly.report.result import AssemblyResult, Placement
     from phaseaware.audit import audit_messages, audit_prompt
+    from phaseaware.caches import clear_caches, list_caches
+    from phaseaware.chat.settings import ChatSettings
     from phaseaware.profiles.io import load_profile, save_profile
     from phaseaware.profiles.model import Profile
     from phaseaware.profiles.registry import get_profile, list_profiles

@@ -1,4 +1,20 @@
-"""Atomic file writes: readers see the old file or the new one, never half of one.
+"""Safe file writes: readers see the old file or the new one, never half of one.
+
+Every file phaseaware writes (profiles, calibration logs, batch files, endpoint
+records, plots) goes through :func:`atomic_write_bytes`, which keeps one rule:
+
+* **Only regular files are replaced.** The target must be a regular file or
+  absent; a device (``/dev/null``), FIFO, socket or folder is refused with a
+  :class:`~phaseaware.errors.FilePathError` naming the path, before anything is
+  written (renaming over ``/dev/null`` as root would replace the device node).
+* **Symlinks are followed:** a link to a regular file writes that file (the link
+  stays a link); a link to a device or folder is refused like the target itself.
+* **Never over an input:** :func:`refuse_same_file` compares an output with the
+  command's inputs by identity (``os.path.samefile``: device and inode, so hard
+  links and ``./x`` spellings count), or by resolved path where a file does not
+  exist yet.
+* Every ``OSError`` becomes a ``FilePathError`` that names the path and the
+  problem (missing folder, permission, read-only file system).
 
 The data goes to a temporary file in the *same folder* (so ``os.replace`` is a
 rename on one file system), is flushed and fsynced, then renamed over the
@@ -13,11 +29,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["STALE_SECONDS", "atomic_write_bytes", "atomic_write_text", "remove_stale_temps"]
+from phaseaware.errors import FilePathError
+
+__all__ = [
+    "STALE_SECONDS",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "check_output_path",
+    "refuse_same_file",
+    "remove_stale_temps",
+]
 
 STALE_SECONDS = 600.0
 
@@ -36,6 +62,75 @@ def remove_stale_temps(target: Path, *, older_than: float = STALE_SECONDS) -> li
     return removed
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a folder; name a file inside it"),
+    (stat.S_ISCHR, "a character device, not a regular file; name a regular file"),
+    (stat.S_ISBLK, "a block device, not a regular file; name a regular file"),
+    (stat.S_ISFIFO, "a FIFO (named pipe), not a regular file; name a regular file"),
+    (stat.S_ISSOCK, "a socket, not a regular file; name a regular file"),
+)
+
+
+def check_output_path(path: str | os.PathLike[str]) -> Path:
+    """The file a write to ``path`` replaces: ``path`` with symlinks followed.
+
+    Raises ``FilePathError`` naming ``path`` when the target is anything but a
+    regular file or nothing (a device, FIFO, socket or folder), or when its folder
+    does not exist. Nothing is written.
+    """
+    given = Path(path)
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise FilePathError(f"cannot write {given}: {_reason(exc)}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = next((text for test, text in _KINDS if test(mode)), "not a regular file")
+        raise FilePathError(f"cannot write {given}: it is {kind}")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise FilePathError(
+            f"cannot write {given}: folder {folder} does not exist; create it first"
+        )
+    return target
+
+
+def refuse_same_file(
+    output: str | os.PathLike[str],
+    inputs: dict[str, str | os.PathLike[str] | None],
+    *,
+    output_name: str = "output",
+) -> None:
+    """Raise ``FilePathError`` if ``output`` is the same file as any of ``inputs``.
+
+    ``inputs`` maps a name for the message (``"the calibration log"``, ``"--log"``)
+    to a path (``None``: skipped). Existing files are compared by identity
+    (``os.path.samefile``), others by their resolved absolute paths.
+    """
+    for name, value in inputs.items():
+        if value is None:
+            continue
+        if _same_file(Path(output), Path(value)):
+            raise FilePathError(
+                f"{output_name} {output} is the same file as {name} {value}; writing it "
+                f"would destroy {name}: choose another {output_name}"
+            )
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them does not exist (yet)
+        return os.path.realpath(first) == os.path.realpath(second)
+
+
+def _reason(exc: OSError) -> str:
+    """``exc`` as a short cause without the path (the caller names it)."""
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
 def atomic_write_bytes(
     path: str | os.PathLike[str], data: bytes, *, mode: int | None = None
 ) -> Path:
@@ -44,18 +139,24 @@ def atomic_write_bytes(
     The parent folder must exist (it is not created: a typo in a folder name
     should fail loudly). ``mode`` sets the permission bits of the new file;
     by default an existing file keeps its bits and a new one gets ``0o644``.
+    The target rule (:func:`check_output_path`) is checked first; an ``OSError``
+    while writing becomes a ``FilePathError`` naming ``path``.
     """
-    target = Path(path)
+    given = Path(path)
+    target = check_output_path(given)
     if mode is None:
         try:
             mode = target.stat().st_mode & 0o777
         except OSError:
             mode = 0o644
     folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"cannot write {target}: folder {folder} does not exist")
     remove_stale_temps(target)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise FilePathError(
+            f"cannot write {given}: cannot create a file in folder {folder} ({_reason(exc)})"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -63,12 +164,14 @@ def atomic_write_bytes(
             os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)
         os.replace(tmp_name, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
+        if isinstance(exc, OSError) and not isinstance(exc, FilePathError):
+            raise FilePathError(f"cannot write {given}: {_reason(exc)}") from exc
         raise
     _fsync_folder(folder)
-    return target
+    return given
 
 
 def atomic_write_text(

@@ -3,7 +3,7 @@
 Every position is measured: the prompt is tokenized once and the first
 character of each evidence occurrence is mapped to the token containing it
 (``TokenizedText.token_at_char``). Expected accuracy is
-``profile.position_reliability(position, prompt_length=token_count)``, which
+``profile.position_reliabilities((position,), token_count)``, which
 includes the raw local window and any length-residue effect.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from phaseaware.assembly.options import check_position_offset
+from phaseaware.assembly.inputs.options import check_position_offset
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.messages import (
     CONTEXT_PLACEHOLDER,
@@ -141,9 +141,9 @@ def audit_prompt(
                     char_offset=start,
                     token_position=position,
                     residue=(position + position_offset) % profile.period,
-                    expected_accuracy=profile.position_reliability(
-                        position + position_offset, prompt_length=model_length
-                    ),
+                    expected_accuracy=profile.position_reliabilities(
+                        (position,), length, offset=position_offset
+                    )[0],
                     in_local_window=window is not None and length - position <= window,
                 )
             )

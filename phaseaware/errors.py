@@ -25,6 +25,9 @@ __all__ = [
     "PromptTokenDriftError",
     "MissingExtraError",
     "PhaseawareWarning",
+    "UnsupportedRequestError",
+    "FilePathError",
+    "FileBusyError",
 ]
 
 
@@ -84,6 +87,10 @@ class LogError(CalibrationError):
     """A calibration log is corrupt or belongs to a different run."""
 
 
+class UnsupportedRequestError(InputError):
+    """A model request holds what the chosen chat format cannot render (tools, settings)."""
+
+
 class EndpointError(PhaseawareError):
     """A serving endpoint does not tokenize the prompt the way phaseaware rendered it."""
 
@@ -94,6 +101,14 @@ class PromptTokenDriftError(EndpointError):
 
 class MissingExtraError(PhaseawareError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class FilePathError(PhaseawareError, OSError):
+    """A file cannot be read or written at that path (missing folder, a device, the input)."""
+
+
+class FileBusyError(FilePathError):
+    """Another process holds the lock of a file this run must own (a calibration log)."""
 
 
 class PhaseawareWarning(UserWarning):

@@ -18,6 +18,7 @@ __all__ = ["redact", "redact_url"]
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/@'\"]+@")
 _BEARER = re.compile(r"(?i)\b(bearer[ \t]+)[^\r\n'\"]+")
 _KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
+_SECRET_QUERY = re.compile(r"(?i)((?:api[_-]?key|key|token|secret|password|sig)=)[^&]*")
 
 
 def redact(text: str) -> str:
@@ -28,12 +29,16 @@ def redact(text: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """``url`` without its user and password (``***`` where they were)."""
+    """``url`` without credentials: ``user:pass@`` becomes ``***@`` (the host kept as
+    written) and secret-looking query values (``api_key=``, ``key=``, ``token=``,
+    ``secret=``, ``password=``, ``sig=``) become ``***``. An unparseable URL is not
+    echoed at all. THE rule for URLs in messages, logs and endpoint records."""
     try:
         parts = urlsplit(url)
     except ValueError:
-        return redact(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]  # as written: case and IPv6 brackets kept
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+        return "<unparseable url>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    query = _SECRET_QUERY.sub(r"\1***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

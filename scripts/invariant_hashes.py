@@ -86,7 +86,7 @@ def suite_hashes() -> list[tuple[str, str]]:
     out = []
     options = phaseaware.AssemblyOptions(allow_tokenizer_mismatch=True)
     profile = phaseaware.get_profile("deepseek-v4-flash-base")
-    from phaseaware.assembly.stitch import ChunkTokenCache
+    from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 
     for spec, layout_name in bench.TOKENIZERS:
         tok = phaseaware.load_tokenizer(spec)

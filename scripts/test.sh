@@ -20,6 +20,14 @@ done
 # the wheels of all three packages, installed from the wheels into a fresh venv
 bash scripts/check_wheels.sh
 
+# --- vLLM tier (tests/e2e/vllm, marker `vllm`): a real vLLM OpenAI server in its own venv.
+# The tests skip only when PHASEAWARE_VLLM_PYTHON is unset; CI always runs this block.
+if [ -z "${PHASEAWARE_VLLM_PYTHON:-}" ]; then
+  PHASEAWARE_VLLM_PYTHON="$(bash scripts/install_vllm.sh | tail -n 1)"
+  export PHASEAWARE_VLLM_PYTHON
+fi
+# --- end of the vLLM tier block
+
 python -m ruff check .
 python -m ruff format --check .
 python -m mypy

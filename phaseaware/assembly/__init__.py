@@ -1,27 +1,30 @@
-"""Token-exact, phase-aware context assembly (``assemble``) and its parts.
+"""Token-exact, phase-aware context assembly (``assemble``) and its parts, by stage.
 
-One module per job: ``chunks`` (the input type), ``evidence`` (key tokens),
-``measure`` (chunks in context), ``filler`` (exact padding text), ``setup``
-(a checked, measured request), ``planner`` and ``padding`` (all planning, pure),
-``render`` (context and prompt text), ``verify`` (re-tokenization to a fixed
-point), ``stitch`` (the bounded chunk-token cache and windowed verification),
-``result`` (measured placements), ``pipeline`` (``assemble``),
-``options`` and ``request`` (the request document of ``phaseaware assemble``).
+Lowest first (a subpackage imports its own or lower ones only; the layer test checks it):
+
+- ``plan/``: ALL planning, pure functions over integers (admit, order, pads, repeat);
+- ``retokenize/``: the chunk-token cache and windowed, proven-equal re-tokenization;
+- ``inputs/``: the request's chunks and options, and neutralising untrusted text;
+- ``evidence/``: which characters of a chunk are its key evidence;
+- ``prepare/``: render text, measure chunks in context, filler, the measured request;
+- ``verify/`` and ``report/``: the fixed point of the final prompt, and the result;
+- ``pipeline`` (``assemble``), ``robust`` (offset sets), ``conversation`` (any chat and
+  agent-loop appends): orchestration only; they call, they never score.
 """
 
 from __future__ import annotations
 
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions, check_position_offset
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
 from phaseaware.assembly.pipeline import assemble, assemble_from_specs
-from phaseaware.assembly.result import (
+from phaseaware.assembly.report.result import (
     AssemblyResult,
     Dropped,
     Placement,
     RepeatPlacement,
     Segment,
 )
-from phaseaware.assembly.stitch import ChunkTokenCache, default_cache
+from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache
 
 __all__ = [
     "AssemblyOptions",

@@ -38,15 +38,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.incremental import assemble_tail
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions, check_budget
 from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.result import AssemblyResult, Placement, RepeatPlacement
+from phaseaware.assembly.report.result import AssemblyResult, Placement, RepeatPlacement
+from phaseaware.assembly.retokenize.prefix import PrefixTokenCache, default_prefix_cache
 from phaseaware.chat.append import append_from_count, append_layout
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
+from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
@@ -56,6 +59,7 @@ from phaseaware.tokenizers.base import Tokenizer
 __all__ = ["assemble_conversation", "assemble_append", "assemble_append_after"]
 
 MessageLike = Mapping[str, Any] | Message
+_PREFIX_CACHE = default_prefix_cache()
 
 
 def _tokenizer(tokenizer: str | Tokenizer) -> Tokenizer:
@@ -70,10 +74,24 @@ def _profile(profile: str | Profile | None, *, persistent: bool) -> Profile | No
     return prof
 
 
-def _format(chat_format: str | ChatFormat, tokenizer: Tokenizer, thinking: bool) -> ChatFormat:
+def _format(
+    chat_format: str | ChatFormat,
+    tokenizer: Tokenizer,
+    thinking: bool,
+    chat_settings: ChatSettings | None,
+) -> ChatFormat:
     if isinstance(chat_format, str):
-        return get_chat_format(chat_format, tokenizer, thinking=thinking)
+        return get_chat_format(chat_format, tokenizer, thinking=thinking, settings=chat_settings)
+    if chat_settings is not None:
+        raise InputError(
+            "chat_settings go with a chat format name; a format object carries its own "
+            "(get_chat_format(name, tokenizer, settings=...))"
+        )
     return chat_format
+
+
+def _policy(options: AssemblyOptions | None) -> str:
+    return options.control_tokens if options is not None else AssemblyOptions().control_tokens
 
 
 def _append_options(options: AssemblyOptions | None) -> AssemblyOptions:
@@ -91,6 +109,7 @@ def assemble_conversation(
     budget_tokens: int,
     options: AssemblyOptions | None = None,
     thinking: bool = False,
+    chat_settings: ChatSettings | None = None,
 ) -> AssemblyResult:
     """Assemble ``chunks`` into the one ``{context}`` slot of ``messages``.
 
@@ -101,6 +120,10 @@ def assemble_conversation(
     ``"hf"`` (the tokenizer's own template), ``"none"``, or a ``ChatFormat``.
     ``tokenizer``/``profile`` may be specs/names. ``result.messages`` holds the
     filled messages (``None`` for ``none``); positions index the whole prompt.
+    ``chat_settings`` (:class:`~phaseaware.chat.ChatSettings`: tools, reasoning
+    effort, response format, ...) go to the named format; send the same ones
+    (``chat_settings.chat_template_kwargs(name)`` and its ``tools``) with the
+    request. ``thinking=True`` is the older spelling of ``ChatSettings(thinking=True)``.
 
     Raises ``MissingSlotError``/``DuplicateSlotError`` (not exactly one slot),
     ``UnknownRoleError``, ``MessageContentError``, ``ToolResultError`` (a tool
@@ -110,9 +133,10 @@ def assemble_conversation(
     tok = _tokenizer(tokenizer)
     layout = conversation_layout(
         tokenizer=tok,
-        chat_format=_format(chat_format, tok, thinking),
+        chat_format=_format(chat_format, tok, thinking, chat_settings),
         messages=messages,
         question=question,
+        control_tokens=_policy(options),
     )
     return assemble(
         chunks,
@@ -138,6 +162,8 @@ def assemble_append(
     options: AssemblyOptions | None = None,
     thinking: bool = False,
     persistent: bool = True,
+    chat_settings: ChatSettings | None = None,
+    prefix_cache: PrefixTokenCache | None = _PREFIX_CACHE,
 ) -> AssemblyResult:
     """Place ``chunks`` inside ``new`` (one ``{context}``), appended to ``sent`` unchanged.
 
@@ -147,6 +173,14 @@ def assemble_append(
     chunk lies inside the new message; positions are absolute in the whole
     conversation; ``messages`` is ``sent + [new filled]``.
 
+    Incremental: the prompt returned is cached (``prefix_cache``, an LRU capped in
+    entries and bytes; the process-wide one by default, ``None``: off); when
+    ``sent`` renders to a cached prompt plus more (the assistant's reply), only
+    the end of that prompt, the reply and ``new`` are re-tokenized
+    (:mod:`phaseaware.assembly.incremental`). The result is the same either way;
+    ``result.append_path`` says which ran (``"incremental"``/``"full"``) and
+    ``result.append_reason`` why not incremental.
+
     Raises ``PrefixRewriteError`` where the chat format would change bytes
     already sent (e.g. a user message appended after a user turn, or
     ``deepseek-v4`` thinking with ``drop_thinking``: pass
@@ -154,9 +188,12 @@ def assemble_append(
     besides what :func:`assemble_conversation` raises.
     """
     tok = _tokenizer(tokenizer)
-    fmt = _format(chat_format, tok, thinking)
-    layout = append_layout(sent=sent, new=new, chat_format=fmt, question=question)
-    result = assemble(
+    fmt = _format(chat_format, tok, thinking, chat_settings)
+    layout = append_layout(
+        sent=sent, new=new, chat_format=fmt, question=question, tokenizer=tok,
+        control_tokens=_policy(options),
+    )  # fmt: skip
+    result = assemble_tail(
         chunks,
         tokenizer=tok,
         layout=layout,
@@ -164,6 +201,7 @@ def assemble_append(
         profile=_profile(profile, persistent=persistent),
         budget_tokens=budget_tokens,
         options=_append_options(options),
+        prefix_cache=prefix_cache,
     )
     held = layout.sent_text
     if not result.prompt.startswith(held):  # the layout checked it; the final prompt too
@@ -199,6 +237,7 @@ def assemble_append_after(
     options: AssemblyOptions | None = None,
     thinking: bool = False,
     persistent: bool = True,
+    chat_settings: ChatSettings | None = None,
 ) -> AssemblyResult:
     """:func:`assemble_append` from the sent prefix's token count instead of its text.
 
@@ -215,10 +254,12 @@ def assemble_append_after(
     ``BudgetError`` when ``budget_tokens`` leaves no room after the prefix.
     """
     tok = _tokenizer(tokenizer)
-    fmt = _format(chat_format, tok, thinking)
-    layout = append_from_count(prefix_tokens=prefix_tokens, new=new, chat_format=fmt, tokenizer=tok)
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
-        raise InputError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
+    fmt = _format(chat_format, tok, thinking, chat_settings)
+    layout = append_from_count(
+        prefix_tokens=prefix_tokens, new=new, chat_format=fmt, tokenizer=tok,
+        control_tokens=_policy(options),
+    )  # fmt: skip
+    check_budget(budget_tokens)
     if budget_tokens <= prefix_tokens:
         raise BudgetError(
             f"budget_tokens={budget_tokens} leaves no room after the {prefix_tokens} tokens "

@@ -4,8 +4,10 @@
 
 1. ``setup.prepare``: check the arguments, split the layout around the context,
    measure all chunks in context (one tokenizer call) and qualify the filler;
-2. ``planner``: admit, order, repeat, pads and end pad, from token counts and
-   the profile's reliabilities;
+2. ``plan``: admit (``planner.admit``), then order, repeat, order search, pads and
+   end pad (``plan.initial.initial_plan``), from token counts and the profile's
+   reliabilities; this module only measures what the planner is handed (the repeat
+   block's tokens);
 3. ``verify``: render (``render``), tokenize the final prompt once, re-plan from
    the *measured* positions until the plan is a fixed point (repairing
    boundary merges);
@@ -26,17 +28,24 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phaseaware.assembly import planner, robust
-from phaseaware.assembly.build import build_result
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
-from phaseaware.assembly.planner import PadTables, Plan
-from phaseaware.assembly.render import RepeatBlock, render_prompt, repeat_block
-from phaseaware.assembly.result import AssemblyResult
-from phaseaware.assembly.setup import Setup, end_reserve, plan_pads, prepare
-from phaseaware.assembly.stitch import ChunkTokenCache, default_cache, full_starts
-from phaseaware.assembly.untrusted import confirm
-from phaseaware.assembly.verify import Verified, verify
+from phaseaware.assembly import robust
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.assembly.inputs.untrusted import confirm
+from phaseaware.assembly.plan import planner
+from phaseaware.assembly.plan.initial import OrderSearch, RepeatOffer, initial_plan
+from phaseaware.assembly.plan.planner import PadTables, Plan
+from phaseaware.assembly.prepare.measured_request import Setup, end_reserve, plan_pads, prepare
+from phaseaware.assembly.prepare.render import RepeatBlock, render_prompt, repeat_block
+from phaseaware.assembly.report.build import build_result
+from phaseaware.assembly.report.result import AssemblyResult
+from phaseaware.assembly.retokenize.windowed import (
+    ChunkTokenCache,
+    TokenStarts,
+    default_cache,
+    full_starts,
+)
+from phaseaware.assembly.verify.fixed_point import Verified, verify
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
 from phaseaware.errors import InputError
@@ -46,7 +55,7 @@ from phaseaware.templates import PromptLayout, get_layout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["assemble", "assemble_from_specs"]
+__all__ = ["assemble", "assemble_measured", "assemble_from_specs"]
 
 _DEFAULT_CACHE = default_cache()
 
@@ -73,6 +82,31 @@ def assemble(
     ``BudgetError`` (budget below the template + question),
     ``FingerprintMismatchError``/``PeriodMismatchError`` (profile vs tokenizer
     or ``options.period``) and ``VerificationError`` (placement not confirmed).
+    """
+    return assemble_measured(
+        chunks, tokenizer=tokenizer, layout=layout, question=question, system=system,
+        profile=profile, budget_tokens=budget_tokens, options=options, cache=cache,
+    )[0]  # fmt: skip
+
+
+def assemble_measured(
+    chunks: Sequence[Chunk | str],
+    *,
+    tokenizer: Tokenizer,
+    layout: PromptLayout,
+    question: str,
+    system: str | None = None,
+    profile: Profile | None = None,
+    budget_tokens: int,
+    options: AssemblyOptions | None = None,
+    cache: ChunkTokenCache | None = _DEFAULT_CACHE,
+) -> tuple[AssemblyResult, TokenStarts | None]:
+    """``assemble``, plus the token starts of ``result.prompt`` that confirmed it.
+
+    The starts are the verified tokenization (stitched or one encode, exact);
+    ``None`` where the result's prompt was rewritten after verification
+    (``options.offsets``: the robust copies). Append alignment keeps them to
+    re-use the sent prefix on the next call.
     """
     options = options if options is not None else AssemblyOptions()
     if options.offsets:  # offset-robust: plan for the smallest offset, copies cover the rest
@@ -110,43 +144,43 @@ def assemble(
 def _initial_plan(
     setup: Setup, tables: PadTables, admitted: Sequence[int]
 ) -> tuple[Plan, RepeatBlock | None]:
-    """Order, repeat and pads from the in-context token counts (verified later)."""
+    """The planner's initial plan (``plan.initial``), fed the setup's numbers; the repeat
+    block is measured here, before planning, because costing it needs the tokenizer."""
     options, profile, frame = setup.options, setup.profile, setup.frame
-    order = planner.order_chunks(
-        admitted=admitted,
-        scores=[p.chunk.score for p in setup.chunks],
-        strategy=options.strategy,
-        has_profile=profile is not None,
-    )
-    keys, context_tokens = _estimate(setup, order)
-    reserve = end_reserve(setup, tables)
-    used = frame.prefix_tokens + frame.suffix_tokens + context_tokens + reserve
-    repeat = _choose_repeat(setup, order, keys, used=used, length=used - reserve)
-    if repeat is not None:
-        used += repeat[2]
-    length, slack = used - reserve, setup.budget - used
-    if (
-        options.strategy == "reorder"
-        and profile is not None
-        and setup.filler is not None
-        and options.pad
-    ):
-        evaluate = planner.order_scorer(
+    block, offer = _repeat_offer(setup, admitted)
+    search = None
+    searchable = options.strategy == "reorder" and options.pad and setup.filler is not None
+    if searchable and profile is not None:
+        search = OrderSearch(
             start=frame.prefix_tokens + options.position_offset,
-            sizes=[p.tokens for p in setup.chunks],
-            key_offsets=[p.key_tokens for p in setup.chunks],
-            weights=setup.weights,
             residue_reliability=_residue_reliability(profile, options),
             pad_tables=tables.chunks,
             pad_cost=options.pad_cost,
         )
-        searched = planner.search_orders(order=order, evaluate=evaluate)
-        if searched != tuple(order):
-            order = searched
-            keys, _ = _estimate(setup, order)
-    pads, end_k = plan_pads(setup, tables, order, keys, length=length, slack=slack)
-    plan = Plan(order=order, pads=pads, repeat=repeat[0] if repeat else None, end_pad=end_k)
-    return plan, repeat[1] if repeat else None
+
+    def pads(
+        order: Sequence[int], keys: Sequence[Sequence[int]], length: int, slack: int
+    ) -> tuple[tuple[int, ...], int]:
+        return plan_pads(setup, tables, order, keys, length=length, slack=slack)
+
+    plan = initial_plan(
+        admitted=admitted,
+        scores=[p.chunk.score for p in setup.chunks],
+        sizes=[p.tokens for p in setup.chunks],
+        key_offsets=[p.key_tokens for p in setup.chunks],
+        weights=setup.weights,
+        strategy=options.strategy,
+        has_profile=profile is not None,
+        prefix_tokens=frame.prefix_tokens,
+        suffix_tokens=frame.suffix_tokens,
+        separator_tokens=frame.separator_tokens,
+        budget=setup.budget,
+        reserve=end_reserve(setup, tables),
+        repeat=offer,
+        search=search,
+        pads=pads,
+    )
+    return plan, block if plan.repeat is not None else None
 
 
 def _residue_reliability(profile: Profile, options: AssemblyOptions) -> list[float]:
@@ -158,35 +192,20 @@ def _residue_reliability(profile: Profile, options: AssemblyOptions) -> list[flo
     )
 
 
-def _estimate(setup: Setup, order: Sequence[int]) -> tuple[list[tuple[int, ...]], int]:
-    return planner.estimate_keys(
-        start=setup.frame.prefix_tokens,
-        order=order,
-        sizes=[p.tokens for p in setup.chunks],
-        key_offsets=[p.key_tokens for p in setup.chunks],
-        sep_tokens=setup.frame.separator_tokens,
-    )
-
-
-def _choose_repeat(
-    setup: Setup,
-    order: Sequence[int],
-    keys: Sequence[tuple[int, ...]],
-    *,
-    used: int,
-    length: int,
-) -> tuple[int, RepeatBlock, int] | None:
-    """(chunk, block, tokens) of the evidence restated before the question, or None."""
+def _repeat_offer(
+    setup: Setup, admitted: Sequence[int]
+) -> tuple[RepeatBlock | None, RepeatOffer | None]:
+    """The repeat candidate's block and its measured cost (the planner decides)."""
     options, profile = setup.options, setup.profile
     if not options.repeat:
-        return None
+        return None, None
     top = planner.repeat_candidate(
-        order=order,
+        order=admitted,
         scores=[p.chunk.score for p in setup.chunks],
         has_keys=[bool(p.key_chars) for p in setup.chunks],
     )
     if top is None:
-        return None
+        return None, None
     prep = setup.chunks[top]
     block = repeat_block(
         prep.chunk.text,
@@ -195,31 +214,30 @@ def _choose_repeat(
         max_chars=options.repeat_max_chars,
     )
     cost = setup.frame.separator_tokens + len(setup.tokenizer.encode(block.text))
-    pays = planner.repeat_pays(
-        key_positions=keys[list(order).index(top)],
-        length=length,
-        window=profile.local_window if profile is not None else None,
-        cost=cost,
-        used=used,
-        budget=setup.budget,
-        suffix_tokens=setup.frame.suffix_tokens,
-    )
-    return (top, block, cost) if pays else None
+    window = profile.local_window if profile is not None else None
+    return block, RepeatOffer(chunk=top, cost=cost, window=window)
 
 
-def _finish(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
-    result = _build(setup, verified, dropped)
-    return robust.add_copies(setup, result) if setup.options.offsets else result
+def _finish(
+    setup: Setup, verified: Verified | None, dropped: dict[int, str]
+) -> tuple[AssemblyResult, TokenStarts | None]:
+    result, measured = _build(setup, verified, dropped)
+    if setup.options.offsets:
+        return robust.add_copies(setup, result), None
+    return result, measured
 
 
-def _build(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> AssemblyResult:
+def _build(
+    setup: Setup, verified: Verified | None, dropped: dict[int, str]
+) -> tuple[AssemblyResult, TokenStarts]:
     if verified is None:
         prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
         measured = full_starts(setup.tokenizer, prompt.text)
         _confirm(setup, prompt.text)
-        return build_result(
+        result = build_result(
             setup, plan=None, rendered=None, measured=measured, prompt=prompt, dropped=dropped
         )
+        return result, measured
     prompt = render_prompt(
         setup.layout,
         system=setup.system,
@@ -229,7 +247,7 @@ def _build(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> 
         suffix=setup.frame.suffix,
     )
     _confirm(setup, prompt.text)
-    return build_result(
+    result = build_result(
         setup,
         plan=verified.plan,
         rendered=verified.rendered,
@@ -237,6 +255,7 @@ def _build(setup: Setup, verified: Verified | None, dropped: dict[int, str]) -> 
         prompt=prompt,
         dropped=dropped,
     )
+    return result, verified.measured
 
 
 def _confirm(setup: Setup, prompt: str) -> None:

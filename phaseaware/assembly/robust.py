@@ -27,11 +27,17 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 
-from phaseaware.assembly import planner
-from phaseaware.assembly.build import naive_expected_accuracy, overall_expected_accuracy
-from phaseaware.assembly.render import CHUNK_SEPARATOR, pad_block, repeat_block
-from phaseaware.assembly.result import AssemblyResult, Placement, RobustCopy, RobustReport
-from phaseaware.assembly.setup import Setup
+from phaseaware.assembly.inputs.untrusted import confirm
+from phaseaware.assembly.plan import planner
+from phaseaware.assembly.prepare.measured_request import Setup
+from phaseaware.assembly.prepare.render import (
+    CHUNK_SEPARATOR,
+    pad_block,
+    render_prompt,
+    repeat_block,
+)
+from phaseaware.assembly.report.build import naive_expected_accuracy, overall_expected_accuracy
+from phaseaware.assembly.report.result import AssemblyResult, Placement, RobustCopy, RobustReport
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import TokenizedText
 
@@ -165,9 +171,14 @@ def add_copies(setup: Setup, result: AssemblyResult) -> AssemblyResult:
                     copy_chars.append((key_char, True))
                     break
     new_context = context[:insert_at] + added + context[insert_at:]
-    rendered = setup.layout.render(
-        system=setup.system, context=new_context, question=setup.question
-    )
+    # rendered and checked as every other prompt is: prefix + context + suffix, and no
+    # control string beyond the template's (copies are chunk text, so untrusted too)
+    rendered = render_prompt(
+        setup.layout, system=setup.system, question=setup.question, context=new_context,
+        prefix=prefix, suffix=suffix,
+    )  # fmt: skip
+    if setup.scanner is not None:
+        confirm(setup.scanner, frame=prefix + suffix, prompt=rendered.text)
     final = setup.tokenizer.tokenize(rendered.text)
     report, per_chunk = _report(setup, result, final, top, copy_chars, offsets, reliable)
     placements = tuple(

@@ -132,6 +132,8 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
         "stats": stats.to_dict(),
         "run_fingerprint": header.fingerprint,
         "position_offset": int(settings.get("position_offset", 0)),
+        # the longest prompt measured (tokens): the schema bounds local_window by it
+        "context_tokens": int(settings["context_tokens"]) + int(settings["n_offsets"]) - 1,
     }
     if analysis.length_stats is not None:
         extra["length_stats"] = analysis.length_stats.to_dict()

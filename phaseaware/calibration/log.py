@@ -19,15 +19,17 @@ run through the same check (:func:`check_same_run`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phaseaware.atomic import atomic_write_text
+from phaseaware.atomic import atomic_write_text, check_output_path
 from phaseaware.calibration.backends.base import API_KEY_ENV_VARS
 from phaseaware.errors import LogError
+from phaseaware.filelock import hold_lock
 from phaseaware.redact import redact
 from phaseaware.userfiles import LARGE_FILE, read_user_bytes
 
@@ -185,11 +187,19 @@ def _read(path: Path) -> tuple[LogHeader, list[ProbeRecord], int]:
 class CalibrationLog:
     """An open log, appending one fsynced line per probe. Use as a context manager."""
 
-    def __init__(self, path: Path, header: LogHeader, done: list[ProbeRecord]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        header: LogHeader,
+        done: list[ProbeRecord],
+        *,
+        lock: contextlib.ExitStack | None = None,
+    ) -> None:
         self.path = path
         self.header = header
         self.done: dict[str, ProbeRecord] = {r.probe_id: r for r in done}
-        self._handle = path.open("ab")
+        self._lock = lock or contextlib.ExitStack()
+        self._handle = check_output_path(path).open("ab")
 
     def append(self, record: ProbeRecord) -> None:
         """Write one record durably (flush + fsync). A probe id is logged at most once."""
@@ -205,6 +215,7 @@ class CalibrationLog:
     def close(self) -> None:
         if not self._handle.closed:
             self._handle.close()
+        self._lock.close()
 
     def __enter__(self) -> CalibrationLog:
         return self
@@ -232,15 +243,29 @@ def open_log(
 
     Resuming requires the stored header's fingerprint to equal ``header``'s;
     a torn last line is cut off first. Raises ``LogError`` with the fix otherwise.
+    The log is locked until it is closed: a second run on it raises ``FileBusyError``.
     """
     target = Path(path)
     header_line = json.dumps(header.to_dict(), sort_keys=True, ensure_ascii=False) + "\n"
     _check_no_secret(header_line)
+    if target.parent and not target.parent.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+    check_output_path(target)
+    lock = contextlib.ExitStack()
+    lock.enter_context(hold_lock(target, what="calibration log"))
+    try:
+        return _open_locked(target, header, header_line, fresh=fresh, lock=lock)
+    except BaseException:
+        lock.close()
+        raise
+
+
+def _open_locked(
+    target: Path, header: LogHeader, header_line: str, *, fresh: bool, lock: contextlib.ExitStack
+) -> CalibrationLog:
     if fresh or not target.exists() or target.stat().st_size == 0:
-        if target.parent and not target.parent.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(target, header_line)
-        return CalibrationLog(target, header, [])
+        return CalibrationLog(target, header, [], lock=lock)
     stored, records, good_end = _read(target)
     check_same_run(stored, header, target)
     if good_end < target.stat().st_size:
@@ -248,7 +273,7 @@ def open_log(
             handle.truncate(good_end)
             handle.flush()
             os.fsync(handle.fileno())
-    return CalibrationLog(target, stored, records)
+    return CalibrationLog(target, stored, records, lock=lock)
 
 
 def check_same_run(stored: LogHeader, header: LogHeader, path: str | os.PathLike[str]) -> None:

@@ -33,7 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from phaseaware.assembly.options import check_position_offset
+from phaseaware.assembly.inputs.options import check_position_offset
+from phaseaware.atomic import refuse_same_file
 from phaseaware.calibration.analysis import LogAnalysis, analyze_log, build_profile_from_log
 from phaseaware.calibration.backends.base import Backend
 from phaseaware.calibration.log import LogHeader, ProbeRecord, open_log
@@ -194,6 +195,15 @@ def calibrate(
     takes the backend's ``prompt_token_offset`` (0 if it has none). Logged
     positions are shifted by it (see module docstring).
     """
+    if out_path is not None:  # before any probe runs: the profile must not replace the log
+        refuse_same_file(out_path, {"the calibration log": log_path}, output_name="the profile")
+    window = (getattr(backend, "model_info", None) or {}).get("local_window")
+    longest = settings.context_tokens + settings.n_offsets - 1
+    if isinstance(window, int) and window > longest:  # the profile would be refused at the end
+        raise CalibrationError(
+            f"the model's local window ({window} tokens) is longer than the longest prompt "
+            f"({longest} tokens): every key would sit in the window; raise --context-tokens"
+        )
     if position_offset is None:
         position_offset = int(getattr(backend, "prompt_token_offset", 0) or 0)
     position_offset = check_position_offset(

@@ -32,6 +32,12 @@ from phaseaware.chat.messages import (
     parse_messages,
     simple_conversation,
 )
+from phaseaware.chat.settings import (
+    VLLM_DEFAULT_SETTINGS,
+    ChatSettings,
+    ChatSettingsError,
+    UnsupportedSettingError,
+)
 
 __all__ = [
     "AppendLayout",
@@ -40,6 +46,10 @@ __all__ = [
     "append_layout",
     "sent_text",
     "CHAT_FORMAT_NAMES",
+    "ChatSettings",
+    "ChatSettingsError",
+    "UnsupportedSettingError",
+    "VLLM_DEFAULT_SETTINGS",
     "ChatFormat",
     "ConversationLayout",
     "ConversationTemplate",

@@ -27,12 +27,12 @@ whenever the template renders the sent conversation as a prefix (checked).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
+from phaseaware.chat.deepseek_encoding import DeepSeekFormat
 from phaseaware.chat.errors import PrefixRewriteError
-from phaseaware.chat.formats import ChatFormat
+from phaseaware.chat.formats import ChatFormat, markers_of
 from phaseaware.chat.hf import HFChatFormat
 from phaseaware.chat.layout import ConversationLayout
 from phaseaware.chat.messages import (
@@ -44,11 +44,20 @@ from phaseaware.chat.messages import (
     parse_message,
     parse_messages,
 )
+from phaseaware.chat.untrusted import check_sent, check_settings_text, clean_template
 from phaseaware.errors import InputError, TemplateError
 from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.control import Neutralized, scanner_for
 
-__all__ = ["sent_text", "AppendLayout", "append_layout", "DeltaLayout", "append_from_count"]
+__all__ = [
+    "sent_text",
+    "AppendLayout",
+    "append_layout",
+    "TailLayout",
+    "DeltaLayout",
+    "append_from_count",
+]
 
 # endings a real sent text may have, to catch BPE merges across the boundary
 _BOUNDARY_ENDINGS = ("a", ".", "!\n", " ", "\n", "1", "é", "中", "<|im_end|>\n", "}")
@@ -68,12 +77,12 @@ def _rewrite_error(chat_format: ChatFormat, sent: str, full: str, what: str) -> 
     )
     hint = "append after the assistant's reply, or resend the conversation unaligned"
     if (
-        isinstance(chat_format, DeepSeekV4Format)
+        isinstance(chat_format, DeepSeekFormat)
         and chat_format.thinking
         and chat_format.drop_thinking
     ):
         hint = (
-            "deepseek-v4 thinking mode drops earlier reasoning when a user or tool "
+            f"{chat_format.name} thinking mode drops earlier reasoning when a user or tool "
             "message arrives; pass drop_thinking=False (the official encoder does so "
             "when tools are defined), or " + hint
         )
@@ -90,9 +99,9 @@ class AppendLayout(ConversationLayout):
 
     def __init__(
         self, template: ConversationTemplate, chat_format: ChatFormat, *, sent_text: str,
-        question: str | None = None,
+        question: str | None = None, neutralized: tuple[Neutralized, ...] = (),
     ) -> None:  # fmt: skip
-        super().__init__(template, chat_format, question=question)
+        super().__init__(template, chat_format, question=question, neutralized=neutralized)
         self.sent_text = sent_text
 
     def split(self, *, system: str | None, question: str) -> tuple[str, str]:
@@ -102,6 +111,48 @@ class AppendLayout(ConversationLayout):
                 self.chat_format, self.sent_text, prefix + suffix, "the new message"
             )
         return prefix, suffix
+
+
+class TailLayout:
+    """An :class:`AppendLayout` from character ``start`` on (the tail re-tokenized alone).
+
+    ``render(...).text`` is the whole render's ``text[start:]`` (char offsets index
+    into the tail); ``messages`` is the whole conversation. ``start`` must be a
+    cut of the sent text (``retokenize.prefix.prefix_cut``), so the tail's tokens
+    are the whole prompt's from there. Each ``split`` is memoised: the render of
+    the whole conversation is string work proportional to its length.
+    """
+
+    def __init__(self, inner: AppendLayout, start: int) -> None:
+        if not 0 <= start <= len(inner.sent_text):
+            raise InputError(f"start {start} outside the sent text of {len(inner.sent_text)}")
+        self.inner = inner
+        self.start = start
+        self._splits: dict[tuple[str | None, str], tuple[str, str]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def split(self, *, system: str | None, question: str) -> tuple[str, str]:
+        key = (system, question)
+        if key not in self._splits:
+            prefix, suffix = self.inner.split(system=system, question=question)
+            self._splits[key] = (prefix[self.start :], suffix)
+        return self._splits[key]
+
+    def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
+        whole = self.inner.render(system=system, context=context, question=question)
+        if not whole.text.startswith(self.inner.sent_text):
+            raise _rewrite_error(
+                self.inner.chat_format, self.inner.sent_text, whole.text, "the new message"
+            )
+        return RenderedPrompt(
+            text=whole.text[self.start :],
+            context_start=whole.context_start - self.start,
+            context_end=whole.context_end - self.start,
+            messages=whole.messages,
+        )
 
 
 def _new_message_parts(new: Mapping[str, Any] | Message, index: int) -> tuple[Message, list[Part]]:
@@ -115,16 +166,25 @@ def append_layout(
     new: Mapping[str, Any] | Message,
     chat_format: ChatFormat,
     question: str | None = None,
+    tokenizer: Tokenizer | None = None,
+    control_tokens: str = "neutralize",
 ) -> AppendLayout:
     """A layout over ``sent + [new]`` whose prefix starts with the sent text, byte for byte.
 
     ``sent`` is taken verbatim (no placeholders); ``new`` holds the one ``{context}``
     and any ``{question}``. Raises :class:`PrefixRewriteError` where the format
     would change bytes already sent (checked now with ``question`` or ``""``,
-    and again on every ``split``).
+    and again on every ``split``). With ``tokenizer``, message text is untrusted
+    (:mod:`phaseaware.chat.untrusted`): control strings in ``new`` are broken
+    (``control_tokens="neutralize"``) or refused, and any in ``sent`` are refused.
     """
     sent_messages = parse_messages(sent)
     message, parts = _new_message_parts(new, len(sent_messages))
+    neutralized: tuple[Neutralized, ...] = ()
+    if tokenizer is not None:
+        message, parts, neutralized = _clean_new(
+            message, parts, chat_format, tokenizer, control_tokens, sent=sent_messages
+        )
     template = ConversationTemplate.from_parts(
         [*sent_messages, message], [*([m.content] for m in sent_messages), parts]
     )
@@ -133,9 +193,32 @@ def append_layout(
         chat_format,
         sent_text=sent_text(sent=sent_messages, chat_format=chat_format),
         question=question,
+        neutralized=neutralized,
     )
     layout.split(system=None, question=question or "")
     return layout
+
+
+def _clean_new(
+    message: Message,
+    parts: list[Part],
+    chat_format: ChatFormat,
+    tokenizer: Tokenizer,
+    policy: str,
+    *,
+    sent: Sequence[Message],
+) -> tuple[Message, list[Part], tuple[Neutralized, ...]]:
+    """The new message with its control strings broken (sent ones refused)."""
+    scanner = scanner_for(tokenizer, markers=markers_of(chat_format), policy=policy)
+    check_sent(sent, scanner)
+    if isinstance(chat_format, DeepSeekFormat):
+        check_settings_text(chat_format.settings, scanner)
+    template, found = clean_template(ConversationTemplate.from_parts([message], [parts]), scanner)
+    # report offsets against the whole conversation's message index
+    found = tuple(
+        replace(h, where=h.where.replace("messages[0]", f"messages[{len(sent)}]", 1)) for h in found
+    )
+    return template.messages[0], list(template.parts[0]), found
 
 
 def _stand_ins(new: Message, thinking: bool) -> tuple[tuple[Message, ...], ...]:
@@ -168,6 +251,7 @@ class DeltaLayout:
     template: ConversationTemplate  # the new message alone
     offset_tokens: int
     tokenizer: Tokenizer
+    neutralized: tuple[Neutralized, ...] = ()  # control strings broken in the new message
 
     @property
     def name(self) -> str:
@@ -178,7 +262,7 @@ class DeltaLayout:
             raise InputError("an appended message has no system prompt; pass system=None")
         new = self.template.messages[0]
         deltas = set()
-        thinking = isinstance(self.chat_format, DeepSeekV4Format | HFChatFormat) and (
+        thinking = isinstance(self.chat_format, DeepSeekFormat | HFChatFormat) and (
             self.chat_format.thinking
         )
         for history in _stand_ins(new, thinking):
@@ -229,6 +313,7 @@ def append_from_count(
     new: Mapping[str, Any] | Message,
     chat_format: ChatFormat,
     tokenizer: Tokenizer,
+    control_tokens: str = "neutralize",
 ) -> DeltaLayout:
     """The cheap form: a layout of ``new`` alone after ``prefix_tokens`` sent tokens.
 
@@ -239,11 +324,15 @@ def append_from_count(
     if isinstance(prefix_tokens, bool) or not isinstance(prefix_tokens, int) or prefix_tokens < 1:
         raise InputError(f"prefix_tokens must be a positive int, got {prefix_tokens!r}")
     message, parts = _new_message_parts(new, 0)
+    message, parts, neutralized = _clean_new(
+        message, parts, chat_format, tokenizer, control_tokens, sent=()
+    )
     layout = DeltaLayout(
         chat_format=chat_format,
         template=ConversationTemplate.from_parts([message], [parts]),
         offset_tokens=prefix_tokens,
         tokenizer=tokenizer,
+        neutralized=neutralized,
     )
     layout.split(system=None, question="")
     return layout

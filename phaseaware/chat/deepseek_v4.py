@@ -1,50 +1,67 @@
-"""DeepSeek-V4 chat encoding, multi-turn, with tool calls and thinking on or off.
+"""DeepSeek-V4 chat encoding: every message role and chat setting the official encoder renders.
 
 Source: DeepSeek's official encoder ``encoding/encoding_dsv4.py`` shipped with the
-DeepSeek-V4 model repositories (``deepseek-ai/DeepSeek-V4-Flash``; vLLM carries
-it as ``vllm/tokenizers/deepseek_v4_encoding.py``), the successor of V3.2's
-``encoding/encoding_dsv32.py`` (``deepseek-ai/DeepSeek-V3.2``). This module
-re-implements ``encode_messages(messages, thinking_mode, drop_thinking=...)``
-for the roles phaseaware accepts; the test suite checks it against an
-independent transliteration of that encoder.
+DeepSeek-V4 model repositories (``deepseek-ai/DeepSeek-V4-Flash``; vLLM 0.32 carries
+it as ``vllm/tokenizers/deepseek_v4_encoding.py``, and its request handling, which
+attaches tools and maps ``reasoning_effort``, as ``vllm/tokenizers/deepseek_v4.py``).
+This module owns the V4 markers and names the V4 dialect; the steps are
+re-implemented in :mod:`phaseaware.chat.deepseek_encoding` (shared with V4.1). The
+test suite checks it against an independent transliteration of the encoder, and
+``scripts/compare_dsv4_encoder.py`` against vLLM's copy.
 
-What the encoder does, in order:
+What the encoder does, in order (``ChatSettings`` supplies the settings):
 
+0. **Tools and response format** (``settings.tools``, ``settings.response_format``)
+   attach to the FIRST system message, wherever it is; a system message with
+   empty content is put first when there is none. That system text is followed
+   by ``"\n\n## Tools ..."`` (the DSML calling convention, then each tool's
+   ``function`` object as JSON, one per line) and by ``"\n\n## Response
+   Format: ..."`` with the schema as JSON. (vLLM attaches request tools this way;
+   it passes ``response_format`` to structured decoding only, so phaseaware's
+   placement of it follows the tools.) When tools are given, ``drop_thinking``
+   is off (the encoder's rule; ``drop_thinking=True`` with tools is refused).
 1. **Tool results become user turns.** There is no tool role in V4: each tool
    message becomes a ``<tool_result>{content}</tool_result>`` block, and runs of
    consecutive user and tool messages merge into ONE user turn whose blocks are
-   joined by ``"\\n\\n"``. Within a turn, tool results are stably reordered by the
+   joined by ``"\n\n"``. Within a turn, tool results are stably reordered by the
    position of their ``tool_call_id`` among the tool calls of the latest
    assistant turn that made calls (unknown ids sort as position 0).
-2. **Turns.** ``BOS`` once, then: system -> its content verbatim; user ->
-   ``<｜User｜>`` + blocks; assistant -> ``[reasoning + "</think>"] + content +
-   [tool calls] + <｜end▁of▁sentence｜>``, where tool calls are
-   ``"\\n\\n<｜DSML｜tool_calls>\\n" + invokes + "\\n</｜DSML｜tool_calls>"``, each
-   invoke ``<｜DSML｜invoke name="NAME">\\n`` + one
+2. **Turns.** ``BOS`` once; in thinking mode the reasoning-effort preamble
+   (:data:`EFFORT_PREAMBLES`: ``low`` or unset writes nothing, ``high`` and
+   ``max`` a paragraph) before the first turn; then: system -> its content
+   verbatim (+ schemas); developer -> ``<｜User｜>`` + content (content
+   required); user -> ``<｜User｜>`` + blocks; latest_reminder ->
+   ``<｜latest_reminder｜>`` + content; assistant -> ``[reasoning + "</think>"] +
+   content + [tool calls] + <｜end▁of▁sentence｜>``, where tool calls are
+   ``"\n\n<｜DSML｜tool_calls>\n" + invokes + "\n</｜DSML｜tool_calls>"``, each
+   invoke ``<｜DSML｜invoke name="NAME">\n`` + one
    ``<｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>`` per
-   argument (strings verbatim, other values as JSON) + ``\\n</｜DSML｜invoke>``.
-3. **Transitions.** A user turn that is the last turn or is followed by an
-   assistant turn is closed by ``<｜Assistant｜>`` plus ``</think>``
-   (non-thinking) or ``<think>`` (thinking: only after the LAST user turn when
-   ``drop_thinking``, after every user turn otherwise). A user turn followed by
-   a system turn gets no transition.
+   argument (strings verbatim, other values as JSON) + ``\n</｜DSML｜invoke>``.
+3. **Transitions.** A turn followed by anything but an assistant or
+   latest_reminder turn gets none. Otherwise a user or developer turn, and a
+   system turn that is the last or is followed by an assistant turn, is closed
+   by ``<｜Assistant｜>`` plus ``</think>`` (non-thinking) or ``<think>``
+   (thinking: only after the LAST user/developer turn when ``drop_thinking``,
+   after every such turn otherwise).
 4. **Earlier reasoning is dropped** (thinking with ``drop_thinking``, the
-   encoder's default): assistant turns before the last user turn lose their
-   reasoning and ``</think>``; those after it keep ``reasoning + </think>``.
-   Non-thinking mode never writes reasoning. The official encoder turns
-   ``drop_thinking`` off by itself when a message defines ``tools``; phaseaware
-   does not render tool schemas, so pass ``drop_thinking=False`` in that case.
+   encoder's default): developer turns before the last user turn are left out,
+   assistant turns before it lose their reasoning and ``</think>``; those after
+   it keep ``reasoning + </think>``. Non-thinking mode never writes reasoning.
 
-Not supported (not accepted as input): the ``developer`` and
-``latest_reminder`` roles, ``tools``/``response_format`` schemas, task tokens,
-``reasoning_effort`` and ``wo_eos``. One extension: ``add_generation_prompt=False``
-omits the final transition after a closing user turn (the encoder always
-writes it).
+``reasoning_effort`` takes the encoder's values ``low``, ``high``, ``max`` (vLLM
+maps other names onto these; phaseaware refuses them rather than guess). The
+server default differs from the encoder's: see
+:data:`phaseaware.chat.settings.VLLM_DEFAULT_SETTINGS`. Not supported: task
+tokens, ``wo_eos``, image parts. One extension: ``add_generation_prompt=False``
+omits the final transition (the encoder always writes it).
+
+Message text is written verbatim (the encoder escapes nothing); control strings
+in it are broken or refused before rendering (:mod:`phaseaware.chat.untrusted`).
 
 Prefix stability (what append alignment relies on): appending messages leaves
 the earlier text byte-identical except (a) a user or tool message appended
 directly after a user/tool message joins that turn, replacing the closing
-transition by ``"\\n\\n"``; (b) in thinking mode with ``drop_thinking``, a new
+transition by ``"\n\n"``; (b) in thinking mode with ``drop_thinking``, a new
 user or tool message makes the previous last user turn non-last, which turns
 its ``<think>`` into ``</think>`` and drops the reasoning of the assistant turns
 after it. Non-thinking mode after an assistant message is always stable.
@@ -52,123 +69,102 @@ after it. Non-thinking mode after an assistant message is always stable.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Literal
+from phaseaware.chat.deepseek_encoding import (
+    DSML,
+    THINK_CLOSE,
+    THINK_OPEN,
+    TOOL_RESULT_CLOSE,
+    TOOL_RESULT_OPEN,
+    DeepSeekFormat,
+    Dialect,
+)
 
-from phaseaware.chat.messages import Message, check_tool_results
-
-__all__ = ["DeepSeekV4Format", "BOS", "EOS", "USER", "ASSISTANT", "THINK_OPEN", "THINK_CLOSE"]
+__all__ = [
+    "DeepSeekV4Format",
+    "DIALECT",
+    "MARKERS",
+    "EFFORT_PREAMBLES",
+    "BOS",
+    "EOS",
+    "USER",
+    "ASSISTANT",
+    "LATEST_REMINDER",
+    "THINK_OPEN",
+    "THINK_CLOSE",
+    "DSML",
+]
 
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
 USER = "<｜User｜>"
 ASSISTANT = "<｜Assistant｜>"
-THINK_OPEN = "<think>"
-THINK_CLOSE = "</think>"
-DSML = "｜DSML｜"
+LATEST_REMINDER = "<｜latest_reminder｜>"
+
+#: The reasoning-effort preamble written before the first turn in thinking mode.
+EFFORT_PREAMBLES: dict[str, str] = {
+    "low": "",
+    "high": (
+        "Reasoning Effort: Absolute maximum with no shortcuts permitted.\n"
+        "You MUST be very thorough in your thinking and comprehensively decompose the "
+        "problem to resolve the root cause, rigorously stress-testing your logic against "
+        "all potential paths, edge cases, and adversarial scenarios.\n"
+        "Explicitly write out your entire deliberation process, documenting every "
+        "intermediate step, considered alternative, and rejected hypothesis to ensure "
+        "absolutely no assumption is left unchecked.\n\n"
+    ),
+    "max": (
+        "Reasoning Effort: Beyond maximum \u2014 exhaustive, relentless, and uncompromising.\n"
+        "You MUST reason with the utmost depth and rigor, leaving absolutely nothing to "
+        "chance: exhaustively decompose the problem into its most fundamental components, "
+        "trace every causal chain to its root, and resolve the underlying cause rather than "
+        "any surface symptom.\n"
+        "Do not stop reasoning until you have independently verified the solution from "
+        "multiple angles and are certain that no assumption remains unchecked and no error "
+        "remains undiscovered.\n\n"
+    ),
+}
+DEFAULT_EFFORT = "low"  # the encoder's (vLLM's server default is "high")
+
+#: Every control string the V4 encoding writes; message text never holds one.
+MARKERS: tuple[str, ...] = (
+    BOS,
+    EOS,
+    USER,
+    ASSISTANT,
+    LATEST_REMINDER,
+    THINK_OPEN,
+    THINK_CLOSE,
+    DSML,
+    TOOL_RESULT_OPEN,
+    TOOL_RESULT_CLOSE,
+)
 
 
-@dataclass(frozen=True)
-class _Turn:
-    """A V4 turn: system, assistant (``message``) or a merged user turn (``blocks``)."""
-
-    role: Literal["system", "user", "assistant"]
-    message: Message | None = None
-    blocks: tuple[tuple[str, str | None], ...] = ()  # (rendered block, tool_call_id or None)
+def _preamble(effort: str | int | None) -> str:
+    return EFFORT_PREAMBLES[effort if isinstance(effort, str) else DEFAULT_EFFORT]
 
 
-def _block(message: Message) -> tuple[str, str | None]:
-    if message.role == "tool":
-        return f"<tool_result>{message.content}</tool_result>", message.tool_call_id or ""
-    return message.content, None
+DIALECT = Dialect(
+    name="deepseek-v4",
+    bos=BOS,
+    eos=EOS,
+    user=USER,
+    assistant=ASSISTANT,
+    latest_reminder=LATEST_REMINDER,
+    system=None,
+    calls_tag="tool_calls",
+    invoke_tag="invoke",
+    parameter_tag="parameter",
+    efforts=tuple(EFFORT_PREAMBLES),
+    int_efforts=False,
+    preamble=_preamble,
+    mid_system_opens_turn=False,
+    markers=MARKERS,
+)
 
 
-def _merge(messages: Sequence[Message]) -> list[_Turn]:
-    turns: list[_Turn] = []
-    for message in messages:
-        if message.role in ("user", "tool"):
-            if turns and turns[-1].role == "user":
-                turns[-1] = replace(turns[-1], blocks=(*turns[-1].blocks, _block(message)))
-            else:
-                turns.append(_Turn(role="user", blocks=(_block(message),)))
-        elif message.role == "system":
-            turns.append(_Turn(role="system", message=message))
-        else:
-            turns.append(_Turn(role="assistant", message=message))
-    return turns
-
-
-def _sort_tool_results(turns: list[_Turn]) -> list[_Turn]:
-    order: dict[str, int] = {}
-    out = []
-    for turn in turns:
-        if turn.role == "assistant" and turn.message is not None and turn.message.tool_calls:
-            order = {c.id: i for i, c in enumerate(turn.message.tool_calls) if c.id}
-        tool_blocks = [b for b in turn.blocks if b[1] is not None]
-        if turn.role == "user" and len(tool_blocks) > 1 and order:
-            ranked = iter(sorted(tool_blocks, key=lambda b: order.get(b[1] or "", 0)))
-            turn = replace(
-                turn, blocks=tuple(next(ranked) if b[1] is not None else b for b in turn.blocks)
-            )
-        out.append(turn)
-    return out
-
-
-def _tool_calls(message: Message) -> str:
-    if not message.tool_calls:
-        return ""
-    invokes = []
-    for call in message.tool_calls:
-        params = "\n".join(
-            f'<{DSML}parameter name="{key}" string="{"true" if isinstance(value, str) else "false"}">'
-            f"{value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
-            f"</{DSML}parameter>"
-            for key, value in call.parsed_arguments().items()
-        )
-        invokes.append(f'<{DSML}invoke name="{call.name}">\n{params}\n</{DSML}invoke>')
-    return f"\n\n<{DSML}tool_calls>\n" + "\n".join(invokes) + f"\n</{DSML}tool_calls>"
-
-
-class DeepSeekV4Format:
+class DeepSeekV4Format(DeepSeekFormat):
     """DeepSeek-V4's official chat encoding (see the module docstring)."""
 
     name = "deepseek-v4"
-    chat = True
-
-    def __init__(self, *, thinking: bool = False, drop_thinking: bool = True) -> None:
-        self.thinking = thinking
-        self.drop_thinking = drop_thinking
-
-    def __repr__(self) -> str:
-        return f"DeepSeekV4Format(thinking={self.thinking}, drop_thinking={self.drop_thinking})"
-
-    def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
-        """``encode_messages(messages, thinking_mode, drop_thinking)`` of the official encoder.
-
-        Raises :class:`~phaseaware.chat.errors.ToolResultError` for a tool message
-        that answers no tool call.
-        """
-        check_tool_results(messages)
-        turns = _sort_tool_results(_merge(messages))
-        last_user = max((i for i, t in enumerate(turns) if t.role == "user"), default=-1)
-        keep_all = not self.drop_thinking
-        parts = [BOS]
-        for i, turn in enumerate(turns):
-            if turn.role == "system" and turn.message is not None:
-                parts.append(turn.message.content)
-            elif turn.role == "assistant" and turn.message is not None:
-                message = turn.message
-                if self.thinking and (keep_all or i > last_user):
-                    parts.append((message.reasoning_content or "") + THINK_CLOSE)
-                parts.append(message.content + _tool_calls(message) + EOS)
-            else:
-                parts.append(USER + "\n\n".join(text for text, _ in turn.blocks))
-                closing = i + 1 == len(turns)
-                if (closing and add_generation_prompt) or (
-                    not closing and turns[i + 1].role == "assistant"
-                ):
-                    thinks = self.thinking and (keep_all or i >= last_user)
-                    parts.append(ASSISTANT + (THINK_OPEN if thinks else THINK_CLOSE))
-        return "".join(parts)
+    dialect = DIALECT

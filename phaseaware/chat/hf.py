@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Sequence
 
 from phaseaware.chat.errors import TemplateRewriteError
-from phaseaware.chat.messages import Message, check_tool_results
+from phaseaware.chat.messages import COMMON_ROLES, Message, check_roles, check_tool_results
 from phaseaware.errors import TemplateError
 from phaseaware.tokenizers.base import ChatTemplateTokenizer
 
@@ -29,6 +29,9 @@ class HFChatFormat:
 
     name = "hf"
     chat = True
+    supported_settings = frozenset({"thinking"})
+    supported_roles = COMMON_ROLES
+    markers: tuple[str, ...] = ()  # the tokenizer's special strings cover the template's
 
     def __init__(self, tokenizer: object, *, thinking: bool = False) -> None:
         if not isinstance(tokenizer, ChatTemplateTokenizer) or tokenizer.chat_template is None:
@@ -59,6 +62,7 @@ class HFChatFormat:
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
         """The template's text; raises ``TemplateRewriteError`` unless every message's
         content appears verbatim, once, in order."""
+        check_roles(messages, chat_format=self.name, roles=self.supported_roles)
         text = self._apply(messages, add_generation_prompt)
         markers = {
             i: f"PHASEAWAREMSG{i}X{uuid.uuid4().hex[:12].upper()}"

@@ -21,15 +21,17 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phaseaware.chat.deepseek_encoding import DeepSeekFormat
 from phaseaware.chat.errors import TemplateRewriteError
-from phaseaware.chat.formats import ChatFormat, get_chat_format
+from phaseaware.chat.formats import ChatFormat, get_chat_format, markers_of
 from phaseaware.chat.messages import (
     ConversationTemplate,
     Message,
     parse_conversation,
     simple_conversation,
 )
-from phaseaware.chat.untrusted import clean_template
+from phaseaware.chat.settings import ChatSettings
+from phaseaware.chat.untrusted import check_settings_text, clean_template
 from phaseaware.errors import InputError
 from phaseaware.templates import RenderedPrompt
 from phaseaware.tokenizers.base import Tokenizer
@@ -158,26 +160,37 @@ def conversation_layout(
     thinking: bool = False,
     add_generation_prompt: bool = True,
     control_tokens: str = "neutralize",
+    chat_settings: ChatSettings | None = None,
 ) -> ConversationLayout:
     """A :class:`ConversationLayout` from ``messages`` (one ``{context}``), or, without
     ``messages``, today's ``[system?, user(context + "\\n\\n" + question)]`` shape.
 
-    Control tokens in message contents are broken (``control_tokens="neutralize"``,
-    listed in ``layout.neutralized``) or refused (``"refuse"``: ``ControlTokenError``)."""
+    ``chat_settings`` (tools, reasoning effort, ...) go to the named chat format
+    (``thinking=`` is the older spelling of ``ChatSettings(thinking=...)``); a format
+    object carries its own. Control tokens in message text are broken
+    (``control_tokens="neutralize"``, listed in ``layout.neutralized``) or refused
+    (``"refuse"``: ``ControlTokenError``); see :mod:`phaseaware.chat.untrusted` for
+    the fields that are refused under every policy."""
     if messages is not None and system:
         raise InputError("pass the system prompt inside messages, or system= without messages")
     if system is not None:
         _check_text("system", system)
-    fmt = (
-        get_chat_format(chat_format, tokenizer, thinking=thinking)
-        if isinstance(chat_format, str)
-        else chat_format
-    )
+    if isinstance(chat_format, str):
+        fmt = get_chat_format(chat_format, tokenizer, thinking=thinking, settings=chat_settings)
+    elif chat_settings is not None:
+        raise InputError(
+            "chat_settings go with a chat format name; a format object carries its own "
+            "(get_chat_format(name, tokenizer, settings=...))"
+        )
+    else:
+        fmt = chat_format
     template = (
         parse_conversation(messages) if messages is not None else simple_conversation(system=system)
     )
-    scanner = scanner_for(tokenizer, layout=fmt.name, policy=control_tokens)
+    scanner = scanner_for(tokenizer, markers=markers_of(fmt), policy=control_tokens)
     template, neutralized = clean_template(template, scanner)
+    if isinstance(fmt, DeepSeekFormat):
+        check_settings_text(fmt.settings, scanner)
     return ConversationLayout(
         template,
         fmt,

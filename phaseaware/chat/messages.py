@@ -1,7 +1,9 @@
 """Chat messages, the one ``{context}`` slot, and ``{question}`` placeholders.
 
 A conversation is a list of OpenAI-style messages (``{"role", "content", ...}``)
-with roles ``system``, ``user``, ``assistant`` and ``tool``. It holds exactly one
+with roles ``system``, ``user``, ``assistant`` and ``tool`` (and DeepSeek's
+``developer`` and ``latest_reminder``, which only the ``deepseek-v4`` formats
+render; the others refuse them, see :func:`check_roles`). It holds exactly one
 context slot: the literal ``{context}`` inside one message's content. A message
 whose whole content is ``{context}`` is a context message of its own (a
 retrieved block as a user turn, a tool result, ...). ``{question}`` may appear
@@ -46,10 +48,14 @@ __all__ = [
     "parse_messages",
     "parse_conversation",
     "check_tool_results",
+    "check_roles",
+    "COMMON_ROLES",
 ]
 
-Role = Literal["system", "user", "assistant", "tool"]
-ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+Role = Literal["system", "user", "assistant", "tool", "developer", "latest_reminder"]
+ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool", "developer", "latest_reminder")
+#: the roles every chat format renders
+COMMON_ROLES = frozenset({"system", "user", "assistant", "tool"})
 CONTEXT_PLACEHOLDER = "{context}"
 QUESTION_PLACEHOLDER = "{question}"
 _KNOWN_KEYS = frozenset(
@@ -156,10 +162,7 @@ def parse_message(raw: Mapping[str, Any] | Message, *, index: int = 0) -> Messag
         )
     role = raw.get("role")
     if role not in ROLES:
-        hint = "; use system" if role == "developer" else ""
-        raise UnknownRoleError(
-            f"message {index} has role {role!r}; use one of {', '.join(ROLES)}{hint}"
-        )
+        raise UnknownRoleError(f"message {index} has role {role!r}; use one of {', '.join(ROLES)}")
     unknown = sorted(set(raw) - _KNOWN_KEYS)
     if unknown:
         raise MessageContentError(
@@ -327,3 +330,14 @@ def check_tool_results(messages: Sequence[Message]) -> None:
             calls -= 1
         else:
             calls = 0
+
+
+def check_roles(messages: Sequence[Message], *, chat_format: str, roles: frozenset[str]) -> None:
+    """Raise :class:`UnknownRoleError` for a message whose role ``chat_format`` cannot render."""
+    for i, message in enumerate(messages):
+        if message.role not in roles:
+            hint = "system" if message.role == "developer" else "user"
+            raise UnknownRoleError(
+                f"message {i} has role {message.role!r}, which chat format {chat_format!r} "
+                f"does not render; use role {hint}, or chat format deepseek-v4 or deepseek-v4.1"
+            )

@@ -1,26 +1,120 @@
-"""Message contents are user strings: break their control tokens before rendering.
+"""Message text is untrusted: break its control tokens before rendering, or refuse.
 
-``clean_template`` runs every text part of every message (and each message's
-``reasoning_content``) through a :class:`~phaseaware.tokenizers.control.ControlScanner`;
-placeholders are left alone. Offsets in the returned ``Neutralized`` records are
-character offsets in the message's content as written (placeholders spelt out).
-Tool-call arguments are JSON the format renders as data and are not scanned.
+Every string a chat format renders from a message, and every string of the chat
+settings, passes the same :class:`~phaseaware.tokenizers.control.ControlScanner`
+as retrieved chunks (the tokenizer's special strings plus the format's markers,
+e.g. DeepSeek's ``｜DSML｜`` and ``<tool_result>``). Per field:
+
+- **Neutralised** (``control_tokens="neutralize"``, listed in the report like a
+  chunk's): message content (text parts; placeholders are left alone),
+  ``reasoning_content``, and every string VALUE inside tool-call arguments, at
+  any depth. The cleaned messages are the ones handed back to send
+  (``RenderedPrompt.messages``), so the server renders the same bytes; the
+  arguments are re-serialised (``json.dumps(..., ensure_ascii=False)``) only
+  when something was broken. A string argument holding ``</｜DSML｜parameter>``
+  therefore cannot close its parameter and forge another.
+- **Refused** (:class:`~phaseaware.errors.ControlTokenError`, whatever the
+  policy): tool-call function names, argument keys (at any depth), ``tool_call_id``,
+  ``name``, and the settings' tool schemas and ``response_format``. These are
+  identifiers or definitions the server and the model act on; breaking them
+  would change which tool is called or what it accepts, and DeepSeek's encoder
+  escapes nothing, so there is no faithful neutral form.
+
+Offsets in the returned ``Neutralized`` records are character offsets in the
+field as written (for content: placeholders spelt out).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
-from phaseaware.chat.messages import ConversationTemplate, Part, Placeholder
+from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, ToolCall
+from phaseaware.chat.settings import ChatSettings
+from phaseaware.errors import ControlTokenError
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
-__all__ = ["clean_template"]
+__all__ = ["clean_template", "check_settings_text", "check_sent"]
+
+
+def _refuse(scanner: ControlScanner, text: str, *, where: str, what: str) -> None:
+    hit = scanner.first(text, where=where)
+    if hit is not None:
+        raise ControlTokenError(
+            f"{where} holds the control token {hit.text!r} at char {hit.offset}; "
+            f"{what} cannot be neutralised without changing what the server renders and acts "
+            "on; remove the control string from it"
+        )
+
+
+def _clean_value(
+    scanner: ControlScanner, value: Any, *, where: str, found: list[Neutralized]
+) -> Any:
+    if isinstance(value, str):
+        text, hits = scanner.clean(value, where=where)
+        found.extend(hits)
+        return text
+    if isinstance(value, list):
+        return [
+            _clean_value(scanner, v, where=f"{where}[{k}]", found=found)
+            for k, v in enumerate(value)
+        ]
+    if isinstance(value, dict):
+        out = {}
+        for key, v in value.items():
+            _refuse(scanner, key, where=f"{where} key {key!r}", what="an argument name")
+            out[key] = _clean_value(scanner, v, where=f"{where}.{key}", found=found)
+        return out
+    return value
+
+
+def _clean_call(
+    scanner: ControlScanner, call: ToolCall, *, where: str, found: list[Neutralized]
+) -> ToolCall:
+    _refuse(scanner, call.name, where=f"{where}.function.name", what="a tool name")
+    if call.id is not None:
+        _refuse(scanner, call.id, where=f"{where}.id", what="a tool call id")
+    before = len(found)
+    arguments = _clean_value(
+        scanner, call.parsed_arguments(), where=f"{where}.arguments", found=found
+    )
+    if len(found) == before:
+        return call
+    return replace(call, arguments=json.dumps(arguments, ensure_ascii=False))
+
+
+def _clean_fields(
+    scanner: ControlScanner, message: Message, *, where: str, found: list[Neutralized]
+) -> Message:
+    for key in ("tool_call_id", "name"):
+        value = getattr(message, key)
+        if value:
+            _refuse(scanner, value, where=f"{where}.{key}", what=f"a message's {key}")
+    if message.reasoning_content:
+        reasoning, hits = scanner.clean(
+            message.reasoning_content, where=f"{where}.reasoning_content"
+        )
+        found.extend(hits)
+        message = replace(message, reasoning_content=reasoning)
+    if message.tool_calls:
+        calls = tuple(
+            _clean_call(scanner, call, where=f"{where}.tool_calls[{k}]", found=found)
+            for k, call in enumerate(message.tool_calls)
+        )
+        message = replace(message, tool_calls=calls)
+    return message
 
 
 def clean_template(
     template: ConversationTemplate, scanner: ControlScanner
 ) -> tuple[ConversationTemplate, tuple[Neutralized, ...]]:
-    """(the template with control strings broken, what was broken); new objects."""
+    """(the template with control strings broken, what was broken); new objects.
+
+    Raises :class:`ControlTokenError` under policy ``"refuse"``, and for a control
+    string in a field that is refused under every policy (see the module doc).
+    """
     found: list[Neutralized] = []
     messages = []
     all_parts: list[list[Part]] = []
@@ -37,14 +131,44 @@ def clean_template(
             found.extend(replace(h, offset=h.offset + offset) for h in hits)
             cleaned.append(text)
             offset += len(part)
-        if message.reasoning_content:
-            reasoning, hits = scanner.clean(
-                message.reasoning_content, where=f"{where}.reasoning_content"
-            )
-            found.extend(hits)
-            message = replace(message, reasoning_content=reasoning)
-        messages.append(message)
+        messages.append(_clean_fields(scanner, message, where=where, found=found))
         all_parts.append(cleaned)
     if not found:
         return template, ()
     return ConversationTemplate.from_parts(messages, all_parts), tuple(found)
+
+
+def check_settings_text(settings: ChatSettings, scanner: ControlScanner) -> None:
+    """Raise :class:`ControlTokenError` if a tool schema or the response format holds a
+    control string (they are definitions: refused, never neutralised)."""
+    for k, tool in enumerate(settings.tools):
+        text = json.dumps(tool, ensure_ascii=False)
+        _refuse(scanner, text, where=f"tools[{k}]", what="a tool schema")
+    if settings.response_format is not None:
+        text = json.dumps(settings.response_format, ensure_ascii=False)
+        _refuse(scanner, text, where="response_format", what="a response format")
+
+
+def check_sent(messages: Sequence[Message], scanner: ControlScanner) -> None:
+    """Raise :class:`ControlTokenError` if a message already sent holds a control string
+    in any rendered field: the server holds its text as sent, so it cannot be
+    neutralised without changing the cached prefix."""
+    for index, message in enumerate(messages):
+        where = f"sent messages[{index}]"
+        fields: list[tuple[str, str]] = [("content", message.content)]
+        for key in ("reasoning_content", "tool_call_id", "name"):
+            value = getattr(message, key)
+            if value:
+                fields.append((key, value))
+        for k, call in enumerate(message.tool_calls):
+            fields.append((f"tool_calls[{k}].function.name", call.name))
+            fields.append((f"tool_calls[{k}].function.arguments", call.arguments))
+        for key, text in fields:
+            hit = scanner.first(text, where=f"{where}.{key}")
+            if hit is not None:
+                raise ControlTokenError(
+                    f"{hit.where} holds the control token {hit.text!r} at char {hit.offset}; "
+                    "a message already sent cannot be neutralised without changing the "
+                    "server's cached prefix; neutralise message text before sending it "
+                    "(assemble it with assemble_conversation), or start a new conversation"
+                )

@@ -1,6 +1,6 @@
 """``phaseaware assemble REQUEST.json``: token-exact, phase-aware prompt assembly.
 
-The request format (keys, options) is ``phaseaware.assembly.request``'s; see
+The request format (keys, options) is ``phaseaware.cli.request``'s; see
 examples/request.json. This module parses arguments, calls the library and
 prints.
 """
@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING
 
+from phaseaware.cli.common import add_trust_flag
+
 if TYPE_CHECKING:  # pragma: no cover
-    from phaseaware.assembly.result import AssemblyResult
+    from phaseaware.assembly.report.result import AssemblyResult
 
 NAME = "assemble"
 HELP = "Assemble retrieved chunks into a prompt so evidence lands on reliable token phases."
@@ -28,15 +31,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="use the profile even though it was measured with another tokenizer "
         "(the result records the override)",
     )
+    add_trust_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from phaseaware.assembly import assemble_from_specs
-    from phaseaware.assembly.request import load_request
+    from phaseaware.cli.request import load_request
 
-    kwargs = load_request(args.request)
+    notices: list[str] = []
+    kwargs = load_request(args.request, notices=notices)
     if args.allow_tokenizer_mismatch:
         kwargs["options"] = dataclasses.replace(kwargs["options"], allow_tokenizer_mismatch=True)
     result = assemble_from_specs(**kwargs)
@@ -44,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
         print(format_report(result))
+    for notice in notices:
+        print(notice, file=sys.stderr)
     return 0
 
 

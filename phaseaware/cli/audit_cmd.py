@@ -24,6 +24,9 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from phaseaware.cli.argtypes import fraction
+from phaseaware.cli.common import add_trust_flag
+
 if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.audit import AuditResult, MessagesAudit
 
@@ -59,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thinking", action="store_true", help="thinking variant of --template")
     parser.add_argument(
         "--prompt-token-offset",
-        type=int,
+        type=int,  # check_position_offset: [0, MAX_POSITION_OFFSET], exit 1 naming the flag
         default=0,
         metavar="N",
         help="tokens the server adds before the prompt, e.g. 1 for a BOS it prepends "
@@ -73,11 +76,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--fail-under",
-        type=float,
+        type=fraction(),
         metavar="ACC",
         help="exit 1 when an evidence occurrence's expected accuracy is below ACC (CI guard)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_trust_flag(parser)
 
 
 def _read_text(path: str, what: str) -> str:

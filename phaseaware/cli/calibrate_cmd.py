@@ -24,9 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from phaseaware.cli.argtypes import fraction, integer, number, seconds
+from phaseaware.limits import MAX_PERIOD, MAX_TOKENS
 
 NAME = "calibrate"
 HELP = "Measure a model's accuracy by key residue and write its profile."
@@ -37,14 +39,11 @@ def _period(text: str) -> int | None:
     if text == "auto":
         return None
     try:
-        value = int(text)
-    except ValueError:
+        return integer(1, MAX_PERIOD)(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
-            f"--period must be an integer or 'auto', got {text!r}"
+            f"expected an integer in [1, {MAX_PERIOD}] or 'auto', got {text[:40]!r}"
         ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--period must be >= 1, got {value}")
-    return value
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,15 +67,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=8,
         help="residue period N, or 'auto' to detect it (default 8)",
     )
-    add("--max-period", type=int, default=16, help="offsets swept with --period auto (default 16)")
+    add(
+        "--max-period",
+        type=integer(1, MAX_PERIOD),
+        default=16,
+        help="offsets swept with --period auto (default 16)",
+    )
     add(
         "--context-tokens",
-        type=int,
+        type=integer(16, MAX_TOKENS),
         help="prompt length in tokens (default 300 reference, 1024 others)",
     )
     add(
         "--distractors",
-        type=int,
+        type=integer(0, 10_000),
         help="distractor records per probe besides the asked one (default 4 reference, 3 others)",
     )
     add(
@@ -87,7 +91,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--base-prompts",
-        type=int,
+        type=integer(1, 1_000_000),
         default=30,
         help="base prompts, each run at every offset (default 30)",
     )
@@ -100,22 +104,40 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--local-window",
-        type=int,
+        type=int,  # range-checked in run() (exit 1, the flag named: the tests pin it)
         help="the model's raw local window in tokens, where the backend cannot tell "
         "(--backend openai/callable); recorded in the profile and used by --sweeps window",
     )
-    add("--seed", type=int, default=0)
-    add("--max-tokens", type=int, default=12, help="tokens generated per probe (default 12)")
-    add("--threads", type=int, default=1, help="torch CPU threads for --backend hf (default 1)")
+    add("--seed", type=integer(0, 2**63 - 1), default=0)
+    add(
+        "--max-tokens",
+        type=integer(1, 100_000),
+        default=12,
+        help="tokens generated per probe (default 12)",
+    )
+    add(
+        "--threads",
+        type=integer(1, 4096),
+        default=1,
+        help="torch CPU threads for --backend hf (default 1)",
+    )
     add("--log", help="calibration log (JSONL); default next to the profile")
     add("--out", help="profile file (default ./phaseaware-profiles/<model>.json)")
     add("--fresh", action="store_true", help="discard the log and start over")
     add("--json", action="store_true", help="print a machine-readable summary")
     add("--plot", help="also save a bar chart PNG (needs matplotlib)")
     add("--plan", action="store_true", help="estimate probes/tokens/cost and exit")
-    add("--target-half-width", type=float, help="--plan: CI half-width per residue (fraction)")
-    add("--detect-gap", type=float, help="--plan: accuracy gap to detect (fraction)")
-    add("--price-per-million", type=float, help="--plan: price per million tokens")
+    add(
+        "--target-half-width",
+        type=number(0.0, 0.5, low_open=True),
+        help="--plan: CI half-width per residue (fraction)",
+    )
+    add(
+        "--detect-gap",
+        type=fraction(low_open=True),
+        help="--plan: accuracy gap to detect (fraction)",
+    )
+    add("--price-per-million", type=number(0.0, 1e6), help="--plan: price per million tokens")
     add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
     add(
         "--api-key-file",
@@ -124,22 +146,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add("--api-key", help="--backend openai: API key (visible to other users: prefer the env)")
     add("--endpoint", choices=("chat", "completions"), default="chat", help="openai endpoint")
-    add("--concurrency", type=int, default=4, help="--backend openai: requests in flight")
+    add(
+        "--concurrency",
+        type=integer(1, 1024),
+        default=4,
+        help="--backend openai: requests in flight",
+    )
     add(
         "--timeout",
-        type=float,
+        type=seconds(),
         default=60.0,
         help="--backend openai: seconds per HTTP attempt (default 60)",
     )
     add(
         "--max-retries",
-        type=int,
+        type=integer(0, 100),
         default=5,
         help="--backend openai: retries of 408/409/429/5xx/timeouts per request (default 5)",
     )
     add(
         "--prompt-token-offset",
-        type=int,
+        type=int,  # check_position_offset in run(): [0, MAX_POSITION_OFFSET], exit 1
         default=0,
         help="openai/--ingest: tokens the server adds before each prompt itself (e.g. 1 for "
         "a BOS); logged positions shift by it (default 0)",
@@ -155,14 +182,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from phaseaware.assembly.options import check_position_offset
+    from phaseaware.assembly.inputs.options import check_position_offset
     from phaseaware.errors import CalibrationError
 
     served = args.backend == "openai" or bool(args.ingest or args.emit_batch)
     if args.backend == "openai" and not args.tokenizer:
         raise CalibrationError("--backend openai needs --tokenizer (the served model's tokenizer)")
-    if args.local_window is not None and args.local_window < 1:
-        raise CalibrationError(f"--local-window must be >= 1 tokens, got {args.local_window}")
+    if args.local_window is not None and not 1 <= args.local_window <= MAX_TOKENS:
+        raise CalibrationError(
+            f"--local-window must be in [1, {MAX_TOKENS}] tokens, got {args.local_window}"
+        )
+    window, context = args.local_window, args.context_tokens
+    if window is not None and context is not None and window > context:
+        # the profile would be refused at the end, after every probe ran
+        raise CalibrationError(
+            f"--local-window {window} is longer than --context-tokens {context}: the "
+            "window must fit in the prompts measured"
+        )
     check_position_offset(
         args.prompt_token_offset, name="--prompt-token-offset", error=CalibrationError
     )
@@ -248,22 +284,23 @@ def _depth(text: str) -> tuple[float, float]:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
-    """Output paths checked before any model loads or probe runs."""
-    from phaseaware.errors import CalibrationError
+    """Output paths checked before any model loads or probe runs (the safe-write rule of
+    :mod:`phaseaware.atomic`: regular files only, no output over an input or another output)."""
+    from phaseaware.atomic import check_output_path, refuse_same_file
 
-    for flag, value in (("--out", args.out), ("--log", args.log), ("--plot", args.plot)):
-        if not value:
-            continue
-        path = Path(value)
-        if path.is_dir():
-            raise CalibrationError(f"{flag} {value} is a folder; name a file inside it")
-        if path.exists() and not path.is_file():
-            raise CalibrationError(f"{flag} {value} is not a regular file; name a file")
-        folder = path.parent if str(path.parent) else Path(".")
-        if not folder.is_dir():
-            raise CalibrationError(
-                f"{flag} {value}: folder {folder} does not exist; create it first"
-            )
+    outputs = {"--out": args.out, "--log": args.log, "--plot": args.plot}
+    outputs["--emit-batch"] = args.emit_batch
+    for value in outputs.values():
+        if value:
+            check_output_path(value)
+    named = [(flag, value) for flag, value in outputs.items() if value]
+    for i, (flag, value) in enumerate(named):
+        others = dict(named[i + 1 :])
+        if args.ingest and flag != "--log":
+            others["--ingest"] = args.ingest
+        refuse_same_file(value, others, output_name=flag)
+    if args.ingest and args.log:  # the log is appended to, never replaced: only a batch
+        refuse_same_file(args.log, {"--ingest": args.ingest}, output_name="--log")
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
@@ -296,10 +333,11 @@ def _backend_options(args: argparse.Namespace) -> Any:
 
 
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
-    from phaseaware.calibration.backends.factory import make_backend, run_names
-    from phaseaware.calibration.runner import CalibrationRun
+    from phaseaware.atomic import refuse_same_file
+    from phaseaware.calibration.backends.factory import run_names
+    from phaseaware.errors import FilePathError
+    from phaseaware.filelock import hold_lock
     from phaseaware.profiles.registry import profile_filename
-    from phaseaware.templates import get_layout
     from phaseaware.tokenizers import load_tokenizer
 
     options = _backend_options(args)
@@ -313,7 +351,27 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     tokenizer = load_tokenizer(spec)
     out = Path(args.out) if args.out else DEFAULT_FOLDER / profile_filename(name)
     log = Path(args.log) if args.log else out.with_name(out.stem + ".calibration.jsonl")
-    run = CalibrationRun(
+    refuse_same_file(out, {"--log": log}, output_name="--out")
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FilePathError(
+            f"cannot create folder {log.parent} for the calibration log: {exc.strerror or exc}"
+        ) from None
+    with hold_lock(log, what="calibration log"):  # a second run on this log fails here
+        run = _run(args, settings, tokenizer, name, template, log)
+        if args.emit_batch or args.ingest:
+            return _batch(args, run, out)
+        return _probe(args, run, options, default_model, out, log)
+
+
+def _run(
+    args: argparse.Namespace, settings: Any, tokenizer: Any, name: str, template: str, log: Path
+) -> Any:
+    from phaseaware.calibration.runner import CalibrationRun
+    from phaseaware.templates import get_layout
+
+    return CalibrationRun(
         tokenizer=tokenizer,
         layout=get_layout(template, tokenizer),
         settings=settings,
@@ -324,16 +382,29 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
         fresh=args.fresh,
         position_offset=args.prompt_token_offset,
     )
-    if args.emit_batch:
-        from phaseaware.cli.calibrate_batch import emit
 
-        return emit(args, run)
-    if args.ingest:
-        from phaseaware.cli.calibrate_batch import ingest
 
-        return ingest(args, run, out)
-    backend = make_backend(options, tokenizer, default_model=default_model)
-    progress = _Progress()
+def _batch(args: argparse.Namespace, run: Any, out: Path) -> int:
+    from phaseaware.cli.calibrate_batch import emit, ingest
+
+    return emit(args, run) if args.emit_batch else ingest(args, run, out)
+
+
+def _probe(
+    args: argparse.Namespace, run: Any, options: Any, default_model: Any, out: Path, log: Path
+) -> int:
+    from phaseaware.calibration.backends.factory import make_backend
+    from phaseaware.endpoints.settings import chat_template_kwargs
+
+    backend = make_backend(
+        options,
+        run.tokenizer,
+        default_model=default_model,
+        chat_template_kwargs=chat_template_kwargs(chat_format=run.template),
+    )
+    from phaseaware.cli.calibrate_output import Progress
+
+    progress = Progress()
     try:
         result = run.run(backend, out_path=out, progress=progress)
     except KeyboardInterrupt:
@@ -351,39 +422,3 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
 
     print_report(result, as_json=args.json, plot=args.plot)
     return 0
-
-
-class _Progress:
-    """A plain progress bar with ETA on stderr; silent when stderr is not a TTY."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.start = time.monotonic()
-        self.first_done: int | None = None
-        self.done = self.total = 0
-
-    def __call__(self, done: int, total: int, record: Any) -> None:
-        if self.first_done is None:
-            self.first_done, self.start = done, time.monotonic()
-        self.done, self.total = done, total
-        if not self.tty:
-            return
-        ran = done - self.first_done
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / ran * (total - done) if ran else float("nan")
-        width = 30
-        filled = int(width * done / max(total, 1))
-        eta_text = "--" if eta != eta else f"{eta:.0f}s"
-        sys.stderr.write(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} ETA {eta_text} "
-        )
-        sys.stderr.flush()
-
-    def finish(self) -> None:
-        if self.tty:
-            sys.stderr.write("\n")
-        elapsed = time.monotonic() - self.start
-        print(
-            f"calibrate: {self.done}/{self.total} probes done ({elapsed:.1f}s this run)",
-            file=sys.stderr,
-        )

@@ -1,11 +1,13 @@
-"""Printing a calibration's report: shared by ``calibrate`` and its batch modes."""
+"""Printing a calibration's progress and report: shared by ``calibrate`` and its batch modes."""
 
 from __future__ import annotations
 
 import json
+import sys
+import time
 from typing import Any
 
-__all__ = ["print_report"]
+__all__ = ["Progress", "print_report"]
 
 
 def print_report(result: Any, *, as_json: bool = False, plot: str | None = None) -> None:
@@ -15,3 +17,39 @@ def print_report(result: Any, *, as_json: bool = False, plot: str | None = None)
     if plot:
         save_plot(result, plot)
     print(json.dumps(summary_dict(result), indent=2) if as_json else format_report(result))
+
+
+class Progress:
+    """A plain progress bar with ETA on stderr; silent when stderr is not a TTY."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.first_done: int | None = None
+        self.done = self.total = 0
+
+    def __call__(self, done: int, total: int, record: Any) -> None:
+        if self.first_done is None:
+            self.first_done, self.start = done, time.monotonic()
+        self.done, self.total = done, total
+        if not self.tty:
+            return
+        ran = done - self.first_done
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / ran * (total - done) if ran else float("nan")
+        width = 30
+        filled = int(width * done / max(total, 1))
+        eta_text = "--" if eta != eta else f"{eta:.0f}s"
+        sys.stderr.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} ETA {eta_text} "
+        )
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
+        elapsed = time.monotonic() - self.start
+        print(
+            f"calibrate: {self.done}/{self.total} probes done ({elapsed:.1f}s this run)",
+            file=sys.stderr,
+        )

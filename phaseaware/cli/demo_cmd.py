@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from phaseaware.cli.argtypes import integer
+from phaseaware.limits import MAX_TOKENS
+
 NAME = "demo"
 # phaseaware.demo.run.DEFAULT_OUT, repeated: command modules import nothing heavy at load
 DEFAULT_OUT = Path("phaseaware-demo")
@@ -19,17 +22,24 @@ HELP = "Calibrate the shipped reference model, then compare RAG assembly strateg
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--questions", type=int, default=400, help="held-out RAG questions")
     parser.add_argument(
-        "--base-prompts", type=int, default=40, help="calibration base prompts (x 8 residues)"
+        "--questions", type=integer(1, 1_000_000), default=400, help="held-out RAG questions"
+    )
+    parser.add_argument(
+        "--base-prompts",
+        type=integer(1, 1_000_000),
+        default=40,
+        help="calibration base prompts (x 8 residues)",
     )
     parser.add_argument(
         "--context-tokens",
-        type=int,
+        type=integer(16, MAX_TOKENS),
         default=None,
         help="calibration prompt size (default 300, about that of the RAG prompts)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed for probes and questions")
+    parser.add_argument(
+        "--seed", type=integer(0, 2**63 - 1), default=0, help="seed for probes and questions"
+    )
     parser.add_argument(
         "--out",
         type=Path,

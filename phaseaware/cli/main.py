@@ -10,10 +10,13 @@ Each command module exposes ``NAME``, ``HELP``, ``configure(parser)`` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from phaseaware.errors import PhaseawareError
 from phaseaware.redact import redact
@@ -57,6 +60,30 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        if getattr(args, "trust_profiles", False):
+            from phaseaware.profiles.trust import trusting_profiles
+
+            stack.enter_context(trusting_profiles())
+        stack.enter_context(warnings.catch_warnings())
+        warnings.showwarning = _show_warning
+        return _run(args)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one line ``phaseaware: warning: ...`` on stderr (no source line)."""
+    text = " ".join(redact(str(message)).split())
+    print(f"phaseaware: warning: {text}", file=sys.stderr)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         code = int(args._run(args) or 0)
         sys.stdout.flush()

@@ -38,9 +38,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from phaseaware.assembly.endpoint_record import record_path
     from phaseaware.cli.api_keys import read_key_file
     from phaseaware.endpoints import probe_endpoint
+    from phaseaware.endpoints.record import record_path
     from phaseaware.errors import InputError
 
     key = (
@@ -65,6 +65,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"offset: varying over {{{offsets}}}: use offset-robust placement "
               f"(options.offsets = [{offsets}], or this record as the request's endpoint)")  # fmt: skip
+    sent = "thinking on" if record.thinking else "thinking off"
+    print(f"requests state: {sent} (chat_template_kwargs; the plan uses the same settings)")
+    default = record.server_default
+    if default is not None and default.get("matched"):
+        print(f"server default (a request naming no settings): thinking "
+              f"{'on' if default.get('thinking') else 'off'}")  # fmt: skip
+    elif default is not None:
+        print(f"server default: {default.get('extra_tokens')} more tokens than any setting "
+              f"phaseaware renders; {default.get('note')}")  # fmt: skip
+    if record.settings_check and record.settings_check != "verified":
+        print(f"settings check: {record.settings_check}")
+    if record.served_model or record.system_fingerprint:
+        print(f"served: model {record.served_model!r}, system_fingerprint "
+              f"{record.system_fingerprint!r} (the usage check warns when they change)")  # fmt: skip
     if not args.no_save:
         print(f"record: {record_path(record.base_url, record.model)}")
     return 0

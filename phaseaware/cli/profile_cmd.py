@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from phaseaware.cli.common import add_trust_flag
+
 if TYPE_CHECKING:
     from phaseaware.profiles.model import Profile
 
@@ -29,6 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument(
         "--json", action="store_true", help="print the profile document exactly as stored"
     )
+    add_trust_flag(show)
 
     validate = sub.add_parser("validate", help="check a profile file; exit 1 if invalid")
     validate.add_argument("file", metavar="FILE", help="profile .json file")
@@ -193,6 +196,11 @@ def _build(args: argparse.Namespace) -> int:
             f"cannot build profiles from logs: phaseaware.calibration.runner is unavailable ({exc}); "
             "install a phaseaware version with calibration support"
         ) from exc
+    if args.output:  # before reading: the profile must never replace the log
+        from phaseaware.atomic import check_output_path, refuse_same_file
+
+        check_output_path(args.output)
+        refuse_same_file(args.output, {"the calibration log": args.log}, output_name="-o")
     profile = build_profile_from_log(args.log)
     if args.output:
         path = save_profile(profile, args.output)

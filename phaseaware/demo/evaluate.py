@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from phaseaware.assembly import assemble
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
-from phaseaware.assembly.result import AssemblyResult
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.calibration import task
 from phaseaware.demo.rag_questions import RagQuestion
 from phaseaware.intervals import wilson_interval

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from phaseaware.assembly.chunks import Chunk
+from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.calibration import task
 
 __all__ = ["RagQuestion", "make_questions", "without_evidence"]

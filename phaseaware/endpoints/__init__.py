@@ -1,24 +1,12 @@
 """Endpoints: how a serving stack's token positions relate to phaseaware's rendering.
 
-Discovery (``probe_endpoint``), the record it writes (``EndpointRecord``; the
-format lives in ``phaseaware.assembly.endpoint_record`` so that assembly can read
-it), verification after every call (``check_prompt_tokens``, ``check_response``)
+Discovery (``probe_endpoint``), the record it writes (``EndpointRecord``,
+``phaseaware.endpoints.record``), verification after every call (``check_prompt_tokens``, ``check_response``)
 and the token-exact completions path (``complete_tokens``).
 """
 
 from __future__ import annotations
 
-from phaseaware.assembly.endpoint_record import (
-    EndpointRecord,
-    apply_endpoint,
-    endpoint_dir,
-    find_endpoint_record,
-    load_endpoint_record,
-    record_path,
-    redact_url,
-    resolve_endpoint,
-    save_endpoint_record,
-)
 from phaseaware.endpoints.adapt import EndpointRef, endpoint_options, load_endpoint, usage_offsets
 from phaseaware.endpoints.complete import complete_tokens, prompt_token_ids
 from phaseaware.endpoints.probe import (
@@ -29,9 +17,22 @@ from phaseaware.endpoints.probe import (
     probe_endpoint,
     probe_prompts,
 )
+from phaseaware.endpoints.record import (
+    EndpointRecord,
+    apply_endpoint,
+    endpoint_dir,
+    find_endpoint_record,
+    load_endpoint_record,
+    record_path,
+    redact_url,
+    resolve_endpoint,
+    save_endpoint_record,
+)
+from phaseaware.endpoints.settings import chat_template_kwargs
 from phaseaware.endpoints.usage import (
     ON_MISMATCH,
     UsageCheck,
+    check_identity,
     check_prompt_tokens,
     check_response,
     reported_prompt_tokens,
@@ -45,6 +46,8 @@ __all__ = [
     "TokenizeUnavailable",
     "UsageCheck",
     "apply_endpoint",
+    "chat_template_kwargs",
+    "check_identity",
     "check_prompt_tokens",
     "check_response",
     "compare_tokens",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from phaseaware.assembly.result import AssemblyResult
+from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.endpoints.usage import check_response
 from phaseaware.errors import FingerprintMismatchError, VerificationError
 from phaseaware.tokenizers import load_tokenizer

@@ -20,7 +20,12 @@ tokenizer and chat format and asks the server what it made of them:
   only: it assumes the server's extra tokens come before the context (a BOS, a
   hidden system preamble, a date line), which exact mode checks.
 
-The result is an :class:`~phaseaware.assembly.endpoint_record.EndpointRecord`,
+Every probe request states its chat settings (:mod:`phaseaware.endpoints.settings`).
+Exact mode records what a request naming none gets (``server_default``); count mode
+checks thinking on/off or says it cannot tell (:mod:`phaseaware.endpoints.defaults`).
+The record keeps the ``model`` and ``system_fingerprint`` the server reports.
+
+The result is an :class:`~phaseaware.endpoints.record.EndpointRecord`,
 saved atomically per (base URL, model) unless ``save=False``. API keys are
 never written; URLs in messages and records are redacted.
 """
@@ -29,16 +34,30 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from phaseaware.assembly.endpoint_record import EndpointRecord, redact_url, save_endpoint_record
-from phaseaware.assembly.filler import find_filler
-from phaseaware.chat import conversation_layout
+from phaseaware.assembly.prepare.filler import find_filler
+from phaseaware.chat import (
+    ChatFormat,
+    ChatSettings,
+    ChatSettingsError,
+    conversation_layout,
+    get_chat_format,
+)
+from phaseaware.endpoints.defaults import (
+    TemplateMismatchError,
+    compare_tokens,
+    discover_default,
+    thinking_distinguished,
+)
+from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoint_record
+from phaseaware.endpoints.settings import chat_template_kwargs
 from phaseaware.endpoints.usage import check_prompt_tokens
-from phaseaware.errors import EndpointError, InputError
+from phaseaware.errors import EndpointError, InputError, PhaseawareWarning
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.version import __version__
@@ -60,12 +79,14 @@ __all__ = [
 
 API_KEY_ENV_VARS = ("PHASEAWARE_API_KEY", "OPENAI_API_KEY")
 PROBE_QUESTION = "Reply with one word."
-PROBE_UNITS = (0, 1, 2, 3, 5, 8)  # filler units before the end of the context slot
+PROBE_UNITS = (0, 1, 2, 3, 5, 8)
+EFFORTS = (
+    "low",
+    "high",
+    "xhigh",
+    "max",
+)  # every value a DeepSeek encoder knows  # filler units before the end of the context slot
 Mode = Literal["auto", "exact", "count"]
-
-
-class TemplateMismatchError(EndpointError):
-    """No constant offset explains what the server tokenized (other tokenizer or template)."""
 
 
 class TokenizeUnavailable(EndpointError):
@@ -83,10 +104,18 @@ class ProbePrompt:
 
 
 def probe_prompts(
-    tokenizer: Tokenizer, chat_format: str, *, thinking: bool = False
+    tokenizer: Tokenizer,
+    chat_format: str,
+    *,
+    thinking: bool = False,
+    settings: ChatSettings | None = None,
 ) -> tuple[ProbePrompt, ...]:
-    """The probe prompts, rendered and tokenized as phaseaware would send them."""
-    layout = conversation_layout(tokenizer=tokenizer, chat_format=chat_format, thinking=thinking)
+    """The probe prompts, rendered and tokenized as phaseaware would send them
+    (``settings``: render with these chat settings instead of ``thinking``)."""
+    fmt: str | ChatFormat = chat_format
+    if settings is not None:
+        fmt = get_chat_format(chat_format, tokenizer, settings=settings)
+    layout = conversation_layout(tokenizer=tokenizer, chat_format=fmt, thinking=thinking)
     unit = find_filler(tokenizer, period=8).unit
     prompts = []
     for k in PROBE_UNITS:
@@ -109,8 +138,23 @@ def make_client(
     return openai.OpenAI(base_url=base_url, api_key=key or "EMPTY", timeout=timeout, max_retries=2)
 
 
-def _send(client: openai.OpenAI, model: str, prompt: ProbePrompt, url: str) -> int:
-    """usage.prompt_tokens of one tiny request (``max_tokens=1``)."""
+@dataclass
+class _Seen:
+    """The served checkpoint's identity as the responses report it (last seen)."""
+
+    model: str | None = None
+    fingerprint: str | None = None
+
+
+def _send(
+    client: openai.OpenAI,
+    model: str,
+    prompt: ProbePrompt,
+    url: str,
+    kwargs: dict[str, Any] | None = None,
+    seen: _Seen | None = None,
+) -> int:
+    """usage.prompt_tokens of one tiny request (``max_tokens=1``) stating ``kwargs``."""
     import openai
 
     try:
@@ -120,6 +164,7 @@ def _send(client: openai.OpenAI, model: str, prompt: ProbePrompt, url: str) -> i
                 messages=list(prompt.messages),  # type: ignore[arg-type]
                 max_tokens=1,
                 temperature=0,
+                extra_body={"chat_template_kwargs": kwargs} if kwargs is not None else None,
             )
         else:
             response = client.completions.create(
@@ -134,6 +179,9 @@ def _send(client: openai.OpenAI, model: str, prompt: ProbePrompt, url: str) -> i
         raise EndpointError(
             f"cannot reach {url} ({type(exc).__name__}): check --base-url and that the server runs"
         ) from None
+    if seen is not None:
+        seen.model = _text(getattr(response, "model", None)) or seen.model
+        seen.fingerprint = _text(getattr(response, "system_fingerprint", None)) or seen.fingerprint
     usage = getattr(response, "usage", None)
     reported = getattr(usage, "prompt_tokens", None)
     if not isinstance(reported, int):
@@ -144,13 +192,26 @@ def _send(client: openai.OpenAI, model: str, prompt: ProbePrompt, url: str) -> i
     return reported
 
 
-def _tokenize(client: openai.OpenAI, model: str, prompt: ProbePrompt, base: str) -> list[int]:
-    """The server's token ids for ``prompt`` via ``/tokenize`` (root, then under the base)."""
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _tokenize(
+    client: openai.OpenAI,
+    model: str,
+    prompt: ProbePrompt,
+    base: str,
+    kwargs: dict[str, Any] | None = None,
+) -> list[int]:
+    """The server's token ids for ``prompt`` via ``/tokenize`` (root, then under the base),
+    the request stating ``kwargs`` as ``chat_template_kwargs`` (None: states nothing)."""
     import openai
 
     body: dict[str, Any] = {"model": model}
     if prompt.messages is not None:
         body.update(messages=list(prompt.messages), add_generation_prompt=True)
+        if kwargs is not None:
+            body["chat_template_kwargs"] = kwargs
     else:
         body.update(prompt=prompt.text)
     root = base[: -len("/v1")] if base.endswith("/v1") else base
@@ -170,41 +231,20 @@ def _tokenize(client: openai.OpenAI, model: str, prompt: ProbePrompt, base: str)
     raise TokenizeUnavailable(f"{redact_url(base)} has no /tokenize route")
 
 
-def _piece(tokenizer: Tokenizer, ids: Sequence[int], j: int) -> str:
-    return f"id {ids[j]} {tokenizer.decode([ids[j]])!r}" if j < len(ids) else "(end)"
-
-
-def compare_tokens(
-    server: Sequence[int], local: Sequence[int], tokenizer: Tokenizer, *, url: str
-) -> int:
-    """The offset when ``server`` ends with ``local``; else ``TemplateMismatchError`` naming
-    the first differing token (at the alignment that agrees longest)."""
-    extra = len(server) - len(local)
-    if extra >= 0 and list(server[extra:]) == list(local):
-        return extra
-    best = (-1, 0)
-    for shift in sorted({0, max(0, extra)}):
-        j = 0
-        while j < len(local) and shift + j < len(server) and server[shift + j] == local[j]:
-            j += 1
-        best = max(best, (j, shift))
-    j, shift = best
-    raise TemplateMismatchError(
-        f"/tokenize of {url} differs from phaseaware's rendering at token {j} of phaseaware's "
-        f"prompt (server token {shift + j}): the server has {_piece(tokenizer, server, shift + j)}"
-        f", phaseaware has {_piece(tokenizer, local, j)}; the server's chat template is not "
-        "--chat-format's: pick the matching --chat-format (or hf with the server's tokenizer)"
-    )
-
-
 def _count_offsets(
-    client: openai.OpenAI, model: str, prompts: Sequence[ProbePrompt], rounds: int, url: str
+    client: openai.OpenAI,
+    model: str,
+    prompts: Sequence[ProbePrompt],
+    rounds: int,
+    url: str,
+    kwargs: dict[str, Any] | None,
+    identity: _Seen,
 ) -> tuple[int, ...]:
     """The offsets observed in count mode (sorted, distinct), or the typed error."""
     seen: dict[int, list[int]] = {p.units: [] for p in prompts}
     for _ in range(rounds):
         for p in prompts:
-            seen[p.units].append(_send(client, model, p, url) - len(p.ids))
+            seen[p.units].append(_send(client, model, p, url, kwargs, identity) - len(p.ids))
     values = sorted({d for ds in seen.values() for d in ds})
     repeatable = all(len(set(ds)) == 1 for ds in seen.values())
     if len(values) > 1 and repeatable:
@@ -222,6 +262,59 @@ def _count_offsets(
             "it renders another chat format or drops text; check --chat-format"
         )
     return tuple(values)
+
+
+def _server_default(
+    client: openai.OpenAI, model: str, base: str, tok: Tokenizer, chat_format: str, offset: int
+) -> dict[str, Any]:
+    """What a request naming no chat settings gets (one ``/tokenize`` call), against
+    phaseaware's renders thinking off, on, and on with each reasoning effort."""
+    candidates = [ChatSettings(), ChatSettings(thinking=True)]
+    candidates += [ChatSettings(thinking=True, reasoning_effort=e) for e in EFFORTS]
+    renders: list[tuple[dict[str, Any], ProbePrompt]] = []
+    for settings in candidates:
+        try:
+            prompt = probe_prompts(tok, chat_format, settings=settings)[1]
+        except ChatSettingsError:  # the format does not render this setting
+            continue
+        named = {"thinking": settings.thinking, "reasoning_effort": settings.reasoning_effort}
+        renders.append((named, prompt))
+    server = _tokenize(client, model, renders[0][1], base, None)
+    return discover_default(server, [(s, p.ids) for s, p in renders], offset=offset)
+
+
+def _check_thinking_counts(
+    client: openai.OpenAI,
+    model: str,
+    tok: Tokenizer,
+    chat_format: str,
+    thinking: bool,
+    url: str,
+    offsets: tuple[int, ...],
+) -> str:
+    """Count mode's thinking check (two requests): ``"verified"``, or why a count cannot
+    tell (also warned); ``TemplateMismatchError`` when the server renders it otherwise."""
+    probes = {t: probe_prompts(tok, chat_format, thinking=t)[1] for t in (False, True)}
+    if probes[False].text == probes[True].text:
+        return "verified"
+
+    def count(t: bool) -> int:
+        kwargs = chat_template_kwargs(chat_format=chat_format, thinking=t)
+        return _send(client, model, probes[t], url, kwargs)
+
+    ok, problem = thinking_distinguished(
+        count=count,
+        local_lengths={t: len(p.ids) for t, p in probes.items()},
+        texts_differ=True,
+        thinking=thinking,
+        offsets=offsets,
+    )
+    if not ok:
+        raise TemplateMismatchError(f"count mode at {url}: {problem}")
+    if problem is None:
+        return "verified"
+    warnings.warn(f"count mode at {url}: {problem}", PhaseawareWarning, stacklevel=3)
+    return f"cannot tell: {problem}"
 
 
 def probe_endpoint(
@@ -254,12 +347,17 @@ def probe_endpoint(
     url = redact_url(base)
     client = client if client is not None else make_client(base, api_key=api_key)
     prompts = probe_prompts(tok, chat_format, thinking=thinking)
+    kwargs = chat_template_kwargs(chat_format=chat_format, thinking=thinking)
+    identity = _Seen()
     offsets: tuple[int, ...] | None = None
     used: Literal["exact", "count"] = "count"
+    default: dict[str, Any] | None = None
+    settings_check: str | None = None
     requests = 0
     if mode in ("auto", "exact"):
         try:
-            found = {compare_tokens(_tokenize(client, model, p, base), p.ids, tok, url=url)
+            found = {compare_tokens(_tokenize(client, model, p, base, kwargs), p.ids, tok,
+                                    url=url, thinking=thinking)
                      for p in (prompts[1], prompts[-1])}  # fmt: skip
             requests += 2
             exact = min(found)
@@ -270,13 +368,16 @@ def probe_endpoint(
                 )
             check = check_prompt_tokens(
                 planned_tokens=len(prompts[1].ids),
-                reported_tokens=_send(client, model, prompts[1], url),
+                reported_tokens=_send(client, model, prompts[1], url, kwargs, identity),
                 offset=exact,
                 on_mismatch="ignore",
             )
             requests += 1
             if check.ok:
                 offsets, used = (exact,), "exact"
+                if kwargs is not None:
+                    default = _server_default(client, model, base, tok, chat_format, exact)
+                    requests += 1
             elif mode == "exact":
                 raise EndpointError(
                     f"/tokenize of {url} shows offset {exact} but the chat route counted "
@@ -287,8 +388,13 @@ def probe_endpoint(
             if mode == "exact":
                 raise
     if offsets is None:
-        offsets = _count_offsets(client, model, prompts, rounds, url)
+        offsets = _count_offsets(client, model, prompts, rounds, url, kwargs, identity)
         requests += rounds * len(prompts)
+        if kwargs is not None:
+            settings_check = _check_thinking_counts(
+                client, model, tok, chat_format, thinking, url, offsets
+            )
+            requests += 2
     record = EndpointRecord(
         base_url=url,
         model=model,
@@ -302,6 +408,11 @@ def probe_endpoint(
         chat_format=chat_format,
         probes=requests,
         tool_version=__version__,
+        thinking=thinking,
+        server_default=default,
+        served_model=identity.model,
+        system_fingerprint=identity.fingerprint,
+        settings_check=settings_check,
     )
     if save:
         save_endpoint_record(record, directory=Path(directory) if directory else None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftError
@@ -23,6 +23,7 @@ from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftErr
 __all__ = [
     "ON_MISMATCH",
     "UsageCheck",
+    "check_identity",
     "check_prompt_tokens",
     "check_response",
     "reported_prompt_tokens",
@@ -39,7 +40,8 @@ class UsageCheck:
     offset: int  # tokens the endpoint is known to add before the prompt
     reported_tokens: int  # the server's usage.prompt_tokens
     allowed_offsets: tuple[int, ...] = ()  # a varying endpoint: any of these is fine
-    offset_name: str = "position_offset"  # the caller's parameter the message tells to set
+    # the caller's parameter that sets the offset (named in the fix: offset=, position_offset=)
+    offset_name: str = field(default="position_offset", compare=False)
 
     @property
     def expected_tokens(self) -> int:
@@ -101,15 +103,13 @@ def check_prompt_tokens(
 ) -> UsageCheck:
     """Compare ``reported_tokens`` (usage.prompt_tokens) with ``planned_tokens + offset``.
 
-    ``offset_name``: the caller's own name for the offset parameter, which the mismatch
-    message tells the user to set (an adapter taking ``offset=`` passes ``"offset"``).
-
     ``offsets``: for an endpoint whose offset varies over a known set (a record
     with ``stability == "varying"``), any offset in the set is accepted; the
     message then names the one observed (the new offset to probe or pass).
 
     ``on_mismatch``: ``"warn"`` issues a :class:`PhaseawareWarning`, ``"raise"``
     raises :class:`PromptTokenDriftError`, ``"ignore"`` only returns the check.
+    ``offset_name``: the caller's parameter for the offset, named in the message's fix.
     """
     if on_mismatch not in ON_MISMATCH:
         raise InputError(
@@ -145,6 +145,33 @@ def reported_prompt_tokens(response: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _field(response: Any, name: str) -> str | None:
+    value = response.get(name) if isinstance(response, Mapping) else getattr(response, name, None)
+    return value if isinstance(value, str) and value else None
+
+
+def check_identity(response: Any, *, model: str | None, system_fingerprint: str | None) -> bool:
+    """Warn (``PhaseawareWarning``) when the response's ``model`` or ``system_fingerprint``
+    differs from the endpoint record's; True when they agree (or either side is unknown).
+
+    A changed identity means the served checkpoint changed (a hosted alias moved to a
+    new model, a redeploy): offsets and reliabilities measured before may not hold.
+    """
+    changed = [
+        f"{name} {old!r} -> {new!r}"
+        for name, old in (("model", model), ("system_fingerprint", system_fingerprint))
+        if old is not None and (new := _field(response, name)) is not None and new != old
+    ]
+    if changed:
+        warnings.warn(
+            f"the served checkpoint changed ({'; '.join(changed)}): re-probe "
+            "(`phaseaware probe-endpoint`) and recalibrate before trusting placements",
+            PhaseawareWarning,
+            stacklevel=3,
+        )
+    return not changed
+
+
 def check_response(
     response: Any,
     *,
@@ -152,9 +179,15 @@ def check_response(
     offset: int = 0,
     offsets: Sequence[int] | None = None,
     on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
+    model: str | None = None,
+    system_fingerprint: str | None = None,
 ) -> UsageCheck | None:
     """:func:`check_prompt_tokens` on a response's ``usage.prompt_tokens``; ``None`` when
-    the server reports no usage (nothing to verify)."""
+    the server reports no usage (nothing to verify). ``model`` / ``system_fingerprint``:
+    the identity an endpoint record holds (``served_model``, ``system_fingerprint``); a
+    response that reports another gets a warning (:func:`check_identity`)."""
+    if on_mismatch != "ignore":
+        check_identity(response, model=model, system_fingerprint=system_fingerprint)
     reported = reported_prompt_tokens(response)
     if reported is None:
         return None

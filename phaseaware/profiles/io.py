@@ -10,9 +10,11 @@ is the only place that converts between the document and ``Profile``:
 * ``validate_profile_dict(doc)`` / ``validate_profile_file(path)``: every
   problem as a list of messages (empty when valid).
 
-Unknown top-level keys are kept in ``Profile.extra`` and written back
-unchanged; unknown keys inside ``tokenizer``, ``provenance`` and
-``length_residue_accuracy`` are errors (they are almost always typos). Output
+Top-level keys other than the schema's are errors (a typo must not pass
+silently), except what calibration records (``schema.EXTRA_KEYS``) and private
+extensions named ``x-...``: those are kept in ``Profile.extra`` and written back
+unchanged. Unknown keys inside ``tokenizer``, ``provenance`` and
+``length_residue_accuracy`` are errors too. Output
 is deterministic: a fixed key order (extras last, sorted), 2-space indent,
 lists of numbers on one line, UTF-8, trailing newline.
 """

@@ -152,23 +152,15 @@ class Profile:
         """Per-residue reliabilities: shrunken ones when the profile has them, else raw accuracies."""
         return self.reliability if self.reliability is not None else self.residue_accuracy
 
-    def key_reliability(self, position: int, *, distance_to_end: int) -> float:
-        """Reliability (0..1) of a key token at absolute ``position``, without the length factor.
-
-        ``distance_to_end`` is ``prompt_length - position`` (1 for the last token):
-        within ``local_window`` tokens of the end the key is read raw and gets
-        ``window_reliability()``; elsewhere its residue's reliability.
-        """
-        if self.local_window is not None and distance_to_end <= self.local_window:
-            return self.window_reliability()
-        return self.residue_reliability(position)
-
     def key_reliability_lookup(self, *, offset: int = 0) -> Callable[[int, int], float]:
-        """``key_reliability`` as an O(1) table lookup for planners.
+        """The key reliability without the length factor, as an O(1) lookup ``f(t, d)``
+        for the planner's inner loops (the pad and order searches).
 
-        The returned ``f(t, d)`` equals ``key_reliability(t + offset, distance_to_end=d)``:
         ``t`` indexes the prompt's tokens and the model sees token ``t`` at ``t + offset``
-        (tokens its server adds first, e.g. a BOS).
+        (tokens its server adds first, e.g. a BOS); ``d`` is the distance to the end.
+        The rule is the module docstring's; ``position_reliabilities`` is the same rule
+        vectorised, times the length factor (a property test keeps the two equal, and
+        both equal the scalar definition kept in ``tests/support/reliability_reference.py``).
         """
         period, window = self.period, self.local_window
         values = [self.residue_reliability(r + offset) for r in range(period)]
@@ -181,43 +173,18 @@ class Profile:
 
         return reliability
 
-    def position_reliability(self, position: int, *, prompt_length: int) -> float:
-        """Expected accuracy (0..1) of a key token at absolute ``position``.
-
-        Tokens within ``local_window`` tokens of the end of a prompt of
-        ``prompt_length`` tokens are read raw (uncompressed): they get
-        ``window_reliability()``. A known length-residue effect multiplies in.
-        """
-        if not 0 <= position < prompt_length:
-            raise ValueError(f"position {position} outside prompt of {prompt_length} tokens")
-        base = self.key_reliability(position, distance_to_end=prompt_length - position)
-        return base * self.length_factor(prompt_length)
-
-    def position_reliability_lookup(
-        self, prompt_length: int, *, offset: int = 0
-    ) -> Callable[[int], float]:
-        """Expected accuracy of a key at token ``t`` of a ``prompt_length``-token prompt.
-
-        The returned ``f(t)`` equals ``position_reliability(min(t, prompt_length - 1) +
-        offset, prompt_length=prompt_length + offset)`` (``t`` past the end counts as
-        the last token), from the tables of ``key_reliability_lookup``.
-        """
-        rel = self.key_reliability_lookup(offset=offset)
-        factor = self.length_factor(prompt_length + offset)
-        last = prompt_length - 1
-
-        def at(t: int) -> float:
-            t = min(t, last)
-            return rel(t, prompt_length - t) * factor
-
-        return at
-
     def position_reliabilities(
         self, positions: Sequence[int], prompt_length: int, *, offset: int = 0
     ) -> list[float]:
-        """``[position_reliability_lookup(prompt_length, offset=offset)(t) for t in
-        positions]`` in one numpy pass: the same table entries and the same product
-        with the length factor, elementwise."""
+        """Expected accuracy (0..1) of key tokens at prompt ``positions`` of a
+        ``prompt_length``-token prompt that the model sees shifted by ``offset``: THE
+        reliability method, vectorised (one numpy pass).
+
+        A position past the end counts as the last token. Each value is
+        ``window_reliability()`` within ``local_window`` tokens of the end, else the
+        residue's reliability at ``t + offset``, times ``length_factor(prompt_length +
+        offset)``.
+        """
         if not len(positions):
             return []
         period, window = self.period, self.local_window

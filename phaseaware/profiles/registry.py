@@ -24,18 +24,22 @@ from __future__ import annotations
 import os
 import re
 import threading
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from phaseaware.errors import (
     FingerprintMismatchError,
     PeriodMismatchError,
+    PhaseawareWarning,
     ProfileError,
     ProfileNotFoundError,
 )
+from phaseaware.profiles.aliases import resolve_alias
 from phaseaware.profiles.io import load_profile, save_profile
 from phaseaware.profiles.model import Profile
+from phaseaware.profiles.trust import check_trusted
 from phaseaware.userfiles import read_user_bytes
 
 if TYPE_CHECKING:
@@ -70,11 +74,16 @@ _CACHE_LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class ProfileEntry:
-    """A profile file on the search path. ``name`` is the registry name (file stem)."""
+    """A profile file on the search path. ``name`` is the registry name (file stem).
+
+    ``shadows``: the built-in profile this one hides (set by ``find_profile`` for a
+    ``$PHASEAWARE_PROFILE_PATH`` profile named like a built-in, with a warning).
+    """
 
     name: str
     path: Path
     origin: Origin
+    shadows: Path | None = None
 
 
 def builtin_profile_dir() -> Path:
@@ -151,20 +160,47 @@ def _boundary_prefix(name: str, query: str) -> bool:
 
 
 def find_profile(name: str) -> ProfileEntry:
-    """The entry registered for model ``name`` (exact, then longest prefix match)."""
+    """The entry registered for model ``name``: exact, then a hosted alias's checkpoint
+    (:mod:`phaseaware.profiles.aliases`; warned, never silent), then longest prefix match."""
     entries = list_profiles()
     query = normalize_model_name(name)
     by_key = {normalize_model_name(e.name): e for e in entries}
     if query in by_key:
-        return by_key[query]
+        return _report_shadowing(by_key[query])
+    alias = resolve_alias(query)
+    if alias is not None and alias.checkpoint in by_key:
+        warnings.warn(alias.describe(), PhaseawareWarning, stacklevel=3)
+        return _report_shadowing(by_key[alias.checkpoint])
     prefixes = [key for key in by_key if key and _boundary_prefix(key, query)]
     if prefixes:
-        return by_key[max(prefixes, key=len)]
+        return _report_shadowing(by_key[max(prefixes, key=len)])
     known = ", ".join(e.name for e in entries) or "(none)"
     raise ProfileNotFoundError(
         f"no profile for model {name!r}; run `phaseaware calibrate --model {name}` to measure "
         f"one, or pass a profile file path (known profiles: {known})"
     )
+
+
+def _report_shadowing(entry: ProfileEntry) -> ProfileEntry:
+    """``entry``, with ``shadows`` set and a ``PhaseawareWarning`` when an env-path profile
+    hides a built-in of the same name (its expected accuracies replace the published ones)."""
+    if entry.origin != "env":
+        return entry
+    key = normalize_model_name(entry.name)
+    hidden = [
+        e for e in _scan(builtin_profile_dir(), "builtin") if normalize_model_name(e.name) == key
+    ]
+    if not hidden:
+        return entry
+    check_trusted(entry.path)  # an untrusted file is refused, not announced
+    warnings.warn(
+        f"profile {entry.name!r} from ${ENV_PROFILE_PATH} ({entry.path}) shadows the "
+        f"built-in profile of that name ({hidden[0].path}); remove it from "
+        f"${ENV_PROFILE_PATH} to use the built-in",
+        PhaseawareWarning,
+        stacklevel=3,
+    )
+    return replace(entry, shadows=hidden[0].path)
 
 
 def _looks_like_path(text: str) -> bool:
@@ -202,6 +238,8 @@ def profile_path(name_or_path: str | os.PathLike[str]) -> Path:
 
 def _load_cached(path: Path) -> Profile:
     resolved = path.resolve()
+    if resolved.parent != builtin_profile_dir():  # built-ins are trusted as the code is
+        check_trusted(path)
     stat = resolved.stat()
     key = (str(resolved), stat.st_mtime_ns, stat.st_size)
     with _CACHE_LOCK:

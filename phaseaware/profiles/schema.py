@@ -8,14 +8,17 @@ kind of field (fraction, count, int, string, object) has exactly one check.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypeGuard
 
+from phaseaware.limits import MAX_PERIOD, MAX_TOKENS
 from phaseaware.profiles.model import SCHEMA
 
 __all__ = [
+    "EXTRA_KEYS",
     "KEY_ORDER",
     "OPTIONAL_KEYS",
     "REQUIRED_KEYS",
@@ -59,6 +62,19 @@ KEY_ORDER = (
     "length_residue_accuracy",
     "local_window_accuracy",
     "provenance",
+)
+# Top-level keys kept in ``Profile.extra``: what calibration records, and
+# ``context_tokens`` (the longest prompt measured, in tokens; bounds local_window).
+# Any other key is an error (a typo must not pass silently), except a private
+# extension named ``x-...`` or ``x_...``.
+EXTRA_KEYS = (
+    "context_tokens",
+    "length_stats",
+    "period_detection",
+    "position_offset",
+    "run_fingerprint",
+    "stats",
+    "window_sweep",
 )
 PROVENANCE_KINDS = ("measured", "published")
 LENGTH_KINDS = ("measured", "field-report")
@@ -239,6 +255,56 @@ def _check_window_consistency(value: Mapping[str, Any], errors: list[str]) -> No
         errors.append(f"{key}: min_distance is greater than max_distance; swap them")
 
 
+def _check_counts(doc: Mapping[str, Any], errors: list[str]) -> None:
+    """A residue with 0 trials has no measured accuracy: its count must be given or null."""
+    for r, (acc, n) in enumerate(zip(doc["residue_accuracy"], doc["n"], strict=True)):
+        if n == 0:
+            errors.append(
+                f"n[{r}] is 0 trials but residue_accuracy[{r}] is {acc}: an accuracy needs "
+                "trials; give the trial count, or null where it is unknown"
+            )
+
+
+def _check_unknown_keys(doc: Mapping[str, Any], errors: list[str]) -> None:
+    known = REQUIRED_KEYS + OPTIONAL_KEYS + EXTRA_KEYS
+    for key in doc:
+        if key in known or (isinstance(key, str) and key.startswith(("x-", "x_"))):
+            continue
+        near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        errors.append(
+            f"unknown key {key!r}{hint}; a profile holds only the keys of schema {SCHEMA} "
+            "(name a private extension x-...)"
+        )
+
+
+def _check_window_bound(doc: Mapping[str, Any], errors: list[str]) -> None:
+    """local_window (and context_tokens) within the context the profile was measured at."""
+    window, context = doc["local_window"], doc.get("context_tokens")
+    if context is not None:
+        _check_int("context_tokens", context, 1, errors, nullable=False)
+        if not _is_int(context) or context > MAX_TOKENS:
+            if _is_int(context):
+                errors.append(f"context_tokens: {context} is above {MAX_TOKENS} tokens")
+            return
+    if not _is_int(window):
+        return
+    if context is not None and window > context:
+        errors.append(
+            f"local_window: {window} tokens is longer than the {context}-token prompts the "
+            "profile was measured at; a window is part of the context (check the number)"
+        )
+    elif window > MAX_TOKENS:
+        errors.append(
+            f"local_window: {_digits(window)} is above {MAX_TOKENS} tokens, longer than any "
+            "model's context; every position would count as reliable (check the number)"
+        )
+
+
+def _digits(value: int) -> str:
+    return str(value) if value < 10**20 else f"an integer of {len(str(value))} digits"
+
+
 def _check_intervals(doc: Mapping[str, Any], errors: list[str]) -> None:
     """ci_low <= accuracy <= ci_high wherever both bounds are known."""
     rows = zip(doc["residue_accuracy"], doc["ci_low"], doc["ci_high"], strict=True)
@@ -270,9 +336,13 @@ def validate_profile_dict(doc: object) -> list[str]:
     if errors:
         return errors
     _check_string("model", doc["model"], errors, nullable=False)
+    _check_unknown_keys(doc, errors)
     period = doc["period"]
     if not (_is_int(period) and period >= 1):
         errors.append(f"period: expected an int >= 1 (number of residues), got {period!r}")
+        period = None
+    elif period > MAX_PERIOD:
+        errors.append(f"period: {_digits(period)} residues is above the limit {MAX_PERIOD}")
         period = None
     lists_ok = _check_fraction_list(
         "residue_accuracy", doc["residue_accuracy"], period, errors, nullable=False
@@ -282,8 +352,10 @@ def validate_profile_dict(doc: object) -> list[str]:
         lists_ok &= _check_fraction_list(key, doc[key], period, errors, nullable=True)
     if lists_ok and period is not None:
         _check_intervals(doc, errors)
+        _check_counts(doc, errors)
     _check_tokenizer(doc["tokenizer"], errors)
     _check_int("local_window", doc["local_window"], 0, errors, nullable=True)
+    _check_window_bound(doc, errors)
     _check_provenance(doc["provenance"], errors)
     _check_int("compression_stride", doc.get("compression_stride"), 1, errors, nullable=True)
     if doc.get("reliability") is not None:

@@ -20,6 +20,8 @@ from functools import lru_cache
 
 import torch
 
+from phaseaware.caches import register_cache
+
 __all__ = ["num_windows", "local_mask", "compressed_mask", "joint_mask"]
 
 
@@ -61,3 +63,11 @@ def joint_mask(seq_len: int, *, stride: int, window: int, local_window: int) -> 
         ],
         dim=1,
     )
+
+
+register_cache(
+    "reference.joint_mask",
+    size=lambda: (joint_mask.cache_info().currsize, None),
+    clear=joint_mask.cache_clear,
+    bound="LRU, 64 masks",
+)

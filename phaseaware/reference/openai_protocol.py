@@ -120,6 +120,8 @@ def parse_completion_request(body: Mapping[str, Any], *, model_name: str) -> Com
         prompt = prompt[0]
     if not isinstance(prompt, str):
         raise _bad("'prompt' must be a string (or a list holding one string).", "prompt")
+    if not prompt:  # no token to continue from: a client mistake, not a server fault
+        raise _bad("'prompt' must not be empty: give at least one character to continue.", "prompt")
     max_tokens = _max_tokens(body, ("max_tokens",))
     stream, include_usage = _stream(body)
     return CompletionParams(

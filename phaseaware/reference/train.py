@@ -256,12 +256,15 @@ def _write_report(
         "final": final,
         "history": history,
     }
-    (args.out / "training_metrics.json").write_text(json.dumps(doc, indent=2) + "\n")
+    from phaseaware.atomic import atomic_write_text
+
+    atomic_write_text(args.out / "training_metrics.json", json.dumps(doc, indent=2) + "\n")
     rows = "\n".join(
         f"| {r} | {a:.3f} | {c} |"
         for r, (a, c) in enumerate(zip(acc, final["per_residue_count"], strict=True))
     )
-    (args.out / "TRAINING.md").write_text(
+    atomic_write_text(
+        args.out / "TRAINING.md",
         f"# Reference model training\n\n"
         f"Command: `{command}`\n\nSeed: {args.seed}. Steps: {args.steps} (batch "
         f"{args.batch_size}, peak lr {args.lr}, lengths {args.min_len}-{args.max_len} "
@@ -270,7 +273,7 @@ def _write_report(
         f"Held-out retrieval accuracy by residue of the target key token "
         f"(absolute position mod {PERIOD}; {sum(final['per_residue_count'])} probes, "
         f"key outside the local window): overall {final['overall_accuracy']:.3f}.\n\n"
-        f"| residue | accuracy | probes |\n|---|---|---|\n{rows}\n"
+        f"| residue | accuracy | probes |\n|---|---|---|\n{rows}\n",
     )
 
 

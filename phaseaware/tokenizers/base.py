@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from phaseaware.tokenizers.offsets import CharIndex
+    from phaseaware.tokenizers.offsets import TokenStarts
 
 __all__ = [
     "BatchTokenizer",
@@ -148,7 +148,7 @@ class ParallelBatchTokenizer(BatchTokenizer, Protocol):
 class CharIndexTokenizer(Protocol):
     """Optional capability: token count and char → token lookups without tuples."""
 
-    def char_index(self, text: str) -> CharIndex:
+    def char_index(self, text: str) -> TokenStarts:
         """The same ``len`` and ``token_at_char`` as ``tokenize(text)``, cheaper."""
         ...
 

@@ -6,8 +6,10 @@ text it encodes (the convention of ``tokenizers.base``), so a chunk holding
 ``<｜User｜>`` or ``<|im_start|>system`` would otherwise become a real chat turn.
 
 The control strings of one call are the tokenizer's special/added-token strings
-(``special_strings``) plus the chat format's own markers (``FORMAT_CONTROL``, e.g.
-ChatML's ``<|im_start|>`` even where the vocabulary has no such special token).
+(``special_strings``) plus the chat format's own markers, which each format module
+owns (``markers``; :func:`phaseaware.chat.formats.format_markers` by name), e.g.
+ChatML's ``<|im_start|>`` even where the vocabulary has no such special token, or
+DeepSeek's ``｜DSML｜`` tool-call marker. This module keeps no list of its own.
 
 **Neutralisation** (the documented, visible rule): every occurrence of a control
 string gets :data:`BREAK` (U+00B7 MIDDLE DOT, ``·``) inserted after its first
@@ -39,7 +41,6 @@ from phaseaware.tokenizers.base import Tokenizer
 __all__ = [
     "BREAK",
     "CONTROL_POLICIES",
-    "FORMAT_CONTROL",
     "ControlTokenError",
     "ControlScanner",
     "Neutralized",
@@ -51,21 +52,6 @@ __all__ = [
 
 BREAK = "\u00b7"
 CONTROL_POLICIES = ("neutralize", "refuse")
-
-# Markers of each chat format, control text whether or not the vocabulary has them.
-FORMAT_CONTROL: dict[str, tuple[str, ...]] = {
-    "none": (),
-    "chatml": ("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
-    "hf": (),
-    "deepseek-v4": (
-        "<｜begin▁of▁sentence｜>",
-        "<｜end▁of▁sentence｜>",
-        "<｜User｜>",
-        "<｜Assistant｜>",
-        "<think>",
-        "</think>",
-    ),
-}
 
 
 @runtime_checkable
@@ -170,6 +156,15 @@ class ControlScanner:
             pos = match.end()
         return found
 
+    def first(self, text: str, *, where: str) -> Neutralized | None:
+        """The first control string in ``text`` (``None``: there is none); never raises."""
+        if self._pattern is None or not text:
+            return None
+        match = self._search(text, 0)
+        if match is None:
+            return None
+        return Neutralized(where=where, offset=match.start(), text=match.group())
+
     def clean(self, text: str, *, where: str) -> tuple[str, tuple[Neutralized, ...]]:
         """``text`` with every control string broken, and what was broken.
 
@@ -244,27 +239,31 @@ def _cached(strings: frozenset[str], policy: str) -> ControlScanner:
     return ControlScanner(strings, policy=policy)
 
 
-# scanners by (the tokenizer's special_strings object, bos, eos, layout, policy); the entry
+# scanners by (the tokenizer's special_strings object, bos, eos, markers, policy); the entry
 # holds that object, so its id is not reused while the entry lives
 _LOCK = threading.Lock()
-_BY_SPECIALS: OrderedDict[tuple[int, object, object, str, str], tuple[object, ControlScanner]] = (
-    OrderedDict()
-)
+_BY_SPECIALS: OrderedDict[
+    tuple[int, object, object, tuple[str, ...], str], tuple[object, ControlScanner]
+] = OrderedDict()
 
 
 def scanner_for(
-    tokenizer: Tokenizer, *, layout: str = "none", policy: str = "neutralize"
+    tokenizer: Tokenizer, *, markers: Iterable[str] = (), policy: str = "neutralize"
 ) -> ControlScanner:
-    """The scanner of ``tokenizer``'s special strings plus ``layout``'s markers.
+    """The scanner of ``tokenizer``'s special strings plus a chat format's ``markers``
+    (``chat_format.markers``, or ``format_markers(name)`` of :mod:`phaseaware.chat.formats`).
 
     A tokenizer that hands back the same ``special_strings`` object each time (the
     Hugging Face adapter: 1,283 strings for DeepSeek-V4) gets its scanner without
     rebuilding the string set.
     """
+    if isinstance(markers, str):
+        raise InputError("markers must be a list of control strings, not one string")
+    markers = tuple(markers)
     listed = tokenizer.special_strings if isinstance(tokenizer, SpecialStringsTokenizer) else None
     key = (
         id(listed), getattr(tokenizer, "bos_text", None), getattr(tokenizer, "eos_text", None),
-        layout, policy,
+        markers, policy,
     )  # fmt: skip
     if listed is not None:
         with _LOCK:
@@ -272,7 +271,7 @@ def scanner_for(
             if hit is not None and hit[0] is listed:
                 _BY_SPECIALS.move_to_end(key)
                 return hit[1]
-    strings = special_strings(tokenizer) | frozenset(FORMAT_CONTROL.get(layout, ()))
+    strings = special_strings(tokenizer) | frozenset(markers)
     scanner = _cached(strings, policy)
     if listed is not None:
         with _LOCK:

@@ -34,18 +34,20 @@ import numpy as np
 
 from phaseaware.errors import TemplateError, TokenizerError
 from phaseaware.tokenizers.base import TokenizedText
+from phaseaware.tokenizers.cuts import CutRule
 from phaseaware.tokenizers.hf_files import TokenizerFolder, read_tokenizer_folder
 from phaseaware.tokenizers.hf_vocab import (
     ByteTable,
+    build_byte_tables,
     byte_level_alphabet,
-    byte_level_table,
     fingerprint_of,
     fingerprint_text,
-    token_bytes,
     vocab_by_id,
     vocab_fingerprint,
 )
+from phaseaware.tokenizers.hf_windowed import hf_window_rule
 from phaseaware.tokenizers.offsets import split_start_arrays, utf8_bytes
+from phaseaware.tokenizers.windowing import WindowRecipe
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
 
@@ -88,6 +90,7 @@ class HFTokenizer:
         self._by_id: list[str | None] | None | bool = False  # False: not read yet
         self._vocab: dict[str, int] | None = None
         self._special: frozenset[str] | None = None
+        self._window: tuple[str | None, CutRule | None] | None = None
 
     def __repr__(self) -> str:
         return f"HFTokenizer(spec={self._spec!r})"
@@ -181,6 +184,21 @@ class HFTokenizer:
             TokenizedText(text=t, ids=tuple(ids), starts=tuple(st.tolist()))
             for t, ids, st in zip(texts, *got, strict=True)
         ]
+
+    def window_support(self) -> str | None:
+        """None when windowed re-tokenization is sound (DeepSeek-V4's config only)."""
+        return self._window_rule()[0]
+
+    def window_recipe(self) -> WindowRecipe | None:
+        rule = self._window_rule()[1]
+        encode = lambda text: self.token_starts_batch([text])[0]  # noqa: E731
+        return None if rule is None else WindowRecipe(rule, encode, bar_specials=False)
+
+    def _window_rule(self) -> tuple[str | None, CutRule | None]:
+        with self._lock:  # decided once per tokenizer object
+            if self._window is None:
+                self._window = hf_window_rule(self._backend)
+            return self._window
 
     def token_starts_batch(self, texts: Sequence[str]) -> list[np.ndarray]:
         """``[tokenize(t).starts for t in texts]`` as int64 arrays, without the tuples
@@ -291,7 +309,7 @@ class HFTokenizer:
         if by_id is not None:
             added = frozenset(self._backend.get_added_tokens_decoder())
             return ByteTable(tokens=by_id, added=added)
-        pieces, _ = _build_byte_tables(self._backend, self._shared_vocab())
+        pieces, _ = build_byte_tables(self._backend, self._shared_vocab())
         return None if pieces is None else ByteTable(pieces=pieces)
 
 
@@ -321,28 +339,6 @@ def _folder_bos_text(folder: TokenizerFolder) -> str:
         return bos
     added = folder.backend.encode("a", add_special_tokens=True).ids
     return bos if added and added[0] == folder.backend.token_to_id(bos) else ""
-
-
-def _build_byte_tables(
-    backend: Any, vocab: dict[str, int] | None = None
-) -> tuple[list[bytes] | None, np.ndarray | None]:
-    """Exact bytes per id for byte-level BPE vocabularies; ``(None, None)`` for others.
-
-    ``vocab``: ``backend.get_vocab(with_added_tokens=True)`` when the caller has it."""
-    if type(backend.decoder).__name__ != "ByteLevel":
-        return None, None
-    table = byte_level_table()
-    if vocab is None:
-        vocab = backend.get_vocab(with_added_tokens=True)
-    added = {i: t.content for i, t in backend.get_added_tokens_decoder().items()}
-    size = max([*vocab.values(), *added.keys()], default=-1) + 1
-    pieces = [b""] * size
-    for token, token_id in vocab.items():
-        pieces[token_id] = token_bytes(token, table)
-    for token_id, content in added.items():
-        pieces[token_id] = content.encode("utf-8")
-    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=size)
-    return pieces, lengths
 
 
 def _starts_from_offsets(offsets: Sequence[tuple[int, int]]) -> tuple[int, ...]:

@@ -44,6 +44,8 @@ import numpy as np
 
 __all__ = [
     "ByteTable",
+    "build_byte_tables",
+    "byte_level_alphabet",
     "byte_level_table",
     "fingerprint_of",
     "fingerprint_text",
@@ -198,3 +200,25 @@ def fingerprint_of(backend: Any, vocab_text: str) -> str:
     for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
         digest.update(f"{token_id}\0{token.content}\0{int(token.special)}\n".encode())
     return "sha256:" + digest.hexdigest()
+
+
+def build_byte_tables(
+    backend: Any, vocab: dict[str, int] | None = None
+) -> tuple[list[bytes] | None, np.ndarray | None]:
+    """Exact bytes per id for byte-level BPE vocabularies; ``(None, None)`` for others.
+
+    ``vocab``: ``backend.get_vocab(with_added_tokens=True)`` when the caller has it."""
+    if type(backend.decoder).__name__ != "ByteLevel":
+        return None, None
+    table = byte_level_table()
+    if vocab is None:
+        vocab = backend.get_vocab(with_added_tokens=True)
+    added = {i: t.content for i, t in backend.get_added_tokens_decoder().items()}
+    size = max([*vocab.values(), *added.keys()], default=-1) + 1
+    pieces = [b""] * size
+    for token, token_id in vocab.items():
+        pieces[token_id] = token_bytes(token, table)
+    for token_id, content in added.items():
+        pieces[token_id] = content.encode("utf-8")
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=size)
+    return pieces, lengths

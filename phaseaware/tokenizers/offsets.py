@@ -10,13 +10,20 @@ offset quirks (leading spaces, characters split across tokens, special tokens).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from phaseaware.errors import InputError
 
-__all__ = ["utf8_bytes", "char_starts", "char_starts_array", "split_starts", "CharIndex"]
+__all__ = [
+    "utf8_bytes",
+    "char_starts",
+    "char_starts_array",
+    "split_starts",
+    "TokenStarts",
+    "CharIndex",
+]
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -108,24 +115,72 @@ def split_start_arrays(
 
 
 @dataclass(frozen=True, eq=False)
-class CharIndex:
-    """Token count and ``TokenizedText.token_at_char`` lookups over a starts array.
+class TokenStarts:
+    """Token char starts of a text and ``TokenizedText``'s lookups, over a numpy array.
 
-    For callers that only locate a few characters in a long text: no tuples of
-    ids/starts are built. ``starts`` is ``char_starts_array`` of the text.
+    THE token-starts type: tokenizers return it from ``char_index`` (one encode,
+    ``verification="full"``) and windowed re-tokenization builds it from cached chunk
+    cores (``"windowed"``). No tuples of ids are built; ``starts`` is
+    ``char_starts_array`` of the text. Lookups equal ``TokenizedText``'s.
     """
 
     starts: np.ndarray
     text_length: int
+    verification: str = "full"  # "windowed": stitched from cached chunks; "full": one encode
+    _at: dict[int, int] = field(default_factory=dict, repr=False)  # prefetched lookups
+    _right: dict[int, int] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return int(self.starts.size)
 
+    def prefetch(self, chars: Sequence[int], span_ends: Sequence[int]) -> None:
+        """Look up ``token_at_char`` of ``chars`` and ``token_span`` ends in one pass each."""
+        self._at.update(zip(chars, self.tokens_at_chars(chars), strict=True))
+        if len(span_ends):
+            found = np.searchsorted(self.starts, np.asarray(span_ends) - 1, side="right")
+            self._right.update(zip(span_ends, found.tolist(), strict=True))
+
     def token_at_char(self, char_offset: int) -> int:
-        """Same result as ``TokenizedText.token_at_char`` (first token holding the char)."""
+        known = self._at.get(char_offset)
+        if known is not None:
+            return known
         if not 0 <= char_offset < self.text_length:
             raise IndexError(f"char offset {char_offset} outside text of {self.text_length} chars")
         first = int(np.searchsorted(self.starts, char_offset, side="left"))
         if first < self.starts.size and self.starts[first] == char_offset:
             return first
-        return first - 1  # no start equals the offset: bisect_right == bisect_left here
+        return first - 1
+
+    def tokens_at_chars(self, chars: Sequence[int]) -> list[int]:
+        """``[token_at_char(c) for c in chars]`` in one numpy pass."""
+        if not len(chars):
+            return []
+        if self._at and all(c in self._at for c in chars):
+            return [self._at[c] for c in chars]
+        c = np.asarray(chars, dtype=np.int64)
+        if int(c.min()) < 0 or int(c.max()) >= self.text_length:
+            raise IndexError(f"char offsets outside text of {self.text_length} chars")
+        first = np.searchsorted(self.starts, c, side="left")
+        clipped = np.minimum(first, self.starts.size - 1)
+        hit = (first < self.starts.size) & (self.starts[clipped] == c)
+        out: list[int] = np.where(hit, first, first - 1).tolist()
+        return out
+
+    def token_span(self, char_start: int, char_end: int) -> tuple[int, int]:
+        if not 0 <= char_start < char_end <= self.text_length:
+            raise IndexError(
+                f"char span [{char_start}, {char_end}) invalid for text of {self.text_length} chars"
+            )
+        end = self._right.get(char_end)
+        if end is None:
+            end = int(np.searchsorted(self.starts, char_end - 1, side="right"))
+        return self.token_at_char(char_start), end
+
+    def tokens_in(self, start: int, end: int) -> int:
+        """Tokens whose first character lies in ``[start, end)``."""
+        left, right = np.searchsorted(self.starts, [start, end], side="left").tolist()
+        return int(right - left)
+
+
+#: The former name of :class:`TokenStarts` (same type).
+CharIndex = TokenStarts

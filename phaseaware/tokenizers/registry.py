@@ -17,6 +17,7 @@ import importlib.util
 import threading
 from pathlib import Path
 
+from phaseaware.caches import register_cache
 from phaseaware.errors import TokenizerError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -125,3 +126,16 @@ def _load_reference() -> Tokenizer:
             "reinstall phaseaware, or pass another --tokenizer"
         )
     return load_hf_tokenizer(str(folder), spec="reference")
+
+
+def _clear_tokenizers() -> None:
+    with _lock:
+        _cache.clear()
+
+
+register_cache(
+    "tokenizers.loaded",
+    size=lambda: (len(_cache), None),
+    clear=_clear_tokenizers,
+    bound="one per spec string used",
+)

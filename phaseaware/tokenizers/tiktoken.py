@@ -33,7 +33,10 @@ import numpy as np
 
 from phaseaware.errors import InputError, TokenizerError
 from phaseaware.tokenizers.base import TokenizedText
-from phaseaware.tokenizers.offsets import CharIndex, char_starts_array, split_starts, utf8_bytes
+from phaseaware.tokenizers.cuts import TIKTOKEN_CUTS
+from phaseaware.tokenizers.offsets import TokenStarts, char_starts_array, split_starts, utf8_bytes
+from phaseaware.tokenizers.tiktoken_windowed import ascii_fast_starts, tiktoken_window_support
+from phaseaware.tokenizers.windowing import WindowRecipe
 
 if TYPE_CHECKING:
     import tiktoken
@@ -321,9 +324,9 @@ class TiktokenTokenizer:
         ids, starts = self._ids_and_starts(text)
         return TokenizedText(text=text, ids=tuple(ids.tolist()), starts=tuple(starts.tolist()))
 
-    def char_index(self, text: str) -> CharIndex:
+    def char_index(self, text: str) -> TokenStarts:
         """Token count and char → token lookups of ``text`` (as ``tokenize``, minus the tuples)."""
-        return CharIndex(starts=self._ids_and_starts(text)[1], text_length=len(text))
+        return TokenStarts(starts=self._ids_and_starts(text)[1], text_length=len(text))
 
     def _ids_and_starts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         text_bytes = utf8_bytes(text)
@@ -359,6 +362,21 @@ class TiktokenTokenizer:
             TokenizedText(text=t, ids=tuple(ids), starts=s)
             for t, ids, s in zip(texts, ids_list, starts, strict=True)
         ]
+
+    def window_support(self) -> str | None:
+        """None when windowed re-tokenization is sound (see ``tiktoken_windowed``)."""
+        specials, known = self._encoding.special_tokens_set, (CL100K_PATTERN, O200K_PATTERN)
+        return tiktoken_window_support(self._pat_str, specials, known_patterns=known)
+
+    def window_recipe(self) -> WindowRecipe | None:
+        if self.window_support() is not None:
+            return None
+        return WindowRecipe(TIKTOKEN_CUTS, self.token_start_array, bar_specials=True)
+
+    def token_start_array(self, text: str) -> np.ndarray:
+        """``char_index(text).starts``, without its fixed numpy cost on short ASCII texts."""
+        lengths = self.token_byte_lengths()
+        return ascii_fast_starts(text, self.encode, lengths, lambda t: self.char_index(t).starts)
 
     def fingerprint(self) -> str:
         self._build_tables()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from phaseaware.assembly import AssemblyOptions, assemble
-from phaseaware.assembly.chunks import Chunk
+from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer

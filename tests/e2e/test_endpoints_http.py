@@ -19,9 +19,9 @@ import openai
 import pytest
 
 from phaseaware.assembly import assemble_from_specs
-from phaseaware.assembly.request import parse_request
 from phaseaware.assembly.robust import reliable_residues
 from phaseaware.cli.main import main
+from phaseaware.cli.request import parse_request
 from phaseaware.endpoints import (
     TemplateMismatchError,
     check_response,

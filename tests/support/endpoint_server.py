@@ -18,7 +18,8 @@ a hosted endpoint's positions differ from the caller's rendering:
 list of token ids (used as is). Every generation request is logged as a
 :class:`Served` (the exact text and the server's own tokenization), so a test can
 confirm from what the server tokenized where evidence landed. ``answer(served,
-body)`` returns the reply text (default ``"ok"``).
+body)`` returns the reply text (default ``"ok"``), or for chat a message dict
+(``content``, ``tool_calls``: scripted tool calls for agent tests).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class EndpointApp:
         extra_bos: bool = False,
         template_edit: tuple[str, str] | None = None,
         tokenize_route: bool = False,
-        answer: Callable[[Served, dict[str, Any]], str] | None = None,
+        answer: Callable[[Served, dict[str, Any]], str | dict[str, Any]] | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.format = get_chat_format(chat_format, tokenizer)
@@ -113,7 +114,10 @@ class EndpointApp:
         reply = self.answer(served, body) if self.answer is not None else "ok"
         chat = path.endswith("/chat/completions")
         choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "logprobs": None}
-        if chat:
+        if chat and isinstance(reply, dict):  # a scripted message (e.g. with tool_calls)
+            choice["message"] = {"role": "assistant", **reply}
+            choice["finish_reason"] = "tool_calls" if reply.get("tool_calls") else "stop"
+        elif chat:
             choice["message"] = {"role": "assistant", "content": reply}
         else:
             choice["text"] = reply

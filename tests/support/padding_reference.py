@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from phaseaware.assembly.padding import PadTable
+from phaseaware.assembly.plan.padding import PadTable
 
 __all__ = ["reference_choose_pads"]
 

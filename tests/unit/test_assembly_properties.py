@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.assembly.filler import find_filler
-from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.assembly.prepare.filler import find_filler
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.errors import BudgetError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout

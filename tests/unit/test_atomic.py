@@ -10,6 +10,7 @@ import pytest
 
 from phaseaware import atomic
 from phaseaware.atomic import atomic_write_bytes, atomic_write_text
+from phaseaware.errors import FilePathError
 
 
 def test_writes_new_file_and_replaces(tmp_path: Path) -> None:
@@ -78,7 +79,7 @@ def test_interrupted_write_leaves_no_partial_file(
 
 
 def test_missing_folder_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(FilePathError, match="does not exist"):
         atomic_write_text(tmp_path / "nope" / "p.json", "x")
 
 
@@ -86,3 +87,117 @@ def test_encoding_error_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(UnicodeEncodeError):
         atomic_write_text(tmp_path / "p.txt", "≡", encoding="ascii")
     assert os.listdir(tmp_path) == []
+
+
+# --- the safe-write rule (issue 25 item 1) -------------------------------------------------
+
+
+def test_devices_fifos_sockets_and_folders_are_refused(tmp_path: Path) -> None:
+    import socket
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    sock_path = tmp_path / "s"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock_path))
+    try:
+        for target, kind in (
+            (Path("/dev/null"), "a character device"),
+            (fifo, "a FIFO (named pipe)"),
+            (sock_path, "a socket"),
+            (tmp_path, "a folder"),
+        ):
+            with pytest.raises(FilePathError) as info:
+                atomic_write_text(target, "x")
+            assert str(info.value).startswith(f"cannot write {target}: it is {kind}")
+    finally:
+        server.close()
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and stat.S_ISSOCK(sock_path.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "s"]  # no temp left
+
+
+def test_symlinks_are_followed(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert atomic_write_text(link, "new") == link
+    assert link.is_symlink() and real.read_text() == "new"
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "later.json")
+    atomic_write_text(dangling, "made")
+    assert dangling.is_symlink() and (tmp_path / "later.json").read_text() == "made"
+    to_device = tmp_path / "dev.json"
+    to_device.symlink_to("/dev/null")
+    with pytest.raises(FilePathError, match="it is a character device"):
+        atomic_write_text(to_device, "x")
+    assert to_device.is_symlink()
+
+
+def test_refuse_same_file(tmp_path: Path) -> None:
+    from phaseaware.atomic import refuse_same_file
+
+    log = tmp_path / "x.jsonl"
+    log.write_text("log")
+    os.link(log, tmp_path / "hard.jsonl")
+    (tmp_path / "sym.jsonl").symlink_to(log)
+    for same in (log, tmp_path / "hard.jsonl", tmp_path / "sym.jsonl", tmp_path / "." / "x.jsonl"):
+        with pytest.raises(FilePathError, match="is the same file as the log"):
+            refuse_same_file(same, {"the log": log})
+    with pytest.raises(FilePathError, match="same file"):  # neither exists yet
+        refuse_same_file(tmp_path / "new.json", {"the log": tmp_path / "sub" / ".." / "new.json"})
+    refuse_same_file(tmp_path / "other.json", {"the log": log, "nothing": None})
+
+
+def test_os_errors_name_the_path(tmp_path: Path) -> None:
+    with pytest.raises(FilePathError, match=r"cannot write /proc/phaseaware-test\.json: "):
+        atomic_write_text("/proc/phaseaware-test.json", "x")
+
+
+def test_lock_is_exclusive_reentrant_and_names_the_holder(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from phaseaware.errors import FileBusyError
+    from phaseaware.filelock import hold_lock
+
+    log = tmp_path / "x.jsonl"
+    with hold_lock(log, what="calibration log"), hold_lock(log):  # re-entrant in one process
+        other = subprocess.run(
+            [sys.executable, "-c", "import sys; from phaseaware.filelock import hold_lock\n"
+             "try:\n  hold_lock(sys.argv[1]).__enter__()\n"
+             "except Exception as e: print(type(e).__name__, e)", str(log)],
+            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )  # fmt: skip
+        assert other.stdout.startswith(
+            f"FileBusyError file {log} is in use by process {os.getpid()}"
+        )
+    with hold_lock(log):  # released on exit
+        pass
+    assert not log.exists()  # the lock never creates the file it guards
+    assert FileBusyError.__name__ in other.stdout
+
+
+def test_lock_refuses_another_thread(tmp_path: Path) -> None:
+    import threading
+
+    from phaseaware.errors import FileBusyError
+    from phaseaware.filelock import hold_lock
+
+    errors: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            with hold_lock(tmp_path / "x.jsonl"):
+                pass
+        except FileBusyError as exc:
+            errors.append(exc)
+
+    with hold_lock(tmp_path / "x.jsonl"):
+        worker = threading.Thread(target=second)
+        worker.start()
+        worker.join()
+    assert len(errors) == 1 and "another thread of this process" in str(errors[0])
+    second()  # released: the same call now succeeds
+    assert len(errors) == 1

@@ -33,13 +33,15 @@ TOKENIZERS = ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4", SMOL
 CASES = [
     (name, spec)
     for spec in TOKENIZERS
-    for name in CHAT_FORMAT_NAMES
+    for name in LAYOUT_NAMES
     if not (name == "hf" and spec not in (SMOLLM2, "reference"))
 ]
 
 
-def test_format_names_match_layout_names():
-    assert CHAT_FORMAT_NAMES == LAYOUT_NAMES
+def test_every_layout_name_is_a_chat_format():
+    # deepseek-v4.1 is a chat format only (no single-turn layout of its own)
+    assert set(LAYOUT_NAMES) <= set(CHAT_FORMAT_NAMES)
+    assert CHAT_FORMAT_NAMES[: len(LAYOUT_NAMES)] == LAYOUT_NAMES
 
 
 @pytest.mark.parametrize("name, spec", CASES)
@@ -218,3 +220,12 @@ def test_plain_and_chatml_multi_turn():
         '<|im_start|>assistant\n\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
         "<|im_end|>\n<|im_start|>tool\nR<|im_end|>\n<|im_start|>assistant\n"
     )
+
+
+def test_the_hf_extra_installs_jinja2():
+    # apply_chat_template needs jinja2, which transformers does not install (issue 21)
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    extras = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(dep.startswith("jinja2") for dep in extras["optional-dependencies"]["hf"])

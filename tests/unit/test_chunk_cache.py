@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.assembly.chunk_cache import CacheEntry
-from phaseaware.assembly.setup import MAX_PERIOD
-from phaseaware.assembly.stitch import ChunkTokenCache, default_cache
+from phaseaware.assembly.prepare.measured_request import MAX_PERIOD
+from phaseaware.assembly.retokenize.cache import CacheEntry
+from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache
 from phaseaware.errors import InputError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout
@@ -93,7 +93,7 @@ def test_assembly_identical_cold_warm_and_without_cache(spec, request):
     assert plain.to_dict() == cold.to_dict() == warm.to_dict()
     assert plain.prompt == cold.prompt == warm.prompt
     assert plain.verification == "full"
-    expected = "windowed"  # tiktoken cl100k/o200k and DeepSeek-V4 (stitch, stitch_hf)
+    expected = "windowed"  # tiktoken cl100k/o200k and DeepSeek-V4 (tokenizers.windowing)
     assert cold.verification == warm.verification == expected
     assert "verification" not in warm.to_dict()
     assert len(tok.encode(warm.prompt)) == warm.token_count

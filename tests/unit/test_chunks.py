@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from phaseaware.assembly.chunks import Chunk, chunks_from_request, normalize_chunks
+from phaseaware.assembly.inputs.chunks import Chunk, chunks_from_request, normalize_chunks
 from phaseaware.errors import InputError
 
 

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from phaseaware.tokenizers import load_tokenizer
-from phaseaware.tokenizers.hf import HFTokenizer, _build_byte_tables
+from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.hf_files import TokenizerFolder
-from phaseaware.tokenizers.hf_vocab import ByteTable, vocab_by_id
+from phaseaware.tokenizers.hf_vocab import ByteTable, build_byte_tables, vocab_by_id
 from tests.support.fingerprint_reference import slow_fingerprint
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -70,7 +70,7 @@ def test_deepseek_v4_lazy_byte_table_equals_the_eager_one() -> None:
 
 
 def _assert_tables_equal(backend) -> None:
-    eager, lengths = _build_byte_tables(backend)
+    eager, lengths = build_byte_tables(backend)
     by_id = vocab_by_id(backend)
     if eager is None or by_id is None:
         return
@@ -169,7 +169,7 @@ def test_lazy_byte_table_tokenizes_as_the_eager_one(vocab, added, texts) -> None
     )
     lazy = HFTokenizer.from_folder(folder, spec="test:lazy", bos_text="")
     eager = HFTokenizer.from_folder(folder, spec="test:eager", bos_text="")
-    pieces, _ = _build_byte_tables(backend)
+    pieces, _ = build_byte_tables(backend)
     eager._tables = None if pieces is None else ByteTable(pieces=pieces)
     assert lazy.tokenize_batch(texts) == eager.tokenize_batch(texts)
     assert [lazy.tokenize(t) for t in texts] == [eager.tokenize(t) for t in texts]

@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
+from phaseaware.chat.formats import CHAT_FORMAT_NAMES, format_markers
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.errors import BudgetError
 from phaseaware.templates import get_layout
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.control import (
     BREAK,
-    FORMAT_CONTROL,
     ControlScanner,
     ControlTokenError,
     control_ids,
@@ -37,7 +37,7 @@ CASES = [
     ("deepseek-v4", "chatml"),
     ("reference", "hf"),
 ]
-ALL_FORMAT_STRINGS = sorted({s for strings in FORMAT_CONTROL.values() for s in strings})
+ALL_FORMAT_STRINGS = sorted({s for name in CHAT_FORMAT_NAMES for s in format_markers(name)})
 
 
 @cache
@@ -66,7 +66,7 @@ def hostile_text(spec: str) -> st.SearchStrategy[str]:
 
 @cache
 def every_id(spec: str, layout_name: str) -> frozenset[int]:
-    scanner = scanner_for(tok(spec), layout=layout_name)
+    scanner = scanner_for(tok(spec), markers=format_markers(layout_name))
     return control_ids(tok(spec), special_strings(tok(spec)) | scanner.strings)
 
 
@@ -109,7 +109,7 @@ def test_user_strings_never_yield_control_ids(spec, layout_name, data) -> None:
     for item in result.neutralized:
         assert originals[item.where][item.offset :].startswith(item.text)
     with_controls = [w for w, s in originals.items() if scanner_for(
-        tok(spec), layout=layout_name).clean(s, where=w)[1]]  # fmt: skip
+        tok(spec), markers=format_markers(layout_name)).clean(s, where=w)[1]]  # fmt: skip
     if with_controls:
         with pytest.raises(ControlTokenError):
             assemble(
@@ -248,13 +248,13 @@ def test_scanner_for_follows_a_changed_special_strings_set() -> None:
         special_strings = frozenset({"<a>"})
 
     tok = Tok()
-    first = scanner_for(tok, layout="none")  # type: ignore[arg-type]
-    assert "<a>" in first.strings and scanner_for(tok, layout="none") is first  # type: ignore[arg-type]
+    first = scanner_for(tok)  # type: ignore[arg-type]
+    assert "<a>" in first.strings and scanner_for(tok) is first  # type: ignore[arg-type]
     tok.special_strings = frozenset({"<b>"})  # type: ignore[misc]
-    second = scanner_for(tok, layout="none")  # type: ignore[arg-type]
+    second = scanner_for(tok)  # type: ignore[arg-type]
     assert "<b>" in second.strings and "<a>" not in second.strings
     tok.bos_text = "<bos>"
-    assert "<bos>" in scanner_for(tok, layout="none").strings  # type: ignore[arg-type]
+    assert "<bos>" in scanner_for(tok).strings  # type: ignore[arg-type]
 
 
 def test_very_long_control_strings_take_the_flat_alternation() -> None:

@@ -16,9 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phaseaware import AssemblyOptions, Chunk, assemble_conversation, get_profile
-from phaseaware.assembly.result import AssemblyResult
+from phaseaware.assembly.report.result import AssemblyResult
+from phaseaware.chat.formats import format_markers
 from phaseaware.tokenizers.base import Tokenizer
-from tests.unit.test_chat_properties import conversations, fill, reference_render
+from phaseaware.tokenizers.control import scanner_for
+from tests.unit.test_chat_properties import conversations, fill, neutralize, reference_render
 
 FORMATS = ("none", "chatml", "deepseek-v4")
 PROFILE = get_profile("deepseek-v4-flash-base")
@@ -46,7 +48,9 @@ def confirm(
     tokenizer: Tokenizer,
 ) -> None:
     """Every claim of ``result`` re-derived from an independent render and tokenization."""
-    filled = fill(messages, result.context, question)
+    # message text is untrusted: control strings in it are broken before rendering
+    scanner = scanner_for(tokenizer, markers=format_markers(chat_format))
+    filled = fill(neutralize(messages, scanner), result.context, question)
     text = reference_render(chat_format, filled, tokenizer.bos_text, False)
     assert result.prompt == text
     if chat_format != "none":

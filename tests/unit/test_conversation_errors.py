@@ -25,7 +25,7 @@ from tests.unit.test_chat_properties import _v3_tokenizer
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NO_SLOT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "{question}"}]
 TWO_SLOTS = [{"role": "system", "content": "{context}"}, {"role": "user", "content": "{context}"}]
-DEVELOPER = [{"role": "developer", "content": "{context}"}]
+BAD_ROLE = [{"role": "bot", "content": "{context}"}]  # developer is a DeepSeek-V4 role now
 ORPHAN_TOOL = [
     {"role": "user", "content": "find it"},
     {"role": "tool", "tool_call_id": "call_1", "content": "{context}"},
@@ -33,7 +33,7 @@ ORPHAN_TOOL = [
 BAD = [
     (NO_SLOT, MissingSlotError, "put the literal {context}"),
     (TWO_SLOTS, DuplicateSlotError, "keep exactly one {context}"),
-    (DEVELOPER, UnknownRoleError, "use system"),
+    (BAD_ROLE, UnknownRoleError, "use one of system, user, assistant, tool"),
     (ORPHAN_TOOL, ToolResultError, "after an assistant message with tool_calls"),
 ]
 

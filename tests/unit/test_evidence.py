@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from phaseaware.assembly.evidence import evidence_snippet, find_key_chars, question_terms
+from phaseaware.assembly.evidence.keys import evidence_snippet, find_key_chars, question_terms
 from phaseaware.errors import InputError
 
 

@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.assembly.evidence import chunk_key_chars, find_key_chars, question_terms
-from phaseaware.assembly.evidence_search import (
+from phaseaware.assembly.evidence.keys import chunk_key_chars, find_key_chars, question_terms
+from phaseaware.assembly.evidence.search import (
     SENTENCE_END,
     sentence_ends,
     set_key_chars,
 )
-from phaseaware.assembly.evidence_vector import fast_set_key_chars
+from phaseaware.assembly.evidence.vector import fast_set_key_chars
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout
 

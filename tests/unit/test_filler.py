@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from phaseaware.assembly.chunks import normalize_chunks
-from phaseaware.assembly.filler import chunk_pad_tables, find_filler
-from phaseaware.assembly.measure import measure_chunks
-from phaseaware.assembly.planner import NO_PAD
-from phaseaware.assembly.render import CHUNK_SEPARATOR, pad_block
+from phaseaware.assembly.inputs.chunks import normalize_chunks
+from phaseaware.assembly.plan.planner import NO_PAD
+from phaseaware.assembly.prepare.filler import chunk_pad_tables, find_filler
+from phaseaware.assembly.prepare.measure import measure_chunks
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, pad_block
 from phaseaware.tokenizers import load_tokenizer
 
 

@@ -117,7 +117,7 @@ def test_strict_json_accepts_ordinary_documents() -> None:
 
 
 def test_chunk_score_overflow_from_python() -> None:
-    from phaseaware.assembly.chunks import Chunk, normalize_chunks
+    from phaseaware.assembly.inputs.chunks import Chunk, normalize_chunks
 
     with pytest.raises(InputError, match="too large"):
         normalize_chunks([Chunk(text="x", score=10**401)])
@@ -139,3 +139,13 @@ def test_redact_url_keeps_the_host_as_written() -> None:
 
     assert redact_url("http://u:p@[::1]:8000/v1") == "http://***@[::1]:8000/v1"
     assert redact_url("https://user:pw@Host.example/v1") == "https://***@Host.example/v1"
+
+
+def test_one_url_redaction_rule_for_messages_and_records() -> None:
+    from phaseaware.endpoints import redact_url as record_rule
+    from phaseaware.redact import redact_url
+
+    assert record_rule is redact_url
+    url = "https://u:p@host/v1?api_key=abc&x=1&token=t"
+    assert redact_url(url) == "https://***@host/v1?api_key=***&x=1&token=***"
+    assert redact_url("http://[::1") == "<unparseable url>"

@@ -22,6 +22,10 @@ LAYERS: dict[str, int] = {
     "serialize": 0,
     "version": 0,
     "charts": 0,
+    "caches": 0,
+    "limits": 0,
+    "credentials": 0,
+    "filelock": 0,
     "tokenizers": 1,
     "templates": 2,
     "chat": 2,
@@ -31,10 +35,59 @@ LAYERS: dict[str, int] = {
     "endpoints": 5,
     "calibration": 5,
     "reference": 6,
+    "integrate": 6,
     "demo": 7,
     "cli": 8,
     "__main__": 9,
     "__init__": 9,
+}
+
+
+# inside the core packages: sub-area (the next name after the area) -> layer, lowest first
+INNER_LAYERS: dict[str, dict[str, int]] = {
+    "assembly": {
+        "plan": 0,  # pure planning over integers
+        "retokenize": 0,
+        "inputs": 1,
+        "evidence": 2,
+        "prepare": 3,
+        "verify": 4,
+        "report": 4,
+        "robust": 5,
+        "pipeline": 6,
+        "incremental": 7,
+        "conversation": 7,
+        "__init__": 9,
+    },
+    "chat": {
+        "errors": 0,
+        "settings": 0,
+        "messages": 1,
+        "deepseek_encoding": 2,
+        "hf": 2,
+        "untrusted": 2,
+        "deepseek_v4": 3,
+        "deepseek_v41": 4,
+        "formats": 5,
+        "spans": 6,
+        "layout": 6,
+        "append": 7,
+        "__init__": 9,
+    },
+    "calibration": {
+        "task": 0,
+        "backends": 1,
+        "settings": 1,
+        "haystack": 2,
+        "log": 2,
+        "probes": 3,
+        "stats": 3,
+        "analysis": 4,
+        "runner": 5,
+        "report": 6,
+        "batch_run": 6,
+        "__init__": 9,
+    },
 }
 
 
@@ -122,6 +175,30 @@ def test_dependencies_point_down_the_layers() -> None:
     assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
 
 
+def _inner(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def test_dependencies_point_down_inside_core_packages() -> None:
+    edges = _edges(_modules())
+    problems = []
+    for area, layers in INNER_LAYERS.items():
+        inside = [m for m in edges if _area(m) == area]
+        unknown = sorted({_inner(m) for m in inside} - layers.keys())
+        problems += [f"add {area}.{u} to INNER_LAYERS (and ARCHITECTURE.md)" for u in unknown]
+        problems += [
+            f"{src} (layer {layers[_inner(src)]}) imports {dst} (layer {layers[_inner(dst)]})"
+            for src in sorted(inside)
+            if _inner(src) in layers
+            for dst in sorted(edges[src])
+            if _area(dst) == area
+            and _inner(dst) in layers
+            and layers[_inner(dst)] > layers[_inner(src)]
+        ]
+    assert not problems, "inner layers:\n" + "\n".join(problems)
+
+
 def test_modules_stay_small() -> None:
     big = {
         name: n
@@ -129,3 +206,18 @@ def test_modules_stay_small() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 420
     }
     assert not big, f"modules over ~400 lines (split them by job): {big}"
+
+
+def test_assembly_uses_tokenizer_capabilities_not_classes() -> None:
+    """Speed paths ask declared protocols (``tokenizers.windowing``), never the concrete
+    tokenizer adapters: a third-party tokenizer then takes a declared path, not a silent one."""
+    concrete = {"phaseaware.tokenizers.hf", "phaseaware.tokenizers.tiktoken"}
+    edges = _edges(_modules())
+    offenders = sorted(
+        f"{src} imports {dst}"
+        for src, targets in edges.items()
+        if _area(src) == "assembly"
+        for dst in targets
+        if dst in concrete
+    )
+    assert not offenders, "\n".join(offenders)

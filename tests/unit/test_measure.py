@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import measure
-from phaseaware.assembly.chunks import normalize_chunks
+from phaseaware.assembly.inputs.chunks import normalize_chunks
+from phaseaware.assembly.prepare import measure
 from phaseaware.tokenizers import load_tokenizer
 
 WORDS = ["The", "report", "1990", "was", "é", "日本", "code", "4721.", "(a)", "x,"]

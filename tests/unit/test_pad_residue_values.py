@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from phaseaware.assembly import setup
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.assembly.prepare import measured_request as setup
 from phaseaware.profiles.registry import get_profile
 
 

@@ -13,8 +13,8 @@ from unittest import mock
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import pad_prefix, planner
-from phaseaware.assembly.planner import PadTable
+from phaseaware.assembly.plan import pad_prefix, planner
+from phaseaware.assembly.plan.planner import PadTable
 from tests.support.padding_reference import reference_choose_pads
 
 

@@ -1,4 +1,4 @@
-"""Pure planning logic (``phaseaware.assembly.planner``): admission, order, repeat, pads."""
+"""Pure planning logic (``phaseaware.assembly.plan.planner``): admission, order, repeat, pads."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from phaseaware.assembly import planner
-from phaseaware.assembly.planner import PadTable
+from phaseaware.assembly.plan import planner
+from phaseaware.assembly.plan.planner import PadTable
 from phaseaware.errors import InputError
 
 LINEAR = PadTable(tuple(range(17)))  # k units add k tokens

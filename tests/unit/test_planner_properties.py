@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import planner
-from phaseaware.assembly.planner import PadTable
+from phaseaware.assembly.plan import planner
+from phaseaware.assembly.plan.planner import PadTable
 
 PERIOD = 8
 LINEAR = PadTable(tuple(range(2 * PERIOD + 1)))

@@ -1,4 +1,4 @@
-"""``Profile.position_reliabilities`` equals ``position_reliability_lookup`` at every position."""
+"""``Profile.position_reliabilities`` equals the scalar reference at every position."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import planner
+from phaseaware.assembly.plan import planner
 from phaseaware.profiles.registry import get_profile, list_profiles
+from tests.support import reliability_reference as reference
 
 NAMES = sorted(e.name for e in list_profiles())
 
@@ -25,9 +26,12 @@ def test_vectorised_reliabilities_equal_the_lookup(name, length, offset, positio
     profile = get_profile(name)
     if window != "profile":
         profile = dataclasses.replace(profile, local_window=window)
-    at = profile.position_reliability_lookup(length, offset=offset)
+    last = length - 1
     assert profile.position_reliabilities(positions, length, offset=offset) == [
-        at(t) for t in positions
+        reference.position_reliability(
+            profile, min(t, last) + offset, prompt_length=length + offset
+        )
+        for t in positions
     ]
     assert planner.position_reliabilities(profile, positions, length=length, offset=offset) == [
         planner.position_reliability(profile, length=length, offset=offset)(t) for t in positions

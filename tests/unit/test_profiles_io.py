@@ -63,7 +63,7 @@ FULL = make_profile(
     local_window_accuracy=LocalWindowEffect(
         accuracy=0.8, n=40, ci_low=0.65, ci_high=0.9, min_distance=13, max_distance=16, source="s"
     ),
-    extra={"notes": {"b": [1, 2], "a": "x"}, "another": None},
+    extra={"x-notes": {"b": [1, 2], "a": "x"}, "x-another": None},
 )
 
 
@@ -84,7 +84,7 @@ def test_dumps_is_stable_and_readable() -> None:
     assert text.endswith("}\n") and not text.endswith("\n\n")
     keys = list(json.loads(text))
     assert keys[:3] == ["schema", "model", "period"]
-    assert keys[-2:] == ["another", "notes"]  # extras last, sorted
+    assert keys[-2:] == ["x-another", "x-notes"]  # extras last, sorted
     assert '"residue_accuracy": [0.5, 0.75, 1.0, 0.0]' in text  # numbers on one line
     assert '"n": [4, 4, 4, null]' in text
     assert "  " in text.splitlines()[1][:2]
@@ -100,11 +100,11 @@ def test_from_dict_does_not_share_caller_state() -> None:
     doc = profile_to_dict(FULL)
     before = copy.deepcopy(doc)
     profile = profile_from_dict(doc)
-    doc["notes"]["b"].append(3)
-    assert profile.extra["notes"] == {"b": [1, 2], "a": "x"}
-    profile_to_dict(profile)["notes"]["a"] = "changed"
-    assert profile.extra["notes"]["a"] == "x"
-    doc["notes"]["b"].pop()
+    doc["x-notes"]["b"].append(3)
+    assert profile.extra["x-notes"] == {"b": [1, 2], "a": "x"}
+    profile_to_dict(profile)["x-notes"]["a"] = "changed"
+    assert profile.extra["x-notes"]["a"] == "x"
+    doc["x-notes"]["b"].pop()
     assert doc == before
 
 

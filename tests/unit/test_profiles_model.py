@@ -8,6 +8,7 @@ import pytest
 
 from phaseaware.profiles.model import LocalWindowEffect, Profile
 from phaseaware.profiles.registry import get_profile
+from tests.support import reliability_reference as reference
 
 
 def _weak_window(profile: Profile, accuracy: float = 0.6) -> Profile:
@@ -39,29 +40,31 @@ def test_key_reliability_lookup_equals_key_reliability(profile: Profile) -> None
     for length, offset in CASES:
         lookup = profile.key_reliability_lookup(offset=offset)
         for t in range(length):
-            want = profile.key_reliability(t + offset, distance_to_end=length - t)
+            want = reference.key_reliability(profile, t + offset, distance_to_end=length - t)
             assert lookup(t, length - t) == want  # exactly: planners compare sums of these
 
 
 @pytest.mark.parametrize("profile", _profiles(), ids=lambda p: p.model)
-def test_position_reliability_lookup_equals_position_reliability(profile: Profile) -> None:
+def test_position_reliabilities_equal_position_reliability(profile: Profile) -> None:
     for length, offset in CASES:
-        at = profile.position_reliability_lookup(length, offset=offset)
+        got = profile.position_reliabilities([*range(length), length + 5], length, offset=offset)
         for t in range(length):
-            want = profile.position_reliability(t + offset, prompt_length=length + offset)
-            assert at(t) == want
-        assert at(length + 5) == at(length - 1)  # past the end counts as the last token
+            want = reference.position_reliability(
+                profile, t + offset, prompt_length=length + offset
+            )
+            assert got[t] == want  # exactly
+        assert got[length] == got[length - 1]  # past the end counts as the last token
 
 
 def test_window_and_residues() -> None:
     profile = _weak_window(get_profile("deepseek-v4-flash-base"))
-    assert profile.key_reliability(3, distance_to_end=48) == 0.6  # inside: measured window
-    assert profile.key_reliability(3, distance_to_end=49) == profile.residue_accuracy[3]
+    assert profile.key_reliability_lookup()(3, 48) == 0.6  # inside: measured window
+    assert profile.key_reliability_lookup()(3, 49) == profile.residue_accuracy[3]
     published = get_profile("deepseek-v4-flash-base")
     assert published.window_reliability() == published.best_reliability()  # not measured
     assert published.planner_reliabilities() == published.residue_accuracy
 
 
-def test_position_outside_prompt_is_an_error() -> None:
+def test_position_outside_prompt_is_an_error_in_the_reference() -> None:
     with pytest.raises(ValueError, match="outside prompt"):
-        get_profile("deepseek-v4-flash-base").position_reliability(10, prompt_length=10)
+        reference.position_reliability(get_profile("deepseek-v4-flash-base"), 10, prompt_length=10)

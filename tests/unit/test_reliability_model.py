@@ -6,9 +6,10 @@ import dataclasses
 
 import pytest
 
-from phaseaware.assembly import planner
+from phaseaware.assembly.plan import planner
 from phaseaware.profiles.model import LocalWindowEffect
 from phaseaware.profiles.registry import get_profile
+from tests.support import reliability_reference as reference
 
 
 def weak_window(profile, accuracy: float):
@@ -38,7 +39,9 @@ def test_one_reliability_model_matches_profile(name) -> None:
         key = planner.key_reliability(profile, offset=offset)
         factor = profile.length_factor(length + offset)
         for t in range(length):
-            want = profile.position_reliability(t + offset, prompt_length=length + offset)
+            want = reference.position_reliability(
+                profile, t + offset, prompt_length=length + offset
+            )
             assert rel(t) == pytest.approx(want)
             assert key(t, length - t) * factor == pytest.approx(want)
 

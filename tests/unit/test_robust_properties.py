@@ -12,11 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.endpoint_record import EndpointRecord, apply_endpoint, redact_url
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.robust import covered_offsets, covering_residues, reliable_residues
+from phaseaware.endpoints import endpoint_options
+from phaseaware.endpoints.record import EndpointRecord, apply_endpoint, redact_url
 from phaseaware.errors import FingerprintMismatchError, InputError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout
@@ -118,7 +119,7 @@ def _record(**changes: object) -> EndpointRecord:
 
 
 def test_record_round_trip_and_apply(tmp_path: Path) -> None:
-    from phaseaware.assembly.endpoint_record import load_endpoint_record, save_endpoint_record
+    from phaseaware.endpoints.record import load_endpoint_record, save_endpoint_record
 
     record = _record()
     path = save_endpoint_record(record, directory=tmp_path)
@@ -129,8 +130,13 @@ def test_record_round_trip_and_apply(tmp_path: Path) -> None:
     assert apply_endpoint(AssemblyOptions(), varying, TOK).offsets == (1, 2, 3)
     with pytest.raises(FingerprintMismatchError):
         apply_endpoint(AssemblyOptions(), record, load_tokenizer("tiktoken:o200k_base"))
-    with pytest.raises(InputError, match="not both"):
+    # one rule for the CLI and the adapters: a disagreeing offset is refused, naming both
+    with pytest.raises(InputError, match="say offset 1, but the endpoint record .* says offset 2"):
         apply_endpoint(AssemblyOptions(position_offset=1), record, TOK)
+    assert apply_endpoint(AssemblyOptions(position_offset=2), record, TOK).position_offset == 2
+    assert endpoint_options(AssemblyOptions(position_offset=2), record, TOK) == apply_endpoint(
+        AssemblyOptions(position_offset=2), record, TOK
+    )
     with pytest.raises(InputError, match="inconsistent"):
         _record(offsets=(1, 2), offset=1)
 

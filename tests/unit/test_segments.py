@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
-from phaseaware.assembly.render import CHUNK_SEPARATOR
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.profiles.registry import get_profile
 from phaseaware.templates import get_layout
 

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import measure, stitch
-from phaseaware.assembly.stitch import ChunkTokenCache
+from phaseaware.assembly.prepare import measure
+from phaseaware.assembly.retokenize import windowed as stitch
+from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 
 WORDS = ["The", "report", "1990", "was", "é", "日本", "code", "4721.", "(a)", "x,", "\n", "  ",
          "<｜User｜>", "▁", "ーカ\u3099", "。", "，", "e\u0301", "\u200d", "12345"]  # fmt: skip

@@ -18,18 +18,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly import stitch
-from phaseaware.assembly.stitch import (
+from phaseaware.assembly.retokenize import windowed as stitch
+from phaseaware.assembly.retokenize.windowed import (
     ChunkTokenCache,
     cached_pieces,
     full_starts,
     stitched_starts,
     windowed_support,
 )
-from phaseaware.assembly.stitch_hf import hf_support
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.hf_files import TokenizerFolder
+from phaseaware.tokenizers.hf_windowed import hf_window_rule
 
 ATOMS = [
     # letters, case changes, contractions
@@ -171,7 +171,7 @@ def test_windowed_equals_full_tokenization_deepseek_v4(deepseek, doc, seed):
 )
 @given(text=st.one_of(hf_atom_text, st.text(min_size=2, max_size=16)))
 def test_every_deepseek_v4_cut_splits_the_encoding(deepseek, text):
-    rule = hf_support(deepseek)[1]
+    rule = hf_window_rule(deepseek.backend)[1]
     assert rule is not None
     ids = deepseek.encode(text)
     for p in rule.positions(text):
@@ -180,7 +180,7 @@ def test_every_deepseek_v4_cut_splits_the_encoding(deepseek, text):
 
 
 def test_no_deepseek_v4_cut_falls_inside_an_added_token(deepseek):
-    rule = hf_support(deepseek)[1]
+    rule = hf_window_rule(deepseek.backend)[1]
     assert rule is not None
     contents = [str(t.content) for t in deepseek._backend.get_added_tokens_decoder().values()]
     assert len(contents) > 1000

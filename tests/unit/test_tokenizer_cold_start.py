@@ -109,11 +109,11 @@ def test_a_folder_transformers_would_change_falls_back(tmp_path) -> None:
 
 @pytest.mark.parametrize("spec", ["deepseek-v4", "reference"])
 def test_fast_fingerprint_and_byte_tables_equal_the_slow_ones(spec) -> None:
-    from phaseaware.tokenizers.hf import _build_byte_tables, byte_level_alphabet
+    from phaseaware.tokenizers.hf_vocab import build_byte_tables, byte_level_alphabet
 
     backend = load_tokenizer(spec)._backend
     assert load_tokenizer(spec).fingerprint() == slow_fingerprint(backend)
-    pieces, lengths = _build_byte_tables(backend)
+    pieces, lengths = build_byte_tables(backend)
     if pieces is None:
         assert type(backend.decoder).__name__ != "ByteLevel"
         return

@@ -37,7 +37,6 @@ Use :class:`~langchain_phaseaware.PhaseAwarePrompt` for the exact path.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,21 +46,20 @@ from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
-from langchain_phaseaware.convert import (
-    document_chunks,
-    document_index,
-    resolve_options,
-    resolve_profile,
-    resolve_tokenizer,
-)
-from phaseaware.assembly.options import AssemblyOptions, check_position_offset
-from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.render import CHUNK_SEPARATOR
-from phaseaware.endpoints import EndpointRef, endpoint_options, load_endpoint
+from langchain_phaseaware.convert import SCORE_KEYS, document_records
+from langchain_phaseaware.prompt import placement_report
+from phaseaware import AssemblyOptions, Profile
 from phaseaware.errors import InputError, PhaseawareError, VerificationError
-from phaseaware.profiles.model import Profile
-from phaseaware.templates import RenderedPrompt
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.integrate import (
+    CHUNK_SEPARATOR,
+    EndpointRef,
+    FixedLayout,
+    Target,
+    Tokenizer,
+    assemble_records,
+    placed_records,
+    resolve_target,
+)
 
 __all__ = ["PhaseAwareCompressor"]
 
@@ -76,28 +74,6 @@ _SUMMARY_KEYS = (
     "tokenizer",
     "dropped",
 )
-
-
-class _FixedLayout:
-    """``prefix + context + suffix`` with fixed text (no messages: a compressor has none)."""
-
-    name = "compressor"
-    chat = False
-
-    def __init__(self, prefix: str, suffix: str) -> None:
-        self.prefix = prefix
-        self.suffix = suffix
-
-    def split(self, *, system: str | None, question: str) -> tuple[str, str]:
-        return self.prefix, self.suffix
-
-    def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
-        return RenderedPrompt(
-            text=self.prefix + context + self.suffix,
-            context_start=len(self.prefix),
-            context_end=len(self.prefix) + len(context),
-            messages=None,
-        )
 
 
 class PhaseAwareCompressor(BaseDocumentCompressor):
@@ -125,14 +101,12 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             "`phaseaware probe-endpoint`: its offset (or, varying, its offset set) is used"
         ),
     )
-    score_keys: tuple[str, ...] = ("score", "relevance_score")
+    score_keys: tuple[str, ...] = SCORE_KEYS
     evidence_key: str | None = "evidence"
     metadata_key: str = "phaseaware"
 
-    _tokenizer: Tokenizer = PrivateAttr()
-    _profile: Profile | None = PrivateAttr()
-    _options: AssemblyOptions = PrivateAttr()
-    _layout: _FixedLayout = PrivateAttr()
+    _target: Target = PrivateAttr()
+    _layout: FixedLayout = PrivateAttr()
 
     def __init__(
         self,
@@ -176,24 +150,15 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             raise
 
     def model_post_init(self, context: Any) -> None:
-        self._tokenizer = resolve_tokenizer(self.tokenizer)
-        self._profile = resolve_profile(self.profile)
-        base = (
-            self.options
-            if self.options is not None
-            else AssemblyOptions(repeat=False)  # a restated block belongs to no document
-        )
-        record = load_endpoint(self.endpoint)
-        options = endpoint_options(resolve_options(base), record, self._tokenizer)
+        target = resolve_target(
+            tokenizer=self.tokenizer, chat_format=None, profile=self.profile,
+            budget_tokens=self.budget_tokens, options=self.options, endpoint=self.endpoint,
+            default_options=AssemblyOptions(repeat=False),  # a restated block is no document's
+        )  # fmt: skip
         if self.prefix_tokens is not None:  # the prefix's tokens come after the server's
-            extra = check_position_offset(self.prefix_tokens, name="prefix_tokens")
-            if options.offsets:
-                offsets = tuple(d + extra for d in options.offsets)
-                options = dataclasses.replace(options, position_offset=0, offsets=offsets)
-            else:
-                options = resolve_options(options, position_offset=options.position_offset + extra)
-        self._options = options
-        self._layout = _FixedLayout(self.prefix or "", self.suffix)
+            target = target.after_prefix(self.prefix_tokens)
+        self._target = target
+        self._layout = FixedLayout(self.prefix or "", self.suffix)
 
     def compress_documents(
         self,
@@ -206,21 +171,15 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
         Documents the budget cannot hold are left out (listed in the summary's
         ``dropped``). Empty input gives an empty list.
         """
-        if not documents:
-            return []
-        chunks = document_chunks(
+        records = document_records(
             documents, score_keys=self.score_keys, evidence_key=self.evidence_key
         )
-        result = assemble(
-            chunks,
-            tokenizer=self._tokenizer,
-            layout=self._layout,
-            question=query,
-            profile=self._profile,
-            budget_tokens=self.budget_tokens,
-            options=self._options,
-        )
-        texts = [segment.text for segment in result.segments]
+        if not records:
+            return []
+        result = assemble_records(records, target=self._target, layout=self._layout, question=query)
+        report = placement_report(result, documents)
+        placed = placed_records(result, report)
+        texts = [p.segment.text for p in placed]
         joined = CHUNK_SEPARATOR.join(texts)
         if not result.context.startswith(joined):
             raise VerificationError(
@@ -229,17 +188,14 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             )
         if texts:
             texts[-1] += result.context[len(joined) :]  # end pad / restated evidence
-        report = result.to_dict()
         summary = {key: report[key] for key in _SUMMARY_KEYS}
         summary["exact_prefix"] = self.prefix is not None
         if result.robust is not None:  # an offset set: no single residue is known
             summary["robust"] = report["robust"]
         out = []
-        for text, placement in zip(texts, report["placements"], strict=True):
-            if result.robust is not None:
-                placement["residues"] = None
-            original = documents[document_index(placement["chunk_id"])]
+        for text, p in zip(texts, placed, strict=True):
+            original = documents[p.index]
             metadata = dict(original.metadata)
-            metadata[self.metadata_key] = {"placement": placement, "assembly": summary}
+            metadata[self.metadata_key] = {"placement": p.placement, "assembly": summary}
             out.append(Document(page_content=text, metadata=metadata, id=original.id))
         return out

@@ -4,12 +4,12 @@ Before each model call (``wrap_model_call``) it looks at the newest tool result:
 last message when it is a ``ToolMessage`` that has not been aligned yet. Its
 documents (the tool's ``artifact`` when that is a list of ``Document`` objects, as
 ``response_format="content_and_artifact"`` tools return them; else its text split
-on ``document_separator``) are assembled into that one message with
-:func:`phaseaware.chat.append_layout`: the conversation already sent (system
-prompt and every earlier message) is rendered by the model's chat format, checked
-to be a byte-for-byte prefix of the new render, and positions are measured on the
-whole conversation. Everything already sent keeps its bytes, so a server's prefix
-cache still hits.
+on ``document_separator``) are placed into that one message by
+:func:`phaseaware.assemble_append` (through :func:`phaseaware.integrate.append_records`):
+the conversation already sent keeps its bytes (checked on the final prompt, so a
+server's prefix cache still hits), and the plan is for the residues the message
+will have on every later call (out of the model's raw local window). Without
+``options`` no evidence is restated (the core's ``repeat=False`` append default).
 
 The aligned message replaces the original in the agent state (same message id,
 through a ``Command`` returned with the model response), so every later call
@@ -21,10 +21,14 @@ reference model knows only user and assistant), the model is shown each tool
 result as a user message and each tool-calling assistant turn as its text alone;
 the state keeps the real tool messages.
 
-Exactness needs the server to render the same chat format and nothing of its own
-before the conversation; servers that write tool definitions into the prompt do
-(usage check: ``check_usage`` warns with the drift; pass their token count as
-``position_offset`` when they come before everything else).
+Tools bound to the model (``request.tools``) are part of the plan: their OpenAI
+schemas go into the chat format's settings, rendered where the server renders them
+(``deepseek-v4``, ``deepseek-v4.1``). A format that does not render tools refuses
+the request (``UnsupportedSettingError``, naming the fix) unless
+``tool_schemas="not_rendered"`` says the server writes none into the prompt (the
+shipped reference server); the usage check then confirms it on every aligned call.
+Streaming (``stream``/``astream``/``astream_events``) goes through the same
+``wrap_model_call``; the check reads the final usage chunk (``stream_usage=True``).
 """
 
 from __future__ import annotations
@@ -45,27 +49,24 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.types import Command
 
 from langchain_phaseaware.convert import (
-    document_chunks,
+    SCORE_KEYS,
+    document_records,
     message_dicts,
     message_text,
-    resolve_target,
+    tool_schemas,
 )
 from langchain_phaseaware.prompt import placement_report
-from phaseaware.assembly.options import AssemblyOptions
-from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.result import AssemblyResult
-from phaseaware.chat.append import append_layout
-from phaseaware.chat.formats import ChatFormat
-from phaseaware.endpoints import (
-    ON_MISMATCH,
-    EndpointRef,
-    check_prompt_tokens,
-    usage_offsets,
-)
+from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
-from phaseaware.profiles.model import Profile
-from phaseaware.templates import PromptLayout
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRef,
+    Tokenizer,
+    append_records,
+    check_on_mismatch,
+    check_usage,
+    resolve_target,
+)
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
 
@@ -115,10 +116,11 @@ class PhaseAwareMiddleware(AgentMiddleware):
         tool_role: Literal["tool", "user"] = "tool",
         tool_names: Sequence[str] | None = None,
         document_separator: str = "\n\n",
-        score_keys: Sequence[str] = ("score", "relevance_score"),
+        score_keys: Sequence[str] = SCORE_KEYS,
         evidence_key: str | None = "evidence",
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         message_template: str = "{context}",
+        tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
     ) -> None:
         super().__init__()
         if not isinstance(message_template, str) or message_template.count("{context}") != 1:
@@ -127,31 +129,30 @@ class PhaseAwareMiddleware(AgentMiddleware):
             )
         if tool_role not in ("tool", "user"):
             raise InputError(f"tool_role must be 'tool' or 'user', got {tool_role!r}")
-        if check_usage not in ON_MISMATCH:
+        if tool_schemas not in ("rendered", "not_rendered"):
             raise InputError(
-                f"check_usage must be one of {', '.join(ON_MISMATCH)}, got {check_usage!r}"
+                f"tool_schemas must be 'rendered' or 'not_rendered', got {tool_schemas!r}"
             )
         if not isinstance(document_separator, str) or not document_separator:
             raise InputError("document_separator must be a non-empty string")
-        self.tokenizer, self.chat_format, self.profile, self.endpoint, self.options = (
-            resolve_target(
-                tokenizer=tokenizer,
-                chat_format=chat_format,
-                thinking=thinking,
-                profile=profile,
-                endpoint=endpoint,
-                options=options,
-                position_offset=position_offset,
+        self.check_usage = check_on_mismatch(check_usage, name="check_usage")
+        self.target = resolve_target(
+            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
+            budget_tokens=budget_tokens, options=options, position_offset=position_offset,
+            endpoint=endpoint, thinking=thinking,
+        )  # fmt: skip
+        if not self.target.require_format().chat:
+            raise InputError(
+                "an agent sends messages: pass the chat format the server renders them with "
+                "(deepseek-v4, chatml, hf), not 'none'"
             )
-        )
-        self.budget_tokens = budget_tokens
         self.tool_role = tool_role
         self.tool_names = frozenset(tool_names) if tool_names is not None else None
         self.document_separator = document_separator
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
-        self.check_usage: Literal["warn", "raise", "ignore"] = check_usage
         self.message_template = message_template
+        self.tool_schemas = tool_schemas
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -182,14 +183,21 @@ class PhaseAwareMiddleware(AgentMiddleware):
         and its assembly. Pure: neither ``request`` nor its messages are changed."""
         messages = list(request.messages)
         target = self._target(messages)
+        unchanged = request.override(messages=_model_view(messages, self.tool_role))
         if target is None:
-            return request.override(messages=_model_view(messages, self.tool_role)), None, None
+            return unchanged, None, None
+        plan_target = self.target
+        if self.tool_schemas == "rendered":
+            plan_target = self.target.with_tools(
+                tool_schemas(request.tools),
+                fix="; or pass tool_schemas='not_rendered' to PhaseAwareMiddleware if the "
+                "server writes no tool schemas into the prompt (the usage check verifies it)",
+            )
         documents = self._documents(target)
         history: list[BaseMessage] = (
             [request.system_message] if request.system_message is not None else []
         )
         history += messages[:-1]
-        sent = message_dicts(_model_view(history, self.tool_role))
         question = next(
             (
                 message_text(m, i)
@@ -203,25 +211,19 @@ class PhaseAwareMiddleware(AgentMiddleware):
             if self.tool_role == "tool"
             else {"role": "user", "content": self.message_template}
         )
-        layout = append_layout(sent=sent, new=new, chat_format=self.chat_format)
-        chunks = document_chunks(
-            documents, score_keys=self.score_keys, evidence_key=self.evidence_key
-        )
-        if not chunks:
-            return request.override(messages=_model_view(messages, self.tool_role)), None, None
-        result = assemble(
-            chunks,
-            tokenizer=self.tokenizer,
-            layout=cast(PromptLayout, layout),
+        result = append_records(
+            document_records(documents, score_keys=self.score_keys, evidence_key=self.evidence_key),
+            target=plan_target,
+            sent=message_dicts(_model_view(history, self.tool_role)),
+            new=new,
             question=question,
-            profile=self.profile,
-            budget_tokens=self.budget_tokens,
-            options=self.options,
         )
+        if result is None or result.messages is None:
+            return unchanged, None, None
         report = placement_report(result, documents)
         report.pop("prompt")  # the whole conversation: the state holds it already
         metadata = {**target.response_metadata, REPORT_KEY: report}
-        content = layout.filled(context=result.context, question=question)[-1].content
+        content = result.messages[-1]["content"]
         aligned = target.model_copy(update={"content": content, "response_metadata": metadata})
         view = _model_view([*messages[:-1], aligned], self.tool_role)
         return request.override(messages=view), aligned, result
@@ -236,12 +238,10 @@ class PhaseAwareMiddleware(AgentMiddleware):
             return response
         usage = next((m.usage_metadata for m in response.result if isinstance(m, AIMessage)), None)
         if usage is not None and "input_tokens" in usage:
-            offset, offsets = usage_offsets(self.options)
-            check_prompt_tokens(
+            check_usage(
+                self.target,
                 planned_tokens=result.token_count,
                 reported_tokens=int(usage["input_tokens"]),
-                offset=offset,
-                offsets=offsets,
                 on_mismatch=self.check_usage,
             )
         return ExtendedModelResponse(

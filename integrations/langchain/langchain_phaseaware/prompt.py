@@ -4,50 +4,52 @@ The caller's ``ChatPromptTemplate`` holds ``{context}`` once, in any message. Ev
 other variable is formatted by LangChain as usual; ``{context}`` becomes phaseaware's
 context slot (the template is formatted with a random sentinel for ``context`` and
 split there, so braces or the text ``{context}`` inside the caller's variables are
-never read as placeholders). The messages are rendered by the model's chat format,
-the documents are planned, padded and placed by :func:`phaseaware.assembly.assemble`,
-and the final prompt is re-tokenized: every reported position is a measured one.
+never read as placeholders). Planning, the report and the checks are
+:mod:`phaseaware.integrate`'s; this module converts LangChain types.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage
 from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 
 from langchain_phaseaware.convert import (
-    document_chunks,
-    document_index,
-    message_dict,
-    message_text,
+    SCORE_KEYS,
+    document_records,
+    message_dicts,
+    tool_schemas,
+)
+from phaseaware import AssemblyOptions, AssemblyResult, Profile
+from phaseaware.errors import InputError
+from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRecord,
+    EndpointRef,
+    MissingSlotError,
+    Tokenizer,
+    assemble_records,
+    conversation,
     resolve_target,
 )
-from phaseaware.assembly.chunks import Chunk
-from phaseaware.assembly.options import AssemblyOptions
-from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.result import AssemblyResult
-from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
-from phaseaware.chat.formats import ChatFormat
-from phaseaware.chat.layout import ConversationLayout
-from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, parse_message
-from phaseaware.endpoints import EndpointRef
-from phaseaware.errors import InputError
-from phaseaware.profiles.model import Profile
-from phaseaware.templates import PromptLayout
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.integrate import placement_report as kit_report
 
 __all__ = ["PhaseAwarePrompt", "PhaseAwarePromptWithReport", "PlacedPrompt", "placement_report"]
 
 CONTEXT_VARIABLE = "context"
+
+
+def placement_report(result: AssemblyResult, documents: Sequence[Document]) -> dict[str, Any]:
+    """:func:`phaseaware.integrate.placement_report` with each placement's ``Document.id``."""
+    return kit_report(result, [d.id for d in documents])
 
 
 @dataclass(frozen=True)
@@ -60,25 +62,6 @@ class PlacedPrompt:
 
     def report(self) -> dict[str, Any]:
         return placement_report(self.result, self.documents)
-
-
-def placement_report(result: AssemblyResult, documents: Sequence[Document]) -> dict[str, Any]:
-    """``result.to_dict()`` plus, per placement, the input index and ``Document.id``.
-
-    Token positions are prompt token indices (BOS = 0); residues are taken at
-    index + ``position_offset``. Planned over an offset set (``options.offsets``, or a
-    varying endpoint record), no single residue is known: each placement's
-    ``residues`` is ``None`` and ``report["robust"]`` holds the per-offset claims
-    (``worst_case_accuracy``, ``covered``, ``extra_tokens``).
-    """
-    report = result.to_dict()
-    for placement in report["placements"]:
-        index = document_index(placement["chunk_id"])
-        placement["document_index"] = index
-        placement["document_id"] = documents[index].id
-        if result.robust is not None:
-            placement["residues"] = None  # unknown: the offset is one of a set
-    return report
 
 
 class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
@@ -96,24 +79,26 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
     and the template's other variables. Output: a ``ChatPromptValue`` whose
     messages, rendered by ``chat_format``, are exactly the verified prompt.
     Scores come from ``metadata["score"]`` or ``metadata["relevance_score"]``
-    (``score_keys``), else retrieval order; evidence strings from
-    ``metadata["evidence"]`` (``evidence_key``), else the question's key terms.
+    (``score_keys``); evidence strings from ``metadata["evidence"]``
+    (``evidence_key``), else the question's key terms. Unscored documents rank
+    after every scored one, in retrieval order (all unscored: retrieval order).
     ``position_offset``: tokens the server adds before the prompt (e.g. 1 for a
-    BOS the prompt text lacks); residues are taken at the model's positions.
-    ``endpoint``: what ``phaseaware probe-endpoint`` learned (an ``EndpointRecord``,
-    a record path or ``{"base_url", "model"}``): its offset, or for a varying
-    endpoint its offset set (robust placement); a record probed with another
-    tokenizer raises ``FingerprintMismatchError``, an explicit offset that
-    disagrees with it ``InputError``.
+    BOS the prompt text lacks). ``endpoint``: what ``phaseaware probe-endpoint``
+    learned (an ``EndpointRecord``, a record path or ``{"base_url", "model"}``):
+    its offset, or for a varying endpoint its offset set (robust placement); a
+    record probed with another tokenizer raises ``FingerprintMismatchError``, an
+    explicit offset that disagrees with it ``InputError``. ``tools``: the tools the
+    chat model is bound with (``llm.bind_tools(tools)``), planned as the server
+    renders their schemas (``deepseek-v4``/``deepseek-v4.1``); a format that
+    cannot render them raises ``UnsupportedSettingError`` naming the fix.
 
     Empty ``documents`` give the template with an empty context. Raises
     ``MissingSlotError``/``DuplicateSlotError`` (no or several ``{context}``)
-    and ``InputError`` (missing variables, bad documents) from ``phaseaware``.
+    and ``InputError`` (missing variables, ``None`` or ill-typed documents).
 
-    Async: assembly is CPU-bound (tokenizer calls and integer planning, no I/O),
-    so ``ainvoke``/``abatch`` run it in LangChain's default thread-pool executor
-    (``run_in_executor``): the event loop stays free, and ``abatch`` assembles
-    its inputs concurrently in worker threads (bounded by ``max_concurrency``).
+    Streaming: ``stream``/``astream`` yield the one ``ChatPromptValue`` (a prompt is
+    not streamed; the chat model after it is). Async: assembly is CPU-bound, so
+    ``ainvoke``/``abatch`` run it in LangChain's default executor.
     """
 
     def __init__(
@@ -130,8 +115,9 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         thinking: bool = False,
         question_key: str = "question",
         documents_key: str = "documents",
-        score_keys: Sequence[str] = ("score", "relevance_score"),
+        score_keys: Sequence[str] = SCORE_KEYS,
         evidence_key: str | None = "evidence",
+        tools: Sequence[Any] | None = None,
     ) -> None:
         if not isinstance(prompt, ChatPromptTemplate):
             raise InputError(
@@ -144,25 +130,40 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
                 f"{sorted(prompt.input_variables)}); put {{context}} where the retrieved "
                 "documents go, in a system or human message"
             )
-        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
-            raise InputError(f"budget_tokens must be an integer, got {budget_tokens!r}")
         self.prompt = prompt
-        self.tokenizer, self.chat_format, self.profile, self.endpoint, self.options = (
-            resolve_target(
-                tokenizer=tokenizer,
-                chat_format=chat_format,
-                thinking=thinking,
-                profile=profile,
-                endpoint=endpoint,
-                options=options,
-                position_offset=position_offset,
-            )
-        )
-        self.budget_tokens = budget_tokens
+        self.target = resolve_target(
+            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
+            budget_tokens=budget_tokens, options=options, position_offset=position_offset,
+            endpoint=endpoint, thinking=thinking,
+        ).with_tools(tool_schemas(tools))  # fmt: skip
         self.question_key = question_key
         self.documents_key = documents_key
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self.target.tokenizer
+
+    @property
+    def chat_format(self) -> ChatFormat:
+        return self.target.require_format()
+
+    @property
+    def profile(self) -> Profile | None:
+        return self.target.profile
+
+    @property
+    def options(self) -> AssemblyOptions:
+        return self.target.options
+
+    @property
+    def endpoint(self) -> EndpointRecord | None:
+        return self.target.endpoint
+
+    @property
+    def position_offset(self) -> int:
+        return self.target.options.position_offset
 
     @property
     def InputType(self) -> type[dict[str, Any]]:  # noqa: N802 (LangChain's name)
@@ -171,12 +172,6 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
     @property
     def OutputType(self) -> type[ChatPromptValue]:  # noqa: N802
         return ChatPromptValue
-
-    @property
-    def position_offset(self) -> int:
-        return self.options.position_offset
-
-    # -- the one assembly ------------------------------------------------------------------
 
     def _variables(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(inputs, Mapping):
@@ -202,54 +197,22 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
             )
         return {k: v for k, v in inputs.items() if k in needed}
 
-    def _template(self, inputs: Mapping[str, Any]) -> tuple[list[BaseMessage], ConversationLayout]:
-        """The formatted messages (sentinel in the slot) and their layout."""
-        sentinel = f"PHASEAWARE_CONTEXT_{uuid.uuid4().hex}"
-        formatted = self.prompt.format_messages(**self._variables(inputs), context=sentinel)
-        messages: list[Message] = []
-        parts: list[list[Part]] = []
-        for index, message in enumerate(formatted):
-            text = message_text(message, index)
-            pieces = text.split(sentinel)
-            if len(pieces) > 2:
-                raise DuplicateSlotError(
-                    f"message {index} holds {{context}} {len(pieces) - 1} times; keep one"
-                )
-            parsed = parse_message(message_dict(message, index), index=index)
-            messages.append(parsed)
-            if len(pieces) == 2:
-                parts.append([pieces[0], Placeholder.CONTEXT, pieces[1]])
-            else:
-                parts.append([text])
-        template = ConversationTemplate.from_parts(messages, parts)  # one slot, checked
-        return formatted, ConversationLayout(template, self.chat_format)
-
     def place(self, inputs: Mapping[str, Any]) -> PlacedPrompt:
         """Assemble once; the messages and the assembly behind them."""
-        formatted, layout = self._template(inputs)
+        sentinel = f"PHASEAWARE_CONTEXT_{uuid.uuid4().hex}"
+        formatted = self.prompt.format_messages(**self._variables(inputs), context=sentinel)
+        layout = conversation(self.target, message_dicts(formatted), slot_marker=sentinel)
         question = inputs[self.question_key]
         if not isinstance(question, str):
             raise InputError(f"{self.question_key!r} must be a string, got {question!r}")
-        documents = tuple(inputs[self.documents_key])
-        chunks: Sequence[Chunk] = document_chunks(
-            documents, score_keys=self.score_keys, evidence_key=self.evidence_key
-        )
-        result = assemble(
-            chunks or [Chunk(text="", id="doc-none")],
-            tokenizer=self.tokenizer,
-            layout=cast(PromptLayout, layout),  # ConversationLayout implements it
-            question=question,
-            profile=self.profile,
-            budget_tokens=self.budget_tokens,
-            options=self.options,
-        )
-        if not chunks:  # the stand-in empty chunk is not the caller's: keep it out of the report
-            result = replace(result, dropped=())
+        raw = inputs[self.documents_key]
+        records = document_records(raw, score_keys=self.score_keys, evidence_key=self.evidence_key)
+        result = assemble_records(records, target=self.target, layout=layout, question=question)
         slot = layout.slot_index
         filled = layout.filled(context=result.context, question=question)
         out = list(formatted)
         out[slot] = formatted[slot].model_copy(update={"content": filled[slot].content})
-        return PlacedPrompt(ChatPromptValue(messages=out), result, documents)
+        return PlacedPrompt(ChatPromptValue(messages=out), result, tuple(raw))
 
     # -- Runnable ---------------------------------------------------------------------------
 
@@ -266,31 +229,18 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         """``invoke`` in the default executor (assembly is CPU-bound; see the class doc)."""
         return cast(ChatPromptValue, await run_in_executor(config, self.invoke, input, config))
 
-    async def abatch(
-        self,
-        inputs: list[dict[str, Any]],
-        config: RunnableConfig | list[RunnableConfig] | None = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> list[ChatPromptValue]:
-        """One ``ainvoke`` per input, concurrently (each in a worker thread)."""
-        return await super().abatch(inputs, config, return_exceptions=return_exceptions, **kwargs)
-
     def with_report(self) -> PhaseAwarePromptWithReport:
-        """A runnable returning ``{"prompt": ChatPromptValue, "report": dict}`` per call.
-
-        The report is :func:`placement_report` of the same assembly that made the
-        prompt (no second assembly, no state kept between calls).
-        """
+        """A runnable returning ``{"prompt": ChatPromptValue, "report": dict}`` per call:
+        :func:`placement_report` of the same assembly that made the prompt."""
         return PhaseAwarePromptWithReport(self)
 
     def __repr__(self) -> str:
+        t = self.target
         return (
-            f"PhaseAwarePrompt(tokenizer={self.tokenizer.spec!r}, "
-            f"chat_format={self.chat_format.name!r}, "
-            f"profile={self.profile.model if self.profile else None!r}, "
-            f"budget_tokens={self.budget_tokens})"
+            f"PhaseAwarePrompt(tokenizer={t.tokenizer.spec!r}, "
+            f"chat_format={t.require_format().name!r}, "
+            f"profile={t.profile.model if t.profile else None!r}, "
+            f"budget_tokens={t.budget_tokens})"
         )
 
 

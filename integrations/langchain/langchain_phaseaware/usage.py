@@ -25,21 +25,19 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from langchain_phaseaware.convert import message_dicts, resolve_chat_format, resolve_tokenizer
-from phaseaware.assembly.options import AssemblyOptions, check_position_offset
-from phaseaware.chat.formats import ChatFormat
-from phaseaware.chat.messages import parse_messages
-from phaseaware.endpoints import (
-    ON_MISMATCH,
-    EndpointRef,
-    UsageCheck,
-    check_prompt_tokens,
-    endpoint_options,
-    load_endpoint,
-    usage_offsets,
-)
+from langchain_phaseaware.convert import message_dicts, tool_schemas
 from phaseaware.errors import InputError
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.integrate import (
+    ChatFormat,
+    EndpointRef,
+    Tokenizer,
+    UsageCheck,
+    check_on_mismatch,
+    check_position_offset,
+    check_usage,
+    rendered_tokens,
+    resolve_target,
+)
 
 __all__ = ["PhaseAwareUsageCheck", "reported_prompt_tokens", "planned_prompt_tokens"]
 
@@ -48,12 +46,13 @@ def planned_prompt_tokens(
     messages: Sequence[BaseMessage], *, tokenizer: Tokenizer, chat_format: ChatFormat
 ) -> int:
     """Tokens of ``messages`` as ``chat_format`` renders them (generation prompt included)."""
-    text = chat_format.render(parse_messages(message_dicts(messages)), add_generation_prompt=True)
-    return len(tokenizer.encode(text))
+    target = resolve_target(tokenizer=tokenizer, chat_format=chat_format)
+    return rendered_tokens(target, message_dicts(messages))
 
 
 def reported_prompt_tokens(response: LLMResult) -> int | None:
-    """The server's prompt token count in ``response``, or ``None`` when it sent none."""
+    """The server's prompt token count in ``response``, or ``None`` when it sent none
+    (a streamed call reports it on its final chunk, merged into the message's usage)."""
     for generations in response.generations:
         for generation in generations:
             if isinstance(generation, ChatGeneration) and isinstance(generation.message, AIMessage):
@@ -76,8 +75,12 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     ``offset`` that disagrees with it ``InputError``. ``on_mismatch``: ``"warn"``
     (default), ``"raise"`` or ``"ignore"``. ``on_check``: called with each
     :class:`~phaseaware.endpoints.UsageCheck` (e.g. to log it). A response
-    without usage is not checked. Pass it as ``config={"callbacks": [check]}``
-    or ``llm.with_config(callbacks=[check])``.
+    without usage is not checked; a streamed one is checked on its final usage
+    chunk (``ChatOpenAI(stream_usage=True)``). Tools bound to the model are rendered
+    into the planned count where the chat format renders them (``deepseek-v4``); other
+    formats refuse them (``UnsupportedSettingError``) unless ``tool_schemas="not_rendered"``.
+    Pass it as
+    ``config={"callbacks": [check]}`` or ``llm.with_config(callbacks=[check])``.
     """
 
     raise_error = True  # let PromptTokenDriftError reach the caller when on_mismatch="raise"
@@ -92,20 +95,21 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
         on_check: Callable[[UsageCheck], None] | None = None,
         thinking: bool = False,
+        tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
     ) -> None:
-        if on_mismatch not in ON_MISMATCH:
+        if tool_schemas not in ("rendered", "not_rendered"):
             raise InputError(
-                f"on_mismatch must be one of {', '.join(ON_MISMATCH)}, got {on_mismatch!r}"
+                f"tool_schemas must be 'rendered' or 'not_rendered', got {tool_schemas!r}"
             )
-        self.tokenizer = resolve_tokenizer(tokenizer)
-        self.chat_format = resolve_chat_format(chat_format, self.tokenizer, thinking=thinking)
-        self.endpoint = load_endpoint(endpoint)
-        options = AssemblyOptions(
-            position_offset=0 if offset is None else check_position_offset(offset, name="offset")
-        )
-        options = endpoint_options(options, self.endpoint, self.tokenizer)
-        self.offset, self.offsets = usage_offsets(options)
-        self.on_mismatch: Literal["warn", "raise", "ignore"] = on_mismatch
+        self.tool_schemas = tool_schemas
+        self.on_mismatch = check_on_mismatch(on_mismatch)
+        if offset is not None:
+            offset = check_position_offset(offset, name="offset")
+        self.target = resolve_target(
+            tokenizer=tokenizer, chat_format=chat_format, position_offset=offset,
+            endpoint=endpoint, thinking=thinking,
+        )  # fmt: skip
+        self.offset, self.offsets = self.target.usage_offsets
         self.on_check = on_check
         self._planned: dict[UUID, int] = {}
         self._lock = threading.Lock()
@@ -120,9 +124,15 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     ) -> None:
         if len(messages) != 1:
             return  # one prompt per run is what a chat model call sends
-        planned = planned_prompt_tokens(
-            messages[0], tokenizer=self.tokenizer, chat_format=self.chat_format
-        )
+        target = self.target
+        tools = (kwargs.get("invocation_params") or {}).get("tools")
+        if self.tool_schemas == "rendered":
+            target = target.with_tools(
+                tool_schemas(tools),
+                fix="; or pass tool_schemas='not_rendered' to PhaseAwareUsageCheck if the "
+                "server writes no tool schemas into the prompt",
+            )
+        planned = rendered_tokens(target, message_dicts(messages[0]))
         with self._lock:
             self._planned[run_id] = planned
 
@@ -133,16 +143,14 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
             planned = self._planned.pop(run_id, None)
-        reported = reported_prompt_tokens(response)
-        if planned is None or reported is None:
+        if planned is None:
             return
-        check = check_prompt_tokens(
+        check = check_usage(
+            self.target,
             planned_tokens=planned,
-            reported_tokens=reported,
-            offset=self.offset,
-            offsets=self.offsets,
+            reported_tokens=reported_prompt_tokens(response),
             on_mismatch=self.on_mismatch,
             offset_name="offset",
         )
-        if self.on_check is not None:
+        if check is not None and self.on_check is not None:
             self.on_check(check)

@@ -103,8 +103,15 @@ class ReplayBackend:
         return None
 
 
-def batch_request_line(request: ProbeRequest, *, model: str, endpoint: str) -> dict[str, Any]:
-    """The batch input object for one probe (greedy: temperature 0)."""
+def batch_request_line(
+    request: ProbeRequest,
+    *,
+    model: str,
+    endpoint: str,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The batch input object for one probe (greedy: temperature 0); chat lines carry
+    ``chat_template_kwargs`` when given (the settings the probes were rendered with)."""
     url = _url(endpoint)
     body: dict[str, Any] = {"model": model}
     if endpoint == "chat":
@@ -114,6 +121,8 @@ def batch_request_line(request: ProbeRequest, *, model: str, endpoint: str) -> d
                 "(--template) or emit plain prompts with --endpoint completions"
             )
         body["messages"] = [dict(m) for m in request.messages]
+        if chat_template_kwargs is not None:
+            body["chat_template_kwargs"] = dict(chat_template_kwargs)
     else:
         body["prompt"] = request.prompt
     body["max_tokens"] = request.max_tokens
@@ -127,6 +136,7 @@ def emit_batch(
     *,
     model: str,
     endpoint: str = "chat",
+    chat_template_kwargs: Mapping[str, Any] | None = None,
 ) -> int:
     """Write the batch input JSONL for ``requests`` to ``path`` atomically; return the line count.
 
@@ -143,7 +153,9 @@ def emit_batch(
                 f"probe id {request.probe_id!r} occurs twice; batch custom_ids must be unique"
             )
         seen.add(request.probe_id)
-        line = batch_request_line(request, model=model, endpoint=endpoint)
+        line = batch_request_line(
+            request, model=model, endpoint=endpoint, chat_template_kwargs=chat_template_kwargs
+        )
         lines.append(json.dumps(line, ensure_ascii=False))
     atomic_write_text(path, "".join(line + "\n" for line in lines))
     return len(lines)

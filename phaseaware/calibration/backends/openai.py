@@ -39,7 +39,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from phaseaware.assembly.options import check_position_offset
+from phaseaware.assembly.inputs.options import check_position_offset
 from phaseaware.calibration.backends.base import (
     API_KEY_ENV_VARS,
     Completion,
@@ -60,12 +60,14 @@ _NO_KEY = "phaseaware-no-key"  # sent when no key is configured (local servers i
 
 def _resolve_api_key(api_key: str | None) -> tuple[str, str | None]:
     """(key, where it came from); where is ``None`` when no key is configured."""
+    from phaseaware.credentials import check_api_key
+
     if api_key:
-        return api_key, "api_key"
+        return check_api_key(api_key, source="api_key", error=BackendError), "api_key"
     for name in API_KEY_ENV_VARS:
         value = os.environ.get(name)
         if value:
-            return value, name
+            return check_api_key(value, source=f"${name}", error=BackendError), name
     return _NO_KEY, None
 
 
@@ -78,6 +80,8 @@ class OpenAIBackend:
     ``timeout``: seconds per HTTP attempt. ``max_retries``: retries per request
     (the client's backoff; see the module docstring). ``model_info``: what the
     server cannot tell about the model (``{"local_window": N}``), for the log header.
+    ``chat_template_kwargs``: the chat settings every chat request states (see
+    :mod:`phaseaware.endpoints.settings`), so no server default renders the probes.
     """
 
     name = "openai-http"
@@ -95,6 +99,7 @@ class OpenAIBackend:
         expected_prompt_tokens_check: bool = True,
         prompt_token_offset: int = 0,
         model_info: Mapping[str, Any] | None = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         _validate(base_url, model, endpoint, concurrency, max_retries, timeout)
         check_position_offset(prompt_token_offset, name="--prompt-token-offset", error=BackendError)
@@ -107,6 +112,7 @@ class OpenAIBackend:
         self.expected_prompt_tokens_check = expected_prompt_tokens_check
         self.prompt_token_offset = prompt_token_offset
         self.model_info: dict[str, Any] = dict(model_info or {})
+        self.chat_template_kwargs = dict(chat_template_kwargs) if chat_template_kwargs else None
         self._lock = threading.Lock()
         self._retries = 0
         key, key_source = _resolve_api_key(api_key)
@@ -195,6 +201,8 @@ class OpenAIBackend:
         common = {"model": self.model, "max_tokens": request.max_tokens, "temperature": 0}
         if self.endpoint == "chat":
             messages = [dict(m) for m in request.messages or ()]
+            if self.chat_template_kwargs is not None:
+                common["extra_body"] = {"chat_template_kwargs": self.chat_template_kwargs}
             return client.chat.completions.create(messages=messages, **common)
         return client.completions.create(prompt=request.prompt, **common)
 

@@ -58,6 +58,7 @@ def test_agent_aligns_the_tool_result_and_keeps_sent_bytes(served, chat_model, r
         profile=reference_profile,
         budget_tokens=768,
         tool_role="user",  # the reference chat template has no tool role
+        tool_schemas="not_rendered",  # nor tool schemas: the usage check confirms it
         check_usage="raise",
         message_template="{context}\n\n{question}",
     )
@@ -119,6 +120,7 @@ async def _async_agent(chat_model, reference_profile):
             PhaseAwareMiddleware(
                 tokenizer=tokenizer, chat_format="hf", profile=reference_profile,
                 budget_tokens=512, tool_role="user", check_usage="raise",
+                tool_schemas="not_rendered",
             )
         ],
     )  # fmt: skip

@@ -18,7 +18,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_openai import ChatOpenAI
 from langchain_phaseaware import PhaseAwarePrompt, PhaseAwareUsageCheck
 
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.endpoints import UsageCheck, probe_endpoint
 from phaseaware.tokenizers import load_tokenizer
 

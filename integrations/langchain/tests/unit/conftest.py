@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.tokenizers import load_tokenizer
 
 OPTIONS = AssemblyOptions(allow_tokenizer_mismatch=True)

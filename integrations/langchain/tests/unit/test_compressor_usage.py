@@ -126,16 +126,33 @@ def test_usage_check_compares_with_the_rendered_prompt(o200k):
         PhaseAwareUsageCheck(tokenizer=o200k, chat_format="chatml", on_mismatch="loud")  # type: ignore[arg-type]
 
 
-def test_the_drift_message_names_the_offset_parameter(o200k) -> None:
-    from phaseaware.chat.formats import get_chat_format
-    from phaseaware.chat.messages import parse_messages
+def test_usage_check_plans_bound_tools(o200k):
+    import uuid as _uuid
 
-    text = get_chat_format("chatml", o200k).render(
-        parse_messages([{"role": "user", "content": QUESTION}])
-    )
-    planned = len(o200k.encode(text))
-    usage = {"input_tokens": planned + 3, "output_tokens": 2, "total_tokens": planned + 5}
-    check = PhaseAwareUsageCheck(tokenizer=o200k, chat_format="chatml", on_mismatch="raise")
-    with pytest.raises(PromptTokenDriftError, match=r"set offset=3\b") as info:
-        _run(check, [HumanMessage(QUESTION)], _result(usage))
-    assert "position_offset" not in str(info.value)
+    from phaseaware.chat import UnsupportedSettingError
+    from phaseaware.tokenizers import load_tokenizer
+
+    tool = {"type": "function", "function": {"name": "search", "parameters": {}}}
+    messages = [HumanMessage(QUESTION)]
+    params = {"invocation_params": {"tools": [tool]}}
+    with pytest.raises(UnsupportedSettingError, match="tool_schemas='not_rendered'"):
+        PhaseAwareUsageCheck(tokenizer=o200k, chat_format="chatml").on_chat_model_start(
+            {}, [messages], run_id=_uuid.uuid4(), **params
+        )
+    seen: list[Any] = []
+    dsv4 = load_tokenizer("deepseek-v4")
+    for tools, schemas in (([tool], "rendered"), ([], "rendered"), ([tool], "not_rendered")):
+        check = PhaseAwareUsageCheck(
+            tokenizer=dsv4,
+            chat_format="deepseek-v4",
+            on_check=seen.append,
+            tool_schemas=schemas,
+            on_mismatch="ignore",
+        )
+        run_id = _uuid.uuid4()
+        check.on_chat_model_start({}, [messages], run_id=run_id, invocation_params={"tools": tools})
+        check.on_llm_end(
+            _result({"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}), run_id=run_id
+        )
+    with_tools, without, ignored = (c.planned_tokens for c in seen[-3:])
+    assert with_tools > without == ignored

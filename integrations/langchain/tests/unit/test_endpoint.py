@@ -20,7 +20,7 @@ from langchain_phaseaware import (
 from langchain_phaseaware.convert import message_dicts
 from langchain_phaseaware.usage import planned_prompt_tokens
 
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.chat.formats import get_chat_format
 from phaseaware.chat.messages import parse_messages
 from phaseaware.endpoints import EndpointRecord, save_endpoint_record
@@ -128,7 +128,7 @@ def test_usage_check_expects_the_record_offset(o200k):
     warning = PhaseAwareUsageCheck(
         tokenizer=o200k, chat_format="chatml", endpoint=_record(o200k, (3,))
     )
-    with pytest.warns(PhaseawareWarning, match="position_offset=4"):
+    with pytest.warns(PhaseawareWarning, match=r"set offset=4"):  # the parameter is offset=
         _run(warning, messages, planned + 4)
     varying = PhaseAwareUsageCheck(
         tokenizer=o200k, chat_format="chatml", endpoint=_record(o200k, (1, 2, 3)),

@@ -156,3 +156,62 @@ def test_message_template_puts_the_question_after_the_context(
     assert aligned.response_metadata[REPORT_KEY]["token_count"] == len(o200k.encode(result.prompt))
     with pytest.raises(InputError, match="message_template"):
         _middleware(o200k, options, profile_name, message_template="no slot")
+
+
+def _tool_request(messages: list[Any]) -> ModelRequest:
+    from langchain_core.tools import tool
+
+    @tool
+    def search(query: str) -> str:
+        """Search the notes."""
+        return query
+
+    model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused", model="m")
+    return ModelRequest(
+        model=model, messages=messages, system_message=SystemMessage("Be brief."), tools=[search]
+    )
+
+
+def test_bound_tools_are_refused_by_a_format_that_cannot_render_them(
+    o200k, options, profile_name, make_documents
+):
+    from phaseaware.chat import UnsupportedSettingError
+
+    request = _tool_request(_history(make_documents(2)))
+    with pytest.raises(UnsupportedSettingError, match="tool_schemas='not_rendered'"):
+        _middleware(o200k, options, profile_name).align(request)
+    quiet = _middleware(o200k, options, profile_name, tool_schemas="not_rendered")
+    assert quiet.align(request)[1] is not None
+
+
+def test_bound_tools_are_planned_where_deepseek_v4_renders_them(deepseek_v4_tok, make_documents):
+    from langchain_phaseaware.convert import document_records, tool_schemas
+
+    import phaseaware
+    from phaseaware.chat import ChatSettings, get_chat_format
+    from phaseaware.integrate import record_chunks
+
+    request = _tool_request(_history(make_documents(3)))
+    middleware = PhaseAwareMiddleware(
+        tokenizer=deepseek_v4_tok, chat_format="deepseek-v4", profile="deepseek-v4-flash-base",
+        budget_tokens=4000,
+    )  # fmt: skip
+    _, aligned, result = middleware.align(request)
+    assert result is not None and "search" in result.prompt.split("<｜User｜>")[0]
+    schemas = tool_schemas(request.tools)
+    fmt = get_chat_format("deepseek-v4", deepseek_v4_tok, settings=ChatSettings(tools=schemas))
+    sent = message_dicts([request.system_message, *request.messages[:-1]])
+    expected = phaseaware.assemble_append(
+        sent=sent, new={"role": "tool", "content": "{context}", "tool_call_id": "call-1"},
+        chunks=record_chunks(document_records(request.messages[-1].artifact)),
+        tokenizer=deepseek_v4_tok, chat_format=fmt, question=QUESTION,
+        profile="deepseek-v4-flash-base", budget_tokens=4000,
+    )  # fmt: skip
+    assert result == expected
+
+
+@pytest.fixture(scope="module")
+def deepseek_v4_tok() -> Any:
+    from phaseaware.tokenizers import load_tokenizer
+
+    return load_tokenizer("deepseek-v4")

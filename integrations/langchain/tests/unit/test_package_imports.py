@@ -43,3 +43,20 @@ def test_import_langchain_phaseaware_is_lazy():
     assert "langchain_phaseaware.middleware" not in loaded
     assert not [m for m in loaded if m == "langchain" or m.startswith(("langchain.", "langgraph"))]
     assert "transformers" not in loaded and "torch" not in loaded
+
+
+def test_the_adapter_imports_only_public_phaseaware_names():
+    """``phaseaware`` (its ``__all__``), ``phaseaware.errors`` and the kit: nothing deeper."""
+    import ast
+    from pathlib import Path
+
+    allowed = {"phaseaware", "phaseaware.errors", "phaseaware.integrate"}
+    package = Path(langchain_phaseaware.__file__).parent
+    seen = set()
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("phaseaware"):
+                seen.add(node.module)
+            if isinstance(node, ast.Import):
+                seen |= {a.name for a in node.names if a.name.startswith("phaseaware")}
+    assert seen <= allowed, sorted(seen - allowed)

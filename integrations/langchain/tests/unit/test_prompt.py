@@ -13,7 +13,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_phaseaware import PhaseAwarePrompt
 from langchain_phaseaware.convert import message_dicts
 
-from phaseaware.assembly.options import AssemblyOptions
+from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
 from phaseaware.chat.formats import get_chat_format
 from phaseaware.chat.messages import parse_messages
@@ -242,3 +242,31 @@ def test_none_chat_format_and_profile_free_planning(o200k, make_documents):
     fmt = get_chat_format("none", o200k)
     text = fmt.render(parse_messages(message_dicts(out["prompt"].messages)))
     assert text == out["report"]["prompt"] and out["report"]["period"] is None
+
+
+@pytest.mark.parametrize(
+    ("documents", "match"),
+    [
+        (None, "documents must be a list"),
+        ([Document(page_content="a"), None], r"documents\[1\] is a NoneType"),
+        ([Document(page_content="a", metadata={"score": True})], r"documents\[0\] has score"),
+        ([Document(page_content="a", metadata={"evidence": 3})], r"documents\[0\] has evidence"),
+    ],
+)
+def test_none_and_ill_typed_documents_are_input_errors(o200k, documents, match):
+    with pytest.raises(InputError, match=match):
+        _prompt(o200k).invoke({"question": QUESTION, "documents": documents, "persona": "p"})
+
+
+def test_unscored_documents_rank_after_scored_ones(o200k, make_documents):
+    docs = [
+        Document(page_content=d.page_content, metadata={"score": s} if s is not None else {})
+        for d, s in zip(make_documents(4), (None, 0.2, None, 0.1), strict=True)
+    ]
+    report = (
+        _prompt(o200k)
+        .with_report()
+        .invoke({"question": QUESTION, "documents": docs, "persona": "p"})["report"]
+    )
+    ranks = {p["document_index"]: p["rank"] for p in report["placements"]}
+    assert ranks == {1: 0, 3: 1, 0: 2, 2: 3}

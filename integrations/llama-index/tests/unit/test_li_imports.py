@@ -16,7 +16,9 @@ def test_all_is_the_public_api() -> None:
     assert sorted(pkg.__all__) == sorted(
         [
             "ASSEMBLY_KEY",
+            "NodeRegistry",
             "PLACEMENT_KEY",
+            "PhaseAwareAgentLLM",
             "PhaseAwareNode",
             "PhaseAwarePostprocessor",
             "PhaseAwareSynthesizer",
@@ -24,6 +26,7 @@ def test_all_is_the_public_api() -> None:
             "RepackWarning",
             "SENT_KEY",
             "phaseaware_query_engine",
+            "retriever_tool",
             "text_qa_conversation",
         ]
     )
@@ -62,3 +65,20 @@ def test_core_source_never_mentions_llama_index() -> None:
         if "import llama_index" in p.read_text() or "from llama_index" in p.read_text()
     ]
     assert offenders == []
+
+
+def test_the_adapter_imports_only_public_phaseaware_names() -> None:
+    """``phaseaware`` (its ``__all__``), ``phaseaware.errors`` and the kit: nothing deeper."""
+    import ast
+
+    import llama_index.postprocessor.phaseaware as pkg
+
+    allowed = {"phaseaware", "phaseaware.errors", "phaseaware.integrate"}
+    seen: set[str] = set()
+    for path in Path(pkg.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("phaseaware"):
+                seen.add(node.module or "")
+            if isinstance(node, ast.Import):
+                seen |= {a.name for a in node.names if a.name.startswith("phaseaware")}
+    assert seen <= allowed, sorted(seen - allowed)

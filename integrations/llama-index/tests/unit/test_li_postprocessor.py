@@ -148,3 +148,17 @@ def test_bad_options_name_the_fix():
         PhaseAwarePostprocessor(
             tokenizer="reference", chat_format="hf", budget_tokens=512, options={"padd": True}
         )
+
+
+def test_none_and_ill_typed_nodes_and_scores_are_input_errors(postprocessor):
+    from phaseaware.errors import InputError
+
+    bad_score = NodeWithScore.model_construct(node=TextNode(text=TEXTS[0], id_="n0"), score="hi")
+    cases = [
+        ([bad_score], r"nodes\[0\] has score 'hi'"),
+        ([_nodes([0.9, 0.5, 0.7])[0], None], r"nodes\[1\] is a NoneType"),
+        ([NodeWithScore.model_construct(node=None, score=1.0)], r"nodes\[0\] is a NodeWithScore"),
+    ]
+    for nodes, match in cases:
+        with pytest.raises(InputError, match=match):
+            postprocessor.postprocess_nodes(nodes, query_str=QUESTION)

@@ -161,3 +161,96 @@ def test_parts_built_separately_with_defaults_agree():
     synth.synthesize(QUESTION, planned)
     assert not synth.last_sent.replanned
     assert synth.last_sent.messages[0]["role"] == "system"  # LlamaIndex's QA system prompt
+
+
+class StreamMock(ChatMock):
+    """ChatMock that streams its answer in pieces, usage on a last chunk of its own (as an
+    OpenAI-compatible server does with ``stream_options.include_usage``)."""
+
+    def stream_chat(self, messages, **kwargs):  # type: ignore[override]
+        self.__dict__.setdefault("seen", []).append(list(messages))
+        pieces = ["3", "1", "7"]
+
+        def gen():
+            text = ""
+            for piece in pieces:
+                text += piece
+                yield ChatResponse(
+                    message=ChatMessage(role="assistant", content=text), delta=piece, raw={}
+                )
+            yield ChatResponse(
+                message=ChatMessage(role="assistant", content=text), delta="",
+                raw={"usage": {"prompt_tokens": self.reported}},
+            )  # fmt: skip
+
+        return gen()
+
+    async def astream_chat(self, messages, **kwargs):  # type: ignore[override]
+        sync = self.stream_chat(messages, **kwargs)
+
+        async def agen():
+            for item in sync:
+                yield item
+
+        return agen()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_streaming_sends_the_plan_and_checks_usage_at_the_end(mode):
+    import asyncio
+
+    from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
+
+    llm = StreamMock()
+    synth = _synth(llm, on_mismatch="raise", streaming=True)
+    planned = synth.postprocessor().postprocess_nodes(_nodes(), query_str=QUESTION)
+    llm.reported = planned[0].node.metadata["phaseaware_assembly"]["token_count"]
+
+    async def drain(response):
+        return "".join([t async for t in response.async_response_gen()])
+
+    if mode == "sync":
+        response = synth.synthesize(QUESTION, planned)
+        assert isinstance(response, StreamingResponse)
+        assert response.metadata["phaseaware"].check is None  # not ended yet
+        assert "".join(response.response_gen) == "317"
+    else:
+        response = asyncio.run(synth.asynthesize(QUESTION, planned))
+        assert isinstance(response, AsyncStreamingResponse)
+        assert asyncio.run(drain(response)) == "317"
+    sent = response.metadata["phaseaware"]
+    assert sent is synth.last_sent and sent.check is not None and sent.check.ok
+    (seen,) = llm.seen
+    assert [{"role": m.role.value, "content": m.content} for m in seen] == list(sent.messages)
+    llm.reported += 2
+    again = synth.synthesize(QUESTION, planned)
+    with pytest.raises(PromptTokenDriftError, match="drift \\+2"):
+        "".join(again.response_gen)
+
+
+def test_query_engine_streams():
+    from llama_index.core.base.response.schema import StreamingResponse
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.postprocessor.phaseaware import phaseaware_query_engine
+
+    class Fixed(BaseRetriever):
+        def _retrieve(self, query_bundle):  # type: ignore[no-untyped-def, override]
+            return _nodes()
+
+    engine = phaseaware_query_engine(
+        Fixed(), llm=StreamMock(), tokenizer="reference", chat_format="hf", profile=None,
+        budget_tokens=512, text_qa_template=QA, on_mismatch="ignore", streaming=True,
+    )  # fmt: skip
+    response = engine.query(QUESTION)
+    assert isinstance(response, StreamingResponse)
+    assert "".join(response.response_gen) == "317"
+    assert not response.metadata["phaseaware"].replanned
+
+
+def test_none_and_ill_typed_nodes_are_input_errors():
+    synth = _synth(ChatMock(), on_mismatch="ignore")
+    bad = NodeWithScore.model_construct(node=TextNode(text="a", id_="n0"), score="0.9")
+    with pytest.raises(InputError, match=r"nodes\[1\] is a NoneType"):
+        synth.synthesize(QUESTION, [_nodes()[0], None])
+    with pytest.raises(InputError, match=r"nodes\[0\] has score '0.9'"):
+        synth.synthesize(QUESTION, [bad])

@@ -1,5 +1,10 @@
 """phaseaware for LlamaIndex: phase-aware node arrangement and a synthesis path that keeps it."""
 
+from llama_index.postprocessor.phaseaware.agent import (
+    NodeRegistry,
+    PhaseAwareAgentLLM,
+    retriever_tool,
+)
 from llama_index.postprocessor.phaseaware.conversation import text_qa_conversation
 from llama_index.postprocessor.phaseaware.nodes import PhaseAwareNode, RepackWarning
 from llama_index.postprocessor.phaseaware.plan import ASSEMBLY_KEY, PLACEMENT_KEY
@@ -12,6 +17,9 @@ from llama_index.postprocessor.phaseaware.synthesizer import (
 )
 
 __all__ = [
+    "NodeRegistry",
+    "PhaseAwareAgentLLM",
+    "retriever_tool",
     "ASSEMBLY_KEY",
     "PLACEMENT_KEY",
     "PhaseAwareNode",

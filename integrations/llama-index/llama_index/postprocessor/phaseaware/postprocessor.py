@@ -14,7 +14,9 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.postprocessor.phaseaware.conversation import default_text_qa_messages
-from llama_index.postprocessor.phaseaware.plan import PlanConfig, Planned, assemble_nodes
+from llama_index.postprocessor.phaseaware.plan import Planned, assemble_nodes
+
+from phaseaware.integrate import Target, resolve_target
 
 __all__ = ["PhaseAwarePostprocessor"]
 
@@ -36,10 +38,10 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
             "'tiktoken:o200k_base', 'hf:/path/to/model') or a phaseaware Tokenizer."
         )
     )
-    chat_format: str = Field(
+    chat_format: Any = Field(
         description=(
             "How the server renders the messages: 'hf' (the tokenizer's own chat template), "
-            "'chatml', 'deepseek-v4', or 'none' (a plain completion)."
+            "'chatml', 'deepseek-v4', 'none' (a plain completion), or a phaseaware ChatFormat."
         )
     )
     profile: Any = Field(
@@ -76,12 +78,12 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         ),
     )
 
-    _config: PlanConfig = PrivateAttr()
+    _config: Target = PrivateAttr()
     _messages: list[dict[str, str]] = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        self._config = PlanConfig.resolve(
+        self._config = resolve_target(
             tokenizer=self.tokenizer,
             chat_format=self.chat_format,
             profile=self.profile,
@@ -100,8 +102,8 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         return "PhaseAwarePostprocessor"
 
     @property
-    def config(self) -> PlanConfig:
-        """The resolved tokenizer, profile, budget and options."""
+    def config(self) -> Target:
+        """The resolved tokenizer, chat format, profile, budget, options and endpoint."""
         return self._config
 
     @property
@@ -117,7 +119,7 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
             return None
         question = query_bundle.query_str if query_bundle is not None else ""
         return assemble_nodes(
-            nodes, config=self._config, messages=self._messages, question=question
+            nodes, target=self._config, messages=self._messages, question=question
         )
 
     def _postprocess_nodes(

@@ -8,7 +8,15 @@ per message, text verbatim); a completion LLM gets ``AssemblyResult.prompt``
 with ``formatted=True``. Nodes whose plan no longer matches (reordered or
 filtered after the postprocessor, or planned for another conversation) are
 planned again, with a warning. Where the response reports
-``usage.prompt_tokens``, it is checked against the plan.
+``usage.prompt_tokens``, it is checked against the plan (:mod:`phaseaware.integrate`).
+
+``streaming=True``: ``synthesize`` returns a ``StreamingResponse`` and
+``asynthesize`` an ``AsyncStreamingResponse`` (the LLM's ``stream_chat`` /
+``stream_complete`` and their async forms); the usage check runs when the stream
+ends, on the chunk that carries usage (an OpenAI-compatible server sends it with
+``stream_options={"include_usage": True}``: ``OpenAILike(additional_kwargs=...)``).
+``RetrieverQueryEngine.from_args(streaming=True)`` configures only a synthesizer it
+builds itself: pass ``streaming=True`` here (``phaseaware_query_engine`` does).
 """
 
 from __future__ import annotations
@@ -16,13 +24,18 @@ from __future__ import annotations
 import asyncio
 import os
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import ChatResponse, CompletionResponse
-from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
+from llama_index.core.base.response.schema import (
+    RESPONSE_TYPE,
+    AsyncStreamingResponse,
+    Response,
+    StreamingResponse,
+)
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.callbacks.schema import CBEventType, EventPayload
 from llama_index.core.llms import LLM
@@ -40,24 +53,29 @@ from llama_index.postprocessor.phaseaware.conversation import (
 from llama_index.postprocessor.phaseaware.plan import (
     ASSEMBLY_KEY,
     PLACEMENT_KEY,
-    PlanConfig,
     assemble_nodes,
-    conversation_key,
+    node_records,
 )
 from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
 
-from phaseaware.assembly import AssemblyOptions
-from phaseaware.endpoints import EndpointRef, UsageCheck, check_prompt_tokens, usage_offsets
-from phaseaware.endpoints import reported_prompt_tokens as raw_prompt_tokens
+from phaseaware import AssemblyOptions, Profile
 from phaseaware.errors import InputError, PhaseawareWarning
-from phaseaware.profiles.model import Profile
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.integrate import (
+    EndpointRef,
+    OnMismatch,
+    Tokenizer,
+    UsageCheck,
+    check_on_mismatch,
+    check_usage,
+    resolve_target,
+    stale_reason,
+)
+from phaseaware.integrate import reported_prompt_tokens as raw_prompt_tokens
 
 __all__ = ["SENT_KEY", "PhaseAwareSynthesizer", "PlanSent", "phaseaware_query_engine"]
 
 SENT_KEY = "phaseaware"  # response.metadata[SENT_KEY]: the PlanSent of that answer
-
-OnMismatch = Literal["warn", "raise", "ignore"]
+Reply = ChatResponse | CompletionResponse
 
 
 @dataclass(frozen=True)
@@ -79,21 +97,14 @@ def _stale_reason(nodes: Sequence[NodeWithScore], key: str) -> str | None:
         return "the nodes carry no phaseaware plan"
     if assembly.get("conversation_key") != key:
         return "the nodes were planned for another conversation, question or configuration"
-    ids = [n.node.node_id for n in nodes]
-    if ids != list(assembly.get("chunk_ids", ())):
-        return "nodes were reordered, added or removed after PhaseAwarePostprocessor"
-    prompt = str(assembly["prompt"])
-    for n in nodes:
-        placement = n.node.metadata.get(PLACEMENT_KEY)
-        if not isinstance(n.node, TextNode) or not isinstance(placement, Mapping):
-            return "a node lost its placement report"
-        span = prompt[int(placement["segment_char_start"]) : int(placement["char_end"])]
-        if n.node.text != span:
-            return f"the text of node {n.node.node_id!r} changed after PhaseAwarePostprocessor"
-    return None
+    if not all(isinstance(n.node.metadata.get(PLACEMENT_KEY), Mapping) for n in nodes):
+        return "a node lost its placement report"
+    texts = [n.node.text if isinstance(n.node, TextNode) else None for n in nodes]
+    reason = stale_reason(assembly, ids=[n.node.node_id for n in nodes], texts=texts)
+    return None if reason is None else f"{reason} (by PhaseAwarePostprocessor)"
 
 
-def reported_prompt_tokens(response: ChatResponse | CompletionResponse) -> int | None:
+def reported_prompt_tokens(response: Reply) -> int | None:
     """``usage.prompt_tokens`` of the raw response (object or dict), else of
     ``additional_kwargs``; ``None`` when the server reported none."""
     value = raw_prompt_tokens(response.raw)
@@ -101,6 +112,20 @@ def reported_prompt_tokens(response: ChatResponse | CompletionResponse) -> int |
         return value
     value = response.additional_kwargs.get("prompt_tokens")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(reply: Reply) -> str:
+    return (reply.message.content or "") if isinstance(reply, ChatResponse) else reply.text
+
+
+def _latest(reply: Reply, before: int | None) -> int | None:
+    """The prompt token count a stream has reported so far (its usage chunk comes last)."""
+    value = reported_prompt_tokens(reply)
+    return value if value is not None else before
+
+
+def _delta(reply: Reply) -> str:
+    return reply.delta or ""
 
 
 class PhaseAwareSynthesizer(BaseSynthesizer):
@@ -113,8 +138,9 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     ``usage.prompt_tokens`` that differs from the plan does (``warn``, ``raise``:
     ``PromptTokenDriftError``, ``ignore``); ``prompt_token_offset`` is the
     tokens the endpoint adds before the prompt (default:
-    ``options.position_offset``). Each response's ``metadata["phaseaware"]`` is the
-    :class:`PlanSent` of that call (``last_sent``: the latest call's).
+    ``options.position_offset``). ``streaming``: see the module docstring. Each
+    response's ``metadata["phaseaware"]`` is the :class:`PlanSent` of that call
+    (``last_sent``: the latest call's; a stream's once it has ended).
     """
 
     def __init__(
@@ -132,34 +158,23 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         endpoint: EndpointRef = None,
         callback_manager: CallbackManager | None = None,
         empty_response: str | None = None,
+        streaming: bool = False,
     ) -> None:
-        super().__init__(llm=llm, callback_manager=callback_manager, empty_response=empty_response)
-        self._config = PlanConfig.resolve(
-            tokenizer=tokenizer,
-            chat_format=chat_format,
-            profile=profile,
-            budget_tokens=budget_tokens,
-            options=options,
-            endpoint=endpoint,
-        )
-        record = self._config.endpoint
-        if record is not None and prompt_token_offset is not None:
-            known = record.offsets if record.stability == "varying" else (record.offset,)
-            if (prompt_token_offset,) != known:
-                raise InputError(
-                    f"prompt_token_offset={prompt_token_offset} disagrees with the endpoint "
-                    f"record for {record.model!r} at {record.base_url} (offsets "
-                    f"{list(known)}, {record.stability}); pass only the endpoint record"
-                )
-        if is_chat_llm(self._llm) and chat_format == "none":
+        super().__init__(
+            llm=llm, callback_manager=callback_manager, empty_response=empty_response,
+            streaming=streaming,
+        )  # fmt: skip
+        self._config = resolve_target(
+            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
+            budget_tokens=budget_tokens, options=options, endpoint=endpoint,
+        )  # fmt: skip
+        self._offset = self._config.check_offset(prompt_token_offset, name="prompt_token_offset")
+        if is_chat_llm(self._llm) and not self._config.require_format().chat:
             raise InputError(
                 "a chat LLM (is_chat_model=True) receives messages; pass the chat format the "
                 "server renders them with (hf, chatml, deepseek-v4), or use a completion LLM"
             )
-        if on_mismatch not in ("warn", "raise", "ignore"):
-            raise InputError(f"on_mismatch must be warn, raise or ignore, got {on_mismatch!r}")
-        self._on_mismatch: OnMismatch = on_mismatch
-        self._offset = prompt_token_offset
+        self._on_mismatch = check_on_mismatch(on_mismatch)
         self._text_qa_template = text_qa_template
         self._messages = text_qa_conversation(text_qa_template, llm=self._llm)
         self.last_sent: PlanSent | None = None
@@ -173,14 +188,10 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         """A postprocessor configured exactly as this synthesizer plans."""
         c = self._config
         return PhaseAwarePostprocessor(
-            tokenizer=c.tokenizer,
-            chat_format=c.chat_format,
-            profile=c.profile,
-            budget_tokens=c.budget_tokens,
-            options=c.options,
-            endpoint=c.endpoint,
+            tokenizer=c.tokenizer, chat_format=c.chat_format, profile=c.profile,
+            budget_tokens=c.budget_tokens, options=c.options, endpoint=c.endpoint,
             messages=self.conversation,
-        )
+        )  # fmt: skip
 
     def _get_prompts(self) -> PromptDictType:
         return {"text_qa_template": self._text_qa_template} if self._text_qa_template else {}
@@ -193,7 +204,8 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     def _plan(
         self, nodes: list[NodeWithScore], question: str
     ) -> tuple[PlanSent, list[NodeWithScore]]:
-        key = conversation_key(self._config, self._messages, question)
+        node_records(nodes)  # None or ill-typed nodes and scores: InputError naming the index
+        key = self._config.plan_key(self._messages, question)
         reason = _stale_reason(nodes, key)
         if reason is None:
             a = nodes[0].node.metadata[ASSEMBLY_KEY]
@@ -209,56 +221,77 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
                 stacklevel=3,
             )
         planned = assemble_nodes(
-            nodes, config=self._config, messages=self._messages, question=question
+            nodes, target=self._config, messages=self._messages, question=question
         )
         r = planned.result
         sent = PlanSent(r.messages, r.prompt, r.token_count, r.position_offset, True)
         return sent, list(planned.nodes)
 
-    def _check(self, sent: PlanSent, response: ChatResponse | CompletionResponse) -> PlanSent:
-        reported = reported_prompt_tokens(response)
-        if reported is None:
-            return sent
-        offset, offsets = usage_offsets(self._config.options)
-        if self._offset is not None:
-            offset, offsets = self._offset, None
-        check = check_prompt_tokens(
-            planned_tokens=sent.token_count,
-            reported_tokens=reported,
-            offset=offset,
-            offsets=offsets,
-            on_mismatch=self._on_mismatch,
-        )
-        return PlanSent(
-            sent.messages,
-            sent.prompt,
-            sent.token_count,
-            sent.position_offset,
-            sent.replanned,
-            check,
-        )
+    def _check(self, sent: PlanSent, reported: int | None) -> PlanSent:
+        check = check_usage(
+            self._config, planned_tokens=sent.token_count, reported_tokens=reported,
+            on_mismatch=self._on_mismatch, offset=self._offset,
+            offset_name="options.position_offset",
+        )  # fmt: skip
+        self.last_sent = replace(sent, check=check)
+        return self.last_sent
+
+    # -- one LLM call per synthesize: whole, streamed, async ---------------------------
 
     def _call(self, sent: PlanSent) -> tuple[str, PlanSent]:
         if is_chat_llm(self._llm):
-            chat = self._llm.chat(to_chat_messages(sent.messages))
-            return chat.message.content or "", self._check(sent, chat)
-        done = self._llm.complete(sent.prompt, formatted=True)
-        return done.text, self._check(sent, done)
+            reply: Reply = self._llm.chat(to_chat_messages(sent.messages))
+        else:
+            reply = self._llm.complete(sent.prompt, formatted=True)
+        return _text(reply), self._check(sent, reported_prompt_tokens(reply))
 
     async def _acall(self, sent: PlanSent) -> tuple[str, PlanSent]:
         if is_chat_llm(self._llm):
-            chat = await self._llm.achat(to_chat_messages(sent.messages))
-            return chat.message.content or "", self._check(sent, chat)
-        done = await self._llm.acomplete(sent.prompt, formatted=True)
-        return done.text, self._check(sent, done)
+            reply: Reply = await self._llm.achat(to_chat_messages(sent.messages))
+        else:
+            reply = await self._llm.acomplete(sent.prompt, formatted=True)
+        return _text(reply), self._check(sent, reported_prompt_tokens(reply))
+
+    def _stream(self, sent: PlanSent, metadata: dict[str, Any]) -> Generator[str, None, None]:
+        if is_chat_llm(self._llm):
+            replies: Any = self._llm.stream_chat(to_chat_messages(sent.messages))
+        else:
+            replies = self._llm.stream_complete(sent.prompt, formatted=True)
+        reported = None
+        for reply in replies:
+            reported = _latest(reply, reported)
+            yield _delta(reply)
+        metadata[SENT_KEY] = self._check(sent, reported)
+
+    async def _astream(self, sent: PlanSent, metadata: dict[str, Any]) -> AsyncGenerator[str, None]:
+        if is_chat_llm(self._llm):
+            replies: Any = await self._llm.astream_chat(to_chat_messages(sent.messages))
+        else:
+            replies = await self._llm.astream_complete(sent.prompt, formatted=True)
+        reported = None
+        async for reply in replies:
+            reported = _latest(reply, reported)
+            yield _delta(reply)
+        metadata[SENT_KEY] = self._check(sent, reported)
 
     def _answer(
-        self, text: str, sent: PlanSent, nodes: list[NodeWithScore], extra: Sequence[NodeWithScore]
+        self, text: Any, sent: PlanSent, nodes: list[NodeWithScore], extra: Sequence[NodeWithScore]
     ) -> RESPONSE_TYPE:
-        self.last_sent = sent
         response = self._prepare_response_output(text, [*nodes, *extra])
         response.metadata = {**(response.metadata or {}), SENT_KEY: sent}
         return response
+
+    def _streamed(
+        self, sent: PlanSent, nodes: list[NodeWithScore], extra: Sequence[NodeWithScore], aio: bool
+    ) -> RESPONSE_TYPE:
+        metadata: dict[str, Any] = {n.node.node_id: n.node.metadata for n in [*nodes, *extra]}
+        metadata[SENT_KEY] = sent  # replaced by the checked PlanSent when the stream ends
+        if aio:
+            return AsyncStreamingResponse(self._astream(sent, metadata), [*nodes, *extra], metadata)
+        return StreamingResponse(self._stream(sent, metadata), [*nodes, *extra], metadata)
+
+    def _empty(self) -> RESPONSE_TYPE:
+        return Response(self._empty_response)
 
     def synthesize(
         self,
@@ -268,14 +301,20 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         **response_kwargs: Any,
     ) -> RESPONSE_TYPE:
         if not nodes:
-            return Response(self._empty_response)
+            if self._streaming:
+                return StreamingResponse(self._empty_response_generator())
+            return self._empty()
         bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
         with self._callback_manager.event(
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
         ) as event:
             sent, arranged = self._plan(list(nodes), bundle.query_str)
-            text, sent = self._call(sent)
-            response = self._answer(text, sent, arranged, additional_source_nodes or ())
+            extra = additional_source_nodes or ()
+            if self._streaming:
+                response = self._streamed(sent, arranged, extra, aio=False)
+            else:
+                text, sent = self._call(sent)
+                response = self._answer(text, sent, arranged, extra)
             event.on_end(payload={EventPayload.RESPONSE: response})
         return response
 
@@ -287,14 +326,20 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         **response_kwargs: Any,
     ) -> RESPONSE_TYPE:
         if not nodes:
-            return Response(self._empty_response)
+            if self._streaming:
+                return AsyncStreamingResponse(self._empty_response_agenerator())
+            return self._empty()
         bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
         with self._callback_manager.event(
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
         ) as event:
             sent, arranged = await asyncio.to_thread(self._plan, list(nodes), bundle.query_str)
-            text, sent = await self._acall(sent)
-            response = self._answer(text, sent, arranged, additional_source_nodes or ())
+            extra = additional_source_nodes or ()
+            if self._streaming:
+                response = self._streamed(sent, arranged, extra, aio=True)
+            else:
+                text, sent = await self._acall(sent)
+                response = self._answer(text, sent, arranged, extra)
             event.on_end(payload={EventPayload.RESPONSE: response})
         return response
 
@@ -304,16 +349,18 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             for i, t in enumerate(text_chunks)
         ]
 
-    def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
+    def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> Any:
         """Plan ``text_chunks`` (retrieval order) and answer; prefer :meth:`synthesize`."""
         sent, _ = self._plan(self._text_nodes(text_chunks), query_str)
-        text, self.last_sent = self._call(sent)
-        return text
+        if self._streaming:
+            return self._stream(sent, {})
+        return self._call(sent)[0]
 
-    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
+    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> Any:
         sent, _ = self._plan(self._text_nodes(text_chunks), query_str)
-        text, self.last_sent = await self._acall(sent)
-        return text
+        if self._streaming:
+            return self._astream(sent, {})
+        return (await self._acall(sent))[0]
 
 
 def phaseaware_query_engine(
@@ -329,21 +376,16 @@ def phaseaware_query_engine(
     node_postprocessors: Sequence[BaseNodePostprocessor] = (),
     on_mismatch: OnMismatch = "warn",
     endpoint: EndpointRef = None,
+    streaming: bool = False,
 ) -> RetrieverQueryEngine:
     """``RetrieverQueryEngine`` with a ``PhaseAwarePostprocessor`` (last, after
     ``node_postprocessors``) and a ``PhaseAwareSynthesizer`` planning the same conversation;
-    ``endpoint``: an endpoint record both use (see ``PhaseAwareSynthesizer``)."""
+    ``endpoint``: an endpoint record both use; ``streaming``: stream the answer."""
     synthesizer = PhaseAwareSynthesizer(
-        llm=llm,
-        tokenizer=tokenizer,
-        chat_format=chat_format,
-        profile=profile,
-        budget_tokens=budget_tokens,
-        options=options,
-        text_qa_template=text_qa_template,
-        on_mismatch=on_mismatch,
-        endpoint=endpoint,
-    )
+        llm=llm, tokenizer=tokenizer, chat_format=chat_format, profile=profile,
+        budget_tokens=budget_tokens, options=options, text_qa_template=text_qa_template,
+        on_mismatch=on_mismatch, endpoint=endpoint, streaming=streaming,
+    )  # fmt: skip
     return RetrieverQueryEngine(
         retriever,
         response_synthesizer=synthesizer,

@@ -1,0 +1,124 @@
+"""The agent middleware places a tool result exactly as ``phaseaware.assemble_append`` does.
+
+Property test: random documents (scores present or missing, duplicate ids, evidence or
+none), both tool roles and message templates; the oracle is ``assemble_append`` called
+with hand-built OpenAI-style messages and hand-built chunks (the kit's documented
+missing-score rule written out), so the middleware's conversion and the kit are
+checked against the core entry point, not against themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from langchain.agents.middleware import ModelRequest  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
+from langchain_openai import ChatOpenAI  # noqa: E402
+from langchain_phaseaware import PhaseAwareMiddleware  # noqa: E402
+from langchain_phaseaware.middleware import REPORT_KEY  # noqa: E402
+
+import phaseaware  # noqa: E402
+from phaseaware import AssemblyOptions, Chunk  # noqa: E402
+
+QUESTION = "Below which voltage is a Helios-3 module disabled?"
+CALL = {"name": "search", "args": {"query": "helios"}, "id": "call-1"}
+WORDS = ["Helios", "module", "volts", "disabled", "below", "the", "3.32", "note", "{x}", "é"]
+
+
+def _expected_scores(scores: list[float | None]) -> list[float]:
+    """The kit's rule, written out: all missing -> n..1; else missing after the lowest."""
+    real = [s for s in scores if s is not None]
+    n = len(scores)
+    if not real:
+        return [float(n - i) for i in range(n)]
+    return [s if s is not None else min(real) - 1.0 - i / n for i, s in enumerate(scores)]
+
+
+documents_st = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join),
+        st.one_of(st.none(), st.floats(min_value=-2, max_value=2, allow_nan=False)),
+        st.sampled_from(["kb-1", "kb-2", None]),  # duplicate and missing ids
+        st.booleans(),  # evidence: the first word, or none
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    docs=documents_st,
+    tool_role=st.sampled_from(["tool", "user"]),
+    template=st.sampled_from(["{context}", "Results:\n{context}\n\n{question}"]),
+    options=st.sampled_from([None, AssemblyOptions(allow_tokenizer_mismatch=True)]),
+)
+def test_middleware_equals_assemble_append(o200k, profile_name, docs, tool_role, template, options):
+    documents = [
+        Document(
+            page_content=text,
+            metadata={
+                **({"score": score} if score is not None else {}),
+                **({"evidence": text.split()[0]} if evidence else {}),
+            },
+            id=doc_id,
+        )
+        for text, score, doc_id, evidence in docs
+    ]
+    profile = phaseaware.get_profile(profile_name)
+    profile_arg = profile if options is not None else None  # the mismatch needs the opt-in
+    middleware = PhaseAwareMiddleware(
+        tokenizer=o200k, chat_format="chatml", profile=profile_arg, budget_tokens=4000,
+        options=options, tool_role=tool_role, message_template=template,
+    )  # fmt: skip
+    tool = ToolMessage(content="x", artifact=documents, tool_call_id="call-1", name="search")
+    history = [HumanMessage(QUESTION), AIMessage("", tool_calls=[CALL]), tool]
+    model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused", model="m")
+    request = ModelRequest(model=model, messages=history, system_message=SystemMessage("Brief."))
+    _, aligned, result = middleware.align(request)
+    assert aligned is not None and result is not None
+
+    call: dict[str, Any] = {
+        "id": "call-1", "type": "function",
+        "function": {"name": "search", "arguments": '{"query": "helios"}'},
+    }  # fmt: skip
+    sent = [
+        {"role": "system", "content": "Brief."},
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": "", "tool_calls": [call]}
+        if tool_role == "tool"
+        else {"role": "assistant", "content": ""},
+    ]
+    new = (
+        {"role": "tool", "content": template, "tool_call_id": "call-1"}
+        if tool_role == "tool"
+        else {"role": "user", "content": template}
+    )
+    scores = _expected_scores([s for _, s, _, _ in docs])
+    chunks = [
+        Chunk(text=t, score=s, id=f"doc-{i}", evidence=(t.split()[0],) if e else ())
+        for i, ((t, _, _, e), s) in enumerate(zip(docs, scores, strict=True))
+    ]
+    expected = phaseaware.assemble_append(
+        sent=sent, new=new, chunks=chunks, tokenizer=o200k, chat_format="chatml",
+        question=QUESTION, profile=profile_arg, budget_tokens=4000, options=options,
+    )  # fmt: skip
+    assert result == expected
+    assert aligned.content == expected.messages[-1]["content"]
+    report = aligned.response_metadata[REPORT_KEY]
+    plain = expected.to_dict()
+    plain.pop("prompt")
+    for placement in plain["placements"]:
+        index = int(placement["chunk_id"].removeprefix("doc-"))
+        placement["document_index"] = index
+        placement["document_id"] = docs[index][2]
+    assert report == plain

@@ -1,0 +1,82 @@
+"""PhaseAwareAgentLLM.align without a server: pure, replays what it sent, refuses tools."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("llama_index.llms.openai_like")
+
+from llama_index.core.base.llms.types import TextBlock, ToolCallBlock  # noqa: E402
+from llama_index.core.llms import ChatMessage  # noqa: E402
+from llama_index.core.schema import NodeWithScore, TextNode  # noqa: E402
+from llama_index.llms.openai_like import OpenAILike  # noqa: E402
+from llama_index.postprocessor.phaseaware.agent import (  # noqa: E402
+    NodeRegistry,
+    PhaseAwareAgentLLM,
+    message_dict,
+)
+
+from phaseaware.errors import UnsupportedRequestError  # noqa: E402
+
+DOCS = [
+    "The harbor ledger lists amber crates in the valley. The code of vault V1 is 4417-C.",
+    "Timber and copper cable are held by the north gate. The code of vault W2 is 9082-A.",
+]
+
+
+def _llm(registry: NodeRegistry, **kwargs) -> PhaseAwareAgentLLM:
+    inner = OpenAILike(model="m", api_base="http://127.0.0.1:9/v1", api_key="x",
+                       is_chat_model=True, is_function_calling_model=True)  # fmt: skip
+    return PhaseAwareAgentLLM(
+        llm=inner, tokenizer="deepseek-v4", chat_format="deepseek-v4",
+        profile="deepseek-v4-flash-base", budget_tokens=8000, registry=registry, **kwargs,
+    )  # fmt: skip
+
+
+def _history(n: int) -> list[ChatMessage]:
+    messages = [ChatMessage(role="user", content="What is the code of vault V1?")]
+    for k in range(n):
+        call = ToolCallBlock(tool_call_id=f"c{k}", tool_name="search", tool_kwargs={"q": "V1"})
+        messages += [
+            ChatMessage(role="assistant", blocks=[TextBlock(text=""), call]),
+            ChatMessage(role="tool", content="\n\n".join(DOCS), additional_kwargs={"tool_call_id": f"c{k}"}),
+        ]  # fmt: skip
+    return messages
+
+
+def test_message_dict_reads_tool_calls_and_ids():
+    messages = _history(1)
+    assert message_dict(messages[1])["tool_calls"][0]["function"] == {
+        "name": "search",
+        "arguments": '{"q": "V1"}',
+    }
+    assert message_dict(messages[2])["tool_call_id"] == "c0"
+
+
+def test_align_is_pure_uses_registered_nodes_and_replays_what_it_sent():
+    registry = NodeRegistry()
+    nodes = [NodeWithScore(node=TextNode(text=d, id_=f"n{i}", metadata={"evidence": [c]}), score=s)
+             for i, (d, c, s) in enumerate(zip(DOCS, ["4417-C", "9082-A"], [0.9, 0.2], strict=True))]  # fmt: skip
+    registry.put("\n\n".join(DOCS), nodes)
+    llm = _llm(registry)
+    first = _history(1)
+    before = [m.model_dump() for m in first]
+    sent, result = llm.align(first)
+    assert [m.model_dump() for m in first] == before  # the caller's messages are untouched
+    assert result is not None and result.append_path in ("incremental", "full")
+    assert len(result.placements) == 2
+    top = min(llm.last_report["placements"], key=lambda p: p["rank"])
+    assert top["expected_accuracy"] is not None
+    aligned = sent[-1].content
+    # the next step: the same tool message (original text) is replayed as sent, a new one aligned
+    second = [*_history(2)]
+    sent2, result2 = llm.align(second)
+    assert sent2[2].content == aligned
+    assert result2 is not None and result2.prompt.startswith(result.prompt)
+    assert result2.append_path == "incremental"
+
+
+def test_bound_tools_are_refused_unless_not_rendered():
+    llm = _llm(NodeRegistry())
+    with pytest.raises(UnsupportedRequestError, match="tool_schemas='not_rendered'"):
+        llm._prepare_chat_with_tools([object()], chat_history=_history(1))  # type: ignore[list-item]

@@ -1,0 +1,176 @@
+"""Sent prompts' verified tokenizations, and where a continuation may be re-encoded alone.
+
+Agent loops send a conversation that grows by one message per step. The text
+sent at step ``n`` is a prefix of every later prompt, so its tokens need not
+be computed again: :class:`PrefixTokenCache` keeps the verified token starts of
+each prompt sent (keyed by the tokenizer's fingerprint and the exact text), and
+:func:`prefix_cut` finds a position ``p`` near the end of such a text ``P``
+where, for EVERY text ``T`` that starts with ``P``, the tokens of ``T`` are the
+tokens of ``P[:p]`` followed by those of ``T[p:]`` (shifted by ``p``). Only
+``T[p:]`` (the end of ``P``, the reply and the new message) is then encoded.
+
+Soundness is the windowed argument of :mod:`.windowed` (tiktoken's cl100k/o200k
+patterns) and :mod:`.windowed_hf` (DeepSeek-V4's Hugging Face config): ``p`` is
+a *cut* decided by the pair ``T[p-1], T[p]``; both characters lie inside ``P``
+(``p < len(P)``), so the pair, and with it the cut, is the same in every
+continuation. Special tokens: the Hugging Face rule bans every pair that an
+added token holds (no added token crosses a cut); for tiktoken every special
+token is ``<|name|>`` with ``len(name) < 16`` (checked by ``windowed_support``),
+so one crossing ``p`` would put a ``|`` within :data:`SPECIAL_REACH` characters
+of ``p``; ``p`` is taken only where ``P`` holds none there and the whole reach
+lies inside ``P``. Any other tokenizer has no cut (``prefix_cut`` returns the
+reason) and the caller encodes in full.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from phaseaware.assembly.retokenize.windowed import _family, windowed_support
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = [
+    "SPECIAL_REACH",
+    "PrefixEntry",
+    "PrefixTokenCache",
+    "default_prefix_cache",
+    "prefix_cut",
+]
+
+SPECIAL_REACH = 20  # tiktoken: "<|" + name (< 16) + "|>" spans fewer characters
+_SEARCH_CHARS = 1 << 16  # a cut is searched in the last 64K characters of the prefix only
+
+DEFAULT_PREFIX_ENTRIES = 16
+DEFAULT_PREFIX_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, eq=False)
+class PrefixEntry:
+    """The exact ``text`` of a prompt sent and the char start of each of its tokens."""
+
+    text: str
+    starts: np.ndarray  # int32 or int64, ascending; len = the prompt's token count
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.starts.nbytes) + sys.getsizeof(self.text) + 120
+
+    def tokens_before(self, p: int) -> int:
+        """How many tokens start before character ``p``."""
+        return int(np.searchsorted(self.starts, p, side="left"))
+
+
+class PrefixTokenCache:
+    """Thread-safe LRU of sent prompts' token starts, capped in entries AND bytes.
+
+    ``longest_prefix_of(text)`` returns the longest cached prompt that ``text``
+    starts with (a linear scan over at most ``max_entries`` entries, each a
+    C-level ``startswith``). ``max_entries=0`` or ``max_bytes=0`` disables it.
+    """
+
+    def __init__(
+        self, *, max_entries: int = DEFAULT_PREFIX_ENTRIES, max_bytes: int = DEFAULT_PREFIX_BYTES
+    ) -> None:
+        for name, value in (("max_entries", max_entries), ("max_bytes", max_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, str], PrefixEntry] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the entries hold now (always <= ``max_bytes``)."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def longest_prefix_of(self, fingerprint: str, text: str) -> PrefixEntry | None:
+        """The longest cached prompt of this tokenizer that ``text`` starts with."""
+        with self._lock:
+            best: tuple[str, str] | None = None
+            # longest first; a cheap look at the last characters before the full compare,
+            # so a hit costs one C-level startswith of the prompt it returns
+            ranked = sorted(
+                (k for k in self._entries if k[0] == fingerprint and len(k[1]) <= len(text)),
+                key=lambda k: len(k[1]),
+                reverse=True,
+            )
+            for key in ranked:
+                n = len(key[1])
+                if text[max(0, n - 64) : n] == key[1][-64:] and text.startswith(key[1]):
+                    best = key
+                    break
+            if best is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            self._entries.move_to_end(best)
+            return self._entries[best]
+
+    def put(self, fingerprint: str, entry: PrefixEntry) -> None:
+        if entry.starts.ndim != 1 or (
+            entry.starts.size and int(entry.starts[-1]) >= len(entry.text)
+        ):
+            raise ValueError("starts must be the ascending char starts of the entry's text")
+        size = entry.nbytes
+        if size > self.max_bytes or self.max_entries == 0:
+            return
+        key = (fingerprint, entry.text)
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old.nbytes
+            self._entries[key] = entry
+            self._bytes += size
+            while self._bytes > self.max_bytes or len(self._entries) > self.max_entries:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= dropped.nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_default = PrefixTokenCache()
+
+
+def default_prefix_cache() -> PrefixTokenCache:
+    """The process-wide cache ``assemble_append`` uses unless told otherwise (16 prompts, 64 MiB)."""
+    return _default
+
+
+def prefix_cut(tokenizer: Tokenizer, text: str) -> tuple[int | None, str]:
+    """``(p, "")``: the last cut of ``text`` sound for every continuation; ``(None, why)``.
+
+    ``p < len(text)``; the tokens of any ``T`` starting with ``text`` are those of
+    ``text[:p]`` followed by those of ``T[p:]`` (module docstring).
+    """
+    family = _family(tokenizer)
+    if family is None:
+        return None, f"no proven cut for {tokenizer.spec}: {windowed_support(tokenizer)}"
+    end = len(text) - SPECIAL_REACH if family.bar_specials else len(text)
+    floor = max(0, end - _SEARCH_CHARS)
+    while end > floor:
+        found = family.cuts.backward.search(text, floor, end)
+        if found is None:
+            break
+        p = found.start()
+        end = p
+        if p <= 0 or text[p - 1 : p + 1] in family.cuts.banned:
+            continue
+        if family.bar_specials and "|" in text[max(0, p - SPECIAL_REACH) : p + SPECIAL_REACH]:
+            continue
+        return p, ""
+    return None, f"no cut in the last {_SEARCH_CHARS} characters of the sent text"

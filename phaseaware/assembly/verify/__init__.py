@@ -1,0 +1,1 @@
+"""Re-tokenization of the final prompt and repair to a fixed point (``fixed_point``)."""

@@ -1,0 +1,332 @@
+"""The encoding shared by DeepSeek-V4 and V4.1: one renderer, a dialect per model.
+
+The two official encoders (``encoding_dsv4.py`` and V4.1's; vLLM carries them as
+``vllm/tokenizers/deepseek_v4_encoding.py`` and ``deepseek_v41_encoding.py``)
+run the same steps and differ in a few places, which :class:`Dialect` names.
+This module re-implements the steps; the format modules
+(:mod:`phaseaware.chat.deepseek_v4`, :mod:`phaseaware.chat.deepseek_v41`) own
+the markers and the dialect, and document the rules.
+
+Steps: (1) the settings' tool schemas and ``response_format`` attach to the
+first system message (one with empty content is put first when there is none);
+(2) tool messages become ``<tool_result>`` blocks, and runs of user and tool
+messages merge into one user turn (blocks joined by ``"\\n\\n"``), tool results
+reordered by the call order of the latest assistant turn with calls; (3) in
+thinking mode with ``drop_thinking`` (off whenever tools are given), developer
+turns before the last user turn are left out and assistant turns before it lose
+their reasoning; (4) every turn is written, followed by the transition to the
+assistant where the dialect's rule says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from phaseaware.chat.errors import MessageContentError
+from phaseaware.chat.messages import Message, check_roles, check_tool_results
+from phaseaware.chat.settings import SETTING_NAMES, ChatSettings, UnsupportedSettingError
+
+__all__ = ["Dialect", "DeepSeekFormat", "tools_prompt", "to_json"]
+
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+TOOL_RESULT_OPEN = "<tool_result>"
+TOOL_RESULT_CLOSE = "</tool_result>"
+DSML = "｜DSML｜"
+_ATTRIBUTE_BREAKERS = ('"', "<", ">", "\n")  # not allowed in DSML name="..." values
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Where the V4 family's encoders differ (see the format modules)."""
+
+    name: str
+    bos: str
+    eos: str
+    user: str
+    assistant: str
+    latest_reminder: str
+    system: str | None  # V4.1 writes a system token; V4 writes system text bare
+    calls_tag: str
+    invoke_tag: str
+    parameter_tag: str
+    efforts: tuple[str, ...]  # reasoning_effort names the encoder knows
+    int_efforts: bool  # whether an integer 1-100 is an effort
+    preamble: Callable[[str | int | None], str]  # thinking-mode text before turn 0
+    mid_system_opens_turn: bool  # V4.1: a system turn after the first counts as a user's
+    markers: tuple[str, ...]  # every control string the format writes
+
+
+def to_json(value: object) -> str:
+    """JSON as the encoders write it (``ensure_ascii=False``, default separators)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+_TOOLS_HEAD = (
+    "## Tools\n\nYou have access to a set of tools to help answer the user's question. "
+    'You can invoke tools by writing a "<{d}{c}>" block like the following:\n\n'
+)
+_TOOLS_EXAMPLE = (
+    "<{d}{c}>\n"
+    '<{d}{i} name="$TOOL_NAME">\n'
+    '<{d}{p} name="$PARAMETER_NAME" string="true|false">$PARAMETER_VALUE</{d}{p}>\n'
+    "...\n"
+    "</{d}{i}>\n"
+    '<{d}{i} name="$TOOL_NAME2">\n'
+    "...\n"
+    "</{d}{i}>\n"
+    "</{d}{c}>\n\n"
+)
+_TOOLS_RULES = (
+    'String parameters should be specified as is and set `string="true"`. For all other '
+    "types (numbers, booleans, arrays, objects), pass the value in JSON format and set "
+    '`string="false"`.\n\n'
+    "If thinking_mode is enabled (triggered by {o}), you MUST output your complete "
+    "reasoning inside {o}...{e} BEFORE any tool calls or final response.\n\n"
+    "Otherwise, output directly after {e} with tool calls or final response.\n\n"
+    "### Available Tool Schemas\n\n"
+)
+_TOOLS_TAIL = (
+    "\n\nYou MUST strictly follow the above defined tool name and parameter schemas to "
+    "invoke tool calls.\n"
+)
+_RESPONSE_FORMAT = (
+    "## Response Format:\n\nYou MUST strictly adhere to the following schema to reply:\n"
+)
+
+
+def tools_prompt(dialect: Dialect, functions: Sequence[dict[str, Any]]) -> str:
+    """The ``## Tools`` section for the tools' ``function`` objects."""
+    tags = {"d": DSML, "c": dialect.calls_tag, "i": dialect.invoke_tag, "p": dialect.parameter_tag}
+    return (
+        _TOOLS_HEAD.format(**tags)
+        + _TOOLS_EXAMPLE.format(**tags)
+        + _TOOLS_RULES.format(o=THINK_OPEN, e=THINK_CLOSE)
+        + "\n".join(to_json(f) for f in functions)
+        + _TOOLS_TAIL
+    )
+
+
+@dataclass(frozen=True)
+class _Turn:
+    role: str  # system, developer, user, assistant, latest_reminder
+    message: Message | None = None  # None: a user turn (blocks) or the synthesised system
+    blocks: tuple[tuple[str, str | None], ...] = ()  # (text, tool_call_id or None)
+    schemas: bool = False  # the tool schemas and response format attach here
+    reasoning: bool = True  # False: dropped by drop_thinking
+
+
+def _block(message: Message) -> tuple[str, str | None]:
+    if message.role == "tool":
+        return TOOL_RESULT_OPEN + message.content + TOOL_RESULT_CLOSE, message.tool_call_id or ""
+    return message.content, None
+
+
+def _turns(messages: Sequence[Message], *, attach: bool) -> list[_Turn]:
+    first_system = next((i for i, m in enumerate(messages) if m.role == "system"), None)
+    turns: list[_Turn] = []
+    if attach and first_system is None:
+        turns.append(_Turn(role="system", schemas=True))
+    for i, message in enumerate(messages):
+        if message.role in ("user", "tool"):
+            if turns and turns[-1].role == "user":
+                turns[-1] = replace(turns[-1], blocks=(*turns[-1].blocks, _block(message)))
+            else:
+                turns.append(_Turn(role="user", blocks=(_block(message),)))
+        else:
+            turns.append(
+                _Turn(role=message.role, message=message, schemas=attach and i == first_system)
+            )
+    return _sort_tool_results(turns)
+
+
+def _sort_tool_results(turns: list[_Turn]) -> list[_Turn]:
+    order: dict[str, int] = {}
+    out = []
+    for turn in turns:
+        if turn.role == "assistant" and turn.message is not None and turn.message.tool_calls:
+            order = {c.id: i for i, c in enumerate(turn.message.tool_calls) if c.id}
+        results = [b for b in turn.blocks if b[1] is not None]
+        if turn.role == "user" and len(results) > 1 and order:
+            ranked = iter(sorted(results, key=lambda b: order.get(b[1] or "", 0)))
+            turn = replace(
+                turn, blocks=tuple(next(ranked) if b[1] is not None else b for b in turn.blocks)
+            )
+        out.append(turn)
+    return out
+
+
+def _last_user(turns: Sequence[_Turn], dialect: Dialect) -> int:
+    for i in range(len(turns) - 1, -1, -1):
+        role = turns[i].role
+        if role in ("user", "developer") or (
+            dialect.mid_system_opens_turn and role == "system" and i > 0
+        ):
+            return i
+    return -1
+
+
+def _drop_thinking(turns: list[_Turn], dialect: Dialect) -> list[_Turn]:
+    last = _last_user(turns, dialect)
+    out = []
+    for i, turn in enumerate(turns):
+        if i >= last or turn.role in ("user", "system", "latest_reminder"):
+            out.append(turn)
+        elif turn.role == "assistant":
+            out.append(replace(turn, reasoning=False))
+        # a developer turn before the last user turn is left out
+    return out
+
+
+class DeepSeekFormat:
+    """A DeepSeek-V4-family encoding; subclasses name the dialect."""
+
+    name = "deepseek"
+    chat = True
+    dialect: Dialect
+    supported_settings = frozenset(SETTING_NAMES)
+    supported_roles = frozenset(
+        {"system", "developer", "user", "assistant", "tool", "latest_reminder"}
+    )
+
+    def __init__(
+        self,
+        *,
+        thinking: bool = False,
+        drop_thinking: bool = True,
+        settings: ChatSettings | None = None,
+    ) -> None:
+        if settings is None:
+            settings = ChatSettings(
+                thinking=thinking, drop_thinking=None if drop_thinking else False
+            )
+        effort = settings.reasoning_effort
+        known = effort in self.dialect.efforts or (
+            self.dialect.int_efforts and isinstance(effort, int) and not isinstance(effort, bool)
+        )
+        if effort is not None and not known:
+            also = " or an integer 1-100" if self.dialect.int_efforts else ""
+            raise UnsupportedSettingError(
+                f"chat format {self.name!r} takes reasoning_effort "
+                f"{', '.join(self.dialect.efforts)}{also}, not {effort!r}; pick one of those"
+            )
+        self.settings = settings
+        self.thinking = settings.thinking
+        # the encoder's rule: earlier reasoning is kept whenever tools are given
+        self.drop_thinking = settings.drop_thinking is not False and not settings.tools
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        """The control strings this format writes (the scanner breaks them in message text)."""
+        return self.dialect.markers
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(settings={self.settings!r})"
+
+    def _schemas(self) -> str:
+        out = ""
+        if self.settings.tools:
+            out += "\n\n" + tools_prompt(self.dialect, self.settings.tool_functions())
+        if self.settings.response_format is not None:
+            out += "\n\n" + _RESPONSE_FORMAT + to_json(self.settings.response_format)
+        return out
+
+    def _tool_calls(self, message: Message) -> str:
+        if not message.tool_calls:
+            return ""
+        for call in message.tool_calls:
+            for what, text in (
+                ("name", call.name),
+                *(("argument", k) for k in call.parsed_arguments()),
+            ):
+                if any(c in text for c in _ATTRIBUTE_BREAKERS):
+                    raise MessageContentError(
+                        f"tool call {call.name!r}: the {what} {text!r} holds a quote, angle "
+                        f"bracket or newline, which would forge DSML attributes in {self.name}; "
+                        "rename it"
+                    )
+        d = self.dialect
+        invokes = []
+        for call in message.tool_calls:
+            params = "\n".join(
+                f'<{DSML}{d.parameter_tag} name="{key}" '
+                f'string="{"true" if isinstance(value, str) else "false"}">'
+                f"{value if isinstance(value, str) else to_json(value)}"
+                f"</{DSML}{d.parameter_tag}>"
+                for key, value in call.parsed_arguments().items()
+            )
+            invokes.append(
+                f'<{DSML}{d.invoke_tag} name="{call.name}">\n{params}\n</{DSML}{d.invoke_tag}>'
+            )
+        return f"\n\n<{DSML}{d.calls_tag}>\n" + "\n".join(invokes) + f"\n</{DSML}{d.calls_tag}>"
+
+    def _body(self, index: int, turn: _Turn, keep_reasoning: bool) -> str:
+        d, message = self.dialect, turn.message
+        content = message.content if message is not None else ""
+        if turn.role == "system":
+            head = d.system if d.system is not None and index > 0 else ""
+            return head + content + (self._schemas() if turn.schemas else "")
+        if turn.role == "developer":
+            return d.user + content + (self._schemas() if turn.schemas else "")
+        if turn.role == "user":
+            return d.user + "\n\n".join(text for text, _ in turn.blocks)
+        if turn.role == "latest_reminder":
+            return d.latest_reminder + content
+        assert message is not None  # assistant
+        thinking = ""
+        if self.thinking and keep_reasoning:
+            reasoning = (message.reasoning_content or "") if turn.reasoning else ""
+            thinking = reasoning + THINK_CLOSE
+        return thinking + content + self._tool_calls(message) + d.eos
+
+    def _opens_turn(self, index: int, turns: Sequence[_Turn]) -> bool:
+        role, last = turns[index].role, index + 1 == len(turns)
+        if not last and turns[index + 1].role not in ("assistant", "latest_reminder"):
+            return False
+        if role in ("user", "developer"):
+            return True
+        if role != "system":
+            return False
+        if self.dialect.mid_system_opens_turn:
+            return index > 0
+        return last or turns[index + 1].role == "assistant"
+
+    def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+        """``encode_messages`` of the official encoder with these settings.
+
+        Raises :class:`~phaseaware.chat.errors.ToolResultError` for a tool message
+        that answers no tool call and :class:`MessageContentError` for an empty
+        developer message (the encoder refuses it).
+        """
+        check_roles(messages, chat_format=self.name, roles=self.supported_roles)
+        check_tool_results(messages)
+        for i, message in enumerate(messages):
+            if message.role == "developer" and not message.content:
+                raise MessageContentError(
+                    f"message {i}: a developer message needs content ({self.name} refuses an "
+                    "empty one); write its text, or leave the message out"
+                )
+        settings = self.settings
+        attach = bool(settings.tools) or settings.response_format is not None
+        turns = _turns(messages, attach=attach)
+        if self.thinking and self.drop_thinking:
+            turns = _drop_thinking(turns, self.dialect)
+        last_user = _last_user(turns, self.dialect)
+        parts = [self.dialect.bos]
+        for i, turn in enumerate(turns):
+            if i == 0 and self.thinking:
+                preamble = self.dialect.preamble(settings.reasoning_effort)
+                if self.dialect.system is not None and (preamble or turn.role == "system"):
+                    parts.append(self.dialect.system)
+                parts.append(preamble)
+            elif i == 0 and turn.role == "system" and self.dialect.system is not None:
+                parts.append(self.dialect.system)
+            parts.append(self._body(i, turn, not self.drop_thinking or i > last_user))
+            closing = i + 1 == len(turns)
+            if self._opens_turn(i, turns) and (add_generation_prompt or not closing):
+                thinks = self.thinking and (not self.drop_thinking or i >= last_user)
+                parts.append(self.dialect.assistant + (THINK_OPEN if thinks else THINK_CLOSE))
+        return "".join(parts)

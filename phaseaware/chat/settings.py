@@ -1,0 +1,235 @@
+"""Chat settings: everything besides the messages that a request's rendering depends on.
+
+A chat format renders ``(messages, settings)``; a server renders ``(messages,
+request fields)``. :class:`ChatSettings` holds the settings once, so the plan
+and the request cannot disagree:
+
+- ``thinking``: thinking mode (``<think>`` after the last user turn).
+- ``reasoning_effort``: the preamble DeepSeek's encoders write in thinking
+  mode. ``None`` means the *encoder's* default (V4: ``"low"``, no preamble;
+  V4.1: ``"high"``), which is NOT the server's default (see below).
+- ``tools``: OpenAI-style tool schemas (``{"type": "function", "function":
+  {"name", "description", "parameters"}}``), sent as the request's ``tools``.
+- ``response_format``: a JSON schema object the DeepSeek encoders write into
+  the system prompt.
+- ``drop_thinking``: ``None`` is the encoder's rule (drop earlier reasoning,
+  except when tools are present); ``False`` keeps every assistant turn's
+  reasoning.
+
+Each chat format declares the settings it renders (``supported_settings``)
+and refuses the others with :class:`UnsupportedSettingError`.
+:meth:`ChatSettings.chat_template_kwargs` gives the ``chat_template_kwargs`` a
+vLLM or SGLang server needs to render exactly what the format renders.
+
+Server defaults, measured in vLLM 0.32 (``vllm/tokenizers/deepseek_v4.py`` and
+``deepseek_v41.py``): a request that names neither ``thinking`` nor
+``enable_thinking`` is rendered with thinking ON and reasoning effort
+``"high"`` (:data:`VLLM_DEFAULT_SETTINGS`). phaseaware never relies on them:
+``ChatSettings()`` is thinking off, and every request states its settings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from phaseaware.errors import InputError
+
+__all__ = [
+    "ChatSettings",
+    "ChatSettingsError",
+    "UnsupportedSettingError",
+    "SETTING_NAMES",
+    "VLLM_DEFAULT_SETTINGS",
+    "check_supported",
+]
+
+SETTING_NAMES = ("thinking", "reasoning_effort", "tools", "response_format", "drop_thinking")
+_EFFORT_NAMES = ("low", "high", "xhigh", "max")
+
+
+class ChatSettingsError(InputError):
+    """A chat setting has the wrong type or value (the message names the allowed ones)."""
+
+
+class UnsupportedSettingError(ChatSettingsError):
+    """The chat format does not render a setting that was given (the message names the fix)."""
+
+
+def _json_copy(value: object, *, where: str) -> Any:
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise ChatSettingsError(
+            f"{where} must be JSON (dicts, lists, strings, numbers, booleans, null): {exc}"
+        ) from None
+
+
+def _tool(index: int, raw: object) -> dict[str, Any]:
+    where = f"tools[{index}]"
+    if not isinstance(raw, Mapping):
+        raise ChatSettingsError(
+            f'{where} must be {{"type": "function", "function": {{"name": ..., '
+            f'"parameters": {{...}}}}}}, got {type(raw).__name__}'
+        )
+    function = raw.get("function")
+    if raw.get("type", "function") != "function" or not isinstance(function, Mapping):
+        raise ChatSettingsError(
+            f'{where} must be an OpenAI tool schema {{"type": "function", "function": '
+            '{"name": ..., "parameters": {...}}}'
+        )
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise ChatSettingsError(f"{where}: function.name must be a non-empty string")
+    copied: dict[str, Any] = _json_copy(dict(raw), where=where)
+    return copied
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """What a request's rendering depends on besides its messages (see the module doc).
+
+    Values are validated and copied at construction; ``tools`` and
+    ``response_format`` are JSON copies (the caller's objects are never kept).
+    """
+
+    thinking: bool = False
+    reasoning_effort: str | int | None = None
+    tools: tuple[Mapping[str, Any], ...] = ()
+    response_format: Mapping[str, Any] | None = None
+    drop_thinking: bool | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.thinking, bool):
+            raise ChatSettingsError(
+                f"thinking must be true or false, got {self.thinking!r} "
+                f"({type(self.thinking).__name__})"
+            )
+        if self.drop_thinking is not None and not isinstance(self.drop_thinking, bool):
+            raise ChatSettingsError(
+                f"drop_thinking must be true, false or null, got {self.drop_thinking!r}"
+            )
+        effort = self.reasoning_effort
+        if effort is not None:
+            valid_int = isinstance(effort, int) and not isinstance(effort, bool)
+            if not (effort in _EFFORT_NAMES or (valid_int and 1 <= effort <= 100)):  # type: ignore[operator]
+                raise ChatSettingsError(
+                    f"reasoning_effort {effort!r} is not known; use one of "
+                    f"{', '.join(_EFFORT_NAMES)} (deepseek-v4.1 also takes an integer 1-100), "
+                    "or leave it unset"
+                )
+            if not self.thinking:
+                raise ChatSettingsError(
+                    f"reasoning_effort={effort!r} only takes effect with thinking on; "
+                    "set thinking=True, or leave reasoning_effort unset"
+                )
+        tools = self.tools
+        if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
+            raise ChatSettingsError(
+                "tools must be a list of OpenAI tool schemas "
+                '[{"type": "function", "function": {...}}]'
+            )
+        object.__setattr__(self, "tools", tuple(_tool(i, t) for i, t in enumerate(tools)))
+        if self.response_format is not None:
+            if not isinstance(self.response_format, Mapping):
+                raise ChatSettingsError(
+                    "response_format must be a JSON object (the schema the reply follows), "
+                    f"got {type(self.response_format).__name__}"
+                )
+            copied = _json_copy(dict(self.response_format), where="response_format")
+            object.__setattr__(self, "response_format", copied)
+        if self.drop_thinking is True and self.tools:
+            raise ChatSettingsError(
+                "drop_thinking=True has no effect with tools: DeepSeek's encoder keeps every "
+                "turn's reasoning when tools are present; leave drop_thinking unset"
+            )
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.to_dict(), sort_keys=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as JSON (every field, defaults included)."""
+        return {
+            "thinking": self.thinking,
+            "reasoning_effort": self.reasoning_effort,
+            "tools": [dict(t) for t in self.tools],
+            "response_format": None if self.response_format is None else dict(self.response_format),
+            "drop_thinking": self.drop_thinking,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> ChatSettings:
+        """Settings from JSON; unknown keys are an error."""
+        if not isinstance(raw, Mapping):
+            raise ChatSettingsError(
+                f"chat settings must be a JSON object, got {type(raw).__name__}"
+            )
+        unknown = sorted(set(raw) - set(SETTING_NAMES))
+        if unknown:
+            raise ChatSettingsError(
+                f"unknown chat settings {unknown}; known: {', '.join(SETTING_NAMES)}"
+            )
+        return cls(**{k: raw[k] for k in SETTING_NAMES if k in raw})
+
+    def given(self) -> frozenset[str]:
+        """Names of the settings that differ from their defaults."""
+        default = ChatSettings()
+        return frozenset(
+            f.name for f in fields(self) if getattr(self, f.name) != getattr(default, f.name)
+        )
+
+    def tool_functions(self) -> tuple[dict[str, Any], ...]:
+        """Each tool's ``function`` object (what DeepSeek's encoders write), as a copy."""
+        return tuple(dict(t["function"]) for t in self.tools)
+
+    def chat_template_kwargs(self, chat_format: str) -> dict[str, Any]:
+        """The ``chat_template_kwargs`` that make a vLLM/SGLang server render what the
+        chat format ``chat_format`` renders with these settings.
+
+        The request's ``tools`` field carries :attr:`tools` (the server attaches
+        them to the first system message, as the format does). vLLM's DeepSeek
+        tokenizer modes read ``thinking``/``enable_thinking``, ``reasoning_effort``
+        and ``drop_thinking``; both thinking names are sent, since vLLM sets
+        ``enable_thinking`` itself from a request-level ``reasoning_effort``.
+        Raises :class:`UnsupportedSettingError` for ``response_format`` with a
+        DeepSeek format: vLLM 0.32 does not pass it to the encoder.
+        """
+        thinking = {"thinking": self.thinking, "enable_thinking": self.thinking}
+        if chat_format in ("deepseek-v4", "deepseek-v4.1"):
+            if self.response_format is not None:
+                raise UnsupportedSettingError(
+                    f"a server in {chat_format} mode does not render response_format (vLLM "
+                    "passes it to structured decoding only); write the schema into your "
+                    "system message, or leave response_format unset"
+                )
+            out: dict[str, Any] = dict(thinking)
+            if self.thinking:
+                # state the encoder's own default explicitly (the server's is "high")
+                default = "low" if chat_format == "deepseek-v4" else "high"
+                out["reasoning_effort"] = (
+                    self.reasoning_effort if self.reasoning_effort is not None else default
+                )
+            out["drop_thinking"] = self.drop_thinking is not False
+            return out
+        if chat_format == "hf":
+            return dict(thinking)
+        return {}
+
+
+#: What vLLM 0.32 renders for a DeepSeek-V4/V4.1 request that names no thinking
+#: setting (``vllm/tokenizers/deepseek_v4.py``, ``deepseek_v41.py``): thinking on,
+#: effort "high". Recorded for probes and docs; never used as phaseaware's default.
+VLLM_DEFAULT_SETTINGS = ChatSettings(thinking=True, reasoning_effort="high")
+
+
+def check_supported(settings: ChatSettings, *, chat_format: str, supported: frozenset[str]) -> None:
+    """Raise :class:`UnsupportedSettingError` for a given setting the format cannot render."""
+    missing = sorted(settings.given() - supported)
+    if missing:
+        raise UnsupportedSettingError(
+            f"chat format {chat_format!r} does not render {', '.join(missing)}; use chat "
+            "format deepseek-v4 or deepseek-v4.1 (they render every chat setting), or leave "
+            f"{', '.join(missing)} unset"
+        )

@@ -1,0 +1,143 @@
+"""The request document of ``phaseaware assemble``: JSON in, ``assemble_from_specs`` kwargs out.
+
+One declared schema (:mod:`phaseaware.cli.request_schema`, msgspec) checks the
+document first: unknown keys are errors (with a "did you mean"), booleans must
+be JSON booleans, integers are range-checked. Keys: ``tokenizer`` (spec),
+``chat_format`` (none/chatml/hf/deepseek-v4, default none; ``template`` is its
+deprecated name and prints a notice), ``profile`` (name or path; optional),
+``system`` (optional), ``messages`` (optional, in place of ``system``: a list of
+``{"role", "content"}`` objects holding the literal ``{context}`` exactly once and
+``{question}`` any number of times, see examples/request_messages.json),
+``question``, ``chunks`` ([{id, text, score, evidence?}], read by
+``Chunk.from_dict``), ``budget_tokens``, ``options`` (optional: an object of
+``REQUEST_OPTION_KEYS`` plus ``thinking``), ``endpoint`` (optional: an endpoint
+record's path or ``{"base_url", "model"}``; its offset, or offset set, goes into
+the options). See examples/request.json. Every error is an ``InputError`` that
+names the file and points at the example.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+from phaseaware.assembly.inputs.chunks import chunks_from_request
+from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.chat.errors import MessageError, SlotError
+from phaseaware.chat.messages import Message, parse_conversation
+from phaseaware.cli.request_schema import REQUEST_KEYS, REQUEST_OPTION_KEYS
+from phaseaware.errors import InputError
+from phaseaware.userfiles import parse_json_document, read_user_text
+
+__all__ = ["EXAMPLE", "REQUEST_KEYS", "REQUEST_OPTION_KEYS", "load_request", "parse_request"]
+
+EXAMPLE = "examples/request.json"
+
+
+def _fail(message: str) -> NoReturn:
+    raise InputError(f"{message}; see {EXAMPLE} for a minimal valid request")
+
+
+def _endpoint_options(
+    ref: Any, tokenizer: str, options: AssemblyOptions, *, source: str
+) -> tuple[AssemblyOptions, bool]:
+    """``options`` with the offset(s) of the endpoint record ``ref`` names (a path, or
+    ``{"base_url", "model"}``), and the record's thinking setting (what its requests
+    state); ``FingerprintMismatchError`` for another tokenizer."""
+    from phaseaware.endpoints.record import resolve_endpoint, with_endpoint
+    from phaseaware.tokenizers import load_tokenizer
+
+    record = resolve_endpoint(ref, source=source)
+    return with_endpoint(options, record, load_tokenizer(tokenizer)), record.thinking
+
+
+def load_request(path: str, *, notices: list[str] | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``assemble_from_specs`` from a request file (InputError if bad).
+
+    Only a regular file under the size cap is read (``phaseaware.userfiles``); duplicate
+    keys, NaN/Infinity, huge integers, deep nesting and lone surrogates are errors.
+    """
+    try:
+        text = read_user_text(path, what="request file")
+    except InputError as exc:
+        _fail(str(exc))
+    doc = parse_json_document(
+        text, source=f"request file {path}", hint=f"see {EXAMPLE} for a minimal valid request"
+    )
+    return parse_request(doc, source=path, notices=notices)
+
+
+def parse_request(
+    doc: Any, *, source: str = "<request>", notices: list[str] | None = None
+) -> dict[str, Any]:
+    """Keyword arguments for ``assemble_from_specs`` from a parsed request document.
+
+    Notices (the deprecated ``template`` key) are appended to ``notices``, or printed on
+    stderr at once when it is ``None`` (the CLI prints them after a successful run, so a
+    failing run still prints one line).
+
+    The document is checked against :mod:`phaseaware.cli.request_schema` first (unknown
+    keys, JSON types, integer ranges); chunks, messages and the endpoint then go through
+    the core's own validators. Every error is an ``InputError`` naming ``source``.
+    """
+    from phaseaware.cli.request_schema import TEMPLATE_DEPRECATED, validate_request
+
+    try:
+        request = validate_request(doc, source=source)
+    except InputError as exc:
+        _fail(str(exc))
+    try:
+        chunks = chunks_from_request(doc["chunks"], source=source)
+    except InputError as exc:
+        _fail(str(exc))
+    if request.template is not None:
+        notice = f"phaseaware: warning: {source}: {TEMPLATE_DEPRECATED}"
+        if notices is None:
+            print(notice, file=sys.stderr)
+        else:
+            notices.append(notice)
+        if request.chat_format is not None and request.chat_format != request.template:
+            _fail(
+                f"{source}: 'chat_format' ({request.chat_format!r}) and the deprecated "
+                f"'template' ({request.template!r}) disagree; keep only 'chat_format'"
+            )
+    messages = _messages(doc, source)
+    option_values = request.option_values()
+    stated = option_values.pop("thinking", None)
+    thinking = bool(stated)
+    try:
+        options = AssemblyOptions(**option_values)
+    except InputError as exc:
+        _fail(f"{source}: {exc}")
+    if request.endpoint is not None:
+        options, probed = _endpoint_options(
+            request.endpoint, request.tokenizer, options, source=source
+        )
+        thinking = bool(probed) if stated is None else bool(stated)  # the request's wins
+    return {
+        "chunks": chunks,
+        "tokenizer": request.tokenizer,
+        "layout": request.chat_format or request.template or "none",
+        "question": request.question,
+        "system": request.system,
+        "profile": request.profile,
+        "budget_tokens": request.budget_tokens,
+        "options": options,
+        "thinking": thinking,
+        "messages": messages,
+    }
+
+
+def _messages(doc: dict[str, Any], source: str) -> tuple[Message, ...] | None:
+    """The request's ``messages``, parsed and checked for one slot (typed errors)."""
+    raw = doc.get("messages")
+    if raw is None:
+        return None
+    if doc.get("system"):
+        _fail(f"{source}: give either 'system' or 'messages' (put the system text in messages)")
+    if not isinstance(raw, list):
+        _fail(f'{source}: key \'messages\' must be a list of {{"role", "content"}} objects')
+    try:
+        return parse_conversation(raw).messages
+    except (MessageError, SlotError) as exc:
+        raise type(exc)(f"{source}: messages: {exc}") from None

@@ -1,0 +1,39 @@
+"""The chat settings every request phaseaware builds states, so no server default renders it.
+
+vLLM's and SGLang's OpenAI servers render a chat request with the model's template and
+read its options from ``chat_template_kwargs``. A request that names no thinking setting
+gets the server's default, which is not always phaseaware's: vLLM's DeepSeek-V4 and
+V4.1 encoders turn thinking on (reasoning effort "high") when neither ``thinking`` nor
+``enable_thinking`` is given. So every chat request phaseaware builds (the calibration
+backends, ``probe-endpoint``) carries the settings its plan was made with.
+
+The kwargs are :meth:`phaseaware.chat.ChatSettings.chat_template_kwargs`'s (both
+thinking names; for DeepSeek formats also the effort and ``drop_thinking``).
+Formats with no options (``none``, ``chatml``) send nothing, so servers that reject
+unknown request fields (OpenAI's own API) are not sent one.
+
+Token-id completions (:func:`phaseaware.endpoints.complete_tokens`) need none: the
+server renders nothing there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from phaseaware.chat import ChatSettings
+
+__all__ = ["SETTINGS_FREE_FORMATS", "chat_template_kwargs"]
+
+#: Chat formats with no rendering options: their requests carry no ``chat_template_kwargs``.
+SETTINGS_FREE_FORMATS = frozenset({"none", "chatml"})
+
+
+def chat_template_kwargs(
+    *, chat_format: str, thinking: bool = False, reasoning_effort: str | None = None
+) -> dict[str, Any] | None:
+    """The ``chat_template_kwargs`` that make a server render as ``chat_format`` with these
+    settings; ``None`` for formats without options."""
+    if chat_format in SETTINGS_FREE_FORMATS:
+        return None
+    settings = ChatSettings(thinking=bool(thinking), reasoning_effort=reasoning_effort)
+    return settings.chat_template_kwargs(chat_format) or None

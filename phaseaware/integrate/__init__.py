@@ -1,0 +1,109 @@
+"""The integration kit: everything a framework adapter needs, so that it only converts types.
+
+An adapter (LangChain, LlamaIndex, ...) calls, in order:
+
+1. :func:`resolve_target` once, in its constructor: tokenizer, chat format, profile
+   (through :func:`phaseaware.get_profile` and its cache), options and the endpoint
+   record, checked, in one frozen :class:`Target`.
+2. per call, its retrieved items as :class:`SourceRecord` values (text, score or
+   ``None``, its own id, evidence), then :func:`conversation` (its messages as a
+   layout) and :func:`assemble_records`, or, in agent loops, :func:`append_records`
+   (which is :func:`phaseaware.assemble_append` itself). :func:`record_chunks` holds
+   the one rule for missing scores and duplicate ids (see :mod:`.records`).
+3. :func:`placement_report` (``AssemblyResult.to_dict()`` plus each record's index
+   and id) and :func:`placed_records` to map the result back to its framework objects.
+4. after the model call, :func:`check_usage` (planned vs reported prompt tokens; the
+   fix names the adapter's own parameter) and :func:`rendered_tokens` for messages
+   it did not plan; ``Target.with_tools`` for a request that binds tools (the format
+   renders their schemas, or refuses them with ``UnsupportedSettingError``).
+
+Adapters import ``phaseaware`` (its ``__all__``), ``phaseaware.errors`` and this
+package only; the types their signatures name are re-exported here.
+
+What a third adapter would need (estimate). Haystack: a component whose ``run``
+takes ``documents: list[Document]`` and ``query``: ``Document.content`` / ``.score``
+/ ``.id`` / ``.meta["evidence"]`` to ``SourceRecord`` (about 10 lines), its
+``ChatMessage`` list to OpenAI-style dicts (``role.value``, ``text``; about 15 lines),
+and ``AssemblyResult.messages`` back to ``ChatMessage`` objects (about 5 lines): one
+module of roughly 80-120 lines with the constructor, no policy. DSPy: a module that
+takes the retrieved passages (strings, no scores: retrieval order under the
+missing-score rule) and the signature's rendered messages, calls
+:func:`assemble_records`, and hands ``result.messages`` to the LM; the same size.
+Usage checks read the response's ``usage.prompt_tokens`` with
+:func:`reported_prompt_tokens` (re-exported here) and call :func:`check_usage`.
+"""
+
+from __future__ import annotations
+
+from phaseaware.assembly.inputs.options import check_position_offset
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
+from phaseaware.chat.formats import ChatFormat
+from phaseaware.chat.messages import ROLES
+from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
+from phaseaware.endpoints import EndpointRecord, EndpointRef, UsageCheck, reported_prompt_tokens
+from phaseaware.integrate.calls import (
+    FixedLayout,
+    OnMismatch,
+    append_records,
+    assemble_records,
+    check_on_mismatch,
+    check_usage,
+    conversation,
+    refuse_tools,
+    rendered_tokens,
+)
+from phaseaware.integrate.records import (
+    CHUNK_ID_PREFIX,
+    SourceRecord,
+    record_chunks,
+    record_index,
+    relevance_scores,
+)
+from phaseaware.integrate.report import (
+    PlacedRecord,
+    placed_records,
+    placement_report,
+    stale_reason,
+)
+from phaseaware.integrate.target import Target, resolve_options, resolve_target
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = [
+    # the types and errors an adapter's signatures and checks name (re-exported)
+    "ChatFormat",
+    "ChatSettings",
+    "DuplicateSlotError",
+    "EndpointRecord",
+    "EndpointRef",
+    "MissingSlotError",
+    "Tokenizer",
+    "UnsupportedSettingError",
+    "UsageCheck",
+    "check_position_offset",
+    "reported_prompt_tokens",
+    # the kit
+    "CHUNK_ID_PREFIX",
+    "CHUNK_SEPARATOR",
+    "FixedLayout",
+    "OnMismatch",
+    "PlacedRecord",
+    "ROLES",
+    "SourceRecord",
+    "Target",
+    "append_records",
+    "assemble_records",
+    "check_on_mismatch",
+    "check_usage",
+    "conversation",
+    "placed_records",
+    "placement_report",
+    "record_chunks",
+    "record_index",
+    "refuse_tools",
+    "relevance_scores",
+    "rendered_tokens",
+    "resolve_options",
+    "resolve_target",
+    "stale_reason",
+]

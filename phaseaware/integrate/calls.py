@@ -1,0 +1,224 @@
+"""The calls an adapter makes: build the conversation, assemble, align an append, check usage.
+
+Every function takes a resolved :class:`~phaseaware.integrate.Target` and framework-free
+values: OpenAI-style message dicts and :class:`~phaseaware.integrate.SourceRecord` lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from phaseaware.assembly.conversation import assemble_append
+from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.pipeline import assemble
+from phaseaware.assembly.report.result import AssemblyResult
+from phaseaware.chat.errors import DuplicateSlotError
+from phaseaware.chat.formats import markers_of
+from phaseaware.chat.layout import ConversationLayout, conversation_layout
+from phaseaware.chat.messages import ConversationTemplate, Part, Placeholder, parse_messages
+from phaseaware.chat.untrusted import clean_template
+from phaseaware.endpoints import ON_MISMATCH, UsageCheck, check_prompt_tokens
+from phaseaware.errors import InputError, UnsupportedRequestError
+from phaseaware.integrate.records import SourceRecord, record_chunks
+from phaseaware.integrate.target import Target
+from phaseaware.templates import RenderedPrompt
+from phaseaware.tokenizers.control import scanner_for
+
+__all__ = [
+    "FixedLayout",
+    "OnMismatch",
+    "append_records",
+    "assemble_records",
+    "check_on_mismatch",
+    "check_usage",
+    "conversation",
+    "refuse_tools",
+    "rendered_tokens",
+]
+
+OnMismatch = Literal["warn", "raise", "ignore"]
+
+
+def check_on_mismatch(value: object, *, name: str = "on_mismatch") -> OnMismatch:
+    """``value`` if it is ``"warn"``, ``"raise"`` or ``"ignore"``; else ``InputError``."""
+    if value not in ON_MISMATCH:
+        raise InputError(f"{name} must be one of {', '.join(ON_MISMATCH)}, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+class FixedLayout:
+    """``prefix + context + suffix`` with fixed text, for callers that see no messages (a
+    document compressor is told the text around the documents)."""
+
+    name = "fixed"
+    chat = False
+
+    def __init__(self, prefix: str, suffix: str) -> None:
+        self.prefix = prefix
+        self.suffix = suffix
+
+    def split(self, *, system: str | None, question: str) -> tuple[str, str]:
+        return self.prefix, self.suffix
+
+    def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
+        return RenderedPrompt(
+            text=self.prefix + context + self.suffix,
+            context_start=len(self.prefix),
+            context_end=len(self.prefix) + len(context),
+            messages=None,
+        )
+
+
+def conversation(
+    target: Target,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    slot_marker: str | None = None,
+    question: str | None = None,
+) -> ConversationLayout:
+    """The layout of ``messages`` (OpenAI-style dicts) rendered by the target's chat format.
+
+    Without ``slot_marker``: one ``{context}`` and any ``{question}`` placeholders, as
+    :func:`phaseaware.assemble_conversation` reads them. With ``slot_marker`` (a random
+    string the framework formatted its template with, where the context goes): the
+    message holding it once is split there and nothing else is read as a placeholder,
+    so braces in the caller's variables stay text. Control tokens in the messages are
+    broken (or refused) by ``options.control_tokens``, as for every conversation.
+    """
+    fmt = target.require_format()
+    policy = target.options.control_tokens
+    if slot_marker is None:
+        return conversation_layout(
+            tokenizer=target.tokenizer,
+            chat_format=fmt,
+            messages=messages,
+            question=question,
+            control_tokens=policy,
+        )
+    parsed = parse_messages(messages)
+    parts: list[list[Part]] = []
+    for index, message in enumerate(parsed):
+        pieces = message.content.split(slot_marker)
+        if len(pieces) > 2:
+            raise DuplicateSlotError(
+                f"message {index} holds {{context}} {len(pieces) - 1} times; keep one"
+            )
+        slot: list[Part] = [pieces[0], Placeholder.CONTEXT, *pieces[1:]]
+        parts.append(slot if len(pieces) == 2 else [message.content])
+    template = ConversationTemplate.from_parts(parsed, parts)  # exactly one slot, checked
+    scanner = scanner_for(target.tokenizer, markers=markers_of(fmt), policy=policy)
+    template, neutralized = clean_template(template, scanner)
+    return ConversationLayout(template, fmt, question=question, neutralized=neutralized)
+
+
+def assemble_records(
+    records: Sequence[SourceRecord],
+    *,
+    target: Target,
+    layout: Any,
+    question: str,
+    what: str = "documents",
+) -> AssemblyResult:
+    """Assemble ``records`` into ``layout`` (a conversation layout, or any ``PromptLayout``).
+
+    No records give the layout with an empty context (and nothing dropped).
+    """
+    if not isinstance(question, str):
+        raise InputError(f"the question must be a string, got {type(question).__name__}")
+    chunks: Sequence[Chunk] = record_chunks(records, what=what)
+    result = assemble(
+        chunks or [Chunk(text="", id="doc-none")],
+        tokenizer=target.tokenizer,
+        layout=layout,
+        question=question,
+        profile=target.profile,
+        budget_tokens=target.require_budget(),
+        options=target.options,
+    )
+    if not chunks:  # the stand-in empty chunk is not the caller's: keep it out of the report
+        result = replace(result, dropped=())
+    return result
+
+
+def append_records(
+    records: Sequence[SourceRecord],
+    *,
+    target: Target,
+    sent: Sequence[Mapping[str, Any]],
+    new: Mapping[str, Any],
+    question: str,
+    what: str = "documents",
+    persistent: bool = True,
+) -> AssemblyResult | None:
+    """Agent loops: :func:`phaseaware.assemble_append` itself over the records (``None``
+    for no records). ``sent`` keeps its bytes; the records go into ``new`` (one
+    ``{context}``, any ``{question}``); ``persistent`` as there (plan for later calls,
+    out of the raw local window). Options: the target's ``append_options``."""
+    chunks = record_chunks(records, what=what)
+    if not chunks:
+        return None
+    return assemble_append(
+        sent=sent,
+        new=new,
+        chunks=chunks,
+        tokenizer=target.tokenizer,
+        chat_format=target.require_format(),
+        question=question,
+        profile=target.profile,
+        budget_tokens=target.require_budget(),
+        options=target.append_options,
+        persistent=persistent,
+    )
+
+
+def rendered_tokens(target: Target, messages: Sequence[Mapping[str, Any]]) -> int:
+    """Tokens of ``messages`` as the target's chat format renders them (generation prompt
+    included): the count a server of that format reports, less the endpoint's offset."""
+    text = target.require_format().render(parse_messages(messages), add_generation_prompt=True)
+    return len(target.tokenizer.encode(text))
+
+
+def check_usage(
+    target: Target,
+    *,
+    planned_tokens: int,
+    reported_tokens: int | None,
+    on_mismatch: OnMismatch,
+    offset: int | None = None,
+    offset_name: str = "position_offset",
+) -> UsageCheck | None:
+    """Planned vs reported prompt tokens (``None`` when the server reported none).
+
+    Expects the target's offset (any of its offsets for a varying endpoint), or
+    ``offset`` when the caller gives one. ``offset_name`` is the caller's parameter
+    that sets it, named in the message's fix (``offset=``, ``position_offset=``).
+    """
+    if reported_tokens is None:
+        return None
+    expected, offsets = target.usage_offsets
+    if offset is not None:
+        expected, offsets = offset, None
+    return check_prompt_tokens(
+        planned_tokens=planned_tokens,
+        reported_tokens=reported_tokens,
+        offset=expected,
+        offsets=offsets,
+        on_mismatch=on_mismatch,
+        offset_name=offset_name,
+    )
+
+
+def refuse_tools(target: Target, tools: Sequence[object] | None, *, fix: str) -> None:
+    """Refuse a request that binds ``tools`` (``UnsupportedRequestError`` naming ``fix``),
+    for an adapter that cannot turn its framework's tools into OpenAI schemas. Adapters
+    that can use :meth:`Target.with_tools`: the tools then go into the plan."""
+    if not tools:
+        return
+    fmt = target.chat_format.name if target.chat_format is not None else "none"
+    raise UnsupportedRequestError(
+        f"the model request binds {len(tools)} tool(s) that are not in the plan (chat "
+        f"format {fmt!r}): a server that writes their schemas into the prompt puts every "
+        f"planned position off; {fix}"
+    )

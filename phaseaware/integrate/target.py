@@ -1,0 +1,248 @@
+"""The target of an adapter: tokenizer, chat format, profile, options and endpoint, once.
+
+:func:`resolve_target` is the one place a framework adapter turns its constructor
+arguments into phaseaware objects; the result is a frozen :class:`Target`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
+from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_format
+from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
+from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
+from phaseaware.endpoints import usage_offsets as _usage_offsets
+from phaseaware.errors import InputError
+from phaseaware.profiles.model import Profile
+from phaseaware.profiles.registry import get_profile
+from phaseaware.tokenizers import load_tokenizer
+from phaseaware.tokenizers.base import Tokenizer
+
+__all__ = ["Target", "resolve_options", "resolve_target"]
+
+ProfileRef = str | os.PathLike[str] | Profile | None
+
+
+@dataclass(frozen=True)
+class Target:
+    """Everything an assembly needs besides its records, question and conversation.
+
+    ``options``: for one-call assembly (``assemble``), the endpoint record's offset
+    (or offset set) applied. ``append_options``: the same for append alignment, whose
+    default (no ``options`` given) is the core's, ``AssemblyOptions(repeat=False)``.
+    ``chat_format`` is ``None`` for a caller that renders no messages (a compressor).
+    ``settings``: the chat settings the format was built with, when it was named
+    (``None`` for a ``ChatFormat`` object the caller built: its settings are its own).
+    """
+
+    tokenizer: Tokenizer
+    chat_format: ChatFormat | None
+    profile: Profile | None
+    options: AssemblyOptions
+    append_options: AssemblyOptions
+    endpoint: EndpointRecord | None = None
+    budget_tokens: int | None = None
+    settings: ChatSettings | None = None
+
+    def with_tools(self, tools: Sequence[Mapping[str, Any]], *, fix: str = "") -> Target:
+        """This target with ``tools`` (OpenAI tool schemas, as the request sends them) in
+        the chat format's settings, so the plan renders them as the server does.
+
+        A format that does not render tools refuses them (``UnsupportedSettingError``:
+        use ``deepseek-v4``/``deepseek-v4.1``, or send no tools); ``fix`` is added to the
+        message (the adapter's own way out). No tools: this target.
+        """
+        if not tools:
+            return self
+        fmt = self.require_format()
+        if self.settings is None:
+            raise UnsupportedSettingError(
+                f"the chat format was passed as an object ({fmt!r}), so tools cannot be added "
+                f"to its settings; pass chat_format by name{fix}"
+            )
+        settings = dataclasses.replace(self.settings, tools=tuple(tools))
+        try:
+            rendered = get_chat_format(fmt.name, self.tokenizer, settings=settings)
+        except UnsupportedSettingError as exc:
+            raise UnsupportedSettingError(f"{exc}{fix}") from None
+        return dataclasses.replace(self, chat_format=rendered, settings=settings)
+
+    @property
+    def usage_offsets(self) -> tuple[int, tuple[int, ...] | None]:
+        """``(offset, offsets)`` the usage check expects (any of ``offsets`` when varying)."""
+        return _usage_offsets(self.options)
+
+    def check_offset(self, offset: int | None, *, name: str) -> int | None:
+        """``offset`` (a caller's explicit offset for the usage check) if it agrees with the
+        endpoint record, else ``InputError`` naming ``name``; ``None`` passes."""
+        if offset is None:
+            return None
+        offset = check_position_offset(offset, name=name)
+        record = self.endpoint
+        if record is not None:
+            known = record.offsets if record.stability == "varying" else (record.offset,)
+            if (offset,) != tuple(known):
+                raise InputError(
+                    f"{name}={offset} disagrees with the endpoint record for {record.model!r} "
+                    f"at {record.base_url} (offsets {list(known)}, {record.stability}); pass "
+                    "only the endpoint record"
+                )
+        return offset
+
+    def after_prefix(self, prefix_tokens: int) -> Target:
+        """This target for a prompt that starts ``prefix_tokens`` tokens after the server's
+        offset (a caller that knows only the count of the text before its documents): the
+        offset, or each offset of a varying endpoint, grows by that count."""
+        extra = check_position_offset(prefix_tokens, name="prefix_tokens")
+        options = self.options
+        if options.offsets:
+            offsets = tuple(d + extra for d in options.offsets)
+            options = dataclasses.replace(options, position_offset=0, offsets=offsets)
+        else:
+            options = dataclasses.replace(options, position_offset=options.position_offset + extra)
+        return dataclasses.replace(self, options=options)
+
+    def plan_key(self, messages: Sequence[Mapping[str, Any]], question: str) -> str:
+        """A digest of what decides a prompt besides its records (same key: same frame), for
+        adapters that check a plan made earlier still holds."""
+        fmt = self.require_format()
+        doc = {
+            "tokenizer": self.tokenizer.spec,
+            "fingerprint": self.tokenizer.fingerprint(),
+            "chat_format": fmt.name,
+            "format": repr(fmt),  # its settings included
+            "messages": [dict(m) for m in messages],
+            "question": question,
+            "profile": self.profile.model if self.profile is not None else None,
+            "budget_tokens": self.budget_tokens,
+            "options": repr(self.options),
+        }
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+    def require_format(self) -> ChatFormat:
+        if self.chat_format is None:
+            raise InputError("this call renders messages: pass chat_format= to the adapter")
+        return self.chat_format
+
+    def require_budget(self) -> int:
+        if self.budget_tokens is None:
+            raise InputError("this call assembles a prompt: pass budget_tokens= to the adapter")
+        return self.budget_tokens
+
+
+def resolve_options(
+    options: AssemblyOptions | Mapping[str, Any] | None,
+    *,
+    position_offset: int | None = None,
+    default: AssemblyOptions | None = None,
+) -> AssemblyOptions:
+    """``AssemblyOptions`` from an object, a mapping of its fields, or ``None`` (``default``,
+    else defaults); ``position_offset`` (tokens the server adds before the prompt) overrides
+    the field."""
+    if options is None:
+        resolved = default if default is not None else AssemblyOptions()
+    elif isinstance(options, AssemblyOptions):
+        resolved = options
+    elif isinstance(options, Mapping):
+        known = {f.name for f in dataclasses.fields(AssemblyOptions)}
+        unknown = sorted(str(k) for k in set(options) - known)
+        if unknown:
+            raise InputError(f"unknown options {unknown}; known options: {sorted(known)}")
+        resolved = AssemblyOptions(**dict(options))
+    else:
+        raise InputError(
+            f"options must be a phaseaware.AssemblyOptions or a dict of its fields, got "
+            f"{type(options).__name__}"
+        )
+    if position_offset is not None:
+        offset = check_position_offset(position_offset, name="position_offset")
+        if offset != resolved.position_offset:
+            resolved = dataclasses.replace(resolved, position_offset=offset)
+    return resolved
+
+
+def _tokenizer(tokenizer: object) -> Tokenizer:
+    if isinstance(tokenizer, str):
+        return load_tokenizer(tokenizer)
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    raise InputError(
+        f"tokenizer must be a phaseaware spec ('deepseek-v4', 'tiktoken:o200k_base', "
+        f"'hf:/path') or a Tokenizer, got {type(tokenizer).__name__}"
+    )
+
+
+def _chat_format(chat_format: object, tok: Tokenizer, thinking: bool) -> ChatFormat | None:
+    if chat_format is None or isinstance(chat_format, ChatFormat):
+        return chat_format
+    if isinstance(chat_format, str):
+        return get_chat_format(chat_format, tok, thinking=thinking)
+    raise InputError(
+        f"chat_format must be a name ({', '.join(CHAT_FORMAT_NAMES)}) or a ChatFormat, "
+        f"got {type(chat_format).__name__}"
+    )
+
+
+def _profile(profile: object) -> Profile | None:
+    if profile is None or isinstance(profile, Profile):
+        return profile
+    if isinstance(profile, str | os.PathLike):
+        return get_profile(profile)  # the registry's cache, its file rules
+    raise InputError(
+        f"profile must be a model name, a profile file path or a Profile, "
+        f"got {type(profile).__name__}"
+    )
+
+
+def _budget(budget_tokens: object) -> int | None:
+    if budget_tokens is None:
+        return None
+    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
+        raise InputError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+    return budget_tokens
+
+
+def resolve_target(
+    *,
+    tokenizer: str | Tokenizer,
+    chat_format: str | ChatFormat | None,
+    profile: ProfileRef = None,
+    budget_tokens: int | None = None,
+    options: AssemblyOptions | Mapping[str, Any] | None = None,
+    position_offset: int | None = None,
+    endpoint: EndpointRef = None,
+    thinking: bool = False,
+    default_options: AssemblyOptions | None = None,
+) -> Target:
+    """Resolve an adapter's constructor arguments in one call (see :class:`Target`).
+
+    ``endpoint`` (an ``EndpointRecord``, a record path or ``{"base_url", "model"}``)
+    sets the offset (constant record) or the offset set (varying: robust placement);
+    ``FingerprintMismatchError`` for a record of another tokenizer, ``InputError``
+    for an explicit offset that disagrees with it. ``default_options``: what
+    ``options=None`` means for this adapter (default ``AssemblyOptions()``).
+    """
+    tok = _tokenizer(tokenizer)
+    fmt = _chat_format(chat_format, tok, thinking)
+    record = load_endpoint(endpoint)
+    one = resolve_options(options, position_offset=position_offset, default=default_options)
+    append = resolve_options(
+        options, position_offset=position_offset, default=AssemblyOptions(repeat=False)
+    )
+    return Target(
+        tokenizer=tok,
+        chat_format=fmt,
+        settings=ChatSettings(thinking=thinking) if isinstance(chat_format, str) else None,
+        profile=_profile(profile),
+        options=endpoint_options(one, record, tok),
+        append_options=endpoint_options(append, record, tok),
+        endpoint=record,
+        budget_tokens=_budget(budget_tokens),
+    )

@@ -1,0 +1,43 @@
+"""One list of process-wide caches: each states its bound, sizes itself and clears."""
+
+from __future__ import annotations
+
+import phaseaware
+from phaseaware.caches import list_caches, register_cache
+
+
+def _assemble() -> phaseaware.AssemblyResult:
+    return phaseaware.assemble_from_specs(
+        ["Alpha holds 17 boxes.", "Beta holds 23 boxes."],
+        tokenizer="tiktoken:cl100k_base",
+        question="How many boxes does Beta hold?",
+        budget_tokens=200,
+    )
+
+
+def test_built_in_caches_are_listed_with_their_bounds() -> None:
+    _assemble()
+    names = {c.name: c for c in list_caches()}
+    for name in ("assembly.chunk_tokens", "assembly.filler", "tokenizers.loaded"):
+        assert name in names, sorted(names)
+        assert names[name].bound
+    assert names["tokenizers.loaded"].entries >= 1
+    assert names["assembly.chunk_tokens"].nbytes is not None
+
+
+def test_clearing_every_cache_never_changes_a_result() -> None:
+    before = _assemble()
+    phaseaware.clear_caches()
+    assert all(c.entries == 0 for c in list_caches())
+    after = _assemble()
+    assert after.prompt == before.prompt
+    assert after.to_dict() == before.to_dict()
+
+
+def test_a_cache_without_a_bound_is_refused() -> None:
+    try:
+        register_cache("test.unbounded", size=lambda: (0, None), clear=lambda: None, bound="")
+    except ValueError as exc:
+        assert "bound" in str(exc)
+    else:  # pragma: no cover
+        raise AssertionError("an unbounded cache was accepted")

@@ -1,0 +1,185 @@
+"""phaseaware.integrate: the one rule for records, the target, the report, the checks."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import phaseaware
+from phaseaware import AssemblyOptions
+from phaseaware.chat import UnsupportedSettingError
+from phaseaware.errors import InputError, PhaseawareWarning
+from phaseaware.integrate import (
+    SourceRecord,
+    assemble_records,
+    check_usage,
+    conversation,
+    placement_report,
+    record_chunks,
+    record_index,
+    relevance_scores,
+    resolve_options,
+    resolve_target,
+)
+
+QUESTION = "Below which voltage is a Helios-3 module disabled?"
+scores_st = st.lists(
+    st.one_of(st.none(), st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)), max_size=12
+)
+
+
+@given(scores_st)
+def test_missing_scores_never_outrank_real_ones_and_keep_retrieval_order(scores):
+    relevance = relevance_scores(scores)
+    assert len(relevance) == len(scores) and all(math.isfinite(r) for r in relevance)
+    real = [i for i, s in enumerate(scores) if s is not None]
+    missing = [i for i, s in enumerate(scores) if s is None]
+    for i in real:
+        assert relevance[i] == scores[i]  # a real score is kept as given
+        assert all(relevance[i] > relevance[j] for j in missing)
+    for a, b in zip(missing, missing[1:], strict=False):
+        assert relevance[a] > relevance[b]  # retrieval order among the unscored
+
+
+def test_all_missing_is_retrieval_order():
+    assert relevance_scores([None, None, None]) == [3.0, 2.0, 1.0]
+
+
+def test_record_chunks_ids_are_positional_and_duplicates_are_fine():
+    chunks = record_chunks(
+        [SourceRecord("a", 0.5, "x"), SourceRecord("b", None, "x"), SourceRecord("c", 1, None)]
+    )
+    assert [c.id for c in chunks] == ["doc-0", "doc-1", "doc-2"]
+    assert [record_index(c.id) for c in chunks] == [0, 1, 2]
+    assert chunks[1].score < 0.5 and chunks[2].score == 1.0
+    assert record_chunks([SourceRecord("a", evidence="a")])[0].evidence == ("a",)
+
+
+@pytest.mark.parametrize(
+    ("record", "match"),
+    [
+        (SourceRecord(None), r"nodes\[1\] has text NoneType"),
+        (SourceRecord(b"x"), r"nodes\[1\] has text bytes"),
+        (SourceRecord("x", "0.9"), r"nodes\[1\] has score '0.9'"),
+        (SourceRecord("x", True), r"nodes\[1\] has score True"),
+        (SourceRecord("x", float("nan")), r"nodes\[1\] has score nan"),
+        (SourceRecord("x", 10**400), r"nodes\[1\] has a score too large"),
+        (SourceRecord("x", evidence=3), r"nodes\[1\] has evidence 3"),
+        (SourceRecord("x", evidence=[""]), r"nodes\[1\] has evidence"),
+    ],
+)
+def test_bad_records_name_the_index(record, match):
+    with pytest.raises(InputError, match=match):
+        record_chunks([SourceRecord("ok"), record], what="nodes")
+    with pytest.raises(InputError, match="must be a list"):
+        record_chunks(None, what="nodes")  # type: ignore[arg-type]
+
+
+def test_target_uses_the_profile_registry_and_its_cache(o200k):
+    target = resolve_target(
+        tokenizer=o200k, chat_format="chatml", profile="deepseek-v4-flash-base", budget_tokens=9
+    )
+    assert target.profile is phaseaware.get_profile("deepseek-v4-flash-base")  # cached object
+    assert resolve_target(tokenizer="tiktoken:o200k_base", chat_format=None).chat_format is None
+    assert target.options == AssemblyOptions() and target.append_options == AssemblyOptions(
+        repeat=False
+    )  # the core's append default when no options are given
+    with pytest.raises(InputError, match="budget_tokens"):
+        resolve_target(tokenizer=o200k, chat_format="chatml", budget_tokens=0)
+    with pytest.raises(InputError, match="profile must be"):
+        resolve_target(tokenizer=o200k, chat_format="chatml", profile=3)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="chat_format must be"):
+        resolve_target(tokenizer=o200k, chat_format=3)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="tokenizer must be"):
+        resolve_target(tokenizer=3, chat_format="chatml")  # type: ignore[arg-type]
+
+
+def test_resolve_options():
+    assert resolve_options({"pad": False}, position_offset=2) == AssemblyOptions(
+        pad=False, position_offset=2
+    )
+    with pytest.raises(InputError, match="unknown options \\['padd'\\]"):
+        resolve_options({"padd": True})
+    with pytest.raises(InputError, match="options must be"):
+        resolve_options(0)  # type: ignore[arg-type]
+
+
+def test_report_is_to_dict_plus_index_and_id(o200k):
+    target = resolve_target(tokenizer=o200k, chat_format="chatml", budget_tokens=500)
+    layout = conversation(target, [{"role": "user", "content": "{context}\n\n{question}"}])
+    records = [SourceRecord("Helios-3 is disabled below 3.32 volts.", None, "kb")] * 2
+    result = assemble_records(records, target=target, layout=layout, question=QUESTION)
+    report = placement_report(result, [r.id for r in records])
+    plain = result.to_dict()
+    for p in report["placements"]:
+        assert p.pop("document_id") == "kb" and p.pop("document_index") in (0, 1)
+    assert report == plain
+    empty = assemble_records([], target=target, layout=layout, question=QUESTION)
+    assert empty.placements == () and empty.dropped == ()
+
+
+def test_slot_marker_conversation_equals_placeholder_conversation(o200k):
+    target = resolve_target(tokenizer=o200k, chat_format="chatml", budget_tokens=500)
+    marked = conversation(target, [{"role": "user", "content": "S1\n\n" + QUESTION + " {x}"}],
+                          slot_marker="S1")  # fmt: skip
+    placeholder = conversation(
+        target, [{"role": "user", "content": "{context}\n\n{question} {x}"}], question=QUESTION
+    )
+    assert marked.split(system=None, question=QUESTION) == placeholder.split(
+        system=None, question=QUESTION
+    )
+
+
+def test_usage_check_names_the_callers_parameter(o200k):
+    target = resolve_target(tokenizer=o200k, chat_format="chatml", position_offset=1)
+    assert check_usage(target, planned_tokens=5, reported_tokens=None, on_mismatch="raise") is None
+    ok = check_usage(target, planned_tokens=5, reported_tokens=6, on_mismatch="raise")
+    assert ok is not None and ok.ok
+    with pytest.warns(PhaseawareWarning, match=r"set offset=3"):
+        check_usage(target, planned_tokens=5, reported_tokens=8, on_mismatch="warn",
+                    offset_name="offset")  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_usage(target, planned_tokens=5, reported_tokens=8, on_mismatch="ignore", offset=3)
+
+
+TOOL = {
+    "type": "function",
+    "function": {"name": "search_notes", "description": "Search.", "parameters": {}},
+}
+
+
+def test_tools_go_into_the_plan_or_are_refused_with_the_fix(o200k, deepseek_v4):
+    chatml = resolve_target(tokenizer=o200k, chat_format="chatml")
+    assert chatml.with_tools([]) is chatml
+    with pytest.raises(UnsupportedSettingError, match="does not render tools.*; or pass x"):
+        chatml.with_tools([TOOL], fix="; or pass x")
+    fixed = resolve_target(tokenizer=o200k, chat_format=chatml.require_format())
+    with pytest.raises(UnsupportedSettingError, match="by name"):
+        fixed.with_tools([TOOL])
+    plain = resolve_target(tokenizer=deepseek_v4, chat_format="deepseek-v4", budget_tokens=4000)
+    tooled = plain.with_tools([TOOL])
+    assert tooled.settings is not None and tooled.settings.tools == (TOOL,)
+    messages = [{"role": "user", "content": "{context}\n\n{question}"}]
+    records = [SourceRecord("Helios-3 is disabled below 3.32 volts.")]
+    results = [
+        assemble_records(records, target=t, layout=conversation(t, messages), question=QUESTION)
+        for t in (plain, tooled)
+    ]
+    assert "search_notes" in results[1].prompt and "search_notes" not in results[0].prompt
+    assert results[1].token_count > results[0].token_count
+
+
+def test_refuse_tools_names_the_fix(o200k):
+    from phaseaware.errors import UnsupportedRequestError
+    from phaseaware.integrate import refuse_tools
+
+    target = resolve_target(tokenizer=o200k, chat_format="chatml")
+    refuse_tools(target, None, fix="x")
+    refuse_tools(target, [], fix="x")
+    with pytest.raises(UnsupportedRequestError, match="binds 1 tool.*pass tool_schemas"):
+        refuse_tools(target, [object()], fix="pass tool_schemas='not_rendered'")
