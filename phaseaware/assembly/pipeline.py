@@ -63,11 +63,11 @@ _DEFAULT_CACHE = default_cache()
 def assemble(
     chunks: Sequence[Chunk | str],
     *,
-    tokenizer: Tokenizer,
-    layout: PromptLayout,
+    tokenizer: str | Tokenizer,
+    layout: str | PromptLayout,
     question: str,
     system: str | None = None,
-    profile: Profile | None = None,
+    profile: str | Profile | None = None,
     budget_tokens: int,
     options: AssemblyOptions | None = None,
     cache: ChunkTokenCache | None = _DEFAULT_CACHE,
@@ -78,14 +78,23 @@ def assemble(
     LRU, capped in bytes; the process-wide 64 MiB one by default, ``None``: no
     cache, every prompt encoded in full). Caching never changes the result.
 
+    ``tokenizer``, ``layout`` and ``profile`` take the same specs as
+    :func:`assemble_conversation`: a tokenizer spec (``"deepseek-v4"``,
+    ``"tiktoken:o200k_base"``, ...), a chat format name (``"deepseek-v4"``,
+    ``"chatml"``, ``"hf"``, ``"none"``) and a profile name or path; or the objects.
+
     Raises ``InputError`` (empty chunk list, bad evidence, bad options),
     ``BudgetError`` (budget below the template + question),
     ``FingerprintMismatchError``/``PeriodMismatchError`` (profile vs tokenizer
     or ``options.period``) and ``VerificationError`` (placement not confirmed).
     """
+    tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     return assemble_measured(
-        chunks, tokenizer=tokenizer, layout=layout, question=question, system=system,
-        profile=profile, budget_tokens=budget_tokens, options=options, cache=cache,
+        chunks, tokenizer=tok,
+        layout=get_layout(layout, tok) if isinstance(layout, str) else layout,
+        question=question, system=system,
+        profile=get_profile(profile) if isinstance(profile, str) else profile,
+        budget_tokens=budget_tokens, options=options, cache=cache,
     )[0]  # fmt: skip
 
 
