@@ -134,7 +134,7 @@ def assemble_measured(
         empty=[p.empty for p in setup.chunks],
         budget_left=max(0, setup.budget - fixed - end_reserve(setup, tables)),
     )
-    dropped = dict(admission.dropped)
+    dropped = {**dict(admission.dropped), **setup.oversize}  # oversize: emptied, unread
     admitted = list(admission.admitted)
     while admitted:
         plan, repeat = _initial_plan(setup, tables, admitted)
