@@ -18,8 +18,10 @@ mkdir -p "$wheels"
 venv="$(mktemp -d)/venv"
 trap 'rm -rf "$(dirname "$venv")"' EXIT
 for pkg in . integrations/langchain integrations/llama-index; do
+  rm -rf "$pkg/build"  # setuptools reuses build/lib: a module deleted since would ship
   python -m build --wheel --no-isolation --outdir "$wheels" "$pkg" >"$wheels/build.log" 2>&1 \
     || { tail -30 "$wheels/build.log"; exit 1; }
+  rm -rf "$pkg/build"
 done
 
 python -m venv "$venv"
