@@ -7,7 +7,8 @@ written into the history and the REAL tool runs on it; every model call after th
 is the agent's, through the middleware, over HTTP. The middleware aligns the tool
 result before the model call (append alignment: the conversation already sent keeps
 its bytes) and stores the aligned message, with its placement report, in the state.
-A follow-up question then shows the aligned bytes resent unchanged.
+A follow-up question then shows the aligned bytes resent unchanged. It exits with status 1
+when the answer differs from the expected one or the aligned bytes changed.
 
     PYTHONPATH=integrations/langchain python examples/langchain_agent.py [--profile FILE]
 """
@@ -15,9 +16,18 @@ A follow-up question then shows the aligned bytes resent unchanged.
 from __future__ import annotations
 
 import argparse
+import subprocess
+from contextlib import nullcontext
 
 from langchain.agents import create_agent
-from langchain_common import MODEL, BM25Retriever, local_notes, reference_profile, reference_server
+from langchain_common import (
+    MODEL,
+    BM25Retriever,
+    check_answer,
+    local_notes,
+    reference_profile,
+    reference_server,
+)
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -28,10 +38,11 @@ from langchain_phaseaware.middleware import REPORT_KEY
 from phaseaware.tokenizers import load_tokenizer
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", help="a reference-model profile (default: calibrate now)")
-    args = parser.parse_args()
+    parser.add_argument("--base-url", help="a running serve-reference (default: start one)")
+    args = parser.parse_args(argv)
 
     corpus, questions = local_notes()
     retriever = BM25Retriever(documents=corpus, k=5)
@@ -53,7 +64,10 @@ def main() -> None:
         message_template="{context}\n\n{question}",  # the shape the reference model reads
     )
     question = questions[0]
-    with reference_server() as base_url:
+    server = (
+        nullcontext(args.base_url) if args.base_url else reference_server(stderr=subprocess.DEVNULL)
+    )
+    with server as base_url:
         llm = ChatOpenAI(
             base_url=base_url, api_key="unused", model=MODEL, temperature=0, max_tokens=4
         )
@@ -65,7 +79,7 @@ def main() -> None:
         aligned = next(m for m in state["messages"] if isinstance(m, ToolMessage))
         report = aligned.response_metadata[REPORT_KEY]
         answer = state["messages"][-1].content
-        print(f"{question.question}  ->  {answer.strip()!r}  (expected {question.answer})")
+        right = check_answer(question.question, answer, question.answer)
         print(f"conversation {report['token_count']} tokens; the tool result was aligned:")
         print("  order  note        pad  key positions  residues  exp.acc")
         for p in report["placements"]:
@@ -79,8 +93,10 @@ def main() -> None:
         state = agent.invoke({"messages": [*state["messages"], HumanMessage(follow)]})
         resent = next(m for m in state["messages"] if isinstance(m, ToolMessage))
         print(f"\nfollow-up {follow!r} -> {state['messages'][-1].content.strip()!r}")
-        print(f"aligned tool result resent byte for byte: {resent.content == aligned.content}")
+        same = resent.content == aligned.content
+        print(f"aligned tool result resent byte for byte: {same}")
+    return 0 if right and same else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -22,15 +22,23 @@ from pydantic import ConfigDict, PrivateAttr
 from rank_bm25 import BM25Okapi
 from reference_server import reference_server
 
+from phaseaware.assembly import Chunk
 from phaseaware.demo.rag_questions import RagQuestion, make_questions
 from phaseaware.demo.run import CHUNKS_PER_QUESTION, MAX_FILLER_SENTENCES
 from phaseaware.profiles.io import load_profile
 from phaseaware.profiles.model import Profile
 
-__all__ = ["BM25Retriever", "local_notes", "reference_profile", "reference_server"]
+__all__ = [
+    "BM25Retriever",
+    "check_answer",
+    "local_notes",
+    "reference_profile",
+    "reference_server",
+]
 
 MODEL = "phaseaware-reference"
 _WORD = re.compile(r"\w+")
+_FACT = re.compile(r"The access code for (\S+) is (\S+) \.")
 
 
 def _words(text: str) -> list[str]:
@@ -79,20 +87,55 @@ def local_notes(count: int = 8, seed: int = 50_000) -> tuple[list[Document], lis
     """Notes in the reference model's language (one access code per note) and questions.
 
     Each question's notes hold its answer and four distractor facts; the corpus pools
-    them all, so the retriever must find the right notes among the others.
+    them all, so the retriever must find the right notes among the others. Pooled notes
+    must not contradict each other (the seeded generator reuses names across questions:
+    Kira could be 221 in one question's distractor and 378 in another's answer), so the
+    questions are the first ``count`` of a larger seeded pool whose answers agree, and a
+    distractor note that gives a name another code than a kept note does is left out.
     """
-    questions = make_questions(
-        count=count,
+    pool = make_questions(
+        count=4 * count,
         seed=seed,
         chunks_per_question=CHUNKS_PER_QUESTION,
         max_filler_sentences=MAX_FILLER_SENTENCES,
     )
+    facts: dict[str, str] = {}
+
+    def consistent(chunk: Chunk) -> bool:
+        found = dict(_FACT.findall(chunk.text))
+        if any(facts.get(name, code) != code for name, code in found.items()):
+            return False
+        facts.update(found)
+        return True
+
+    questions = []  # the first ``count`` questions whose evidence agrees with the others'
+    for q in pool:
+        if q.key_name not in facts and consistent(_evidence(q)):
+            questions.append(q)
+        if len(questions) == count:
+            break
+    kept = [_evidence(q) for q in questions]
+    kept += [
+        c for q in questions for c in q.chunks if c.id != q.evidence_chunk_id and consistent(c)
+    ]
+    order = {c.id: i for i, c in enumerate(c for q in questions for c in q.chunks)}
     corpus = [
         Document(page_content=c.text, metadata={"source": c.id}, id=c.id)
-        for q in questions
-        for c in q.chunks
+        for c in sorted(kept, key=lambda c: order[c.id])
     ]
     return corpus, questions
+
+
+def _evidence(question: RagQuestion) -> Chunk:
+    return next(c for c in question.chunks if c.id == question.evidence_chunk_id)
+
+
+def check_answer(question: str, answer: str, expected: str) -> bool:
+    """Print the answer against the expected one; ``True`` when they match."""
+    ok = answer.strip() == expected.strip()
+    verdict = "OK" if ok else "WRONG"
+    print(f"\n{question}  ->  {answer.strip()!r}  (expected {expected}: {verdict})")
+    return ok
 
 
 def reference_profile(path: str | None) -> Profile:

@@ -4,17 +4,28 @@ ChatOpenAI (langchain-openai) talks to ``phaseaware serve-reference``, started h
 subprocess on 127.0.0.1 (a free port). For each question the script prints the answer
 and where every retrieved note's key token landed (prompt position, residue mod 8,
 the profile's expected accuracy there); a callback checks the server's
-``usage.prompt_tokens`` against the planned count.
+``usage.prompt_tokens`` against the planned count. It exits with status 1 when an
+answer differs from the expected one.
 
     PYTHONPATH=integrations/langchain python examples/langchain_rag.py [--profile FILE]
+    python examples/langchain_rag.py --base-url http://127.0.0.1:8000/v1   # a running server
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+from contextlib import nullcontext
 from operator import itemgetter
 
-from langchain_common import MODEL, BM25Retriever, local_notes, reference_profile, reference_server
+from langchain_common import (
+    MODEL,
+    BM25Retriever,
+    check_answer,
+    local_notes,
+    reference_profile,
+    reference_server,
+)
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
@@ -24,11 +35,12 @@ from langchain_phaseaware import PhaseAwarePrompt, PhaseAwareUsageCheck
 from phaseaware.tokenizers import load_tokenizer
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", help="a reference-model profile (default: calibrate now)")
     parser.add_argument("--questions", type=int, default=4)
-    args = parser.parse_args()
+    parser.add_argument("--base-url", help="a running serve-reference (default: start one)")
+    args = parser.parse_args(argv)
 
     corpus, questions = local_notes()
     retriever = BM25Retriever(documents=corpus, k=5)
@@ -39,7 +51,11 @@ def main() -> None:
         template, tokenizer=tokenizer, chat_format="hf", profile=profile, budget_tokens=512
     )
     check = PhaseAwareUsageCheck(tokenizer=tokenizer, chat_format="hf", on_mismatch="raise")
-    with reference_server() as base_url:
+    wrong = 0
+    server = (
+        nullcontext(args.base_url) if args.base_url else reference_server(stderr=subprocess.DEVNULL)
+    )
+    with server as base_url:
         llm = ChatOpenAI(
             base_url=base_url, api_key="unused", model=MODEL, temperature=0, max_tokens=4
         )
@@ -54,7 +70,7 @@ def main() -> None:
         for q in questions[: args.questions]:
             out = chain.invoke(q.question, config={"callbacks": [check]})
             report = out["report"]
-            print(f"\n{q.question}  ->  {out['answer'].strip()!r}  (expected {q.answer})")
+            wrong += not check_answer(q.question, out["answer"], q.answer)
             print(f"prompt {report['token_count']} tokens, usage.prompt_tokens checked")
             print("  order  note        pad  key positions  residues  exp.acc")
             for p in report["placements"]:
@@ -69,7 +85,9 @@ def main() -> None:
                 f"expected accuracy: retrieval order {report['naive_expected_accuracy']:.3f} "
                 f"-> phase-aware {report['expected_accuracy']:.3f}"
             )
+    print(f"\n{args.questions - wrong} of {args.questions} answers right")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

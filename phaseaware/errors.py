@@ -23,6 +23,7 @@ __all__ = [
     "LogError",
     "EndpointError",
     "PromptTokenDriftError",
+    "MissingExtraError",
     "PhaseawareWarning",
     "UnsupportedRequestError",
     "FilePathError",
@@ -96,6 +97,10 @@ class EndpointError(PhaseawareError):
 
 class PromptTokenDriftError(EndpointError):
     """The server's ``usage.prompt_tokens`` disagrees with the plan plus the known offset."""
+
+
+class MissingExtraError(PhaseawareError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
 
 
 class FilePathError(PhaseawareError, OSError):

@@ -2,7 +2,9 @@
 
 ``redact(text)`` replaces the credentials of URLs (``http://user:pass@host`` ->
 ``http://***@host``), ``Authorization: Bearer <token>`` values and
-OpenAI-style keys (``sk-...``) with ``***``. Used by the command line's error
+OpenAI-style keys (``sk-...``) with ``***``. A bearer value runs to the end of its line or
+quote, whitespace included (an API key may hold spaces: ``Bearer one two`` must not leave
+``two``), so text after it on the same line is hidden too. Used by the command line's error
 line, the openai backend's errors and the calibration log header.
 """
 
@@ -14,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 __all__ = ["redact", "redact_url"]
 
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/@'\"]+@")
-_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\",]+")
+_BEARER = re.compile(r"(?i)\b(bearer[ \t]+)[^\r\n'\"]+")
 _KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 _SECRET_QUERY = re.compile(r"(?i)((?:api[_-]?key|key|token|secret|password|sig)=)[^&]*")
 

@@ -17,6 +17,9 @@ for pkg in integrations/*/; do
   fi
 done
 
+# the wheels of all three packages, installed from the wheels into a fresh venv
+bash scripts/check_wheels.sh
+
 # --- vLLM tier (tests/e2e/vllm, marker `vllm`): a real vLLM OpenAI server in its own venv.
 # The tests skip only when PHASEAWARE_VLLM_PYTHON is unset; CI always runs this block.
 if [ -z "${PHASEAWARE_VLLM_PYTHON:-}" ]; then

@@ -64,11 +64,11 @@ _DEFAULT_CACHE = default_cache()
 def assemble(
     chunks: Sequence[Chunk | str],
     *,
-    tokenizer: Tokenizer,
+    tokenizer: str | Tokenizer,
     chat_format: str | ChatFormat | PromptLayout = "none",
     question: str,
     system: str | None = None,
-    profile: Profile | None = None,
+    profile: str | Profile | None = None,
     budget_tokens: int,
     options: AssemblyOptions | None = None,
     cache: ChunkTokenCache | None = _DEFAULT_CACHE,
@@ -87,6 +87,10 @@ def assemble(
     LRU, capped in bytes; the process-wide 64 MiB one by default, ``None``: no
     cache, every prompt encoded in full). Caching never changes the result.
 
+    ``tokenizer`` and ``profile`` take the same specs as :func:`assemble_conversation`:
+    a tokenizer spec (``"deepseek-v4"``, ``"tiktoken:o200k_base"``, ...) and a profile
+    name or path; or the objects.
+
     Raises ``InputError`` (empty chunk list, bad evidence, bad options),
     ``BudgetError`` (budget below the template + question),
     ``FingerprintMismatchError``/``PeriodMismatchError`` (profile vs tokenizer
@@ -95,9 +99,11 @@ def assemble(
     if layout is not None:
         chat_format = _deprecated_layout(layout, chat_format)
     return assemble_measured(
-        chunks, tokenizer=tokenizer, chat_format=chat_format, question=question,
-        system=system, profile=profile, budget_tokens=budget_tokens, options=options,
-        cache=cache,
+        chunks,
+        tokenizer=load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer,
+        chat_format=chat_format, question=question, system=system,
+        profile=get_profile(profile) if isinstance(profile, str) else profile,
+        budget_tokens=budget_tokens, options=options, cache=cache,
     )[0]  # fmt: skip
 
 
@@ -137,7 +143,7 @@ def assemble_measured(
         empty=[p.empty for p in setup.chunks],
         budget_left=max(0, setup.budget - fixed - end_reserve(setup, tables)),
     )
-    dropped = dict(admission.dropped)
+    dropped = {**dict(admission.dropped), **setup.oversize}  # oversize: emptied, unread
     admitted = list(admission.admitted)
     while admitted:
         plan, repeat = _initial_plan(setup, tables, admitted)

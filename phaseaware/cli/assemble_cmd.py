@@ -83,6 +83,11 @@ def format_report(result: AssemblyResult) -> str:
         f"expected accuracy: naive {_fmt(result.naive_expected_accuracy)} -> "
         f"phase-aware {_fmt(result.expected_accuracy)}"
     )
+    if not result.profile:
+        lines.append(
+            "  (no profile: these figures are a generic lost-in-the-middle heuristic, not a "
+            "measurement of any model; pass --profile or run `phaseaware calibrate`)"
+        )
     if result.robust is not None:
         lines.extend(_robust_lines(result))
     for d in result.dropped:

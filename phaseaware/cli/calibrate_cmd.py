@@ -211,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
             f"--backend {args.backend} sees exactly phaseaware's tokens"
         )
     _check_paths(args)
+    _check_extras(args)
     settings = _settings(args)
     if args.plan:
         from phaseaware.calibration.report import format_plan, plan_summary
@@ -224,6 +225,24 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2) if args.json else format_plan(doc))
         return 0
     return _calibrate(args, settings)
+
+
+def _check_extras(args: argparse.Namespace) -> None:
+    """Optional modules this run needs, checked before it starts (not after an hour)."""
+    from phaseaware.extras import require_extra
+
+    if args.plot and not args.plan:
+        require_extra(modules=("matplotlib",), extra="plot", what="--plot")
+    if args.plan or args.emit_batch or args.ingest:
+        return
+    if args.backend == "hf":
+        require_extra(
+            modules=("torch", "safetensors", "transformers"),
+            extra="torch",
+            what="--backend hf (a local transformers model)",
+        )
+    elif args.backend == "openai":
+        require_extra(modules=("openai",), extra="openai", what="--backend openai")
 
 
 def _settings(args: argparse.Namespace) -> Any:

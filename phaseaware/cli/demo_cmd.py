@@ -51,6 +51,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from phaseaware.extras import require_extra
+
+    require_extra(
+        modules=("torch", "safetensors", "transformers"),
+        extra="reference",
+        what="demo (it runs the reference model)",
+    )
     from phaseaware.cli.calibrate_output import print_report
     from phaseaware.demo.run import DemoSettings, run_demo
 

@@ -95,13 +95,24 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         return _closed_pipe()
+    except ModuleNotFoundError as exc:  # an optional dependency: name its extra
+        from phaseaware.extras import missing_extra_error
+
+        teaching = missing_extra_error(exc)
+        if teaching is None:
+            return _unexpected(exc)
+        return _fail(str(teaching))
     except Exception as exc:  # last resort: no traceback reaches a user
-        if os.environ.get("PHASEAWARE_DEBUG"):
-            raise
-        return _fail(
-            f"unexpected {type(exc).__name__}: {exc}; this is a bug, please report it "
-            "(set PHASEAWARE_DEBUG=1 to see the traceback)"
-        )
+        return _unexpected(exc)
+
+
+def _unexpected(exc: Exception) -> int:
+    if os.environ.get("PHASEAWARE_DEBUG"):
+        raise exc
+    return _fail(
+        f"unexpected {type(exc).__name__}: {exc}; this is a bug, please report it "
+        "(set PHASEAWARE_DEBUG=1 to see the traceback)"
+    )
 
 
 def _fail(message: str) -> int:

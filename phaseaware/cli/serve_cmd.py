@@ -43,6 +43,13 @@ def _api_key(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     import logging
 
+    from phaseaware.extras import require_extra
+
+    require_extra(
+        modules=("torch", "safetensors", "transformers", "uvicorn"),
+        extra="reference",
+        what="serve-reference (the reference model on uvicorn)",
+    )
     from phaseaware.reference.server import ServerLimits, bind_socket
 
     if not 0 <= args.port <= 65535:

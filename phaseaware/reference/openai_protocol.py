@@ -10,8 +10,13 @@ level that is not an object.
 :func:`parse_chat_request` / :func:`parse_completion_request` turn a decoded body into
 :class:`CompletionParams` or raise :class:`RequestError` carrying the HTTP status, a
 message that names the bad field, the OpenAI ``param`` and ``code``. Unknown fields are
-ignored (clients send many optional ones); fields the server cannot honour (``stream``,
-``n > 1``) are rejected rather than silently ignored.
+ignored (clients send many optional ones); fields the server cannot honour (``n > 1``) are
+rejected rather than silently ignored.
+
+:func:`stream_chunks` turns a finished completion into the OpenAI streaming chunks
+(``chat.completion.chunk`` / ``text_completion``) that the server sends as server-sent
+events: a role chunk (chat), the text in pieces, a chunk with ``finish_reason`` and, when
+``stream_options.include_usage`` is set, a last chunk with no choices and the ``usage``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ __all__ = [
     "models_body",
     "parse_chat_request",
     "parse_completion_request",
+    "stream_chunks",
 ]
 
 DEFAULT_MAX_TOKENS = 16
@@ -55,6 +61,8 @@ class CompletionParams:
     max_tokens: int
     temperature: float
     stop: tuple[str, ...]
+    stream: bool = False
+    include_usage: bool = False
 
 
 class RequestError(Exception):
@@ -96,7 +104,10 @@ def parse_chat_request(body: Mapping[str, Any], *, model_name: str) -> Completio
         raise _bad("'messages' must be a non-empty array of message objects.", "messages")
     messages = tuple(_message(m, i) for i, m in enumerate(raw))
     max_tokens = _max_tokens(body, ("max_completion_tokens", "max_tokens"))
-    return CompletionParams(model, "", messages, max_tokens, _temperature(body), _stop(body))
+    stream, include_usage = _stream(body)
+    return CompletionParams(
+        model, "", messages, max_tokens, _temperature(body), _stop(body), stream, include_usage
+    )
 
 
 def parse_completion_request(body: Mapping[str, Any], *, model_name: str) -> CompletionParams:
@@ -112,7 +123,10 @@ def parse_completion_request(body: Mapping[str, Any], *, model_name: str) -> Com
     if not prompt:  # no token to continue from: a client mistake, not a server fault
         raise _bad("'prompt' must not be empty: give at least one character to continue.", "prompt")
     max_tokens = _max_tokens(body, ("max_tokens",))
-    return CompletionParams(model, prompt, None, max_tokens, _temperature(body), _stop(body))
+    stream, include_usage = _stream(body)
+    return CompletionParams(
+        model, prompt, None, max_tokens, _temperature(body), _stop(body), stream, include_usage
+    )
 
 
 def _model(body: Mapping[str, Any], model_name: str) -> str:
@@ -133,8 +147,6 @@ def _model(body: Mapping[str, Any], model_name: str) -> str:
 
 
 def _unsupported(body: Mapping[str, Any]) -> None:
-    if body.get("stream") not in (None, False):
-        raise _bad("'stream' is not supported by this server; send stream=false.", "stream")
     n = body.get("n", 1)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n != 1):
         raise _bad(f"Only n=1 is supported, got n={n!r}.", "n")
@@ -157,6 +169,32 @@ def _message(value: Any, index: int) -> dict[str, str]:
     if not isinstance(content, str):
         raise _bad(f"'{param}.content' must be a string.", f"{param}.content")
     return {"role": str(role), "content": content}
+
+
+def _stream(body: Mapping[str, Any]) -> tuple[bool, bool]:
+    """``(stream, include_usage)`` from ``stream`` and ``stream_options``."""
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise _bad(f"'stream' must be true or false, got {stream!r}.", "stream")
+    options = body.get("stream_options")
+    if options is None:
+        return bool(stream), False
+    if not stream:
+        raise _bad(
+            "'stream_options' is only allowed when 'stream' is true; drop it or set stream=true.",
+            "stream_options",
+        )
+    if not isinstance(options, dict):
+        raise _bad(
+            "'stream_options' must be an object like {\"include_usage\": true}.", "stream_options"
+        )
+    include_usage = options.get("include_usage", False)
+    if include_usage is not None and not isinstance(include_usage, bool):
+        raise _bad(
+            f"'stream_options.include_usage' must be true or false, got {include_usage!r}.",
+            "stream_options.include_usage",
+        )
+    return True, bool(include_usage)
 
 
 def _max_tokens(body: Mapping[str, Any], names: tuple[str, ...]) -> int:
@@ -291,6 +329,56 @@ def models_body(model_name: str, created: int) -> dict[str, Any]:
 _ids = itertools.count(1)
 
 
+def _usage(prompt_tokens: int, result: GenerationResult) -> dict[str, int]:
+    completion_tokens = int(result.completion_tokens)
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+_PIECES = re.compile(r"\s*\S+|\s+")
+
+
+def stream_chunks(
+    params: CompletionParams, result: GenerationResult, prompt_tokens: int, created: int
+) -> list[dict[str, Any]]:
+    """The streaming chunks of one finished completion, in order (without ``[DONE]``).
+
+    The text goes out word by word (each piece a run of whitespace and the word after it);
+    the pieces join to exactly ``result.text``."""
+    serial = next(_ids)
+    chat = params.messages is not None
+    kind, prefix = ("chat.completion.chunk", "chatcmpl") if chat else ("text_completion", "cmpl")
+    base = {"id": f"{prefix}-{created}-{serial}", "object": kind, "created": int(time.time())}
+    base["model"] = params.model
+
+    def chunk(delta: dict[str, Any] | str, finish: str | None) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": 0}
+        if chat:
+            choice["delta"] = delta
+        else:
+            choice["text"] = delta
+        choice["logprobs"] = None
+        choice["finish_reason"] = finish
+        out = {**base, "choices": [choice]}
+        if params.include_usage:
+            out["usage"] = None
+        return out
+
+    pieces = _PIECES.findall(result.text)
+    if chat:
+        chunks = [chunk({"role": "assistant", "content": ""}, None)]
+        chunks += [chunk({"content": piece}, None) for piece in pieces]
+        chunks.append(chunk({}, result.finish_reason))
+    else:
+        chunks = [chunk(piece, None) for piece in pieces] + [chunk("", result.finish_reason)]
+    if params.include_usage:
+        chunks.append({**base, "choices": [], "usage": _usage(prompt_tokens, result)})
+    return chunks
+
+
 def completion_body(
     params: CompletionParams, result: GenerationResult, prompt_tokens: int, created: int
 ) -> Mapping[str, Any]:
@@ -303,16 +391,11 @@ def completion_body(
         choice["text"] = result.text
         kind, prefix = "text_completion", "cmpl"
     choice["logprobs"] = dict(result.logprobs) if result.logprobs is not None else None
-    completion_tokens = int(result.completion_tokens)
     return {
         "id": f"{prefix}-{created}-{serial}",
         "object": kind,
         "created": int(time.time()),
         "model": params.model,
         "choices": [choice],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": _usage(prompt_tokens, result),
     }

@@ -1,7 +1,10 @@
 """An OpenAI-compatible HTTP server for one :class:`ServerEngine`, on uvicorn.
 
 Serves ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/completions``
-(no streaming, ``n == 1``). :class:`OpenAIApp` is a plain ASGI application and uvicorn
+(``n == 1``; ``stream=true`` answers with server-sent events in the OpenAI chunk format,
+``stream_options.include_usage`` adds the final usage chunk, ``data: [DONE]`` ends it; the
+completion is generated before the first byte goes out, so every error is still a JSON
+4xx/5xx answer). :class:`OpenAIApp` is a plain ASGI application and uvicorn
 (h11, started by :mod:`phaseaware.reference.uvicorn_serve`) does the HTTP: parsing, keep-alive, the listen backlog (2048), graceful shutdown.
 Plain ASGI rather than starlette because three routes need no framework, and the one thing
 that matters here, WHEN the body is read, is explicit: every request passes, in order,
@@ -53,6 +56,7 @@ from phaseaware.reference.openai_protocol import (
     models_body,
     parse_chat_request,
     parse_completion_request,
+    stream_chunks,
 )
 from phaseaware.reference.uvicorn_serve import (
     Message,
@@ -78,6 +82,7 @@ __all__ = [
     "bind_socket",
     "read_body",
     "send_json",
+    "send_sse",
     "serve",
     "start_app",
     "start_server",
@@ -141,6 +146,19 @@ async def send_json(
     raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": data, "more_body": False})
+
+
+async def send_sse(send: Send, events: list[dict[str, Any]]) -> None:
+    """Answer with ``events`` as server-sent events (``data: <json>``), then ``data: [DONE]``."""
+    raw = [
+        (b"content-type", b"text/event-stream; charset=utf-8"),
+        (b"cache-control", b"no-cache"),
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": raw})
+    for event in events:
+        data = b"data: " + json.dumps(event).encode("utf-8") + b"\n\n"
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+    await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
 
 class _Batcher:
@@ -231,6 +249,7 @@ class OpenAIApp:
             return  # uvicorn runs without websockets
         headers = dict(scope["headers"])
         answer_headers: dict[str, str] = {}
+        payload: dict[str, Any] | list[dict[str, Any]]
         try:
             status, payload = await self.handle(scope, receive, headers)
         except ClientDisconnected:
@@ -244,13 +263,16 @@ class OpenAIApp:
             logger.error("server error on %s %s", scope["method"], scope["path"], exc_info=exc)
             status = 500
             payload = error_body(500, f"server error: {type(exc).__name__}", type_="server_error")
-        await send_json(send, status, payload, answer_headers)
+        if isinstance(payload, list):
+            await send_sse(send, payload)
+        else:
+            await send_json(send, status, payload, answer_headers)
 
     async def handle(
         self, scope: Scope, receive: Receive, headers: dict[bytes, bytes]
-    ) -> tuple[int, dict[str, Any]]:
-        """``(status, JSON payload)`` for one request; raises :class:`RequestError` for the
-        client's mistakes."""
+    ) -> tuple[int, dict[str, Any] | list[dict[str, Any]]]:
+        """``(status, JSON payload)`` for one request, or ``(200, chunks)`` for a streaming
+        one; raises :class:`RequestError` for the client's mistakes."""
         method, path = str(scope["method"]), str(scope["path"]).rstrip("/")
         if self._key is not None and not self._authorized(headers):
             message = "Incorrect API key provided (send it as 'Authorization: Bearer <key>')."
@@ -278,6 +300,8 @@ class OpenAIApp:
             logger.error("engine error on %s", path, exc_info=exc)
             payload = error_body(500, f"engine error: {exc}", type_="server_error")
             return 500, payload
+        if params.stream:
+            return 200, stream_chunks(params, result, prompt_tokens, self.created)
         return 200, dict(completion_body(params, result, prompt_tokens, self.created))
 
     async def _complete(self, params: CompletionParams) -> tuple[int, GenerationResult]:

@@ -34,19 +34,38 @@ USER, ASSISTANT = "<|user|>", "<|assistant|>"
 SPECIAL_TOKENS: tuple[str, ...] = (BOS, EOS, PAD, UNK, USER, ASSISTANT)
 
 # One user turn renders as "<bos> <|user|> CONTENT <|assistant|>" (the generation
-# prompt); an assistant turn as " <|assistant|> CONTENT <eos>".
+# prompt); an assistant turn as " <|assistant|> CONTENT <eos>". The model knows no system
+# role: system (and developer) messages before the first user message are folded into it,
+# "<|user|> SYSTEM USER" (space-joined, in order); one anywhere else is an error that says so.
+_FOLD_ERROR = (
+    "the reference model has no system role: system messages are folded into the first user "
+    "message, so they must come before it (put them first, followed by a user message)"
+)
 CHAT_TEMPLATE = (
     "{{ bos_token }}"
+    "{% set ns = namespace(system=none, turns=0) %}"
     "{% for message in messages %}"
-    "{% if message['role'] == 'user' %}"
-    "{{ ' <|user|> ' + message['content'] }}"
+    "{% if message['role'] in ['system', 'developer'] %}"
+    "{% if ns.turns > 0 %}{{ raise_exception('" + _FOLD_ERROR + "') }}{% endif %}"
+    "{% set ns.system = message['content'] if ns.system is none"
+    " else ns.system + ' ' + message['content'] %}"
+    "{% elif message['role'] == 'user' %}"
+    "{{ ' <|user|> ' }}"
+    "{% if ns.system is not none and ns.turns == 0 %}{{ ns.system + ' ' }}{% endif %}"
+    "{{ message['content'] }}"
+    "{% set ns.turns = ns.turns + 1 %}"
     "{% elif message['role'] == 'assistant' %}"
+    "{% if ns.system is not none and ns.turns == 0 %}{{ raise_exception('" + _FOLD_ERROR + "') }}"
+    "{% endif %}"
     "{{ ' <|assistant|> ' + message['content'] + ' ' + eos_token }}"
+    "{% set ns.turns = ns.turns + 1 %}"
     "{% else %}"
-    "{{ raise_exception('the reference model only knows the user and assistant roles, "
-    "not ' + message['role']) }}"
+    "{{ raise_exception('the reference model only knows the user and assistant roles "
+    "(system messages fold into the first user message), not ' + message['role']) }}"
     "{% endif %}"
     "{% endfor %}"
+    "{% if ns.system is not none and ns.turns == 0 %}{{ raise_exception('" + _FOLD_ERROR + "') }}"
+    "{% endif %}"
     "{% if add_generation_prompt %}{{ ' <|assistant|>' }}{% endif %}"
 )
 

@@ -140,3 +140,16 @@ def test_template_flag_is_a_deprecated_alias_of_chat_format(capsys, tmp_path) ->
     assert old_err == "phaseaware: `--template` is deprecated; use `--chat-format`\n"
     with pytest.raises(SystemExit):  # one of the two, not both
         run_main(capsys, [*base, "--template", "chatml", "--chat-format", "chatml"])
+
+
+def test_text_report_without_a_profile_says_what_its_figures_assume(capsys, tmp_path) -> None:
+    request = json.loads(REQUEST.read_text())
+    request.pop("profile")
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    code, out, _ = run_main(capsys, ["assemble", str(path)])
+    assert code == 0
+    assert "profile (none)" in out
+    assert "no profile: these figures are a generic lost-in-the-middle heuristic" in out
+    code, out, _ = run_main(capsys, ["assemble", str(REQUEST)])
+    assert "no profile" not in out

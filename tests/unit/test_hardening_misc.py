@@ -37,6 +37,9 @@ def test_killed_writes_leave_no_temp_files_behind(tmp_path) -> None:
         ("cannot reach http://alice:s3cret@example.com:8000/v1 (refused)", "s3cret"),
         ("see https://token@host/v1/models", "token@"),
         ("header Authorization: Bearer abc.def-123", "abc.def-123"),
+        ("header Authorization: Bearer one  twospace0002", "twospace0002"),
+        ("Illegal header value b'Bearer key with\ttab' (bad)", "tab"),
+        ('{"Authorization": "Bearer a b c"}', " b c"),
         ("key sk-proj-ABCDEFGHIJKLMNOP rejected", "ABCDEFGHIJKLMNOP"),
     ],
 )

@@ -69,3 +69,64 @@ def test_repeated_records_mark_recallable_numbers(tok):
             name = tokens[p - 2]
             first = tokens.index(name)
             assert first < p - 2 and tokens[first + 2] == tokens[p] and tokens[p].isdigit()
+
+
+def test_the_shipped_template_is_the_built_one():
+    from phaseaware.reference.tokenizer_build import CHAT_TEMPLATE
+    from phaseaware.tokenizers.registry import REFERENCE_MODEL_DIR
+
+    assert (REFERENCE_MODEL_DIR / "chat_template.jinja").read_text() == CHAT_TEMPLATE
+
+
+FOLD_ERRORS = [
+    [{"role": "user", "content": "c"}, {"role": "system", "content": "x"}],
+    [{"role": "system", "content": "x"}],
+    [{"role": "system", "content": "x"}, {"role": "assistant", "content": "y"}],
+]
+
+
+def test_system_messages_fold_into_the_first_user_turn(tok):
+    messages = [
+        {"role": "system", "content": "Answer from the documents only ."},
+        {"role": "developer", "content": "Be brief ."},
+        {"role": "user", "content": "What is the access code for Mina ?"},
+        {"role": "assistant", "content": "123"},
+        {"role": "user", "content": "And Alice ?"},
+    ]
+    rendered = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert rendered == (
+        "<bos> <|user|> Answer from the documents only . Be brief . What is the access code "
+        "for Mina ? <|assistant|> 123 <eos> <|user|> And Alice ? <|assistant|>"
+    )
+    for bad in FOLD_ERRORS:  # never dropped: a system message that cannot fold is an error
+        with pytest.raises(Exception, match="put them first, followed by a user message"):
+            tok.apply_chat_template(bad, tokenize=False)
+
+
+def test_phaseaware_renders_what_the_server_tokenizes_with_a_system_message(tok):
+    """Byte- and token-exact: assemble_conversation(chat_format="hf") on the reference
+    tokenizer against the server engine's own encode_chat of the filled messages."""
+    from types import SimpleNamespace
+
+    from phaseaware import assemble_conversation
+    from phaseaware.reference.engine import ReferenceEngine
+
+    question = "What is the access code for Alice ?"
+    messages = [
+        {"role": "system", "content": "Answer from the documents only ."},
+        {"role": "user", "content": "{context} " + question},
+    ]
+    chunks = ["The access code for Alice is 123 .", "A quiet river ."]
+    result = assemble_conversation(
+        messages,
+        chunks,
+        tokenizer="reference",
+        chat_format="hf",
+        question=question,
+        budget_tokens=100,
+    )
+    model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=512))
+    engine = ReferenceEngine(model, tok)
+    filled = [dict(m) for m in result.messages]
+    assert engine.render_chat(filled) == result.prompt
+    assert engine.encode_chat(filled) == tok(result.prompt, add_special_tokens=False)["input_ids"]

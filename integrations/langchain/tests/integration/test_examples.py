@@ -1,47 +1,93 @@
-"""Both examples run offline end to end (the session's profile, to skip calibrating).
-
-Each starts its own server subprocess and loads the model again (about a minute each on
-2 busy cores), so they run when ``PHASEAWARE_EXAMPLE_TESTS=1`` is set, not by default.
-"""
+"""Both LangChain examples answer right, in process, against the session's reference
+server and profile (no second model load, no calibration): each prints every answer
+against the expected one and returns 1 when one is wrong."""
 
 from __future__ import annotations
 
-import os
-import subprocess
+import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        os.environ.get("PHASEAWARE_EXAMPLE_TESTS") != "1",
-        reason="set PHASEAWARE_EXAMPLE_TESTS=1 to run the examples (about 2 minutes)",
-    ),
-]
+pytest.importorskip("rank_bm25")
+pytest.importorskip("langchain_openai")
+pytestmark = [pytest.mark.slow, pytest.mark.needs_trained_reference]
 
-ROOT = Path(__file__).resolve().parents[4]
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
 
-@pytest.mark.parametrize(
-    ("script", "expect"),
-    [
-        ("langchain_rag.py", "usage.prompt_tokens checked"),
-        ("langchain_agent.py", "aligned tool result resent byte for byte: True"),
-    ],
-)
-def test_example_runs_offline(reference_profile, tmp_path, script, expect):
+def _load(name: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES))  # langchain_common, reference_server
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _profile(reference_profile, tmp_path) -> str:
     from phaseaware.profiles.io import save_profile
 
-    profile = tmp_path / "reference.json"
-    save_profile(reference_profile, profile)
-    paths = [str(ROOT), str(ROOT / "integrations" / "langchain"), os.environ.get("PYTHONPATH", "")]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p), HF_HUB_OFFLINE="1")
-    args = [sys.executable, str(ROOT / "examples" / script), "--profile", str(profile)]
-    if script == "langchain_rag.py":
-        args += ["--questions", "2"]
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert expect in proc.stdout
-    assert "key positions" in proc.stdout
+    path = tmp_path / "reference.json"
+    save_profile(reference_profile, path)
+    return str(path)
+
+
+def test_rag_example_answers_every_question_right(
+    served, reference_profile, tmp_path, capsys, monkeypatch
+):
+    module = _load("langchain_rag", monkeypatch)
+    argv = ["--base-url", served.base_url, "--profile", _profile(reference_profile, tmp_path)]
+    status = module.main(argv)
+    out = capsys.readouterr().out
+    common = sys.modules["langchain_common"]
+    _, questions = common.local_notes()
+    for q in questions[:4]:
+        assert f"{q.question}  ->  '{q.answer}'  (expected {q.answer}: OK)" in out, out
+    assert "4 of 4 answers right" in out
+    assert out.count("usage.prompt_tokens checked") == 4
+    assert status == 0
+
+
+def test_rag_example_corpus_never_contradicts_itself(monkeypatch):
+    import re
+
+    _load("langchain_rag", monkeypatch)
+    corpus, questions = sys.modules["langchain_common"].local_notes()
+    facts: dict[str, str] = {}
+    for doc in corpus:
+        for name, code in re.findall(r"The access code for (\S+) is (\S+) \.", doc.page_content):
+            assert facts.setdefault(name, code) == code, (name, facts[name], code)
+    assert all(facts[q.key_name] == q.answer for q in questions)
+
+
+def test_a_wrong_answer_exits_non_zero(served, reference_profile, tmp_path, capsys, monkeypatch):
+    module = _load("langchain_rag", monkeypatch)
+    common = sys.modules["langchain_common"]
+    real = common.local_notes
+
+    def lying_notes(*args, **kwargs):
+        corpus, questions = real(*args, **kwargs)
+        from dataclasses import replace
+
+        return corpus, [replace(questions[0], answer="999"), *questions[1:]]
+
+    monkeypatch.setattr(module, "local_notes", lying_notes)
+    argv = ["--base-url", served.base_url, "--profile", _profile(reference_profile, tmp_path)]
+    assert module.main([*argv, "--questions", "1"]) == 1
+    assert "(expected 999: WRONG)" in capsys.readouterr().out
+
+
+def test_agent_example_answers_right_and_resends_the_aligned_bytes(
+    served, reference_profile, tmp_path, capsys, monkeypatch
+):
+    pytest.importorskip("langchain.agents")
+    module = _load("langchain_agent", monkeypatch)
+    argv = ["--base-url", served.base_url, "--profile", _profile(reference_profile, tmp_path)]
+    status = module.main(argv)
+    out = capsys.readouterr().out
+    assert ": OK)" in out and "WRONG" not in out, out
+    assert "aligned tool result resent byte for byte: True" in out
+    assert "key positions" in out
+    assert status == 0

@@ -38,11 +38,16 @@ def streaming(served: Any) -> Iterator[Any]:
 
 
 def _model(served: Any) -> Any:
+    import httpx
     from langchain_openai import ChatOpenAI
 
+    # an async client of its own: langchain-openai caches its default async httpx client
+    # per (base_url, timeout) process-wide, and a client bound to an event loop that an
+    # earlier test's asyncio.run closed fails with "Event loop is closed"
     return ChatOpenAI(
         base_url=served.base_url, api_key="unused", model=served.model_name, temperature=0,
         max_tokens=4, max_retries=0, timeout=60, stream_usage=True,
+        http_async_client=httpx.AsyncClient(timeout=60),
     )  # fmt: skip
 
 

@@ -23,7 +23,23 @@ def test_example_answers_and_prints_where_evidence_landed(served, capsys, monkey
     spec.loader.exec_module(module)
     assert module.main(["--base-url", server.base_url]) == 0
     out = capsys.readouterr().out
-    assert "answer:   259" in out
+    assert "answer:   259  (expected 259: OK)" in out
     planned, counted = out.split("prompt:")[1].split("tokens planned; server counted")
     assert int(planned) == int(counted.split()[0])
     assert "valley-diary" in out and "residues" in out
+
+
+def test_example_knows_every_answer_its_documents_hold() -> None:
+    spec = importlib.util.spec_from_file_location("llama_index_rag_answers", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(EXAMPLE.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(EXAMPLE.parent))
+    assert module.EXPECTED == {
+        "What is the access code for Priya ?": "317",
+        "What is the access code for Hugo ?": "204",
+        "What is the access code for Mina ?": "259",
+        "What is the access code for Umar ?": "382",
+    }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the wheels of the three packages (core, langchain-phaseaware,
+# llama-index-postprocessor-phaseaware) and checks them the way a release would be: each
+# installed from its wheel (core from its wheel too, never from the source tree) into a
+# fresh venv, imported from there, with `pip check` on the declared dependencies.
+#
+# Fast and offline: the wheels are built without build isolation (the running Python's
+# setuptools), installed with --no-index --no-deps from the local wheel folder, and the
+# fresh venv reads the third-party dependencies (numpy, langchain-core, llama-index-core,
+# ...) from the running environment's site-packages through a .pth path line, which adds
+# no editable-install hooks (.pth files are only run in site dirs), so the phaseaware
+# packages can only come from the wheels. Usage: scripts/check_wheels.sh [WHEEL_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+wheels="${1:-$(mktemp -d)}"
+mkdir -p "$wheels"
+venv="$(mktemp -d)/venv"
+trap 'rm -rf "$(dirname "$venv")"' EXIT
+for pkg in . integrations/langchain integrations/llama-index; do
+  rm -rf "$pkg/build"  # setuptools reuses build/lib: a module deleted since would ship
+  python -m build --wheel --no-isolation --outdir "$wheels" "$pkg" >"$wheels/build.log" 2>&1 \
+    || { tail -30 "$wheels/build.log"; exit 1; }
+  rm -rf "$pkg/build"
+done
+
+python -m venv "$venv"
+deps="$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+plat="$(python -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')"
+inner="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+printf '%s\n%s\n' "$deps" "$plat" >"$inner/zz-test-environment-deps.pth"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps \
+  "$wheels"/phaseaware-*.whl "$wheels"/langchain_phaseaware-*.whl \
+  "$wheels"/llama_index_postprocessor_phaseaware-*.whl
+# the wheels' declared dependencies must be met (other packages' conflicts are not ours)
+problems="$("$venv/bin/python" -m pip check --disable-pip-version-check 2>&1 | grep -i phaseaware || true)"
+if [ -n "$problems" ]; then echo "$problems"; exit 1; fi
+cd "$(dirname "$venv")"  # not the source tree: imports must come from the wheels
+"$venv/bin/python" - "$inner" <<'PY'
+import sys
+
+inner = sys.argv[1]
+import langchain_phaseaware
+import llama_index.postprocessor.phaseaware as li
+import phaseaware
+from phaseaware.tokenizers.registry import REFERENCE_MODEL_DIR
+
+for module in (phaseaware, langchain_phaseaware, li):
+    assert module.__file__.startswith(inner), (module.__name__, module.__file__, inner)
+    print(f"{module.__name__}: {module.__file__}")
+assert (REFERENCE_MODEL_DIR / "chat_template.jinja").is_file(), "package data missing"
+assert langchain_phaseaware.PhaseAwarePrompt and li.PhaseAwarePostprocessor
+print("wheels OK")
+PY
