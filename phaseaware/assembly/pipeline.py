@@ -48,6 +48,7 @@ from phaseaware.assembly.retokenize.windowed import (
 from phaseaware.assembly.verify.fixed_point import Verified, verify
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
+from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
@@ -277,16 +278,36 @@ def assemble_from_specs(
     thinking: bool = False,
     messages: Sequence[Mapping[str, Any] | Message] | None = None,
     cache: ChunkTokenCache | None = _DEFAULT_CACHE,
+    settings: ChatSettings | None = None,
 ) -> AssemblyResult:
     """``assemble`` with a tokenizer spec, layout name and profile name/path accepted.
 
     ``thinking`` selects the thinking variant of the layout (``deepseek-v4``, ``hf``).
+    ``settings``: the full chat settings (reasoning effort, ...; e.g. an endpoint
+    record's ``server_default``) for a layout name; they replace ``thinking``.
     ``messages`` (one ``{context}`` slot, ``{question}`` placeholders) replaces
     ``system``: the conversation is rendered by chat format ``layout`` (a name).
     """
     tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     lay: PromptLayout
-    if messages is not None:
+    if settings is not None:
+        if not isinstance(settings, ChatSettings):
+            raise InputError(f"settings must be a ChatSettings, got {type(settings).__name__}")
+        if thinking and not settings.thinking:
+            raise InputError("thinking=True disagrees with settings; pass thinking in settings")
+        if not isinstance(layout, str):
+            raise InputError("with settings, layout must name a chat format (e.g. 'deepseek-v4')")
+        thinking = settings.thinking
+        if settings.given() <= {"thinking"}:
+            settings = None  # thinking alone: the layouts below, as always
+    if settings is not None:
+        assert isinstance(layout, str)
+        lay = conversation_layout(
+            tokenizer=tok, chat_format=layout, messages=messages, system=system,
+            question=question, chat_settings=settings,
+        )  # fmt: skip
+        system = None
+    elif messages is not None:
         if not isinstance(layout, str):
             raise InputError("with messages, layout must name a chat format (e.g. 'chatml')")
         lay = conversation_layout(

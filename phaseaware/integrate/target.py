@@ -19,7 +19,7 @@ from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_form
 from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
 from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
 from phaseaware.endpoints import usage_offsets as _usage_offsets
-from phaseaware.endpoints.settings import SETTINGS_FREE_FORMATS
+from phaseaware.endpoints.settings import SETTINGS_FREE_FORMATS, record_settings
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
@@ -314,26 +314,6 @@ def _own_settings(fmt: ChatFormat | None) -> ChatSettings | None:
     """The settings a caller-built format carries (DeepSeek formats), else ``None``."""
     own = getattr(fmt, "settings", None)
     return own if isinstance(own, ChatSettings) else None
-
-
-def record_settings(record: EndpointRecord, *, state_settings: bool = True) -> ChatSettings:
-    """The chat settings a request to ``record``'s endpoint is rendered with: the record's
-    ``thinking`` when the request states it, else the server's default the probe found
-    (``server_default``; ``InputError`` when the record has none: a count-mode record,
-    or a default phaseaware cannot render)."""
-    if state_settings:
-        return ChatSettings(thinking=bool(record.thinking))
-    default = record.server_default
-    if not default or not default.get("matched") or default.get("thinking") is None:
-        raise InputError(
-            f"the endpoint record for {record.model!r} at {record.base_url} holds no server "
-            "default phaseaware can render (probe-endpoint finds it in exact mode); let the "
-            "requests state the chat settings (state_settings=True), or rerun "
-            "`phaseaware probe-endpoint --mode exact`"
-        )
-    return ChatSettings(
-        thinking=bool(default["thinking"]), reasoning_effort=default.get("reasoning_effort")
-    )
 
 
 def resolve_settings(
