@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from phaseaware.chat import ChatSettings
+from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.endpoints import EndpointRecord, probe_endpoint
 from phaseaware.errors import PhaseawareWarning
 from tests.support.vllm_server import VllmServer
@@ -276,3 +277,41 @@ def test_a_changed_checkpoint_warns(vllm_v4: VllmServer, v4_record: EndpointReco
     ]
     with pytest.warns(PhaseawareWarning, match="served checkpoint changed"):
         synth.synthesize(QUESTION, nodes=nodes)
+
+
+# thinking with earlier reasoning kept: an appended tool result leaves the sent bytes alone
+KEEP = ChatSettings(thinking=True, reasoning_effort="max", drop_thinking=False)
+
+
+@pytest.mark.parametrize("way", ["off", "max-keep", "server-default"])
+def test_llama_index_agent_llm_states_its_settings(
+    vllm_v4: VllmServer, v4_record: EndpointRecord, way: str
+) -> None:
+    pytest.importorskip("llama_index.postprocessor.phaseaware")
+    from llama_index.core.base.llms.types import TextBlock, ToolCallBlock
+    from llama_index.core.llms import ChatMessage
+    from llama_index.llms.openai_like import OpenAILike
+    from llama_index.postprocessor.phaseaware import PhaseAwareAgentLLM
+
+    inner = OpenAILike(
+        model=vllm_v4.model, api_base=vllm_v4.base_url, api_key="EMPTY", is_chat_model=True,
+        is_function_calling_model=True, max_tokens=1, temperature=0,
+    )  # fmt: skip
+    how = _how(way, v4_record) if way != "max-keep" else {"endpoint": v4_record, "settings": KEEP}
+    llm = PhaseAwareAgentLLM(llm=inner, **{**COMMON, **how}, check_usage="raise")
+    call = ToolCallBlock(tool_call_id="c0", tool_name="search", tool_kwargs={"q": "voltage"})
+    messages = [
+        ChatMessage(role="user", content=QUESTION),
+        ChatMessage(role="assistant", blocks=[TextBlock(text=""), call]),
+        ChatMessage(role="tool", content="\n\n".join(TEXTS), additional_kwargs={"tool_call_id": "c0"}),
+    ]  # fmt: skip
+    if way == "server-default":
+        # the server's default drops earlier reasoning when the tool result arrives: the
+        # sent prefix would change, which the append refuses (naming drop_thinking=False)
+        with pytest.raises(PrefixRewriteError, match="drop_thinking=False"):
+            llm.chat(messages)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PhaseawareWarning)
+        llm.chat(messages)
+    assert llm.last_report is not None  # aligned, and the usage check (raise) held

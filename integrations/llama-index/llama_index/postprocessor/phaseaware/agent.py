@@ -333,9 +333,10 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
     def _kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The call's kwargs with the chat settings the plan was made with stated."""
-        return self._target.merged_kwargs(
+        merged: dict[str, Any] = self._target.merged_kwargs(
             kwargs, fix="; state them on PhaseAwareAgentLLM (settings=, thinking=)"
         )
+        return merged
 
     def _check(self, response: ChatResponse, result: AssemblyResult | None) -> None:
         if result is None:
