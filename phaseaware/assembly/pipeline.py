@@ -50,6 +50,7 @@ from phaseaware.assembly.verify.fixed_point import Verified, verify
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.layout import PromptLayout, conversation_layout, single_turn_format
 from phaseaware.chat.messages import Message
+from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
@@ -311,6 +312,7 @@ def assemble_from_specs(
     messages: Sequence[Mapping[str, Any] | Message] | None = None,
     cache: ChunkTokenCache | None = _DEFAULT_CACHE,
     layout: str | PromptLayout | None = None,
+    settings: ChatSettings | None = None,
 ) -> AssemblyResult:
     """``assemble`` with a tokenizer spec, chat format name and profile name/path accepted.
 
@@ -318,15 +320,29 @@ def assemble_from_specs(
     ``hf``). ``messages`` (one ``{context}`` slot, ``{question}`` placeholders)
     replaces ``system``: the conversation is rendered by ``chat_format``.
     ``layout=`` is the deprecated name of ``chat_format``.
+    ``settings``: the full chat settings (reasoning effort, ...; e.g. an endpoint
+    record's ``server_default``) for a chat format name; they replace ``thinking``.
     """
     if layout is not None:
         chat_format = _deprecated_layout(layout, chat_format)
     tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-    fmt = (
-        get_chat_format(chat_format, tok, thinking=thinking)
-        if isinstance(chat_format, str)
-        else chat_format
-    )
+    if settings is not None:
+        if not isinstance(settings, ChatSettings):
+            raise InputError(f"settings must be a ChatSettings, got {type(settings).__name__}")
+        if thinking and not settings.thinking:
+            raise InputError("thinking=True disagrees with settings; pass thinking in settings")
+        if not isinstance(chat_format, str):
+            raise InputError("with settings, chat_format must name a chat format")
+        thinking = settings.thinking
+        if settings.given() <= {"thinking"}:
+            settings = None  # thinking alone: the path it always took
+    fmt: ChatFormat | PromptLayout
+    if not isinstance(chat_format, str):
+        fmt = chat_format
+    elif settings is not None:
+        fmt = get_chat_format(chat_format, tok, settings=settings)
+    else:
+        fmt = get_chat_format(chat_format, tok, thinking=thinking)
     if messages is not None:
         if isinstance(fmt, PromptLayout):
             raise InputError(

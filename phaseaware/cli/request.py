@@ -10,7 +10,9 @@ deprecated name and prints a notice), ``profile`` (name or path; optional),
 ``{question}`` any number of times, see examples/request_messages.json),
 ``question``, ``chunks`` ([{id, text, score, evidence?}], read by
 ``Chunk.from_dict``), ``budget_tokens``, ``options`` (optional: an object of
-``REQUEST_OPTION_KEYS`` plus ``thinking``), ``endpoint`` (optional: an endpoint
+``REQUEST_OPTION_KEYS`` plus the chat settings ``thinking``, ``reasoning_effort`` and
+``server_default``: true plans with the endpoint record's ``server_default``, for a
+request that will be sent stating no chat settings), ``endpoint`` (optional: an endpoint
 record's path or ``{"base_url", "model"}``; its offset, or offset set, goes into
 the options). See examples/request.json. Every error is an ``InputError`` that
 names the file and points at the example.
@@ -19,15 +21,19 @@ names the file and points at the example.
 from __future__ import annotations
 
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from phaseaware.assembly.inputs.chunks import chunks_from_request
 from phaseaware.assembly.inputs.options import AssemblyOptions
+from phaseaware.chat import ChatSettings
 from phaseaware.chat.errors import MessageError, SlotError
 from phaseaware.chat.messages import Message, parse_conversation
 from phaseaware.cli.request_schema import REQUEST_KEYS, REQUEST_OPTION_KEYS
 from phaseaware.errors import InputError
 from phaseaware.userfiles import parse_json_document, read_user_text
+
+if TYPE_CHECKING:
+    from phaseaware.endpoints.record import EndpointRecord
 
 __all__ = ["EXAMPLE", "REQUEST_KEYS", "REQUEST_OPTION_KEYS", "load_request", "parse_request"]
 
@@ -40,15 +46,51 @@ def _fail(message: str) -> NoReturn:
 
 def _endpoint_options(
     ref: Any, tokenizer: str, options: AssemblyOptions, *, source: str
-) -> tuple[AssemblyOptions, bool]:
+) -> tuple[AssemblyOptions, EndpointRecord]:
     """``options`` with the offset(s) of the endpoint record ``ref`` names (a path, or
-    ``{"base_url", "model"}``), and the record's thinking setting (what its requests
-    state); ``FingerprintMismatchError`` for another tokenizer."""
+    ``{"base_url", "model"}``), and the record (its chat settings: what its requests
+    state, what the server does when they state none); ``FingerprintMismatchError``
+    for another tokenizer."""
     from phaseaware.endpoints.record import resolve_endpoint, with_endpoint
     from phaseaware.tokenizers import load_tokenizer
 
     record = resolve_endpoint(ref, source=source)
-    return with_endpoint(options, record, load_tokenizer(tokenizer)), record.thinking
+    return with_endpoint(options, record, load_tokenizer(tokenizer)), record
+
+
+def _settings(
+    *,
+    stated: bool | None,
+    effort: str | None,
+    use_default: bool,
+    record: EndpointRecord | None,
+    source: str,
+) -> ChatSettings | None:
+    """The request's full chat settings when it names an effort or the server default
+    (``None``: thinking alone decides, as before)."""
+    from phaseaware.endpoints.settings import record_settings
+
+    if use_default:
+        if record is None:
+            _fail(
+                f"{source}: options.server_default needs an 'endpoint' record (probed in exact mode)"
+            )
+        if stated is not None or effort is not None:
+            _fail(
+                f"{source}: options.server_default plans with the server's own settings; "
+                "drop options.thinking/options.reasoning_effort, or drop server_default"
+            )
+        try:
+            return record_settings(record, state_settings=False)
+        except InputError as exc:
+            _fail(f"{source}: {exc}")
+    if effort is None:
+        return None
+    thinking = stated if stated is not None else bool(record is not None and record.thinking)
+    try:
+        return ChatSettings(thinking=thinking, reasoning_effort=effort)
+    except InputError as exc:
+        _fail(f"{source}: options: {exc}")
 
 
 def load_request(path: str, *, notices: list[str] | None = None) -> dict[str, Any]:
@@ -104,16 +146,26 @@ def parse_request(
     messages = _messages(doc, source)
     option_values = request.option_values()
     stated = option_values.pop("thinking", None)
+    effort = option_values.pop("reasoning_effort", None)
+    use_default = bool(option_values.pop("server_default", False))
     thinking = bool(stated)
+    record = None
     try:
         options = AssemblyOptions(**option_values)
     except InputError as exc:
         _fail(f"{source}: {exc}")
     if request.endpoint is not None:
-        options, probed = _endpoint_options(
+        options, record = _endpoint_options(
             request.endpoint, request.tokenizer, options, source=source
         )
-        thinking = bool(probed) if stated is None else bool(stated)  # the request's wins
+        thinking = bool(record.thinking) if stated is None else bool(stated)  # the request's wins
+    settings = _settings(
+        stated=stated, effort=effort, use_default=use_default, record=record, source=source
+    )
+    extra: dict[str, Any] = {}
+    if settings is not None:
+        thinking = settings.thinking
+        extra["settings"] = settings
     return {
         "chunks": chunks,
         "tokenizer": request.tokenizer,
@@ -125,6 +177,7 @@ def parse_request(
         "options": options,
         "thinking": thinking,
         "messages": messages,
+        **extra,
     }
 
 

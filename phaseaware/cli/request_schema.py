@@ -49,7 +49,9 @@ UNSET: Any = msgspec.UNSET
 
 
 class RequestOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """``options``: the ``AssemblyOptions`` a request may set, plus ``thinking``."""
+    """``options``: the ``AssemblyOptions`` a request may set, plus the chat settings
+    (``thinking``, ``reasoning_effort``; ``server_default``: plan with the endpoint
+    record's ``server_default``, for requests that will state no chat settings)."""
 
     position_offset: Offset | msgspec.UnsetType = UNSET
     strategy: str | msgspec.UnsetType = UNSET
@@ -73,6 +75,8 @@ class RequestOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ) = UNSET
     robust_tolerance: Annotated[float, msgspec.Meta(ge=0, le=1)] | msgspec.UnsetType = UNSET
     thinking: bool | msgspec.UnsetType = UNSET
+    reasoning_effort: str | msgspec.UnsetType = UNSET
+    server_default: bool | msgspec.UnsetType = UNSET
 
 
 class RequestChunk(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -113,8 +117,10 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 REQUEST_KEYS: tuple[str, ...] = Request.__struct_fields__
+#: The chat-settings keys of ``options`` (not ``AssemblyOptions`` fields).
+SETTINGS_OPTION_KEYS = ("thinking", "reasoning_effort", "server_default")
 REQUEST_OPTION_KEYS: tuple[str, ...] = tuple(
-    name for name in RequestOptions.__struct_fields__ if name != "thinking"
+    name for name in RequestOptions.__struct_fields__ if name not in SETTINGS_OPTION_KEYS
 )
 
 # The struct at each path of the document (list indices written as "[]").

@@ -12,17 +12,25 @@ thinking names; for DeepSeek formats also the effort and ``drop_thinking``).
 Formats with no options (``none``, ``chatml``) send nothing, so servers that reject
 unknown request fields (OpenAI's own API) are not sent one.
 
+:func:`record_settings` is the one rule for what a request to a probed endpoint is
+rendered with: the record's ``thinking`` when the request states it, the server's
+default (``server_default``) when it states nothing.
+
 Token-id completions (:func:`phaseaware.endpoints.complete_tokens`) need none: the
 server renders nothing there.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phaseaware.chat import ChatSettings
+from phaseaware.errors import InputError
 
-__all__ = ["SETTINGS_FREE_FORMATS", "chat_template_kwargs"]
+if TYPE_CHECKING:
+    from phaseaware.endpoints.record import EndpointRecord
+
+__all__ = ["SETTINGS_FREE_FORMATS", "chat_template_kwargs", "record_settings"]
 
 #: Chat formats with no rendering options: their requests carry no ``chat_template_kwargs``.
 SETTINGS_FREE_FORMATS = frozenset({"none", "chatml"})
@@ -37,3 +45,24 @@ def chat_template_kwargs(
         return None
     settings = ChatSettings(thinking=bool(thinking), reasoning_effort=reasoning_effort)
     return settings.chat_template_kwargs(chat_format) or None
+
+
+def record_settings(record: EndpointRecord, *, state_settings: bool = True) -> ChatSettings:
+    """The chat settings a request to ``record``'s endpoint is rendered with: the record's
+    ``thinking`` when the request states it, else the server's default the probe found
+    (``server_default``; ``InputError`` when the record has none: a count-mode record,
+    or a default phaseaware cannot render)."""
+    if state_settings:
+        return ChatSettings(thinking=bool(record.thinking))
+    default = record.server_default
+    if not default or not default.get("matched") or default.get("thinking") is None:
+        raise InputError(
+            f"the endpoint record for {record.model!r} at {record.base_url} holds no server "
+            "default phaseaware can render (probe-endpoint finds it in exact mode); let the "
+            "requests state the chat settings (adapters: state_settings=True; request files: "
+            "drop options.server_default), or rerun "
+            "`phaseaware probe-endpoint --mode exact`"
+        )
+    return ChatSettings(
+        thinking=bool(default["thinking"]), reasoning_effort=default.get("reasoning_effort")
+    )

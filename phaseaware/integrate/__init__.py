@@ -16,6 +16,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    fix names the adapter's own parameter) and :func:`rendered_tokens` for messages
    it did not plan; ``Target.with_tools`` for a request that binds tools (the format
    renders their schemas, or refuses them with ``UnsupportedSettingError``).
+   ``Target.request_kwargs()`` on every model call: the chat settings the plan was
+   made with (``extra_body.chat_template_kwargs``), so no server default renders it.
 
 Adapters import ``phaseaware`` (its ``__all__``), ``phaseaware.errors`` and this
 package only; the types their signatures name are re-exported here.
@@ -52,6 +54,7 @@ from phaseaware.integrate.calls import (
     conversation,
     refuse_tools,
     rendered_tokens,
+    reported_identity,
 )
 from phaseaware.integrate.records import (
     CHUNK_ID_PREFIX,
@@ -66,7 +69,13 @@ from phaseaware.integrate.report import (
     placement_report,
     stale_reason,
 )
-from phaseaware.integrate.target import Target, resolve_options, resolve_target
+from phaseaware.integrate.target import (
+    Target,
+    record_settings,
+    resolve_options,
+    resolve_settings,
+    resolve_target,
+)
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
@@ -100,10 +109,13 @@ __all__ = [
     "placement_report",
     "record_chunks",
     "record_index",
+    "record_settings",
     "refuse_tools",
     "relevance_scores",
     "rendered_tokens",
+    "reported_identity",
     "resolve_options",
+    "resolve_settings",
     "resolve_target",
     "stale_reason",
 ]

@@ -20,6 +20,7 @@ from phaseaware.chat.layout import ConversationLayout, RenderedPrompt, conversat
 from phaseaware.chat.messages import ConversationTemplate, Part, Placeholder, parse_messages
 from phaseaware.chat.untrusted import clean_template
 from phaseaware.endpoints import ON_MISMATCH, UsageCheck, check_prompt_tokens
+from phaseaware.endpoints.usage import check_identity
 from phaseaware.errors import InputError, UnsupportedRequestError
 from phaseaware.integrate.records import SourceRecord, record_chunks
 from phaseaware.integrate.target import Target
@@ -35,6 +36,7 @@ __all__ = [
     "conversation",
     "refuse_tools",
     "rendered_tokens",
+    "reported_identity",
 ]
 
 OnMismatch = Literal["warn", "raise", "ignore"]
@@ -187,13 +189,26 @@ def check_usage(
     on_mismatch: OnMismatch,
     offset: int | None = None,
     offset_name: str = "position_offset",
+    served_model: str | None = None,
+    system_fingerprint: str | None = None,
 ) -> UsageCheck | None:
     """Planned vs reported prompt tokens (``None`` when the server reported none).
 
     Expects the target's offset (any of its offsets for a varying endpoint), or
     ``offset`` when the caller gives one. ``offset_name`` is the caller's parameter
     that sets it, named in the message's fix (``offset=``, ``position_offset=``).
+    ``served_model`` / ``system_fingerprint``: what the response reports (its
+    ``model`` and ``system_fingerprint``); one that differs from the endpoint record's
+    warns that the served checkpoint changed (:func:`phaseaware.endpoints.check_identity`;
+    not with ``on_mismatch="ignore"``).
     """
+    record = target.endpoint
+    if record is not None and on_mismatch != "ignore":
+        check_identity(
+            {"model": served_model, "system_fingerprint": system_fingerprint},
+            model=record.served_model,
+            system_fingerprint=record.system_fingerprint,
+        )
     if reported_tokens is None:
         return None
     expected, offsets = target.usage_offsets
@@ -207,6 +222,20 @@ def check_usage(
         on_mismatch=on_mismatch,
         offset_name=offset_name,
     )
+
+
+def reported_identity(response: Any) -> tuple[str | None, str | None]:
+    """``(model, system_fingerprint)`` of an OpenAI-style response (an ``openai`` object or
+    a mapping, e.g. a LlamaIndex ``ChatResponse.raw``): what :func:`check_usage` compares
+    with the endpoint record's; ``None`` for what is absent or empty."""
+
+    def field(name: str) -> str | None:
+        value = (
+            response.get(name) if isinstance(response, Mapping) else getattr(response, name, None)
+        )
+        return value if isinstance(value, str) and value else None
+
+    return field("model"), field("system_fingerprint")
 
 
 def refuse_tools(target: Target, tools: Sequence[object] | None, *, fix: str) -> None:

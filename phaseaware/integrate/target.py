@@ -19,13 +19,14 @@ from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_form
 from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
 from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
 from phaseaware.endpoints import usage_offsets as _usage_offsets
+from phaseaware.endpoints.settings import SETTINGS_FREE_FORMATS, record_settings
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["Target", "resolve_options", "resolve_target"]
+__all__ = ["Target", "record_settings", "resolve_options", "resolve_settings", "resolve_target"]
 
 ProfileRef = str | os.PathLike[str] | Profile | None
 
@@ -38,8 +39,11 @@ class Target:
     (or offset set) applied. ``append_options``: the same for append alignment, whose
     default (no ``options`` given) is the core's, ``AssemblyOptions(repeat=False)``.
     ``chat_format`` is ``None`` for a caller that renders no messages (a compressor).
-    ``settings``: the chat settings the format was built with, when it was named
-    (``None`` for a ``ChatFormat`` object the caller built: its settings are its own).
+    ``settings``: the chat settings the plan is made with (see :func:`resolve_target`
+    for the rule), ``None`` for a ``ChatFormat`` object the caller built that carries
+    none. ``state_settings``: whether the requests state them (:meth:`request_kwargs`);
+    ``False`` when the server's default renders them (the endpoint record's
+    ``server_default``).
     """
 
     tokenizer: Tokenizer
@@ -50,6 +54,52 @@ class Target:
     endpoint: EndpointRecord | None = None
     budget_tokens: int | None = None
     settings: ChatSettings | None = None
+    state_settings: bool = True
+
+    def chat_template_kwargs(self) -> dict[str, Any] | None:
+        """The ``chat_template_kwargs`` a request states so a vLLM/SGLang server renders
+        what the plan rendered; ``None`` when the requests state nothing (the server's
+        default renders them, or the format has no options: ``none``, ``chatml``)."""
+        fmt = self.chat_format
+        if not self.state_settings or fmt is None or self.settings is None:
+            return None
+        if fmt.name in SETTINGS_FREE_FORMATS:
+            return None
+        return self.settings.chat_template_kwargs(fmt.name) or None
+
+    def request_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for an OpenAI-compatible client call (``openai``,
+        ``ChatOpenAI.bind``, LlamaIndex ``OpenAILike.chat``):
+        ``{"extra_body": {"chat_template_kwargs": {...}}}``, or ``{}`` when there is
+        nothing to state (so OpenAI's own API, which rejects unknown fields, gets none)."""
+        kwargs = self.chat_template_kwargs()
+        return {} if kwargs is None else {"extra_body": {"chat_template_kwargs": kwargs}}
+
+    def merged_kwargs(self, existing: Mapping[str, Any] | None, *, fix: str = "") -> dict[str, Any]:
+        """``existing`` call kwargs (a framework's model settings) with
+        :meth:`request_kwargs` merged into their ``extra_body``; a copy, the caller's
+        mapping is not changed. ``chat_template_kwargs`` already there that disagree with
+        the plan's are refused (``UnsupportedSettingError``; ``fix`` is added)."""
+        merged = dict(existing or {})
+        ours = self.chat_template_kwargs()
+        if ours is None:
+            return merged
+        body = merged.get("extra_body")
+        body = dict(body) if isinstance(body, Mapping) else {}
+        stated = body.get("chat_template_kwargs")
+        if isinstance(stated, Mapping):
+            clash = sorted(k for k in stated if k in ours and stated[k] != ours[k])
+            if clash:
+                raise UnsupportedSettingError(
+                    f"the model call states chat_template_kwargs {dict(stated)!r}, but the "
+                    f"plan was made with {ours!r} (differs in {', '.join(clash)}); pass the "
+                    f"chat settings to the phaseaware adapter (settings=, thinking=) and not "
+                    f"to the model{fix}"
+                )
+            ours = {**stated, **ours}
+        body["chat_template_kwargs"] = ours
+        merged["extra_body"] = body
+        return merged
 
     def with_tools(self, tools: Sequence[Mapping[str, Any]], *, fix: str = "") -> Target:
         """This target with ``tools`` (OpenAI tool schemas, as the request sends them) in
@@ -179,11 +229,11 @@ def _tokenizer(tokenizer: object) -> Tokenizer:
     )
 
 
-def _chat_format(chat_format: object, tok: Tokenizer, thinking: bool) -> ChatFormat | None:
+def _chat_format(chat_format: object, tok: Tokenizer, settings: ChatSettings) -> ChatFormat | None:
     if chat_format is None or isinstance(chat_format, ChatFormat):
         return chat_format
     if isinstance(chat_format, str):
-        return get_chat_format(chat_format, tok, thinking=thinking)
+        return get_chat_format(chat_format, tok, settings=settings)
     raise InputError(
         f"chat_format must be a name ({', '.join(CHAT_FORMAT_NAMES)}) or a ChatFormat, "
         f"got {type(chat_format).__name__}"
@@ -220,8 +270,16 @@ def resolve_target(
     endpoint: EndpointRef = None,
     thinking: bool = False,
     default_options: AssemblyOptions | None = None,
+    settings: ChatSettings | Mapping[str, Any] | None = None,
+    state_settings: bool = True,
 ) -> Target:
     """Resolve an adapter's constructor arguments in one call (see :class:`Target`).
+
+    The chat settings the plan is made with (:func:`resolve_settings`): ``settings``
+    (or ``thinking=True``) when given; else, with an endpoint record, the record's
+    ``thinking`` when the requests state their settings (``state_settings=True``, the
+    default: :meth:`Target.request_kwargs`), or the record's ``server_default`` when
+    they do not (``state_settings=False``: the server's default renders the prompt).
 
     ``endpoint`` (an ``EndpointRecord``, a record path or ``{"base_url", "model"}``)
     sets the offset (constant record) or the offset set (varying: robust placement);
@@ -230,8 +288,11 @@ def resolve_target(
     ``options=None`` means for this adapter (default ``AssemblyOptions()``).
     """
     tok = _tokenizer(tokenizer)
-    fmt = _chat_format(chat_format, tok, thinking)
     record = load_endpoint(endpoint)
+    chosen = resolve_settings(
+        settings=settings, thinking=thinking, endpoint=record, state_settings=state_settings
+    )
+    fmt = _chat_format(chat_format, tok, chosen)
     one = resolve_options(options, position_offset=position_offset, default=default_options)
     append = resolve_options(
         options, position_offset=position_offset, default=AssemblyOptions(repeat=False)
@@ -239,10 +300,52 @@ def resolve_target(
     return Target(
         tokenizer=tok,
         chat_format=fmt,
-        settings=ChatSettings(thinking=thinking) if isinstance(chat_format, str) else None,
+        settings=chosen if isinstance(chat_format, str) else _own_settings(fmt),
+        state_settings=bool(state_settings),
         profile=_profile(profile),
         options=endpoint_options(one, record, tok),
         append_options=endpoint_options(append, record, tok),
         endpoint=record,
         budget_tokens=_budget(budget_tokens),
     )
+
+
+def _own_settings(fmt: ChatFormat | None) -> ChatSettings | None:
+    """The settings a caller-built format carries (DeepSeek formats), else ``None``."""
+    own = getattr(fmt, "settings", None)
+    return own if isinstance(own, ChatSettings) else None
+
+
+def resolve_settings(
+    *,
+    settings: ChatSettings | Mapping[str, Any] | None = None,
+    thinking: bool = False,
+    endpoint: EndpointRecord | None = None,
+    state_settings: bool = True,
+) -> ChatSettings:
+    """The chat settings a plan is made with: explicit ``settings`` (a ``ChatSettings`` or
+    its JSON) win, then ``thinking=True``; else the endpoint record's
+    (:func:`record_settings`); else ``ChatSettings()`` (thinking off)."""
+    if not isinstance(state_settings, bool):
+        raise InputError(f"state_settings must be true or false, got {state_settings!r}")
+    if not isinstance(thinking, bool):
+        raise InputError(f"thinking must be true or false, got {thinking!r}")
+    if settings is not None:
+        if isinstance(settings, Mapping):
+            settings = ChatSettings.from_dict(settings)
+        if not isinstance(settings, ChatSettings):
+            raise InputError(
+                "settings must be a phaseaware.chat.ChatSettings or a dict of its fields, "
+                f"got {type(settings).__name__}"
+            )
+        if thinking and not settings.thinking:
+            raise InputError(
+                "thinking=True disagrees with settings (thinking off); pass thinking inside "
+                "settings only"
+            )
+        return settings
+    if thinking:
+        return ChatSettings(thinking=True)
+    if endpoint is not None:
+        return record_settings(endpoint, state_settings=state_settings)
+    return ChatSettings()

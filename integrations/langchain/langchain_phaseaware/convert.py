@@ -37,6 +37,7 @@ __all__ = [
     "message_dict",
     "message_dicts",
     "message_text",
+    "served_identity",
     "tool_schemas",
 ]
 
@@ -145,3 +146,17 @@ def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
 def message_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     """Every message as :func:`message_dict` gives it."""
     return [message_dict(m, i) for i, m in enumerate(messages)]
+
+
+def served_identity(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """``(model, system_fingerprint)`` the server reported, from a message's
+    ``response_metadata`` or an ``LLMResult.llm_output`` (``ChatOpenAI`` writes
+    ``model_name`` and ``system_fingerprint``); ``None`` for what is absent or empty."""
+    if not isinstance(metadata, Mapping):
+        return None, None
+    model = metadata.get("model_name", metadata.get("model"))
+    fingerprint = metadata.get("system_fingerprint")
+    return (
+        model if isinstance(model, str) and model else None,
+        fingerprint if isinstance(fingerprint, str) and fingerprint else None,
+    )

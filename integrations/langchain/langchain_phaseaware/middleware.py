@@ -53,6 +53,7 @@ from langchain_phaseaware.convert import (
     document_records,
     message_dicts,
     message_text,
+    served_identity,
     tool_schemas,
 )
 from langchain_phaseaware.prompt import placement_report
@@ -60,6 +61,7 @@ from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
     ChatFormat,
+    ChatSettings,
     EndpointRef,
     Tokenizer,
     append_records,
@@ -100,6 +102,10 @@ class PhaseAwareMiddleware(AgentMiddleware):
     message) any number of times, e.g. ``"{context}\n\n{question}"``.
     ``endpoint``: an endpoint record (as for ``PhaseAwarePrompt``); the usage
     check then expects its offset (any of its offsets when it varies).
+    ``settings`` / ``thinking``: the chat settings the plan is made with; every model
+    request states them (``model_settings["extra_body"]["chat_template_kwargs"]``), so
+    the server renders what was planned. ``state_settings=False`` states nothing and
+    plans with the endpoint record's ``server_default`` instead.
     """
 
     def __init__(
@@ -113,6 +119,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
         position_offset: int | None = None,
         endpoint: EndpointRef = None,
         thinking: bool = False,
+        settings: ChatSettings | Mapping[str, Any] | None = None,
+        state_settings: bool = True,
         tool_role: Literal["tool", "user"] = "tool",
         tool_names: Sequence[str] | None = None,
         document_separator: str = "\n\n",
@@ -139,7 +147,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self.target = resolve_target(
             tokenizer=tokenizer, chat_format=chat_format, profile=profile,
             budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            endpoint=endpoint, thinking=thinking,
+            endpoint=endpoint, thinking=thinking, settings=settings,
+            state_settings=state_settings,
         )  # fmt: skip
         if not self.target.require_format().chat:
             raise InputError(
@@ -183,7 +192,10 @@ class PhaseAwareMiddleware(AgentMiddleware):
         and its assembly. Pure: neither ``request`` nor its messages are changed."""
         messages = list(request.messages)
         target = self._target(messages)
-        unchanged = request.override(messages=_model_view(messages, self.tool_role))
+        settings = self.target.merged_kwargs(request.model_settings)
+        unchanged = request.override(
+            messages=_model_view(messages, self.tool_role), model_settings=settings
+        )
         if target is None:
             return unchanged, None, None
         plan_target = self.target
@@ -226,7 +238,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         content = result.messages[-1]["content"]
         aligned = target.model_copy(update={"content": content, "response_metadata": metadata})
         view = _model_view([*messages[:-1], aligned], self.tool_role)
-        return request.override(messages=view), aligned, result
+        return request.override(messages=view, model_settings=settings), aligned, result
 
     def _finish(
         self,
@@ -236,13 +248,17 @@ class PhaseAwareMiddleware(AgentMiddleware):
     ) -> ModelResponse | ExtendedModelResponse:
         if aligned is None or result is None:
             return response
-        usage = next((m.usage_metadata for m in response.result if isinstance(m, AIMessage)), None)
-        if usage is not None and "input_tokens" in usage:
+        reply = next((m for m in response.result if isinstance(m, AIMessage)), None)
+        usage = reply.usage_metadata if reply is not None else None
+        if reply is not None and usage is not None and "input_tokens" in usage:
+            served_model, fingerprint = served_identity(reply.response_metadata)
             check_usage(
                 self.target,
                 planned_tokens=result.token_count,
                 reported_tokens=int(usage["input_tokens"]),
                 on_mismatch=self.check_usage,
+                served_model=served_model,
+                system_fingerprint=fingerprint,
             )
         return ExtendedModelResponse(
             model_response=response, command=Command(update={"messages": [aligned]})

@@ -32,6 +32,7 @@ from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
     ChatFormat,
+    ChatSettings,
     EndpointRecord,
     EndpointRef,
     MissingSlotError,
@@ -91,6 +92,10 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
     chat model is bound with (``llm.bind_tools(tools)``), planned as the server
     renders their schemas (``deepseek-v4``/``deepseek-v4.1``); a format that
     cannot render them raises ``UnsupportedSettingError`` naming the fix.
+    ``settings`` / ``thinking``: the chat settings the plan is made with (a
+    ``ChatSettings`` or its dict); bind the model with them, ``prompt | llm.bind(
+    **prompt.model_kwargs())``, so the server renders the same. ``state_settings=False``
+    (the client states nothing) plans with the endpoint record's ``server_default``.
 
     Empty ``documents`` give the template with an empty context. Raises
     ``MissingSlotError``/``DuplicateSlotError`` (no or several ``{context}``)
@@ -113,6 +118,8 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         position_offset: int | None = None,
         endpoint: EndpointRef = None,
         thinking: bool = False,
+        settings: ChatSettings | Mapping[str, Any] | None = None,
+        state_settings: bool = True,
         question_key: str = "question",
         documents_key: str = "documents",
         score_keys: Sequence[str] = SCORE_KEYS,
@@ -134,12 +141,20 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         self.target = resolve_target(
             tokenizer=tokenizer, chat_format=chat_format, profile=profile,
             budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            endpoint=endpoint, thinking=thinking,
+            endpoint=endpoint, thinking=thinking, settings=settings,
+            state_settings=state_settings,
         ).with_tools(tool_schemas(tools))  # fmt: skip
         self.question_key = question_key
         self.documents_key = documents_key
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
+
+    def model_kwargs(self) -> dict[str, Any]:
+        """What the chat model after this prompt must be bound with so the server renders
+        the chat settings the plan was made with: ``llm.bind(**prompt.model_kwargs())``
+        (``{"extra_body": {"chat_template_kwargs": {...}}}``; ``{}`` for formats with no
+        options or with ``state_settings=False``). A prompt cannot reach the model."""
+        return self.target.request_kwargs()
 
     @property
     def tokenizer(self) -> Tokenizer:

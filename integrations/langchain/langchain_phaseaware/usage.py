@@ -17,7 +17,7 @@ and end, and dropped at the end; nothing carries over between calls.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 from uuid import UUID
 
@@ -25,10 +25,11 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from langchain_phaseaware.convert import message_dicts, tool_schemas
+from langchain_phaseaware.convert import message_dicts, served_identity, tool_schemas
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
     ChatFormat,
+    ChatSettings,
     EndpointRef,
     Tokenizer,
     UsageCheck,
@@ -64,6 +65,17 @@ def reported_prompt_tokens(response: LLMResult) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _identity(response: LLMResult) -> tuple[str | None, str | None]:
+    """The served model and fingerprint the response reports (message metadata first)."""
+    for generations in response.generations:
+        for generation in generations:
+            if isinstance(generation, ChatGeneration):
+                found = served_identity(generation.message.response_metadata)
+                if found != (None, None):
+                    return found
+    return served_identity(response.llm_output)
+
+
 class PhaseAwareUsageCheck(BaseCallbackHandler):
     """Compare ``usage.prompt_tokens`` with the rendered prompt on every chat model call.
 
@@ -79,6 +91,10 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     chunk (``ChatOpenAI(stream_usage=True)``). Tools bound to the model are rendered
     into the planned count where the chat format renders them (``deepseek-v4``); other
     formats refuse them (``UnsupportedSettingError``) unless ``tool_schemas="not_rendered"``.
+    ``settings`` / ``thinking`` / ``state_settings``: the chat settings the prompt was
+    planned with, as for ``PhaseAwarePrompt`` (with an ``endpoint`` record and
+    ``state_settings=False``, its ``server_default``). A response whose ``model`` or
+    ``system_fingerprint`` differs from the record's warns (the checkpoint changed).
     Pass it as
     ``config={"callbacks": [check]}`` or ``llm.with_config(callbacks=[check])``.
     """
@@ -96,6 +112,8 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         on_check: Callable[[UsageCheck], None] | None = None,
         thinking: bool = False,
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
+        settings: ChatSettings | Mapping[str, Any] | None = None,
+        state_settings: bool = True,
     ) -> None:
         if tool_schemas not in ("rendered", "not_rendered"):
             raise InputError(
@@ -107,7 +125,8 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             offset = check_position_offset(offset, name="offset")
         self.target = resolve_target(
             tokenizer=tokenizer, chat_format=chat_format, position_offset=offset,
-            endpoint=endpoint, thinking=thinking,
+            endpoint=endpoint, thinking=thinking, settings=settings,
+            state_settings=state_settings,
         )  # fmt: skip
         self.offset, self.offsets = self.target.usage_offsets
         self.on_check = on_check
@@ -145,12 +164,15 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             planned = self._planned.pop(run_id, None)
         if planned is None:
             return
+        served_model, fingerprint = _identity(response)
         check = check_usage(
             self.target,
             planned_tokens=planned,
             reported_tokens=reported_prompt_tokens(response),
             on_mismatch=self.on_mismatch,
             offset_name="offset",
+            served_model=served_model,
+            system_fingerprint=fingerprint,
         )
         if check is not None and self.on_check is not None:
             self.on_check(check)

@@ -1,19 +1,27 @@
 """The framework adapters against a real vLLM (DeepSeek-V4 mode), through their public API.
 
-LangChain: ``PhaseAwarePrompt`` | ``ChatOpenAI`` with ``PhaseAwareUsageCheck``. LlamaIndex:
-``PhaseAwareSynthesizer`` with ``OpenAILike``. The client states the chat settings the plan
-was made with (``ChatSettings().chat_template_kwargs``); the usage check then sees zero
-drift. Left to the server's default (thinking on, effort "high") the same call drifts, and
-the check says so.
+LangChain: ``PhaseAwarePrompt`` | ``ChatOpenAI`` with ``PhaseAwareUsageCheck``, and
+``create_agent`` with tools and ``PhaseAwareMiddleware``. LlamaIndex:
+``PhaseAwareSynthesizer`` with ``OpenAILike``. Two ways to zero drift, usage check on
+(``raise``): (i) the adapters state the chat settings the plan was made with (the client
+passes nothing itself: the middleware and synthesizer put them on the request, the prompt
+gives ``model_kwargs()`` to bind), and (ii) nothing is stated and the plan uses the server's
+default from a ``probe-endpoint`` record (``state_settings=False``). Left to the server's
+default without a record, the same call drifts, and the check says so. The record's served
+model and fingerprint are checked on every response (a changed checkpoint warns).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
 
 from phaseaware.chat import ChatSettings
+from phaseaware.chat.errors import PrefixRewriteError
+from phaseaware.endpoints import EndpointRecord, probe_endpoint
+from phaseaware.errors import PhaseawareWarning
 from tests.support.vllm_server import VllmServer
 
 TEXTS = [
@@ -46,9 +54,10 @@ def _langchain_chain(server: VllmServer, *, state_settings: bool) -> Any:
         api_key="EMPTY",  # type: ignore[arg-type]
         max_tokens=1,
         temperature=0,
-        extra_body={"chat_template_kwargs": KWARGS} if state_settings else None,
     )
-    return PhaseAwarePrompt(prompt, **COMMON) | llm
+    placed = PhaseAwarePrompt(prompt, **COMMON)
+    # the one-liner: the model states the settings the prompt was planned with
+    return placed | (llm.bind(**placed.model_kwargs()) if state_settings else llm)
 
 
 def _documents() -> list[Any]:
@@ -106,3 +115,203 @@ def test_llama_index_synthesizer_with_stated_settings(vllm_v4: VllmServer) -> No
         QUESTION, nodes=synth.postprocessor().postprocess_nodes(nodes, query_str=QUESTION)
     )
     assert response.source_nodes
+
+
+# -- the adapters state the settings, or plan with the probed server default ---------------
+
+SETTINGS = {
+    "off": ChatSettings(),
+    "max": ChatSettings(thinking=True, reasoning_effort="max"),
+}
+
+
+@pytest.fixture(scope="module")
+def v4_record(vllm_v4: VllmServer, tmp_path_factory: pytest.TempPathFactory) -> EndpointRecord:
+    record = probe_endpoint(
+        base_url=vllm_v4.base_url, model=vllm_v4.model, tokenizer="deepseek-v4",
+        chat_format="deepseek-v4", mode="exact", directory=tmp_path_factory.mktemp("records"),
+    )  # fmt: skip
+    assert record.server_default == {"thinking": True, "reasoning_effort": "high", "matched": True}
+    assert record.served_model == vllm_v4.model and record.system_fingerprint
+    return record
+
+
+def _how(name: str, record: EndpointRecord) -> dict[str, Any]:
+    """The adapter arguments of one way: explicit settings stated, or the server default."""
+    if name == "server-default":
+        return {"endpoint": record, "state_settings": False}
+    return {"endpoint": record, "settings": SETTINGS[name]}
+
+
+WAYS = ["off", "max", "server-default"]
+
+
+def _plain_chat_openai(server: VllmServer, **extra: Any) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        base_url=server.base_url, model=server.model, api_key="EMPTY",  # type: ignore[arg-type]
+        max_tokens=1, temperature=0, **extra,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_langchain_prompt_states_its_settings(
+    vllm_v4: VllmServer, v4_record: EndpointRecord, way: str
+) -> None:
+    pytest.importorskip("langchain_phaseaware")
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_phaseaware import PhaseAwarePrompt, PhaseAwareUsageCheck
+
+    how = _how(way, v4_record)
+    template = ChatPromptTemplate.from_messages(
+        [("system", "Answer from the notes.\n{context}"), ("human", "{question}")]
+    )
+    prompt = PhaseAwarePrompt(template, **{**COMMON, **how})
+    assert bool(prompt.model_kwargs()) == (way != "server-default")
+    check = PhaseAwareUsageCheck(
+        tokenizer="deepseek-v4", chat_format="deepseek-v4", on_mismatch="raise", **how
+    )
+    checks: list[Any] = []
+    check.on_check = checks.append
+    chain = prompt | _plain_chat_openai(vllm_v4).bind(**prompt.model_kwargs())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PhaseawareWarning)  # the identity check holds
+        chain.invoke(
+            {"question": QUESTION, "documents": _documents()}, config={"callbacks": [check]}
+        )
+    assert len(checks) == 1 and checks[0].drift == 0
+
+
+def _agent_state() -> dict[str, Any]:
+    """A conversation that ends in a tool result, so the first model call aligns it."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1", "type": "tool_call"}
+    return {
+        "messages": [
+            HumanMessage(content=QUESTION, id="h1"),
+            AIMessage(content="", tool_calls=[call], id="a1"),
+            ToolMessage(content="\n\n".join(TEXTS), tool_call_id="call_1", name="get_weather",
+                        id="t1"),
+        ]
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_langchain_agent_middleware_states_its_settings(
+    vllm_v4: VllmServer, v4_record: EndpointRecord, way: str
+) -> None:
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langchain_phaseaware import PhaseAwareMiddleware
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The current weather of a city."""
+        return "clear"
+
+    middleware = PhaseAwareMiddleware(**{**COMMON, **_how(way, v4_record)}, check_usage="raise")
+    seen: list[Any] = []
+    real_finish = middleware._finish
+
+    def finish(response: Any, aligned: Any, result: Any) -> Any:
+        seen.append(result)
+        return real_finish(response, aligned, result)
+
+    middleware._finish = finish  # type: ignore[method-assign]
+    agent = create_agent(_plain_chat_openai(vllm_v4), tools=[get_weather], middleware=[middleware])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PhaseawareWarning)
+        state = agent.invoke(_agent_state())
+    assert seen and seen[0] is not None  # the tool result was aligned, the usage checked
+    assert "phaseaware" in state["messages"][2].response_metadata
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_llama_index_synthesizer_states_its_settings(
+    vllm_v4: VllmServer, v4_record: EndpointRecord, way: str
+) -> None:
+    pytest.importorskip("llama_index.postprocessor.phaseaware")
+    from llama_index.core.schema import NodeWithScore, TextNode
+    from llama_index.llms.openai_like import OpenAILike
+    from llama_index.postprocessor.phaseaware import PhaseAwareSynthesizer
+
+    llm = OpenAILike(
+        model=vllm_v4.model, api_base=vllm_v4.base_url, api_key="EMPTY", is_chat_model=True,
+        max_tokens=1, temperature=0,
+    )  # fmt: skip
+    synth = PhaseAwareSynthesizer(
+        llm=llm, on_mismatch="raise", **{**COMMON, **_how(way, v4_record)}
+    )
+    nodes = [
+        NodeWithScore(node=TextNode(text=t, id_=f"n{i}"), score=1.0 - i / 10)
+        for i, t in enumerate(TEXTS)
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PhaseawareWarning)
+        synth.synthesize(
+            QUESTION, nodes=synth.postprocessor().postprocess_nodes(nodes, query_str=QUESTION)
+        )
+    assert synth.last_sent is not None and synth.last_sent.check is not None
+    assert synth.last_sent.check.drift == 0
+
+
+def test_a_changed_checkpoint_warns(vllm_v4: VllmServer, v4_record: EndpointRecord) -> None:
+    pytest.importorskip("llama_index.postprocessor.phaseaware")
+    import dataclasses
+
+    from llama_index.core.schema import NodeWithScore, TextNode
+    from llama_index.llms.openai_like import OpenAILike
+    from llama_index.postprocessor.phaseaware import PhaseAwareSynthesizer
+
+    moved = dataclasses.replace(v4_record, served_model="another-checkpoint")
+    llm = OpenAILike(
+        model=vllm_v4.model, api_base=vllm_v4.base_url, api_key="EMPTY", is_chat_model=True,
+        max_tokens=1, temperature=0,
+    )  # fmt: skip
+    synth = PhaseAwareSynthesizer(llm=llm, on_mismatch="raise", endpoint=moved, **COMMON)
+    nodes = [
+        NodeWithScore(node=TextNode(text=t, id_=f"n{i}"), score=1.0) for i, t in enumerate(TEXTS)
+    ]
+    with pytest.warns(PhaseawareWarning, match="served checkpoint changed"):
+        synth.synthesize(QUESTION, nodes=nodes)
+
+
+# thinking with earlier reasoning kept: an appended tool result leaves the sent bytes alone
+KEEP = ChatSettings(thinking=True, reasoning_effort="max", drop_thinking=False)
+
+
+@pytest.mark.parametrize("way", ["off", "max-keep", "server-default"])
+def test_llama_index_agent_llm_states_its_settings(
+    vllm_v4: VllmServer, v4_record: EndpointRecord, way: str
+) -> None:
+    pytest.importorskip("llama_index.postprocessor.phaseaware")
+    from llama_index.core.base.llms.types import TextBlock, ToolCallBlock
+    from llama_index.core.llms import ChatMessage
+    from llama_index.llms.openai_like import OpenAILike
+    from llama_index.postprocessor.phaseaware import PhaseAwareAgentLLM
+
+    inner = OpenAILike(
+        model=vllm_v4.model, api_base=vllm_v4.base_url, api_key="EMPTY", is_chat_model=True,
+        is_function_calling_model=True, max_tokens=1, temperature=0,
+    )  # fmt: skip
+    how = _how(way, v4_record) if way != "max-keep" else {"endpoint": v4_record, "settings": KEEP}
+    llm = PhaseAwareAgentLLM(llm=inner, **{**COMMON, **how}, check_usage="raise")
+    call = ToolCallBlock(tool_call_id="c0", tool_name="search", tool_kwargs={"q": "voltage"})
+    messages = [
+        ChatMessage(role="user", content=QUESTION),
+        ChatMessage(role="assistant", blocks=[TextBlock(text=""), call]),
+        ChatMessage(role="tool", content="\n\n".join(TEXTS), additional_kwargs={"tool_call_id": "c0"}),
+    ]  # fmt: skip
+    if way == "server-default":
+        # the server's default drops earlier reasoning when the tool result arrives: the
+        # sent prefix would change, which the append refuses (naming drop_thinking=False)
+        with pytest.raises(PrefixRewriteError, match="drop_thinking=False"):
+            llm.chat(messages)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PhaseawareWarning)
+        llm.chat(messages)
+    assert llm.last_report is not None  # aligned, and the usage check (raise) held

@@ -63,6 +63,7 @@ from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
     ChatFormat,
+    ChatSettings,
     EndpointRef,
     SourceRecord,
     Tokenizer,
@@ -71,6 +72,7 @@ from phaseaware.integrate import (
     check_usage,
     placement_report,
     refuse_tools,
+    reported_identity,
     reported_prompt_tokens,
     resolve_target,
 )
@@ -205,6 +207,8 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         position_offset: int | None = None,
         endpoint: EndpointRef = None,
         thinking: bool = False,
+        settings: ChatSettings | Mapping[str, Any] | None = None,
+        state_settings: bool = True,
         registry: NodeRegistry | None = None,
         document_separator: str = "\n\n",
         message_template: str = "{context}",
@@ -231,7 +235,8 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         self._target = resolve_target(
             tokenizer=tokenizer, chat_format=chat_format, profile=profile,
             budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            endpoint=endpoint, thinking=thinking,
+            endpoint=endpoint, thinking=thinking, settings=settings,
+            state_settings=state_settings,
         )  # fmt: skip
         if not self._target.require_format().chat:
             raise InputError("an agent sends messages: pass its chat format (deepseek-v4, ...)")
@@ -326,14 +331,24 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
             self._dicts[id(message)] = (message, converted)  # the message kept: ids stay unique
         return converted
 
+    def _kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's kwargs with the chat settings the plan was made with stated."""
+        merged: dict[str, Any] = self._target.merged_kwargs(
+            kwargs, fix="; state them on PhaseAwareAgentLLM (settings=, thinking=)"
+        )
+        return merged
+
     def _check(self, response: ChatResponse, result: AssemblyResult | None) -> None:
         if result is None:
             return
+        served_model, fingerprint = reported_identity(response.raw)
         check_usage(
             self._target,
             planned_tokens=result.token_count,
             reported_tokens=reported_prompt_tokens(response.raw),
             on_mismatch=self.usage_check,  # type: ignore[arg-type]
+            served_model=served_model,
+            system_fingerprint=fingerprint,
         )
 
     def reset(self) -> None:
@@ -403,13 +418,13 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         sent, result = self.align(messages)
-        response = self.llm.chat(sent, **kwargs)
+        response = self.llm.chat(sent, **self._kwargs(kwargs))
         self._check(response, result)
         return response
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         sent, result = self.align(messages)
-        response = await self.llm.achat(sent, **kwargs)
+        response = await self.llm.achat(sent, **self._kwargs(kwargs))
         self._check(response, result)
         return response
 
@@ -418,7 +433,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
         def gen() -> Generator[ChatResponse, None, None]:
             last = None
-            for last in self.llm.stream_chat(sent, **kwargs):
+            for last in self.llm.stream_chat(sent, **self._kwargs(kwargs)):
                 yield last
             if last is not None:
                 self._check(last, result)
@@ -429,7 +444,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
         sent, result = self.align(messages)
-        stream = await self.llm.astream_chat(sent, **kwargs)
+        stream = await self.llm.astream_chat(sent, **self._kwargs(kwargs))
 
         async def gen() -> AsyncGenerator[ChatResponse, None]:
             last = None

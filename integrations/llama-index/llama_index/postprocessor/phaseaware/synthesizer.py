@@ -61,12 +61,14 @@ from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostpro
 from phaseaware import AssemblyOptions, Profile
 from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.integrate import (
+    ChatSettings,
     EndpointRef,
     OnMismatch,
     Tokenizer,
     UsageCheck,
     check_on_mismatch,
     check_usage,
+    reported_identity,
     resolve_target,
     stale_reason,
 )
@@ -141,6 +143,12 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     ``options.position_offset``). ``streaming``: see the module docstring. Each
     response's ``metadata["phaseaware"]`` is the :class:`PlanSent` of that call
     (``last_sent``: the latest call's; a stream's once it has ended).
+    ``settings`` / ``thinking``: the chat settings the plan is made with; every chat
+    call states them (``extra_body={"chat_template_kwargs": ...}``, which ``OpenAILike``
+    sends; an ``extra_body`` in the LLM's ``additional_kwargs`` replaces it).
+    ``state_settings=False`` states nothing and plans with the endpoint record's
+    ``server_default``. A response whose ``model``/``system_fingerprint`` differs
+    from the endpoint record's warns (the served checkpoint changed).
     """
 
     def __init__(
@@ -159,6 +167,9 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         callback_manager: CallbackManager | None = None,
         empty_response: str | None = None,
         streaming: bool = False,
+        thinking: bool = False,
+        settings: ChatSettings | Mapping[str, Any] | None = None,
+        state_settings: bool = True,
     ) -> None:
         super().__init__(
             llm=llm, callback_manager=callback_manager, empty_response=empty_response,
@@ -167,7 +178,10 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         self._config = resolve_target(
             tokenizer=tokenizer, chat_format=chat_format, profile=profile,
             budget_tokens=budget_tokens, options=options, endpoint=endpoint,
+            thinking=thinking, settings=settings, state_settings=state_settings,
         )  # fmt: skip
+        # chat calls state the settings the plan was made with (completions render nothing)
+        self._request = self._config.request_kwargs()
         self._offset = self._config.check_offset(prompt_token_offset, name="prompt_token_offset")
         if is_chat_llm(self._llm) and not self._config.require_format().chat:
             raise InputError(
@@ -227,11 +241,13 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         sent = PlanSent(r.messages, r.prompt, r.token_count, r.position_offset, True)
         return sent, list(planned.nodes)
 
-    def _check(self, sent: PlanSent, reported: int | None) -> PlanSent:
+    def _check(self, sent: PlanSent, reported: int | None, reply: Reply | None) -> PlanSent:
+        served_model, fingerprint = reported_identity(reply.raw if reply is not None else None)
         check = check_usage(
             self._config, planned_tokens=sent.token_count, reported_tokens=reported,
             on_mismatch=self._on_mismatch, offset=self._offset,
-            offset_name="options.position_offset",
+            offset_name="options.position_offset", served_model=served_model,
+            system_fingerprint=fingerprint,
         )  # fmt: skip
         self.last_sent = replace(sent, check=check)
         return self.last_sent
@@ -240,39 +256,41 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
 
     def _call(self, sent: PlanSent) -> tuple[str, PlanSent]:
         if is_chat_llm(self._llm):
-            reply: Reply = self._llm.chat(to_chat_messages(sent.messages))
+            reply: Reply = self._llm.chat(to_chat_messages(sent.messages), **self._request)
         else:
             reply = self._llm.complete(sent.prompt, formatted=True)
-        return _text(reply), self._check(sent, reported_prompt_tokens(reply))
+        return _text(reply), self._check(sent, reported_prompt_tokens(reply), reply)
 
     async def _acall(self, sent: PlanSent) -> tuple[str, PlanSent]:
         if is_chat_llm(self._llm):
-            reply: Reply = await self._llm.achat(to_chat_messages(sent.messages))
+            reply: Reply = await self._llm.achat(to_chat_messages(sent.messages), **self._request)
         else:
             reply = await self._llm.acomplete(sent.prompt, formatted=True)
-        return _text(reply), self._check(sent, reported_prompt_tokens(reply))
+        return _text(reply), self._check(sent, reported_prompt_tokens(reply), reply)
 
     def _stream(self, sent: PlanSent, metadata: dict[str, Any]) -> Generator[str, None, None]:
         if is_chat_llm(self._llm):
-            replies: Any = self._llm.stream_chat(to_chat_messages(sent.messages))
+            replies: Any = self._llm.stream_chat(to_chat_messages(sent.messages), **self._request)
         else:
             replies = self._llm.stream_complete(sent.prompt, formatted=True)
-        reported = None
-        for reply in replies:
-            reported = _latest(reply, reported)
-            yield _delta(reply)
-        metadata[SENT_KEY] = self._check(sent, reported)
+        reported, last = None, None
+        for last in replies:
+            reported = _latest(last, reported)
+            yield _delta(last)
+        metadata[SENT_KEY] = self._check(sent, reported, last)
 
     async def _astream(self, sent: PlanSent, metadata: dict[str, Any]) -> AsyncGenerator[str, None]:
         if is_chat_llm(self._llm):
-            replies: Any = await self._llm.astream_chat(to_chat_messages(sent.messages))
+            replies: Any = await self._llm.astream_chat(
+                to_chat_messages(sent.messages), **self._request
+            )
         else:
             replies = await self._llm.astream_complete(sent.prompt, formatted=True)
-        reported = None
-        async for reply in replies:
-            reported = _latest(reply, reported)
-            yield _delta(reply)
-        metadata[SENT_KEY] = self._check(sent, reported)
+        reported, last = None, None
+        async for last in replies:
+            reported = _latest(last, reported)
+            yield _delta(last)
+        metadata[SENT_KEY] = self._check(sent, reported, last)
 
     def _answer(
         self, text: Any, sent: PlanSent, nodes: list[NodeWithScore], extra: Sequence[NodeWithScore]
@@ -377,14 +395,20 @@ def phaseaware_query_engine(
     on_mismatch: OnMismatch = "warn",
     endpoint: EndpointRef = None,
     streaming: bool = False,
+    thinking: bool = False,
+    settings: ChatSettings | Mapping[str, Any] | None = None,
+    state_settings: bool = True,
 ) -> RetrieverQueryEngine:
     """``RetrieverQueryEngine`` with a ``PhaseAwarePostprocessor`` (last, after
     ``node_postprocessors``) and a ``PhaseAwareSynthesizer`` planning the same conversation;
-    ``endpoint``: an endpoint record both use; ``streaming``: stream the answer."""
+    ``endpoint``: an endpoint record both use; ``streaming``: stream the answer;
+    ``thinking`` / ``settings`` / ``state_settings``: the chat settings, as for the
+    synthesizer (stated on its LLM calls)."""
     synthesizer = PhaseAwareSynthesizer(
         llm=llm, tokenizer=tokenizer, chat_format=chat_format, profile=profile,
         budget_tokens=budget_tokens, options=options, text_qa_template=text_qa_template,
-        on_mismatch=on_mismatch, endpoint=endpoint, streaming=streaming,
+        on_mismatch=on_mismatch, endpoint=endpoint, streaming=streaming, thinking=thinking,
+        settings=settings, state_settings=state_settings,
     )  # fmt: skip
     return RetrieverQueryEngine(
         retriever,
