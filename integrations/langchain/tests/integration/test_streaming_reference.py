@@ -10,7 +10,6 @@ streams, a stand-in SSE front replays its answers (``tests/support/sse_front.py`
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,11 +29,8 @@ TEMPLATE = ChatPromptTemplate.from_messages([("human", "{context}\n\n{question}"
 
 @pytest.fixture(scope="module")
 def streaming(served: Any) -> Iterator[Any]:
-    """The server as a streaming endpoint (see ``tests/support/sse_front.py``)."""
-    from tests.support.sse_front import streaming_url
-
-    with streaming_url(served.base_url, served.model_name) as url:
-        yield dataclasses.replace(served, base_url=url)
+    """``serve-reference`` itself: it streams (SSE, usage chunk included)."""
+    yield served
 
 
 def _model(served: Any) -> Any:

@@ -1,8 +1,7 @@
 """Streaming end to end over real HTTP (SSE): ``phaseaware_query_engine(streaming=True)``
 and ``PhaseAwareSynthesizer(streaming=True)`` with ``OpenAILike``, sync and async; the
-usage check runs on the final usage chunk (``stream_options.include_usage``). Until
-``serve-reference`` streams, a stand-in SSE front replays its answers
-(``tests/support/sse_front.py``)."""
+usage check runs on the final usage chunk (``stream_options.include_usage``), against
+``serve-reference`` itself (it streams SSE in the OpenAI chunk format)."""
 
 from __future__ import annotations
 
@@ -23,18 +22,15 @@ QA = PromptTemplate("{context_str}\n\n{query_str}")
 
 @pytest.fixture(scope="module")
 def streaming_llm(served):
-    """``OpenAILike`` on the server as a streaming endpoint (``tests/support/sse_front.py``)."""
+    """``OpenAILike`` on ``serve-reference``, streaming with a final usage chunk."""
     from llama_index.llms.openai_like import OpenAILike
 
-    from tests.support.sse_front import streaming_url
-
     server, engine = served
-    with streaming_url(server.base_url, engine.model_name) as url:
-        yield OpenAILike(
-            model=engine.model_name, api_base=url, api_key="x", is_chat_model=True,
-            max_tokens=4, temperature=0.0, context_window=1024, max_retries=0, timeout=60,
-            additional_kwargs={"stream_options": {"include_usage": True}},
-        )  # fmt: skip
+    yield OpenAILike(
+        model=engine.model_name, api_base=server.base_url, api_key="x", is_chat_model=True,
+        max_tokens=4, temperature=0.0, context_window=1024, max_retries=0, timeout=60,
+        additional_kwargs={"stream_options": {"include_usage": True}},
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
