@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from phaseaware.cli.argtypes import fraction, integer, number, seconds
+from phaseaware.cli.calibrate_checks import check_extras, check_paths
 from phaseaware.cli.flags import add_chat_format
 from phaseaware.limits import MAX_PERIOD, MAX_TOKENS
 
@@ -210,8 +211,8 @@ def run(args: argparse.Namespace) -> int:
             f"--prompt-token-offset applies to --backend openai and batch files only; "
             f"--backend {args.backend} sees exactly phaseaware's tokens"
         )
-    _check_paths(args)
-    _check_extras(args)
+    check_paths(args)
+    check_extras(args)
     settings = _settings(args)
     if args.plan:
         from phaseaware.calibration.report import format_plan, plan_summary
@@ -225,24 +226,6 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2) if args.json else format_plan(doc))
         return 0
     return _calibrate(args, settings)
-
-
-def _check_extras(args: argparse.Namespace) -> None:
-    """Optional modules this run needs, checked before it starts (not after an hour)."""
-    from phaseaware.extras import require_extra
-
-    if args.plot and not args.plan:
-        require_extra(modules=("matplotlib",), extra="plot", what="--plot")
-    if args.plan or args.emit_batch or args.ingest:
-        return
-    if args.backend == "hf":
-        require_extra(
-            modules=("torch", "safetensors", "transformers"),
-            extra="torch",
-            what="--backend hf (a local transformers model)",
-        )
-    elif args.backend == "openai":
-        require_extra(modules=("openai",), extra="openai", what="--backend openai")
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -284,26 +267,6 @@ def _depth(text: str) -> tuple[float, float]:
     if not 0.0 <= low <= high <= 1.0:
         raise argparse.ArgumentTypeError(f"need 0 <= LO <= HI <= 1, got {text!r}")
     return low, high
-
-
-def _check_paths(args: argparse.Namespace) -> None:
-    """Output paths checked before any model loads or probe runs (the safe-write rule of
-    :mod:`phaseaware.atomic`: regular files only, no output over an input or another output)."""
-    from phaseaware.atomic import check_output_path, refuse_same_file
-
-    outputs = {"--out": args.out, "--log": args.log, "--plot": args.plot}
-    outputs["--emit-batch"] = args.emit_batch
-    for value in outputs.values():
-        if value:
-            check_output_path(value)
-    named = [(flag, value) for flag, value in outputs.items() if value]
-    for i, (flag, value) in enumerate(named):
-        others = dict(named[i + 1 :])
-        if args.ingest and flag != "--log":
-            others["--ingest"] = args.ingest
-        refuse_same_file(value, others, output_name=flag)
-    if args.ingest and args.log:  # the log is appended to, never replaced: only a batch
-        refuse_same_file(args.log, {"--ingest": args.ingest}, output_name="--log")
 
 
 def _api_key(args: argparse.Namespace) -> str | None:

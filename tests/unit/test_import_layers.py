@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "version": 0,
     "charts": 0,
     "caches": 0,
+    "extras": 0,
     "limits": 0,
     "credentials": 0,
     "filelock": 0,
