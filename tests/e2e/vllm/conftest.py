@@ -1,4 +1,8 @@
-"""The vLLM tier: one real vLLM OpenAI server per tokenizer mode, shared by the session.
+"""The vLLM tier: one real vLLM OpenAI server per tokenizer mode.
+
+The DeepSeek-V4 server is shared by the session; the others (V4.1, V3, reference) are
+used by one test each and run one at a time (starting one stops the last), so at most two
+engines hold memory at once on a 2-core, 24 GiB CI machine.
 
 Skipped, with the reason, only when ``PHASEAWARE_VLLM_PYTHON`` is unset (scripts/test.sh
 always sets it). At the end the session prints the table of token comparisons
@@ -8,10 +12,11 @@ writes it there as JSON.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -72,21 +77,67 @@ def vllm_v4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
     yield from _server(tmp_path_factory, "v4", deepseek_v4_files(), mode="deepseek_v4")
 
 
-@pytest.fixture(scope="session")
-def vllm_v41(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    yield from _server(tmp_path_factory, "v41", deepseek_v4_files(), mode="deepseek_v41")
+class _OneAtATime:
+    """Starts a named server on first use and stops the previous one first."""
+
+    def __init__(self, factory: pytest.TempPathFactory) -> None:
+        self._factory = factory
+        self._name: str | None = None
+        self._server: VllmServer | None = None
+        self._stack = contextlib.ExitStack()
+
+    def get(self, name: str, start: Callable[[], Iterator[VllmServer]]) -> VllmServer:
+        if self._name != name:
+            self.close()
+            generator = start()
+            self._server = next(generator)
+            self._stack.callback(lambda: next(generator, None))
+            self._name = name
+        assert self._server is not None
+        return self._server
+
+    def close(self) -> None:
+        self._stack.close()
+        self._stack = contextlib.ExitStack()
+        self._name, self._server = None, None
 
 
 @pytest.fixture(scope="session")
-def vllm_v3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    yield from _server(
-        tmp_path_factory, "v3", deepseek_v3_files(), mode=None, tokenizer_class="TokenizersBackend"
+def _one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_OneAtATime]:
+    pool = _OneAtATime(tmp_path_factory)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def vllm_v41(_one_at_a_time: _OneAtATime, tmp_path_factory: pytest.TempPathFactory) -> VllmServer:
+    return _one_at_a_time.get(
+        "v41",
+        lambda: _server(tmp_path_factory, "v41", deepseek_v4_files(), mode="deepseek_v41"),
     )
 
 
-@pytest.fixture(scope="session")
-def vllm_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    yield from _server(tmp_path_factory, "reference", reference_files(), mode=None)
+@pytest.fixture
+def vllm_v3(_one_at_a_time: _OneAtATime, tmp_path_factory: pytest.TempPathFactory) -> VllmServer:
+    return _one_at_a_time.get(
+        "v3",
+        lambda: _server(
+            tmp_path_factory,
+            "v3",
+            deepseek_v3_files(),
+            mode=None,
+            tokenizer_class="TokenizersBackend",
+        ),  # fmt: skip
+    )
+
+
+@pytest.fixture
+def vllm_reference(
+    _one_at_a_time: _OneAtATime, tmp_path_factory: pytest.TempPathFactory
+) -> VllmServer:
+    return _one_at_a_time.get(
+        "reference", lambda: _server(tmp_path_factory, "reference", reference_files(), mode=None)
+    )
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
