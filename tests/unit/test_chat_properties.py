@@ -257,7 +257,10 @@ def _check_hf(tokenizer, messages, context, question, thinking=False):
     layout = conversation_layout(
         tokenizer=tokenizer, chat_format="hf", messages=messages, thinking=thinking
     )
-    filled = fill(messages, context, question)
+    # message text is untrusted: the layout breaks control strings in it (e.g. "<bos>"),
+    # so the oracle renders the same cleaned text with the template itself
+    scanner = scanner_for(tokenizer, markers=format_markers("hf"), policy="neutralize")
+    filled = fill(neutralize(messages, scanner), context, question)
     try:
         prefix, suffix = layout.split(system=None, question=question)
         rendered = layout.render(system=None, context=context, question=question)
@@ -300,6 +303,11 @@ def test_hf_smollm2_matches_apply_chat_template(hf_tokenizers, messages, context
     messages=conversations(roles=("user", "assistant")),
     context=st.text(max_size=30),
     question=st.text(max_size=15),
+)
+@example(  # a special token of the tokenizer in a message: broken, in both renders
+    messages=[{"role": "user", "content": "{context}"}, {"role": "user", "content": "<bos>"}],
+    context="",
+    question="",
 )
 def test_hf_reference_matches_apply_chat_template(hf_tokenizers, messages, context, question):
     assert _check_hf(hf_tokenizers["reference"], messages, context, question) is None
