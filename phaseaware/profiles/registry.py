@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from phaseaware.caches import register_cache
 from phaseaware.errors import (
     FingerprintMismatchError,
     PeriodMismatchError,
@@ -70,6 +71,7 @@ Origin = Literal["env", "user", "builtin"]
 
 _CACHE: dict[tuple[str, int, int], Profile] = {}
 _CACHE_LOCK = threading.Lock()
+_CACHE_ENTRIES = 256
 
 
 @dataclass(frozen=True)
@@ -248,8 +250,23 @@ def _load_cached(path: Path) -> Profile:
         return cached
     profile = load_profile(resolved)
     with _CACHE_LOCK:
+        if len(_CACHE) >= _CACHE_ENTRIES:  # a file rewritten many times: oldest first
+            _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = profile
     return profile
+
+
+def _clear_profiles() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+register_cache(
+    "profiles.loaded",
+    size=lambda: (len(_CACHE), None),
+    clear=_clear_profiles,
+    bound=f"{_CACHE_ENTRIES} (file, mtime, size) entries, oldest evicted",
+)
 
 
 def save_user_profile(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
+from phaseaware.caches import register_cache
 from phaseaware.errors import ControlTokenError, InputError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -279,3 +280,17 @@ def scanner_for(
             while len(_BY_SPECIALS) > 32:
                 _BY_SPECIALS.popitem(last=False)
     return scanner
+
+
+def _clear_scanners() -> None:
+    with _LOCK:
+        _BY_SPECIALS.clear()
+    _cached.cache_clear()
+
+
+register_cache(
+    "tokenizers.control_scanners",
+    size=lambda: (_cached.cache_info().currsize, None),
+    clear=_clear_scanners,
+    bound="LRU, 32 scanners (and 32 by tokenizer)",
+)

@@ -18,7 +18,14 @@ def _assemble() -> phaseaware.AssemblyResult:
 def test_built_in_caches_are_listed_with_their_bounds() -> None:
     _assemble()
     names = {c.name: c for c in list_caches()}
-    for name in ("assembly.chunk_tokens", "assembly.filler", "tokenizers.loaded"):
+    for name in (
+        "assembly.chunk_tokens",
+        "assembly.filler",
+        "assembly.sent_prompts",
+        "profiles.loaded",
+        "tokenizers.control_scanners",
+        "tokenizers.loaded",
+    ):
         assert name in names, sorted(names)
         assert names[name].bound
     assert names["tokenizers.loaded"].entries >= 1

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from phaseaware.assembly.retokenize.windowed import _family, windowed_support
+from phaseaware.caches import register_cache
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
@@ -144,6 +145,12 @@ class PrefixTokenCache:
 
 
 _default = PrefixTokenCache()
+register_cache(
+    "assembly.sent_prompts",
+    size=lambda: (len(_default), _default.nbytes),
+    clear=_default.clear,
+    bound=f"LRU, {DEFAULT_PREFIX_ENTRIES} prompts and {DEFAULT_PREFIX_BYTES // (1024 * 1024)} MiB",
+)
 
 
 def default_prefix_cache() -> PrefixTokenCache:
