@@ -2,7 +2,8 @@
 
 A module that keeps a cache registers it here once, at import, with the functions that
 size and clear it and the bound that keeps it from growing. ``list_caches()`` reports
-them all (what a long-running server wants to watch), ``clear_caches()`` empties them
+them all (what a long-running server wants to watch; a cache is listed once the module
+that owns it is imported: before that it holds nothing), ``clear_caches()`` empties them
 (tests, or a process that changed tokenizer files on disk). Caches never change a
 result: clearing one only costs time.
 

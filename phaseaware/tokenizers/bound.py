@@ -21,7 +21,7 @@ from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["max_token_bytes", "min_tokens"]
 
-_CACHE: dict[tuple[type, str], int | None] = {}
+_CACHE: dict[str, int | None] = {}  # by vocabulary fingerprint: one value per vocabulary
 _LOCK = threading.Lock()
 _KEEPING = {"Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"}
 
@@ -33,7 +33,7 @@ def min_tokens(chars: int, k: int) -> int:
 
 def max_token_bytes(tokenizer: Tokenizer) -> int | None:
     """``K``: the most UTF-8 bytes one token can cover, or ``None`` where none is sound."""
-    key = (type(tokenizer), str(getattr(tokenizer, "spec", id(tokenizer))))
+    key = tokenizer.fingerprint()
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
@@ -48,17 +48,11 @@ def _compute(tokenizer: Tokenizer) -> int | None:
     from phaseaware.tokenizers.tiktoken import TiktokenTokenizer
 
     if isinstance(tokenizer, TiktokenTokenizer):
-        encoding = tokenizer.encoding
-        longest = 0
-        for i in range(encoding.n_vocab):
-            try:
-                longest = max(longest, len(encoding.decode_single_token_bytes(i)))
-            except KeyError:  # a gap in the ranks
-                continue
-        specials = [len(s.encode("utf-8")) for s in encoding.special_tokens_set]
-        return max([longest, 4, *specials])
+        # the adapter's per-id byte lengths (built once, specials included; gaps are 0)
+        specials = [len(s.encode("utf-8")) for s in tokenizer.encoding.special_tokens_set]
+        return max([max(tokenizer.token_byte_lengths()), 4, *specials])
     if isinstance(tokenizer, HFTokenizer):
-        return _hf_byte_level(tokenizer._backend)
+        return _hf_byte_level(tokenizer.backend)
     return None
 
 

@@ -16,6 +16,8 @@ def _assemble() -> phaseaware.AssemblyResult:
 
 
 def test_built_in_caches_are_listed_with_their_bounds() -> None:
+    import phaseaware.assembly.conversation  # noqa: F401  (agent loops: the sent-prompt cache)
+
     _assemble()
     names = {c.name: c for c in list_caches()}
     for name in (
