@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -75,6 +75,7 @@ __all__ = [
     "make_client",
     "probe_endpoint",
     "probe_prompts",
+    "tokenize_messages",
 ]
 
 API_KEY_ENV_VARS = ("PHASEAWARE_API_KEY", "OPENAI_API_KEY")
@@ -229,6 +230,23 @@ def _tokenize(
             return tokens
         raise TokenizeUnavailable(f"/tokenize at {redact_url(url)} returned no token list")
     raise TokenizeUnavailable(f"{redact_url(base)} has no /tokenize route")
+
+
+def tokenize_messages(
+    client: openai.OpenAI,
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    base: str,
+    kwargs: dict[str, Any] | None = None,
+) -> list[int]:
+    """The token ids the server at ``base`` renders ``messages`` to (its ``/tokenize`` route,
+    with the generation prompt; ``kwargs`` sent as ``chat_template_kwargs``).
+
+    Raises :class:`TokenizeUnavailable` when the server has no usable route.
+    """
+    prompt = ProbePrompt(units=0, text="", messages=tuple(dict(m) for m in messages), ids=())
+    return _tokenize(client, model, prompt, base.rstrip("/"), kwargs)
 
 
 def _count_offsets(
