@@ -113,7 +113,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _server_ids(args: argparse.Namespace, settings: Any) -> Any:
-    from phaseaware.endpoints.probe import make_client, tokenize_messages
+    from phaseaware.endpoints.probe import make_client
+    from phaseaware.endpoints.tokenize import server_token_ids
     from phaseaware.endpoints.settings import chat_template_kwargs
 
     client = make_client(args.server)
@@ -124,7 +125,9 @@ def _server_ids(args: argparse.Namespace, settings: Any) -> Any:
     )
 
     def ids(messages: Any) -> list[int]:
-        return tokenize_messages(client, args.model, messages, base=args.server, kwargs=kwargs)
+        return server_token_ids(
+            client, args.model, base=args.server, messages=messages, kwargs=kwargs
+        )
 
     return ids
 
