@@ -114,8 +114,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _server_ids(args: argparse.Namespace, settings: Any) -> Any:
     from phaseaware.endpoints.probe import make_client
-    from phaseaware.endpoints.tokenize import server_token_ids
     from phaseaware.endpoints.settings import chat_template_kwargs
+    from phaseaware.endpoints.tokenize import server_token_ids
 
     client = make_client(args.server)
     kwargs = chat_template_kwargs(
@@ -162,6 +162,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--server needs --model (the served model's name)")
     if args.profile_out and not args.model:
         raise InputError("--profile-out needs --model (the model the profile describes)")
+    if args.plot:  # before any work: a missing extra should not cost a whole scoring run
+        from phaseaware.extras import require_extra
+
+        require_extra(modules=("matplotlib",), extra="plot", what="--plot")
     options = ReadOptions(
         needle_field=args.needle_field,
         correct_field=args.correct_field,

@@ -63,15 +63,20 @@ def to_json(result: ScoreResult) -> dict[str, Any]:
         "period": t.period,
         "period_detection": None
         if d is None
-        else {"period": d.period, "candidate": d.candidate, "strength": d.strength,
-              "p_value": d.p_value},
+        else {
+            "period": d.period,
+            "candidate": d.candidate,
+            "strength": d.strength,
+            "p_value": d.p_value,
+        },
         "n_scored": t.n,
         "n_skipped": len(result.skipped),
         "residues": _rows(t.residues),
         "phase_dependence": _test(t.phase_dependence),
         "by_length": [_bucket(b) for b in t.by_length],
-        "skipped": [{"id": s.sample_id, "reason": s.reason, "detail": s.detail}
-                    for s in result.skipped],
+        "skipped": [
+            {"id": s.sample_id, "reason": s.reason, "detail": s.detail} for s in result.skipped
+        ],
     }
 
 
@@ -85,9 +90,12 @@ def format_report(result: ScoreResult) -> str:
     lines = [
         f"{result.source}  ({result.format}, tokenizer {result.tokenizer_spec})",
         f"{t.n} samples scored, {len(result.skipped)} skipped; period {t.period}"
-        + ("" if t.detection is None else
-           f" ({'detected' if t.detection.period else 'not significant; best candidate'}, "
-           f"{_p(t.detection.p_value)})"),
+        + (
+            ""
+            if t.detection is None
+            else f" ({'detected' if t.detection.period else 'not significant; best candidate'}, "
+            f"{_p(t.detection.p_value)})"
+        ),
         f"{'residue':>7}  {'n':>5}  {'correct':>7}  {'accuracy':>8}  {'95% CI':>15}",
     ]
     for r in t.residues:
@@ -108,13 +116,17 @@ def format_report(result: ScoreResult) -> str:
         )
     )
     test = t.phase_dependence
-    lines.append(f"phase dependence: {test.test}: X2 = {test.statistic:.1f}, df {test.df}, "
-                 f"{_p(test.p_value)}")
+    lines.append(
+        f"phase dependence: {test.test}: X2 = {test.statistic:.1f}, df {test.df}, "
+        f"{_p(test.p_value)}"
+    )
     for b in t.by_length:
-        accs = " ".join("-" if r.accuracy is None else f"{100 * r.accuracy:.0f}"
-                        for r in b.residues)
-        lines.append(f"length {b.low}-{b.high} tokens (n {b.n}): {accs}  "
-                     f"({_p(b.phase_dependence.p_value)})")
+        accs = " ".join(
+            "-" if r.accuracy is None else f"{100 * r.accuracy:.0f}" for r in b.residues
+        )
+        lines.append(
+            f"length {b.low}-{b.high} tokens (n {b.n}): {accs}  ({_p(b.phase_dependence.p_value)})"
+        )
     if result.skipped:
         reasons = Counter(s.reason for s in result.skipped)
         lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
@@ -132,8 +144,10 @@ def save_plot(result: ScoreResult, path: str | Path) -> None:
         raise MissingExtraError("--plot needs matplotlib: pip install 'phaseaware[plot]'") from None
     rows = [r for r in result.tally.residues if r.accuracy is not None and r.ci is not None]
     acc = [float(r.accuracy or 0.0) for r in rows]
-    err = [[a - r.ci[0] for a, r in zip(acc, rows, strict=True) if r.ci],
-           [r.ci[1] - a for a, r in zip(acc, rows, strict=True) if r.ci]]
+    err = [
+        [a - r.ci[0] for a, r in zip(acc, rows, strict=True) if r.ci],
+        [r.ci[1] - a for a, r in zip(acc, rows, strict=True) if r.ci],
+    ]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.bar([r.residue for r in rows], acc, yerr=err, capsize=3, color="#4c72b0")
     ax.set_xlabel(f"key residue (position mod {result.tally.period})")
@@ -170,8 +184,9 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
         n=tuple(r.n for r in t.residues),
         ci_low=tuple(r.ci[0] if r.ci else None for r in t.residues),
         ci_high=tuple(r.ci[1] if r.ci else None for r in t.residues),
-        tokenizer=TokenizerRef(spec=result.tokenizer_spec,
-                               fingerprint=result.tokenizer_fingerprint),
+        tokenizer=TokenizerRef(
+            spec=result.tokenizer_spec, fingerprint=result.tokenizer_fingerprint
+        ),
         local_window=None,
         provenance=Provenance(
             kind="measured",

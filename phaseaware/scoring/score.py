@@ -6,12 +6,13 @@ turns its result into JSON, text, a chart or a profile.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from phaseaware.scoring.formats import FORMATS, ReadOptions
 from phaseaware.scoring.errors import EvalLogError
+from phaseaware.scoring.formats import FORMATS, ReadOptions
 from phaseaware.scoring.locate import Located, Locator, locate
 from phaseaware.scoring.sample import EvalSample, Skip
 from phaseaware.scoring.tally import Tally, tally
@@ -48,7 +49,17 @@ def score_samples(
     skipped: list[Skip] = []
     for sample in samples:
         found = sample if isinstance(sample, Skip) else locate(sample, locator)
-        (skipped if isinstance(found, Skip) else located).append(found)  # type: ignore[arg-type]
+        if isinstance(found, Skip):
+            skipped.append(found)
+        else:
+            located.append(found)
+    if not located:
+        reasons = Counter(s.reason for s in skipped)
+        summary = ", ".join(f"{k} {v}" for k, v in reasons.most_common()) or "the log is empty"
+        raise EvalLogError(
+            f"no sample could be placed in its prompt (skipped: {summary}); check --format, "
+            "--needle-field, --tokenizer and --chat-format (or --server)"
+        )
     result = tally(
         located, period=period, max_period=max_period, length_buckets=length_buckets, seed=seed
     )

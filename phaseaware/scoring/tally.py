@@ -14,7 +14,6 @@ Fractions are 0..1; positions and lengths are tokens.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -143,8 +142,9 @@ def _buckets(located: Sequence[Located], n_buckets: int) -> list[tuple[int, int,
     lengths = sorted(s.prompt_tokens for s in located)
     if not lengths:
         return []
-    edges = sorted({lengths[min(len(lengths) - 1, (i * len(lengths)) // n_buckets)]
-                    for i in range(n_buckets)})
+    edges = sorted(
+        {lengths[min(len(lengths) - 1, (i * len(lengths)) // n_buckets)] for i in range(n_buckets)}
+    )
     out = []
     for i, low in enumerate(edges):
         high = edges[i + 1] - 1 if i + 1 < len(edges) else lengths[-1]
@@ -178,7 +178,3 @@ def tally(
         for sub in [residue_rows(members, period)]
     )
     return Tally(period, detection, rows, phase_test(rows), by_length, len(located))
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None

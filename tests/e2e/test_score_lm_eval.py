@@ -99,7 +99,9 @@ def test_lm_eval_route_agrees_with_calibrate(served, tmp_path, capsys):
     from phaseaware.scoring.score import score_log
     from phaseaware.tokenizers import load_tokenizer
 
-    result = score_log(out, format="lm-eval", locator=Locator(tokenizer=load_tokenizer("reference")))
+    result = score_log(
+        out, format="lm-eval", locator=Locator(tokenizer=load_tokenizer("reference"))
+    )
     records = [json.loads(line) for line in samples[0].read_text().splitlines()]
     expected = {f"{samples[0].name}:doc {r['doc_id']}": r["doc"]["key_position"] for r in records}
     assert {s.sample_id: s.key_position for s in result.located} == expected

@@ -65,8 +65,12 @@ def plant(
     out = []
     for i in range(n):
         value = str(100000 + i * 7 + int(rng.integers(7)))
-        before = " ".join(WORDS[int(k)] for k in rng.integers(len(WORDS), size=int(rng.integers(20, 90))))
-        after = " ".join(WORDS[int(k)] for k in rng.integers(len(WORDS), size=int(rng.integers(5, 40))))
+        before = " ".join(
+            WORDS[int(k)] for k in rng.integers(len(WORDS), size=int(rng.integers(20, 90)))
+        )
+        after = " ".join(
+            WORDS[int(k)] for k in rng.integers(len(WORDS), size=int(rng.integers(5, 40)))
+        )
         context = f"{before}. The code for Ada is {value}. {after}."
         question = "What is the code for Ada?"
         text = render(context, question)
@@ -81,8 +85,10 @@ def render_text(context: str, question: str) -> str:
 
 
 def render_messages(context: str, question: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": context + "\n" + question}]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": context + "\n" + question},
+    ]
 
 
 def render_chat(context: str, question: str) -> str:
@@ -104,8 +110,10 @@ def _write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def write_plain(folder: Path, samples: list[Planted]) -> Path:
     """Plain JSONL: ``prompt``, ``needle``, ``correct``, ``id``."""
-    rows = [{"id": s.sample_id, "prompt": text_prompt(s), "needle": s.value, "correct": s.correct}
-            for s in samples]
+    rows = [
+        {"id": s.sample_id, "prompt": text_prompt(s), "needle": s.value, "correct": s.correct}
+        for s in samples
+    ]
     return _write_jsonl(folder / "plain.jsonl", rows)
 
 
@@ -115,21 +123,27 @@ def write_lm_eval(folder: Path, samples: list[Planted]) -> Path:
     rows = []
     for i, s in enumerate(samples):
         answer = s.value if s.correct else "0"
-        rows.append({
-            "doc_id": i,
-            "doc": {"index": i, "input": text_prompt(s), "outputs": [s.value], "length": 0},
-            "target": str([s.value]),
-            "arguments": {"gen_args_0": {"arg_0": text_prompt(s),
-                                         "arg_1": {"until": ["\n"], "max_gen_toks": 8}}},
-            "resps": [[f" {answer}"]],
-            "filtered_resps": [f" {answer}"],
-            "filter": "none",
-            "metrics": ["contains"],
-            "doc_hash": "0" * 64,
-            "prompt_hash": "0" * 64,
-            "target_hash": "0" * 64,
-            "contains": 1.0 if s.correct else 0.0,
-        })
+        rows.append(
+            {
+                "doc_id": i,
+                "doc": {"index": i, "input": text_prompt(s), "outputs": [s.value], "length": 0},
+                "target": str([s.value]),
+                "arguments": {
+                    "gen_args_0": {
+                        "arg_0": text_prompt(s),
+                        "arg_1": {"until": ["\n"], "max_gen_toks": 8},
+                    }
+                },
+                "resps": [[f" {answer}"]],
+                "filtered_resps": [f" {answer}"],
+                "filter": "none",
+                "metrics": ["contains"],
+                "doc_hash": "0" * 64,
+                "prompt_hash": "0" * 64,
+                "target_hash": "0" * 64,
+                "contains": 1.0 if s.correct else 0.0,
+            }
+        )
     out = folder / "lm-eval" / "model"
     out.mkdir(parents=True)
     return _write_jsonl(out / "samples_ruler_niah_2026-12-04T10-00-00.jsonl", rows)
@@ -137,21 +151,42 @@ def write_lm_eval(folder: Path, samples: list[Planted]) -> Path:
 
 def write_ruler(folder: Path, samples: list[Planted]) -> Path:
     """RULER prediction file (call_api.py ``outputs_parallel``): ``input`` is the prompt sent."""
-    rows = [{"index": text_prompt(s).index(s.value), "pred": f" {s.value}" if s.correct else " none",
-             "input": text_prompt(s), "outputs": [s.value], "others": {}, "truncation": -1,
-             "length": s.prompt_tokens + 8} for s in samples]
+    rows = [
+        {
+            "index": text_prompt(s).index(s.value),
+            "pred": f" {s.value}" if s.correct else " none",
+            "input": text_prompt(s),
+            "outputs": [s.value],
+            "others": {},
+            "truncation": -1,
+            "length": s.prompt_tokens + 8,
+        }
+        for s in samples
+    ]
     return _write_jsonl(folder / "niah_single_1.jsonl", rows)
 
 
 def write_helmet(folder: Path, samples: list[Planted]) -> Path:
     """HELMET output (eval.py ``output``): ``data`` items with chat ``input_text``."""
-    data = [{"id": s.sample_id, "question": s.question, "answer": [s.value],
-             "output": s.value if s.correct else "none", "input_len": s.prompt_tokens,
-             "output_len": 2, "input_text": messages(s), "ruler_recall": float(s.correct),
-             "parsed_output": ""} for s in samples]
+    data = [
+        {
+            "id": s.sample_id,
+            "question": s.question,
+            "answer": [s.value],
+            "output": s.value if s.correct else "none",
+            "input_len": s.prompt_tokens,
+            "output_len": 2,
+            "input_text": messages(s),
+            "ruler_recall": float(s.correct),
+            "parsed_output": "",
+        }
+        for s in samples
+    ]
     path = folder / "ruler_niah_mk_2_eval_validation_in8192_size100_shots2_sampFalse.json"
-    path.write_text(json.dumps({"args": {}, "data": data, "metrics": {},
-                                "averaged_metrics": {}}), encoding="utf-8")
+    path.write_text(
+        json.dumps({"args": {}, "data": data, "metrics": {}, "averaged_metrics": {}}),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -163,9 +198,17 @@ def write_niah(folder: Path, samples: list[Planted], *, system: str, question: s
     for s in samples:
         name = f"model_len_1000_depth_{s.sample_id}"
         (contexts / f"{name}_context.txt").write_text(s.context, encoding="utf-8")
-        record = {"model": "model", "context_length": 1000, "depth_percent": 50.0,
-                  "version": 1, "needle": f"\n{s.value}\n", "model_response": "...",
-                  "score": 10 if s.correct else 1, "test_duration_seconds": 1.0,
-                  "test_timestamp_utc": "2026-12-04 10:00:00+0000", "file_name": name}
+        record = {
+            "model": "model",
+            "context_length": 1000,
+            "depth_percent": 50.0,
+            "version": 1,
+            "needle": f"\n{s.value}\n",
+            "model_response": "...",
+            "score": 10 if s.correct else 1,
+            "test_duration_seconds": 1.0,
+            "test_timestamp_utc": "2026-12-04 10:00:00+0000",
+            "file_name": name,
+        }
         (results / f"{name}_results.json").write_text(json.dumps(record), encoding="utf-8")
     return results

@@ -206,3 +206,17 @@ def test_profile_out_is_usable_by_assemble(tmp_path, capsys):
     assert result["profile"] == "my-model" and result["period"] == 8
     # the key avoids the residues the eval found weak
     assert all(r not in (6, 7) for p in result["placements"] for r in p["residues"])
+
+
+def test_plot_writes_a_chart_or_names_the_extra(tmp_path, capsys):
+    import importlib.util
+
+    log = _write(tmp_path / "log.jsonl", _good_rows(16))
+    chart = tmp_path / "chart.png"
+    code, _, err = _run(capsys, str(log), "--format", "jsonl", "--tokenizer", CL100K,
+                        "--plot", str(chart))  # fmt: skip
+    if importlib.util.find_spec("matplotlib") is None:
+        assert code == 1 and "phaseaware[plot]" in err and err.count("\n") == 1
+        assert not chart.exists()
+    else:
+        assert code == 0 and chart.read_bytes().startswith(b"\x89PNG")

@@ -76,7 +76,9 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
             correct_field = options.correct_field
             if correct_field is None:
                 metrics = record.get("metrics")
-                names = [m for m in metrics if isinstance(m, str)] if isinstance(metrics, list) else []
+                names = (
+                    [m for m in metrics if isinstance(m, str)] if isinstance(metrics, list) else []
+                )
                 if not names:
                     yield Skip(sample_id, "no-verdict", "the record lists no metric")
                     continue

@@ -85,4 +85,3 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
             correct_field=options.correct_field or "score",
             pass_at=PASS_AT if options.pass_at is None else options.pass_at,
         )
-
