@@ -119,34 +119,34 @@ def write_plain(folder: Path, samples: list[Planted]) -> Path:
 
 def write_lm_eval(folder: Path, samples: list[Planted]) -> Path:
     """lm-eval ``--log_samples`` records (evaluator.py ``example`` after
-    evaluation_tracker.save_results_samples), a RULER-style doc with ``outputs``."""
+    evaluation_tracker.save_results_samples) of lm-eval's RULER task: the doc keeps the
+    needle values in ``outputs``; one metric per sequence length, -1 for the other lengths
+    (tasks/ruler/common_utils.py ``process_results``)."""
     rows = []
     for i, s in enumerate(samples):
         answer = s.value if s.correct else "0"
         rows.append(
             {
                 "doc_id": i,
-                "doc": {"index": i, "input": text_prompt(s), "outputs": [s.value], "length": 0},
+                "doc": {"index": i, "input": text_prompt(s), "outputs": [s.value],
+                        "length": s.prompt_tokens, "max_length": 8192, "gen_prefix": ""},
                 "target": str([s.value]),
-                "arguments": {
-                    "gen_args_0": {
-                        "arg_0": text_prompt(s),
-                        "arg_1": {"until": ["\n"], "max_gen_toks": 8},
-                    }
-                },
+                "arguments": {"gen_args_0": {"arg_0": text_prompt(s),
+                                             "arg_1": {"until": [], "max_gen_toks": 128}}},
                 "resps": [[f" {answer}"]],
                 "filtered_resps": [f" {answer}"],
                 "filter": "none",
-                "metrics": ["contains"],
+                "metrics": ["4096", "8192"],
                 "doc_hash": "0" * 64,
                 "prompt_hash": "0" * 64,
                 "target_hash": "0" * 64,
-                "contains": 1.0 if s.correct else 0.0,
+                "4096": -1.0,
+                "8192": 1.0 if s.correct else 0.0,
             }
-        )
+        )  # fmt: skip
     out = folder / "lm-eval" / "model"
     out.mkdir(parents=True)
-    return _write_jsonl(out / "samples_ruler_niah_2026-12-04T10-00-00.jsonl", rows)
+    return _write_jsonl(out / "samples_niah_single_1_2026-12-04T10-00-00.jsonl", rows)
 
 
 def write_ruler(folder: Path, samples: list[Planted]) -> Path:

@@ -15,16 +15,20 @@ renames each request's ``args`` tuple to ``arguments.gen_args_<i>.arg_<j>``):
   there);
 * ``metrics``: the names of the per-sample metrics, each stored as a top-level
   field of the record (``exact_match: 1.0``); correctness is the first one
-  listed, counted correct at ``>= --pass-at`` (default 1), unless
-  ``--correct-field`` names another;
+  listed whose value is not ``-1``, counted correct at ``>= --pass-at``
+  (default 1), unless ``--correct-field`` names another. lm-eval's RULER tasks
+  name one metric per sequence length and set every length but the sample's own
+  to ``-1`` (``lm_eval/tasks/ruler/common_utils.py``, ``process_results``; their
+  ``aggregate_metrics`` drops the ``-1`` values the same way);
 * ``doc_id`` and ``filter``: lm-eval writes one record per document and
   filter; a log with several filters needs ``--lm-eval-filter``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.fields import MISSING, get_path
@@ -58,6 +62,18 @@ def _filter_name(files: list[Path], wanted: str | None) -> str | None:
     return None
 
 
+def _metric_name(record: Mapping[str, Any]) -> str | None:
+    """The first metric listed in ``metrics`` whose value is not ``-1`` (RULER's "not this
+    length"), or ``None``."""
+    metrics = record.get("metrics")
+    if not isinstance(metrics, list):
+        return None
+    for name in metrics:
+        if isinstance(name, str) and name in record and record[name] != -1:
+            return name
+    return None
+
+
 def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
     files = files_in(path, "samples_*.jsonl")
     chosen = _filter_name(files, options.lm_eval_filter)
@@ -75,14 +91,10 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
             )
             correct_field = options.correct_field
             if correct_field is None:
-                metrics = record.get("metrics")
-                names = (
-                    [m for m in metrics if isinstance(m, str)] if isinstance(metrics, list) else []
-                )
-                if not names:
-                    yield Skip(sample_id, "no-verdict", "the record lists no metric")
+                correct_field = _metric_name(record)
+                if correct_field is None:
+                    yield Skip(sample_id, "no-verdict", "the record lists no metric with a value")
                     continue
-                correct_field = names[0]
             yield sample_from(
                 record,
                 sample_id=sample_id,
