@@ -92,3 +92,18 @@ def test_positions_match_the_independent_tokenization(tmp_path):
     )  # fmt: skip
     found = {s.sample_id: (s.key_position, s.prompt_tokens) for s in result.located}
     assert found == {s.sample_id: (s.key_position, s.prompt_tokens) for s in samples}
+
+
+@pytest.mark.parametrize(
+    ("rates", "period"),
+    [([0.95] * 6 + [0.3, 0.3], 8), ([0.9, 0.9, 0.9, 0.3] * 2, 4)],
+)
+def test_period_auto_finds_the_planted_period(tmp_path, capsys, rates, period):
+    samples = pl.plant(n=960, rates=rates, seed=3, render=pl.render_text)
+    log = pl.write_plain(tmp_path, samples)
+    args = ["score", str(log), "--format", "jsonl", "--tokenizer", TOKENIZER,
+            "--period", "auto", "--json"]  # fmt: skip
+    assert main(args) == 0, capsys.readouterr().err
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["period"] == period == doc["period_detection"]["period"]
+    assert len(doc["residues"]) == period
