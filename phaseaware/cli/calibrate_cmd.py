@@ -183,6 +183,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add("--emit-batch", help="write pending probes as an OpenAI batch input file and exit")
     add("--ingest", help="read an OpenAI batch output file instead of calling a model")
+    add("--emit-lm-eval-task", metavar="DIR", help="write the probes as an lm-eval task and exit")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -225,6 +226,10 @@ def run(args: argparse.Namespace) -> int:
         )
         print(json.dumps(doc, indent=2) if args.json else format_plan(doc))
         return 0
+    if args.emit_lm_eval_task:
+        from phaseaware.cli.calibrate_lm_eval import emit_task
+
+        return emit_task(args, settings)
     return _calibrate(args, settings)
 
 

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "phaseaware.cli.audit_cmd",
     "phaseaware.cli.profile_cmd",
     "phaseaware.cli.calibrate_cmd",
+    "phaseaware.cli.score_cmd",
     "phaseaware.cli.serve_cmd",
     "phaseaware.cli.demo_cmd",
     "phaseaware.cli.probe_endpoint_cmd",

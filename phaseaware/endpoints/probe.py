@@ -56,6 +56,7 @@ from phaseaware.endpoints.defaults import (
 )
 from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoint_record
 from phaseaware.endpoints.settings import chat_template_kwargs
+from phaseaware.endpoints.tokenize import TokenizeUnavailable, server_token_ids
 from phaseaware.endpoints.usage import check_prompt_tokens
 from phaseaware.errors import EndpointError, InputError, PhaseawareWarning
 from phaseaware.tokenizers import load_tokenizer
@@ -87,10 +88,6 @@ EFFORTS = (
     "max",
 )  # every value a DeepSeek encoder knows  # filler units before the end of the context slot
 Mode = Literal["auto", "exact", "count"]
-
-
-class TokenizeUnavailable(EndpointError):
-    """The server has no usable ``/tokenize`` route (exact mode impossible)."""
 
 
 @dataclass(frozen=True)
@@ -203,32 +200,10 @@ def _tokenize(
     base: str,
     kwargs: dict[str, Any] | None = None,
 ) -> list[int]:
-    """The server's token ids for ``prompt`` via ``/tokenize`` (root, then under the base),
-    the request stating ``kwargs`` as ``chat_template_kwargs`` (None: states nothing)."""
-    import openai
-
-    body: dict[str, Any] = {"model": model}
+    """The server's token ids for ``prompt`` (see :func:`server_token_ids`)."""
     if prompt.messages is not None:
-        body.update(messages=list(prompt.messages), add_generation_prompt=True)
-        if kwargs is not None:
-            body["chat_template_kwargs"] = kwargs
-    else:
-        body.update(prompt=prompt.text)
-    root = base[: -len("/v1")] if base.endswith("/v1") else base
-    for url in dict.fromkeys((root + "/tokenize", base + "/tokenize")):
-        try:
-            doc = client.post(url, body=body, cast_to=object)
-        except openai.NotFoundError:
-            continue
-        except openai.APIError as exc:
-            raise TokenizeUnavailable(
-                f"/tokenize at {redact_url(url)} failed ({type(exc).__name__})"
-            ) from None
-        tokens = doc.get("tokens") if isinstance(doc, dict) else None
-        if isinstance(tokens, list) and all(isinstance(t, int) for t in tokens):
-            return tokens
-        raise TokenizeUnavailable(f"/tokenize at {redact_url(url)} returned no token list")
-    raise TokenizeUnavailable(f"{redact_url(base)} has no /tokenize route")
+        return server_token_ids(client, model, base=base, messages=prompt.messages, kwargs=kwargs)
+    return server_token_ids(client, model, base=base, text=prompt.text)
 
 
 def _count_offsets(

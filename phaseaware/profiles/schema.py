@@ -63,7 +63,8 @@ KEY_ORDER = (
     "local_window_accuracy",
     "provenance",
 )
-# Top-level keys kept in ``Profile.extra``: what calibration records, and
+# Top-level keys kept in ``Profile.extra``: what calibration records, what
+# ``phaseaware score`` records (``score``: the source log, its format, samples), and
 # ``context_tokens`` (the longest prompt measured, in tokens; bounds local_window).
 # Any other key is an error (a typo must not pass silently), except a private
 # extension named ``x-...`` or ``x_...``.
@@ -73,6 +74,7 @@ EXTRA_KEYS = (
     "period_detection",
     "position_offset",
     "run_fingerprint",
+    "score",
     "stats",
     "window_sweep",
 )
