@@ -16,26 +16,29 @@ when the answer differs from the expected one or the aligned bytes changed.
 from __future__ import annotations
 
 import argparse
-import subprocess
+import re
 from contextlib import nullcontext
 
-from langchain.agents import create_agent
-from langchain_common import (
-    MODEL,
-    BM25Retriever,
-    check_answer,
-    local_notes,
-    reference_profile,
-    reference_server,
-)
-from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
-from langchain_phaseaware import PhaseAwareMiddleware
-from langchain_phaseaware.middleware import REPORT_KEY
+from example_cli import needs, run
 
-from phaseaware.tokenizers import load_tokenizer
+with needs():
+    from langchain.agents import create_agent
+    from langchain_common import (
+        MODEL,
+        BM25Retriever,
+        check_answer,
+        local_notes,
+        reference_profile,
+        reference_server,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langchain_phaseaware import PhaseAwareMiddleware
+    from langchain_phaseaware.middleware import REPORT_KEY
+
+    from phaseaware.tokenizers import load_tokenizer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,9 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         message_template="{context}\n\n{question}",  # the shape the reference model reads
     )
     question = questions[0]
-    server = (
-        nullcontext(args.base_url) if args.base_url else reference_server(stderr=subprocess.DEVNULL)
-    )
+    server = nullcontext(args.base_url) if args.base_url else reference_server()
     with server as base_url:
         llm = ChatOpenAI(
             base_url=base_url, api_key="unused", model=MODEL, temperature=0, max_tokens=4
@@ -89,14 +90,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"{','.join(map(str, p['key_token_positions'])):13s}  "
                 f"{','.join(map(str, p['residues'])):8s}  {'-' if acc is None else f'{acc:.3f}'}"
             )
-        follow = questions[1].question
+        # the follow-up asks for another fact of the notes already retrieved (the reference
+        # model cannot call the tool again), so its answer is checked too
+        name, code = _another_fact(result.artifact, asked=question.key_name)
+        follow = f"What is the access code for {name} ?"
         state = agent.invoke({"messages": [*state["messages"], HumanMessage(follow)]})
         resent = next(m for m in state["messages"] if isinstance(m, ToolMessage))
-        print(f"\nfollow-up {follow!r} -> {state['messages'][-1].content.strip()!r}")
+        right_follow = check_answer(follow, state["messages"][-1].content, code)
         same = resent.content == aligned.content
         print(f"aligned tool result resent byte for byte: {same}")
-    return 0 if right and same else 1
+    return 0 if right and right_follow and same else 1
+
+
+def _another_fact(documents: list[Document], *, asked: str) -> tuple[str, str]:
+    """A (name, code) stated in the retrieved notes, for another name than the one asked."""
+    for doc in documents:
+        for name, code in re.findall(r"access code for (\w+) is (\d+)", doc.page_content):
+            if name != asked:
+                return name, code
+    raise SystemExit("the retrieved notes hold no second fact to ask about")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(main))

@@ -15,18 +15,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, PrivateAttr
-from rank_bm25 import BM25Okapi
-from reference_server import reference_server
+from example_cli import needs
 
-from phaseaware.assembly import Chunk
-from phaseaware.demo.rag_questions import RagQuestion, make_questions
-from phaseaware.demo.run import CHUNKS_PER_QUESTION, MAX_FILLER_SENTENCES
-from phaseaware.profiles.io import load_profile
-from phaseaware.profiles.model import Profile
+with needs():
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict, PrivateAttr
+    from rank_bm25 import BM25Okapi
+    from reference_server import reference_server
+
+    from phaseaware.assembly import Chunk
+    from phaseaware.demo.rag_questions import RagQuestion, make_questions
+    from phaseaware.demo.run import CHUNKS_PER_QUESTION, MAX_FILLER_SENTENCES
+    from phaseaware.profiles.io import load_profile
+    from phaseaware.profiles.model import Profile
 
 __all__ = [
     "BM25Retriever",

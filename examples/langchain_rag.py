@@ -14,25 +14,27 @@ answer differs from the expected one.
 from __future__ import annotations
 
 import argparse
-import subprocess
 from contextlib import nullcontext
 from operator import itemgetter
 
-from langchain_common import (
-    MODEL,
-    BM25Retriever,
-    check_answer,
-    local_notes,
-    reference_profile,
-    reference_server,
-)
-from langchain_core.output_parsers import StrOutputParser
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnablePassthrough
-from langchain_openai import ChatOpenAI
-from langchain_phaseaware import PhaseAwarePrompt, PhaseAwareUsageCheck
+from example_cli import needs, run
 
-from phaseaware.tokenizers import load_tokenizer
+with needs():
+    from langchain_common import (
+        MODEL,
+        BM25Retriever,
+        check_answer,
+        local_notes,
+        reference_profile,
+        reference_server,
+    )
+    from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnablePassthrough
+    from langchain_openai import ChatOpenAI
+    from langchain_phaseaware import PhaseAwarePrompt, PhaseAwareUsageCheck
+
+    from phaseaware.tokenizers import load_tokenizer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,9 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     check = PhaseAwareUsageCheck(tokenizer=tokenizer, chat_format="hf", on_mismatch="raise")
     wrong = 0
-    server = (
-        nullcontext(args.base_url) if args.base_url else reference_server(stderr=subprocess.DEVNULL)
-    )
+    server = nullcontext(args.base_url) if args.base_url else reference_server()
     with server as base_url:
         llm = ChatOpenAI(
             base_url=base_url, api_key="unused", model=MODEL, temperature=0, max_tokens=4
@@ -90,4 +90,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(main))

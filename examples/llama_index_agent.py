@@ -20,25 +20,29 @@ import asyncio
 import json
 import re
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from llama_index.core.agent.workflow import FunctionAgent
-from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from llama_index.llms.openai_like import OpenAILike
-from llama_index.postprocessor.phaseaware.agent import (
-    NodeRegistry,
-    PhaseAwareAgentLLM,
-    retriever_tool,
-)
+from example_cli import needs
 
-from phaseaware import AssemblyOptions, Chunk, assemble_append
-from phaseaware.chat import get_chat_format, parse_messages
-from phaseaware.tokenizers import load_tokenizer
+with needs():
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.llms.openai_like import OpenAILike
+    from llama_index.postprocessor.phaseaware.agent import (
+        NodeRegistry,
+        PhaseAwareAgentLLM,
+        retriever_tool,
+    )
+
+    from phaseaware import AssemblyOptions, Chunk, assemble_append
+    from phaseaware.chat import get_chat_format, parse_messages
+    from phaseaware.tokenizers import load_tokenizer
 
 VAULTS = {"Kestrel": "4417-C", "Osprey": "9082-A", "Juniper": "1650-F"}
 FILLER = (

@@ -17,16 +17,23 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 from pathlib import Path
 
-from llama_index.core import PromptTemplate
-from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from llama_index.llms.openai_like import OpenAILike
-from llama_index.postprocessor.phaseaware import PLACEMENT_KEY, SENT_KEY, phaseaware_query_engine
-from rank_bm25 import BM25Okapi
-from reference_server import reference_server
+from example_cli import needs
+from example_cli import run as run_example
+
+with needs():
+    from llama_index.core import PromptTemplate
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.llms.openai_like import OpenAILike
+    from llama_index.postprocessor.phaseaware import (
+        PLACEMENT_KEY,
+        SENT_KEY,
+        phaseaware_query_engine,
+    )
+    from rank_bm25 import BM25Okapi
+    from reference_server import reference_server
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "integrations" / "llama-index" / "tests" / "data" / "phaseaware-reference.json"
@@ -133,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.base_url:
         return run(args.base_url, args.question)
-    with reference_server(stderr=subprocess.DEVNULL) as base_url:
+    with reference_server() as base_url:
         return run(base_url, args.question)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_example(main))

@@ -1,7 +1,7 @@
 """Optional dependencies: which extra installs which module, and a check that says so.
 
 :func:`require_extra` raises :class:`~phaseaware.errors.MissingExtraError` naming the
-``pip install 'phaseaware[EXTRA]'`` line BEFORE a command starts work that needs the
+command that installs the extra BEFORE a command starts work that needs the
 modules; :func:`missing_extra_error` turns an import failure met later into the same
 error (the command line's last resort), or ``None`` for a module no extra provides.
 """
@@ -12,7 +12,7 @@ import importlib.util
 
 from phaseaware.errors import MissingExtraError
 
-__all__ = ["EXTRA_OF", "missing_extra_error", "require_extra"]
+__all__ = ["EXTRA_OF", "install_line", "missing_extra_error", "require_extra"]
 
 #: Top-level module -> the smallest extra that installs it.
 EXTRA_OF: dict[str, str] = {
@@ -27,12 +27,17 @@ EXTRA_OF: dict[str, str] = {
 }
 
 
-def _install_line(extra: str) -> str:
-    return (
-        f"pip install 'phaseaware[{extra}]' (from a clone: pip install -e '.[{extra}]'"
-        + ("; torch==2.13.0 is the CPU build" if extra in ("torch", "reference") else "")
-        + ")"
-    )
+#: Extras that bring torch: installed with PyTorch's CPU index, as PyTorch documents it
+#: (the package index alone serves the multi-GB CUDA build).
+TORCH_EXTRAS = frozenset({"torch", "reference"})
+TORCH_CPU = "--extra-index-url https://download.pytorch.org/whl/cpu torch==2.13.0"
+
+
+def install_line(extra: str) -> str:
+    """The command that installs ``extra`` today: from a clone of the repository (there is
+    no release on the package index yet), in its root folder."""
+    torch = f"{TORCH_CPU} " if extra in TORCH_EXTRAS else ""
+    return f"pip install {torch}-e '.[{extra}]' (in the root of a phaseaware clone)"
 
 
 def require_extra(*, modules: tuple[str, ...], extra: str, what: str) -> None:
@@ -40,7 +45,7 @@ def require_extra(*, modules: tuple[str, ...], extra: str, what: str) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise MissingExtraError(
-            f"{what} needs {', '.join(missing)}, which is not installed: {_install_line(extra)}"
+            f"{what} needs {', '.join(missing)}, which is not installed: {install_line(extra)}"
         )
 
 
@@ -50,4 +55,4 @@ def missing_extra_error(exc: ModuleNotFoundError) -> MissingExtraError | None:
     extra = EXTRA_OF.get(root)
     if extra is None:
         return None
-    return MissingExtraError(f"{root} is not installed: {_install_line(extra)}")
+    return MissingExtraError(f"{root} is not installed: {install_line(extra)}")

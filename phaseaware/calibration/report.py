@@ -18,6 +18,7 @@ from phaseaware.calibration.stats.plan import plan_calibration
 from phaseaware.calibration.stats.window import WindowSweep
 from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
+from phaseaware.extras import install_line
 from phaseaware.profiles.model import Profile
 
 __all__ = ["summary_dict", "format_report", "save_plot", "plan_summary", "format_plan"]
@@ -166,7 +167,7 @@ def save_plot(result: CalibrationResult, path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise CalibrationError("--plot needs matplotlib: pip install 'phaseaware[plot]'") from None
+        raise CalibrationError(f"--plot needs matplotlib: {install_line('plot')}") from None
     profile = result.profile
     residues = list(range(profile.period))
     acc = profile.residue_accuracy

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="phaseaware",
         description="Phase-aware, token-exact context assembly for chunk-compressed LLMs.",
     )
-    parser.add_argument("--version", action="version", version=f"phaseaware {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"phaseaware {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module_name in COMMAND_MODULES:

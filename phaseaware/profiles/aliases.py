@@ -39,7 +39,7 @@ HOSTED_ALIASES: dict[str, HostedAlias] = {
         alias="deepseek-v4-flash",
         checkpoint="deepseek-v4.1-flash",
         since="2026-09-10",
-        source="DeepSeek API model list, as recorded in phaseaware issue 21",
+        source="DeepSeek API model list, as recorded by phaseaware on 2026-09-10",
     ),
 }
 

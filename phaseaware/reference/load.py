@@ -12,6 +12,7 @@ from typing import Any
 
 from phaseaware.calibration.backends.hf import HFModelSource
 from phaseaware.errors import PhaseawareError
+from phaseaware.extras import install_line
 from phaseaware.reference.paths import MODEL_NAME, model_dir
 
 __all__ = [
@@ -22,7 +23,7 @@ __all__ = [
     "reference_profile_defaults",
 ]
 
-_INSTALL_HINT = "install the extra: pip install 'phaseaware[reference]'"
+_INSTALL_HINT = f"install the extra: {install_line('reference')}"
 
 
 def register() -> None:

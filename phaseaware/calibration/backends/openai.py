@@ -47,6 +47,7 @@ from phaseaware.calibration.backends.base import (
     prompt_token_mismatch,
 )
 from phaseaware.errors import BackendError, PhaseawareError
+from phaseaware.extras import install_line
 from phaseaware.redact import redact as redact_text
 from phaseaware.redact import redact_url
 
@@ -262,7 +263,7 @@ def _make_client(
         import openai
     except ImportError as exc:
         raise BackendError(
-            "the HTTP backend needs the openai package: pip install 'phaseaware[openai]'"
+            f"the HTTP backend needs the openai package: {install_line('openai')}"
         ) from exc
     return openai.OpenAI(
         base_url=base_url,

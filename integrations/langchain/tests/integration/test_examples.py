@@ -87,7 +87,19 @@ def test_agent_example_answers_right_and_resends_the_aligned_bytes(
     argv = ["--base-url", served.base_url, "--profile", _profile(reference_profile, tmp_path)]
     status = module.main(argv)
     out = capsys.readouterr().out
-    assert ": OK)" in out and "WRONG" not in out, out
+    assert out.count(": OK)") == 2 and "WRONG" not in out, out  # the question and the follow-up
     assert "aligned tool result resent byte for byte: True" in out
     assert "key positions" in out
     assert status == 0
+
+
+def test_streaming_example_answers_and_checks_the_streamed_usage(
+    served, reference_profile, tmp_path, capsys, monkeypatch
+):
+    module = _load("langchain_stream", monkeypatch)
+    argv = ["--base-url", served.base_url, "--profile", _profile(reference_profile, tmp_path)]
+    assert module.main(argv) == 0
+    out = capsys.readouterr().out
+    assert ": OK)" in out and "WRONG" not in out
+    planned, counted = out.split("usage check: planned ")[1].split(" tokens, server counted ")
+    assert int(planned) == int(counted.split()[0])

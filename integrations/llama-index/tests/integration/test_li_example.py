@@ -43,3 +43,18 @@ def test_example_knows_every_answer_its_documents_hold() -> None:
         "What is the access code for Mina ?": "259",
         "What is the access code for Umar ?": "382",
     }
+
+
+def test_streaming_example_answers_and_checks_the_streamed_usage(served, capsys, monkeypatch):
+    server, _ = served
+    monkeypatch.syspath_prepend(str(EXAMPLE.parent))
+    path = EXAMPLE.parent / "llama_index_stream.py"
+    spec = importlib.util.spec_from_file_location("llama_index_stream", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "llama_index_stream", module)
+    spec.loader.exec_module(module)
+    assert module.main(["--base-url", server.base_url]) == 0
+    out = capsys.readouterr().out
+    assert "->  '204'  (expected 204: OK)" in out
+    planned, counted = out.split("usage check: planned ")[1].split(" tokens, server counted ")
+    assert int(planned) == int(counted.split()[0])
