@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from phaseaware.chat import ChatSettings
 from phaseaware.endpoints.defaults import (
     TemplateMismatchError,
     compare_tokens,
@@ -275,9 +276,9 @@ def probe_endpoint(
 ) -> EndpointRecord:
     """Discover the endpoint's offset; return (and by default save) its record.
 
-    ``mode``: ``exact`` (``/tokenize`` only), ``count`` (usage counts only) or
-    ``auto`` (exact where ``/tokenize`` exists and the chat route agrees, else
-    count). Raises ``TemplateMismatchError`` when no constant offset explains
+    ``mode``: ``exact`` (server ids only: vLLM's render endpoint where enabled, else
+    ``/tokenize``), ``count`` (usage counts only) or ``auto`` (exact where the server
+    shows ids and the chat route agrees, else count). Raises ``TemplateMismatchError`` when no constant offset explains
     what the server tokenized, ``EndpointError`` when the server cannot be probed.
     """
     if mode not in ("auto", "exact", "count"):
@@ -300,6 +301,13 @@ def probe_endpoint(
     requests = 0
     if mode in ("auto", "exact"):
         try:
+            if chat_format == "deepseek-v4.1":
+                # first: the table decides every thinking-mode render (budgets differ in id)
+                table = effort_table_of(client, model, base, tok, None, route)
+                requests += 1
+                if table is not None:
+                    stated = ChatSettings(thinking=thinking, effort_budgets=table)
+                    prompts = probe_prompts(tok, chat_format, settings=stated)
             found = {compare_tokens(server_ids(client, model, p, base, kwargs, route, tok),
                                     p.ids, tok, url=url, thinking=thinking)
                      for p in (prompts[1], prompts[-1])}  # fmt: skip
@@ -319,9 +327,6 @@ def probe_endpoint(
             requests += 1
             if check.ok:
                 offsets, used = (exact,), "exact"
-                if chat_format == "deepseek-v4.1":
-                    table = effort_table_of(client, model, base, tok, exact, route)
-                    requests += 1
                 if kwargs is not None:
                     default = server_default_of(
                         client, model, base, tok, chat_format, exact, route, table

@@ -79,11 +79,12 @@ def effort_table_of(
     model: str,
     base: str,
     tok: Tokenizer,
-    offset: int,
+    offset: int | None,
     route: IdsRoute,
 ) -> str | None:
     """The DeepSeek-V4.1 effort table the server uses (one request): the known table whose
-    render of effort "low" the server's ids match; ``None`` (and a warning) when none does."""
+    render of effort "low" the server's ids end with (after ``offset`` tokens of its own;
+    ``None``: any number); ``None`` (and a warning) when none does."""
     from phaseaware.chat.deepseek_v41 import EFFORT_TABLES
 
     stated = ChatSettings(thinking=True, reasoning_effort="low")
@@ -97,7 +98,12 @@ def effort_table_of(
     }  # fmt: skip
     server = server_ids(client, model, next(iter(renders.values())), base, kwargs, route, tok)
     for name, prompt in renders.items():
-        if len(server) - len(prompt.ids) == offset and server[offset:] == list(prompt.ids):
+        extra = len(server) - len(prompt.ids)
+        if (
+            extra >= 0
+            and (offset is None or extra == offset)
+            and server[extra:] == list(prompt.ids)
+        ):
             return name
     warnings.warn(
         f"{redact_url(base)} writes a DeepSeek-V4.1 effort budget for 'low' that no known "

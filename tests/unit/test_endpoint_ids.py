@@ -184,3 +184,31 @@ def test_defaults_table_records_sglang_chat_mode_and_fields() -> None:
     assert server_default_for("sglang", "deepseek-v4.1").effort_budgets == "low25-high50"  # type: ignore[union-attr]
     assert server_default_for("tgi", "hf") is None
     assert all(row.source for row in SERVER_DEFAULTS.values())
+
+
+@pytest.mark.parametrize("thinking", [False, True])
+def test_probe_records_sglangs_table_over_http(thinking: bool, tmp_path: Any) -> None:
+    """A V4.1 server with SGLang's effort table (budgets of one token each: the same
+    count): exact mode finds the table first, then every probe renders with it."""
+    from phaseaware.endpoints import probe_endpoint
+    from tests.support.deepseek_reference import vllm_request
+    from tests.support.endpoint_server import start_endpoint
+
+    def renderer(messages: list[dict[str, Any]], kwargs: dict[str, Any] | None) -> str:
+        on, effort = vllm_request(kwargs or {}, v41=True)
+        return reference_render(
+            messages, v41=True, thinking=on, effort=effort, table="low25-high50"
+        )
+
+    server, _app = start_endpoint(
+        tokenizer=TOK, chat_format="deepseek-v4.1", tokenize_route=True, renderer=renderer
+    )
+    with server:
+        record = probe_endpoint(
+            base_url=server.base_url, model="sim-model", tokenizer=TOK,
+            chat_format="deepseek-v4.1", mode="exact", thinking=thinking, directory=tmp_path,
+        )  # fmt: skip
+    assert record.effort_budgets == "low25-high50" and record.offset == 0
+    assert record.ids_route == "tokenize" and "absent" in (record.ids_note or "")
+    # the default (thinking, "high" = 50 in this table) is found with the table
+    assert record.server_default is not None and record.server_default["thinking"] is True
