@@ -5,7 +5,7 @@ The oracle is ``vllm_request`` in ``tests/support/deepseek_reference.py``, a
 transliteration of vLLM 0.32's ``_DeepseekV4Tokenizer`` / ``_DeepseekV41Tokenizer``
 ``apply_chat_template`` (how ``chat_template_kwargs`` become the encoder's thinking mode
 and effort), fed with the kwargs phaseaware's requests send. The same check runs copy-free
-through vLLM's own wrappers in ``scripts/compare_dsv4_encoder.py --efforts`` (vLLM tier).
+through vLLM's own wrappers in ``scripts/compare_dsv4_encoder.py --efforts-only`` (vLLM tier).
 """
 
 from __future__ import annotations
