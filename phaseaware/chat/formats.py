@@ -326,11 +326,12 @@ def _register_built_ins() -> None:
         supported_settings=HFChatFormat.supported_settings,
         markers=HFChatFormat.markers,  # the tokenizer's special strings cover a template's
     )
-    all_settings = DeepSeekV4Format.supported_settings  # every ChatSettings field
     register_chat_format("deepseek-v4", lambda _, settings: DeepSeekV4Format(settings=settings),
-                         supported_settings=all_settings, markers=deepseek_v4.MARKERS)  # fmt: skip
+                         supported_settings=DeepSeekV4Format.supported_settings,
+                         markers=deepseek_v4.MARKERS)  # fmt: skip
     register_chat_format("deepseek-v4.1", lambda _, settings: DeepSeekV41Format(settings=settings),
-                         supported_settings=all_settings, markers=deepseek_v41.MARKERS)  # fmt: skip
+                         supported_settings=DeepSeekV41Format.supported_settings,
+                         markers=deepseek_v41.MARKERS)  # fmt: skip
 
 
 _register_built_ins()

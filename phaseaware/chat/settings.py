@@ -5,9 +5,19 @@ request fields)``. :class:`ChatSettings` holds the settings once, so the plan
 and the request cannot disagree:
 
 - ``thinking``: thinking mode (``<think>`` after the last user turn).
-- ``reasoning_effort``: the preamble DeepSeek's encoders write in thinking
-  mode. ``None`` means the *encoder's* default (V4: ``"low"``, no preamble;
-  V4.1: ``"high"``), which is NOT the server's default (see below).
+- ``reasoning_effort``: the request's ``reasoning_effort``, any value the target
+  server takes for the format (a name, or for V4.1 an integer 1-100). Each format
+  maps it as the server does (V4: vLLM's names; V4.1: a budget from the effort
+  table, see ``effort_budgets``) and refuses only what the server refuses.
+  ``"none"`` is chat mode (thinking off), as in vLLM and SGLang. An effort with
+  thinking off renders chat mode (the encoders write the preamble only in
+  thinking mode). ``None`` means the *encoder's* default (V4: ``"low"``, no
+  preamble; V4.1: ``"high"``), which is NOT the server's default (see below).
+- ``effort_budgets``: the name of the V4.1 effort table (effort name -> the
+  budget written at the start of the prompt). It is a property of the checkpoint
+  and server, not of the request: ``None`` is the table vLLM 0.32 ships
+  (``deepseek-v4.1`` format docs list the known ones); ``probe-endpoint``
+  detects which one a server uses and records it.
 - ``tools``: OpenAI-style tool schemas (``{"type": "function", "function":
   {"name", "description", "parameters"}}``), sent as the request's ``tools``.
 - ``response_format``: a JSON schema object the DeepSeek encoders write into
@@ -46,8 +56,16 @@ __all__ = [
     "check_supported",
 ]
 
-SETTING_NAMES = ("thinking", "reasoning_effort", "tools", "response_format", "drop_thinking")
-_EFFORT_NAMES = ("low", "high", "xhigh", "max")
+SETTING_NAMES = (
+    "thinking",
+    "reasoning_effort",
+    "tools",
+    "response_format",
+    "drop_thinking",
+    "effort_budgets",
+)
+#: The effort that turns thinking off, in vLLM's and SGLang's DeepSeek request handling.
+EFFORT_NONE = "none"
 
 
 class ChatSettingsError(InputError):
@@ -100,6 +118,7 @@ class ChatSettings:
     tools: tuple[Mapping[str, Any], ...] = ()
     response_format: Mapping[str, Any] | None = None
     drop_thinking: bool | None = None
+    effort_budgets: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.thinking, bool):
@@ -112,19 +131,21 @@ class ChatSettings:
                 f"drop_thinking must be true, false or null, got {self.drop_thinking!r}"
             )
         effort = self.reasoning_effort
-        if effort is not None:
-            valid_int = isinstance(effort, int) and not isinstance(effort, bool)
-            if not (effort in _EFFORT_NAMES or (valid_int and 1 <= effort <= 100)):  # type: ignore[operator]
-                raise ChatSettingsError(
-                    f"reasoning_effort {effort!r} is not known; use one of "
-                    f"{', '.join(_EFFORT_NAMES)} (deepseek-v4.1 also takes an integer 1-100), "
-                    "or leave it unset"
-                )
-            if not self.thinking:
-                raise ChatSettingsError(
-                    f"reasoning_effort={effort!r} only takes effect with thinking on; "
-                    "set thinking=True, or leave reasoning_effort unset"
-                )
+        if effort is not None and (isinstance(effort, bool) or not isinstance(effort, str | int)):
+            raise ChatSettingsError(
+                f"reasoning_effort must be a name (low, medium, high, xhigh, max, none, ...) "
+                f"or an integer 1-100 (deepseek-v4.1), got {effort!r}; which names a format "
+                "takes is the server's rule (the chat format refuses what the server refuses)"
+            )
+        if effort == EFFORT_NONE and self.thinking:
+            # vLLM's DeepSeek wrappers render "none" in chat mode whatever thinking says
+            object.__setattr__(self, "thinking", False)
+        if self.effort_budgets is not None and (
+            not isinstance(self.effort_budgets, str) or not self.effort_budgets
+        ):
+            raise ChatSettingsError(
+                f"effort_budgets must name an effort table (a string), got {self.effort_budgets!r}"
+            )
         tools = self.tools
         if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
             raise ChatSettingsError(
@@ -150,14 +171,18 @@ class ChatSettings:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as JSON (every field, defaults included)."""
-        return {
+        """The settings as JSON (every field, defaults included; ``effort_budgets`` only
+        when set, so documents written before it existed read back unchanged)."""
+        out: dict[str, Any] = {
             "thinking": self.thinking,
             "reasoning_effort": self.reasoning_effort,
             "tools": [dict(t) for t in self.tools],
             "response_format": None if self.response_format is None else dict(self.response_format),
             "drop_thinking": self.drop_thinking,
         }
+        if self.effort_budgets is not None:
+            out["effort_budgets"] = self.effort_budgets
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> ChatSettings:
@@ -192,7 +217,12 @@ class ChatSettings:
         them to the first system message, as the format does). vLLM's DeepSeek
         tokenizer modes read ``thinking``/``enable_thinking``, ``reasoning_effort``
         and ``drop_thinking``; both thinking names are sent, since vLLM sets
-        ``enable_thinking`` itself from a request-level ``reasoning_effort``.
+        ``enable_thinking`` itself from a request-level ``reasoning_effort``
+        (``ChatCompletionRequest.build_chat_params`` in
+        ``vllm/entrypoints/openai/chat_completion/protocol.py``) unless the kwargs name it.
+        A request-level ``reasoning_effort`` (LangChain's standard parameter) replaces the
+        one sent here; the plan is exact when both are the same value.
+        ``effort_budgets`` is not sent: the table is the checkpoint's (the server's).
         Raises :class:`UnsupportedSettingError` for ``response_format`` with a
         DeepSeek format: vLLM 0.32 does not pass it to the encoder.
         """
@@ -205,12 +235,12 @@ class ChatSettings:
                     "system message, or leave response_format unset"
                 )
             out: dict[str, Any] = dict(thinking)
-            if self.thinking:
+            if self.reasoning_effort is not None:
+                # the value as given: the server maps it as the format does
+                out["reasoning_effort"] = self.reasoning_effort
+            elif self.thinking:
                 # state the encoder's own default explicitly (the server's is "high")
-                default = "low" if chat_format == "deepseek-v4" else "high"
-                out["reasoning_effort"] = (
-                    self.reasoning_effort if self.reasoning_effort is not None else default
-                )
+                out["reasoning_effort"] = "low" if chat_format == "deepseek-v4" else "high"
             out["drop_thinking"] = self.drop_thinking is not False
             return out
         if chat_format == "hf":
@@ -230,6 +260,6 @@ def check_supported(settings: ChatSettings, *, chat_format: str, supported: froz
     if missing:
         raise UnsupportedSettingError(
             f"chat format {chat_format!r} does not render {', '.join(missing)}; use chat "
-            "format deepseek-v4 or deepseek-v4.1 (they render every chat setting), or leave "
-            f"{', '.join(missing)} unset"
+            "format deepseek-v4.1 (it renders every chat setting; deepseek-v4 all but "
+            f"effort_budgets), or leave {', '.join(missing)} unset"
         )

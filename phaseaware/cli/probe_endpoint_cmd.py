@@ -76,6 +76,13 @@ def run(args: argparse.Namespace) -> int:
     elif default is not None:
         print(f"server default: {default.get('extra_tokens')} more tokens than any setting "
               f"phaseaware renders; {default.get('note')}")  # fmt: skip
+    if record.ids_route:
+        print(
+            f"server ids from: {record.ids_route}"
+            + (f" ({record.ids_note})" if record.ids_note else "")
+        )
+    if record.effort_budgets:
+        print(f"V4.1 effort table: {record.effort_budgets} (every plan with this record uses it)")
     if record.settings_check and record.settings_check != "verified":
         print(f"settings check: {record.settings_check}")
     if record.served_model or record.system_fingerprint:

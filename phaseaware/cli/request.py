@@ -61,7 +61,7 @@ def _endpoint_options(
 def _settings(
     *,
     stated: bool | None,
-    effort: str | None,
+    effort: str | int | None,
     use_default: bool,
     record: EndpointRecord | None,
     source: str,

@@ -1,7 +1,7 @@
 """Endpoints: how a serving stack's token positions relate to phaseaware's rendering.
 
 Discovery (``probe_endpoint``), the record it writes (``EndpointRecord``,
-``phaseaware.endpoints.record``), verification after every call (``check_prompt_tokens``, ``check_response``)
+``phaseaware.endpoints.record``), verification after every call (``check_prompt_tokens``, ``check_prompt_ids``, ``check_response``)
 and the token-exact completions path (``complete_tokens``).
 """
 
@@ -31,15 +31,19 @@ from phaseaware.endpoints.record import (
 from phaseaware.endpoints.settings import chat_template_kwargs
 from phaseaware.endpoints.usage import (
     ON_MISMATCH,
+    PROMPT_IDS_FIELDS,
     UsageCheck,
     check_identity,
+    check_prompt_ids,
     check_prompt_tokens,
     check_response,
+    reported_prompt_ids,
     reported_prompt_tokens,
 )
 
 __all__ = [
     "ON_MISMATCH",
+    "PROMPT_IDS_FIELDS",
     "EndpointRecord",
     "EndpointRef",
     "TemplateMismatchError",
@@ -48,6 +52,7 @@ __all__ = [
     "apply_endpoint",
     "chat_template_kwargs",
     "check_identity",
+    "check_prompt_ids",
     "check_prompt_tokens",
     "check_response",
     "compare_tokens",
@@ -63,6 +68,7 @@ __all__ = [
     "prompt_token_ids",
     "record_path",
     "redact_url",
+    "reported_prompt_ids",
     "reported_prompt_tokens",
     "resolve_endpoint",
     "save_endpoint_record",

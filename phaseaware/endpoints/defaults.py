@@ -16,17 +16,24 @@ reasoning-effort difference from an offset. Three pure-ish helpers for
   are one token each, so a count cannot see which one the server wrote; a pair of
   requests that differ only in the thinking setting shows whether the server renders
   them as phaseaware does (same count difference) or cannot be told apart.
+* :data:`SERVER_DEFAULTS` / :func:`server_default_for`: the defaults table, what each
+  known server renders for a DeepSeek-V4/V4.1 request naming no settings, the request
+  fields it reads, and where it returns token ids (see :class:`ServerDefault`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from phaseaware.errors import EndpointError
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
+    "SERVER_DEFAULTS",
+    "ServerDefault",
+    "server_default_for",
     "TemplateMismatchError",
     "compare_tokens",
     "discover_default",
@@ -35,6 +42,96 @@ __all__ = [
 ]
 
 _THINK_MARKERS = ("<think>", "</think>")
+
+
+@dataclass(frozen=True)
+class ServerDefault:
+    """What one server renders for a request of ``chat_format`` that names no chat settings,
+    and how a request changes it. ``thinking``/``reasoning_effort``: the default render;
+    ``switches``: what turns thinking on or off besides the request; ``request_fields``:
+    the fields the server reads (name -> what it does); ``prompt_ids_field``: the request
+    field that returns the prompt's token ids; ``ids_routes``: where the server shows the
+    ids of a chat request before generating; ``effort_budgets``: the V4.1 effort table;
+    ``source``: the server code it was read from."""
+
+    server: str
+    chat_format: str
+    thinking: bool
+    reasoning_effort: str | None
+    switches: str
+    request_fields: Mapping[str, str]
+    prompt_ids_field: str
+    ids_routes: tuple[str, ...]
+    source: str
+    effort_budgets: str | None = None
+
+
+_VLLM_FIELDS = {
+    "chat_template_kwargs.thinking / .enable_thinking": "thinking on or off (either true: on)",
+    "chat_template_kwargs.reasoning_effort": (
+        "any value; V4 maps minimal/low/medium -> low, max -> max, none -> chat mode, "
+        "anything else -> high; V4.1 takes low/high/xhigh/max/none or 1-100, else HTTP 400"
+    ),
+    "reasoning_effort": (
+        "none/minimal/low/medium/high/xhigh/max; replaces the kwargs' effort and, unless "
+        "the kwargs name enable_thinking, sets enable_thinking = (effort != none)"
+    ),
+    "chat_template_kwargs.drop_thinking": "keep (false) or drop (true, default) old reasoning",
+    "return_token_ids": "the response carries prompt_token_ids",
+}
+_SGLANG_FIELDS = {
+    "chat_template_kwargs.thinking": "thinking on (true) for this request",
+    "reasoning_effort": (
+        "none/low/medium/high/max (chat_template_kwargs.reasoning_effort is promoted to "
+        "it); none turns thinking off; V4 renders only high and max, other values render "
+        "the encoder's default"
+    ),
+    "return_prompt_token_ids": "the response carries prompt_token_ids",
+}
+_VLLM_ROUTES = ("/v1/chat/completions/render (--enable-scale-out)", "/tokenize")
+
+#: The defaults table, by (server, chat format).
+SERVER_DEFAULTS: dict[tuple[str, str], ServerDefault] = {
+    ("vllm", "deepseek-v4"): ServerDefault(
+        server="vllm", chat_format="deepseek-v4", thinking=True, reasoning_effort="high",
+        switches="none (the request decides)", request_fields=_VLLM_FIELDS,
+        prompt_ids_field="return_token_ids", ids_routes=_VLLM_ROUTES,
+        source="vllm 0.32: vllm/tokenizers/deepseek_v4.py (apply_chat_template), "
+        "vllm/entrypoints/openai/chat_completion/protocol.py (build_chat_params)",
+    ),
+    ("vllm", "deepseek-v4.1"): ServerDefault(
+        server="vllm", chat_format="deepseek-v4.1", thinking=True, reasoning_effort="high",
+        switches="none (the request decides)", request_fields=_VLLM_FIELDS,
+        prompt_ids_field="return_token_ids", ids_routes=_VLLM_ROUTES,
+        source="vllm 0.32: vllm/tokenizers/deepseek_v41.py (apply_chat_template), "
+        "deepseek_v41_encoding.py (REASONING_EFFORT_MAPPINGS)",
+        effort_budgets="low50-high75",
+    ),
+    ("sglang", "deepseek-v4"): ServerDefault(
+        server="sglang", chat_format="deepseek-v4", thinking=False, reasoning_effort=None,
+        switches="SGLANG_DEFAULT_THINKING=1 turns the default on; SGLANG_DSV4_REASONING_EFFORT "
+        "sets the default effort",
+        request_fields=_SGLANG_FIELDS, prompt_ids_field="return_prompt_token_ids",
+        ids_routes=(),  # no chat tokenize route: ids come back with the reply
+        source="sglang: srt/entrypoints/openai/serving_chat.py, reasoning_request.py "
+        "(normalize_reasoning_inputs, resolve_v4_reasoning_effort)",
+    ),
+    ("sglang", "deepseek-v4.1"): ServerDefault(
+        server="sglang", chat_format="deepseek-v4.1", thinking=False, reasoning_effort=None,
+        switches="SGLANG_DEFAULT_THINKING=1 turns the default on; "
+        "SGLANG_DSV41_REASONING_EFFORT sets the default effort",
+        request_fields=_SGLANG_FIELDS, prompt_ids_field="return_prompt_token_ids",
+        ids_routes=(),
+        source="sglang: srt/entrypoints/openai/encoding_dsv41.py (REASONING_EFFORT_MAPPINGS)",
+        effort_budgets="low25-high50",
+    ),
+}  # fmt: skip
+
+
+def server_default_for(server: str, chat_format: str) -> ServerDefault | None:
+    """The table's row for ``server`` (``vllm``, ``sglang``) and ``chat_format``; ``None``
+    when the table has none (probe the endpoint: ``server_default`` in its record)."""
+    return SERVER_DEFAULTS.get((server.lower(), chat_format))
 
 
 class TemplateMismatchError(EndpointError):

@@ -3,9 +3,12 @@
 ``probe_endpoint`` renders a few tiny probe conversations with the caller's
 tokenizer and chat format and asks the server what it made of them:
 
-* **exact mode**: ``POST /tokenize`` (vLLM's route, at the server root or under
-  ``/v1``; SGLang answers the same shape) takes the probe's ``messages`` and
-  returns the server's token ids. They must end with phaseaware's ids; the
+* **exact mode**: vLLM's ``POST /v1/chat/completions/render`` where the server
+  enables it (``--enable-scale-out``; token offsets requested and checked where it
+  returns them, :mod:`phaseaware.endpoints.render_route`), else ``POST /tokenize``
+  (vLLM's route, at the server root or under ``/v1``; SGLang answers the same shape),
+  takes the probe's ``messages`` and returns the server's token ids
+  (``ids_route``/``ids_note`` in the record). They must end with phaseaware's ids; the
   tokens before them are the offset. Anything else is a
   :class:`TemplateMismatchError` naming the first differing token. One chat call
   (``max_tokens=1``) then confirms that the chat route counts what ``/tokenize``
@@ -21,8 +24,11 @@ tokenizer and chat format and asks the server what it made of them:
   hidden system preamble, a date line), which exact mode checks.
 
 Every probe request states its chat settings (:mod:`phaseaware.endpoints.settings`).
-Exact mode records what a request naming none gets (``server_default``); count mode
-checks thinking on/off or says it cannot tell (:mod:`phaseaware.endpoints.defaults`).
+Exact mode records what a request naming none gets (``server_default``) and, for
+``deepseek-v4.1``, which effort table the server uses (``effort_budgets``: the
+budgets are one token each, so only the ids tell the tables apart, never a count);
+count mode checks thinking on/off or says it cannot tell
+(:mod:`phaseaware.endpoints.defaults`).
 The record keeps the ``model`` and ``system_fingerprint`` the server reports.
 
 The result is an :class:`~phaseaware.endpoints.record.EndpointRecord`,
@@ -40,20 +46,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from phaseaware.assembly.prepare.filler import find_filler
-from phaseaware.chat import (
-    ChatFormat,
-    ChatSettings,
-    ChatSettingsError,
-    conversation_layout,
-    get_chat_format,
-)
+from phaseaware.chat import ChatSettings
 from phaseaware.endpoints.defaults import (
     TemplateMismatchError,
     compare_tokens,
-    discover_default,
     thinking_distinguished,
 )
+from phaseaware.endpoints.probe_ids import (
+    IdsRoute,
+    effort_table_of,
+    server_default_of,
+    server_ids,
+)
+from phaseaware.endpoints.prompts import PROBE_QUESTION, ProbePrompt, probe_prompts
 from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoint_record
 from phaseaware.endpoints.settings import chat_template_kwargs
 from phaseaware.endpoints.tokenize import TokenizeUnavailable, server_token_ids
@@ -79,50 +84,9 @@ __all__ = [
 ]
 
 API_KEY_ENV_VARS = ("PHASEAWARE_API_KEY", "OPENAI_API_KEY")
-PROBE_QUESTION = "Reply with one word."
-PROBE_UNITS = (0, 1, 2, 3, 5, 8)
-EFFORTS = (
-    "low",
-    "high",
-    "xhigh",
-    "max",
-)  # every value a DeepSeek encoder knows  # filler units before the end of the context slot
 Mode = Literal["auto", "exact", "count"]
 
 
-@dataclass(frozen=True)
-class ProbePrompt:
-    """One probe: its messages (or completion text) and phaseaware's token ids."""
-
-    units: int  # filler units in the context
-    text: str
-    messages: tuple[dict[str, str], ...] | None  # None: a plain completion prompt
-    ids: tuple[int, ...]
-
-
-def probe_prompts(
-    tokenizer: Tokenizer,
-    chat_format: str,
-    *,
-    thinking: bool = False,
-    settings: ChatSettings | None = None,
-) -> tuple[ProbePrompt, ...]:
-    """The probe prompts, rendered and tokenized as phaseaware would send them
-    (``settings``: render with these chat settings instead of ``thinking``)."""
-    fmt: str | ChatFormat = chat_format
-    if settings is not None:
-        fmt = get_chat_format(chat_format, tokenizer, settings=settings)
-    layout = conversation_layout(tokenizer=tokenizer, chat_format=fmt, thinking=thinking)
-    unit = find_filler(tokenizer, period=8).unit
-    prompts = []
-    for k in PROBE_UNITS:
-        rendered = layout.render(
-            system=None, context="Probe context:" + unit * k, question=PROBE_QUESTION
-        )
-        prompts.append(
-            ProbePrompt(k, rendered.text, rendered.messages, tuple(tokenizer.encode(rendered.text)))
-        )
-    return tuple(prompts)
 
 
 def make_client(
@@ -239,25 +203,6 @@ def _count_offsets(
     return tuple(values)
 
 
-def _server_default(
-    client: openai.OpenAI, model: str, base: str, tok: Tokenizer, chat_format: str, offset: int
-) -> dict[str, Any]:
-    """What a request naming no chat settings gets (one ``/tokenize`` call), against
-    phaseaware's renders thinking off, on, and on with each reasoning effort."""
-    candidates = [ChatSettings(), ChatSettings(thinking=True)]
-    candidates += [ChatSettings(thinking=True, reasoning_effort=e) for e in EFFORTS]
-    renders: list[tuple[dict[str, Any], ProbePrompt]] = []
-    for settings in candidates:
-        try:
-            prompt = probe_prompts(tok, chat_format, settings=settings)[1]
-        except ChatSettingsError:  # the format does not render this setting
-            continue
-        named = {"thinking": settings.thinking, "reasoning_effort": settings.reasoning_effort}
-        renders.append((named, prompt))
-    server = _tokenize(client, model, renders[0][1], base, None)
-    return discover_default(server, [(s, p.ids) for s, p in renders], offset=offset)
-
-
 def _check_thinking_counts(
     client: openai.OpenAI,
     model: str,
@@ -308,9 +253,9 @@ def probe_endpoint(
 ) -> EndpointRecord:
     """Discover the endpoint's offset; return (and by default save) its record.
 
-    ``mode``: ``exact`` (``/tokenize`` only), ``count`` (usage counts only) or
-    ``auto`` (exact where ``/tokenize`` exists and the chat route agrees, else
-    count). Raises ``TemplateMismatchError`` when no constant offset explains
+    ``mode``: ``exact`` (server ids only: vLLM's render endpoint where enabled, else
+    ``/tokenize``), ``count`` (usage counts only) or ``auto`` (exact where the server
+    shows ids and the chat route agrees, else count). Raises ``TemplateMismatchError`` when no constant offset explains
     what the server tokenized, ``EndpointError`` when the server cannot be probed.
     """
     if mode not in ("auto", "exact", "count"):
@@ -328,11 +273,20 @@ def probe_endpoint(
     used: Literal["exact", "count"] = "count"
     default: dict[str, Any] | None = None
     settings_check: str | None = None
+    table: str | None = None
+    route = IdsRoute(lambda p, k: _tokenize(client, model, p, base, k))
     requests = 0
     if mode in ("auto", "exact"):
         try:
-            found = {compare_tokens(_tokenize(client, model, p, base, kwargs), p.ids, tok,
-                                    url=url, thinking=thinking)
+            if chat_format == "deepseek-v4.1":
+                # first: the table decides every thinking-mode render (budgets differ in id)
+                table = effort_table_of(client, model, base, tok, None, route)
+                requests += 1
+                if table is not None:
+                    stated = ChatSettings(thinking=thinking, effort_budgets=table)
+                    prompts = probe_prompts(tok, chat_format, settings=stated)
+            found = {compare_tokens(server_ids(client, model, p, base, kwargs, route, tok),
+                                    p.ids, tok, url=url, thinking=thinking)
                      for p in (prompts[1], prompts[-1])}  # fmt: skip
             requests += 2
             exact = min(found)
@@ -351,7 +305,9 @@ def probe_endpoint(
             if check.ok:
                 offsets, used = (exact,), "exact"
                 if kwargs is not None:
-                    default = _server_default(client, model, base, tok, chat_format, exact)
+                    default = server_default_of(
+                        client, model, base, tok, chat_format, exact, route, table
+                    )
                     requests += 1
             elif mode == "exact":
                 raise EndpointError(
@@ -370,6 +326,7 @@ def probe_endpoint(
                 client, model, tok, chat_format, thinking, url, offsets
             )
             requests += 2
+    requests += route.failed
     record = EndpointRecord(
         base_url=url,
         model=model,
@@ -388,6 +345,9 @@ def probe_endpoint(
         served_model=identity.model,
         system_fingerprint=identity.fingerprint,
         settings_check=settings_check,
+        effort_budgets=table,
+        ids_route=route.name if used == "exact" else None,
+        ids_note=route.note if used == "exact" else None,
     )
     if save:
         save_endpoint_record(record, directory=Path(directory) if directory else None)

@@ -7,9 +7,11 @@ A record says how the server's token positions relate to phaseaware's rendering:
 observed ``offsets``), the date, the tokenizer (spec + fingerprint) and the chat
 format it was measured with, the chat settings every request states (``thinking``,
 sent as ``chat_template_kwargs``), what the server does when a request names none
-(``server_default``, exact mode), and the served checkpoint's identity as the server
+(``server_default``, exact mode), the served checkpoint's identity as the server
 reports it (``served_model``, ``system_fingerprint``: the per-call check warns when
-they change).
+they change), the DeepSeek-V4.1 effort table the server uses (``effort_budgets``,
+exact mode), and where the probe read the server's ids (``ids_route``: vLLM's
+render endpoint or ``/tokenize``; ``ids_note``: token offsets checked, or why not).
 
 :mod:`phaseaware.endpoints.probe` discovers and writes it; the CLI's request format
 (:mod:`phaseaware.cli.request`, a request's ``"endpoint"`` key) and the adapters read it. Records
@@ -84,6 +86,9 @@ class EndpointRecord:
     served_model: str | None = None  # the response's "model"
     system_fingerprint: str | None = None  # the response's "system_fingerprint"
     settings_check: str | None = None  # count mode: "verified" or why it cannot tell
+    effort_budgets: str | None = None  # V4.1: the effort table the server uses (exact mode)
+    ids_route: str | None = None  # exact mode: "render" or "tokenize", where the ids came from
+    ids_note: str | None = None  # what the probe learned about those routes (offsets, why not)
     schema: str = RECORD_SCHEMA
 
     def __post_init__(self) -> None:
@@ -108,6 +113,9 @@ class EndpointRecord:
         doc = dataclasses.asdict(self)
         doc["offsets"] = list(self.offsets)
         doc["server_default"] = dict(self.server_default) if self.server_default else None
+        for name in _WRITTEN_WHEN_SET:  # records from before these fields read back unchanged
+            if doc[name] is None:
+                del doc[name]
         schema = doc.pop("schema")
         return {"schema": schema, **doc}
 
@@ -143,8 +151,10 @@ class EndpointRecord:
 
 
 # fields a record written before they existed may lack (their defaults apply)
+_WRITTEN_WHEN_SET = ("effort_budgets", "ids_route", "ids_note")
 _OPTIONAL = frozenset(
     {"thinking", "server_default", "served_model", "system_fingerprint", "settings_check"}
+    | set(_WRITTEN_WHEN_SET)
 )
 
 

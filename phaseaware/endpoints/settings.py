@@ -14,7 +14,8 @@ unknown request fields (OpenAI's own API) are not sent one.
 
 :func:`record_settings` is the one rule for what a request to a probed endpoint is
 rendered with: the record's ``thinking`` when the request states it, the server's
-default (``server_default``) when it states nothing.
+default (``server_default``) when it states nothing; for ``deepseek-v4.1`` with the
+effort table the probe found (``effort_budgets``: the checkpoint's, never sent).
 
 Token-id completions (:func:`phaseaware.endpoints.complete_tokens`) need none: the
 server renders nothing there.
@@ -52,8 +53,10 @@ def record_settings(record: EndpointRecord, *, state_settings: bool = True) -> C
     ``thinking`` when the request states it, else the server's default the probe found
     (``server_default``; ``InputError`` when the record has none: a count-mode record,
     or a default phaseaware cannot render)."""
+    # the V4.1 effort table the probe found is the server's: every plan renders with it
+    table = record.effort_budgets if record.chat_format == "deepseek-v4.1" else None
     if state_settings:
-        return ChatSettings(thinking=bool(record.thinking))
+        return ChatSettings(thinking=bool(record.thinking), effort_budgets=table)
     default = record.server_default
     if not default or not default.get("matched") or default.get("thinking") is None:
         raise InputError(
@@ -64,5 +67,7 @@ def record_settings(record: EndpointRecord, *, state_settings: bool = True) -> C
             "`phaseaware probe-endpoint --mode exact`"
         )
     return ChatSettings(
-        thinking=bool(default["thinking"]), reasoning_effort=default.get("reasoning_effort")
+        thinking=bool(default["thinking"]),
+        reasoning_effort=default.get("reasoning_effort"),
+        effort_budgets=table,
     )

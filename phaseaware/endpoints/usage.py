@@ -9,10 +9,21 @@ own that was not accounted for, or renders another chat format.
 
 Both framework adapters and ``calibrate`` call :func:`check_prompt_tokens`; it is
 pure apart from the warning it may issue.
+
+Where the server returns the prompt's token ids, the check compares ids, not only
+their count (:func:`check_prompt_ids`, and :func:`check_response` given
+``planned_ids``): vLLM sends them for ``return_token_ids: true``
+(``ChatCompletionResponse.prompt_token_ids`` in
+``vllm/entrypoints/openai/chat_completion/protocol.py``), SGLang for
+``return_prompt_token_ids: true`` (the same response field in
+``sglang/srt/entrypoints/openai/protocol.py``); :data:`PROMPT_IDS_FIELDS` names the
+request field per server. A count can match while the ids differ (``<think>`` for
+``</think>``, one effort budget for another); ids cannot.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +33,9 @@ from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftErr
 
 __all__ = [
     "ON_MISMATCH",
+    "PROMPT_IDS_FIELDS",
+    "check_prompt_ids",
+    "reported_prompt_ids",
     "UsageCheck",
     "check_identity",
     "check_prompt_tokens",
@@ -30,6 +44,13 @@ __all__ = [
 ]
 
 ON_MISMATCH = ("warn", "raise", "ignore")
+
+#: The request field that makes a server return the prompt's token ids, per server
+#: (the response carries them as ``prompt_token_ids``).
+PROMPT_IDS_FIELDS: dict[str, str] = {
+    "vllm": "return_token_ids",
+    "sglang": "return_prompt_token_ids",
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +63,10 @@ class UsageCheck:
     allowed_offsets: tuple[int, ...] = ()  # a varying endpoint: any of these is fine
     # the caller's parameter that sets the offset (named in the fix: offset=, position_offset=)
     offset_name: str = field(default="position_offset", compare=False)
+    # ids compared (the server returned them): the first planned token that differs, or None
+    ids_compared: bool = False
+    first_difference: int | None = None
+    difference: str = field(default="", compare=False)  # the two tokens there, for the message
 
     @property
     def expected_tokens(self) -> int:
@@ -54,6 +79,8 @@ class UsageCheck:
 
     @property
     def ok(self) -> bool:
+        if self.first_difference is not None:
+            return False
         if self.allowed_offsets:
             return self.observed_offset in self.allowed_offsets
         return self.drift == 0
@@ -65,6 +92,15 @@ class UsageCheck:
 
     def message(self) -> str:
         """What differed, the likely cause and the fix, in one line."""
+        if self.first_difference is not None:
+            return (
+                f"the server's prompt token ids differ from phaseaware's at planned token "
+                f"{self.first_difference} ({self.difference}) with the counts "
+                f"{self.reported_tokens} vs {self.planned_tokens} + offset: the server rendered "
+                "other text (chat settings, effort table, template) or tokenized it otherwise, "
+                "so the reported residues are not the model's; rerun `phaseaware "
+                "probe-endpoint` with the settings the requests send"
+            )
         cause = (
             "the server adds text of its own before or around the prompt (a hidden system "
             "prompt, a date line, a BOS)"
@@ -132,6 +168,60 @@ def check_prompt_tokens(
     return check
 
 
+def reported_prompt_ids(response: Any) -> tuple[int, ...] | None:
+    """The response's ``prompt_token_ids`` (an openai object or a mapping; None if absent):
+    sent by vLLM and SGLang when the request asks (:data:`PROMPT_IDS_FIELDS`)."""
+    value = (
+        response.get("prompt_token_ids")
+        if isinstance(response, Mapping)
+        else getattr(response, "prompt_token_ids", None)
+    )
+    if value is None:
+        extra = getattr(response, "model_extra", None)  # openai objects keep extras here
+        value = extra.get("prompt_token_ids") if isinstance(extra, Mapping) else None
+    if isinstance(value, list) and all(
+        isinstance(t, int) and not isinstance(t, bool) for t in value
+    ):
+        return tuple(value)
+    return None
+
+
+def check_prompt_ids(
+    *,
+    planned_ids: Sequence[int],
+    reported_ids: Sequence[int],
+    offset: int = 0,
+    offsets: Sequence[int] | None = None,
+    on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
+    offset_name: str = "position_offset",
+) -> UsageCheck:
+    """Compare the server's prompt token ids with phaseaware's: the count as in
+    :func:`check_prompt_tokens`, and the ids after the server's own leading tokens (the
+    observed offset) must be phaseaware's, token for token."""
+    planned, reported = list(planned_ids), list(reported_ids)
+    check = check_prompt_tokens(
+        planned_tokens=len(planned), reported_tokens=len(reported), offset=offset,
+        on_mismatch="ignore", offsets=offsets, offset_name=offset_name,
+    )  # fmt: skip
+    lead = max(0, check.observed_offset)
+    tail = reported[lead:]
+    j = next((i for i, (a, b) in enumerate(zip(planned, tail, strict=False)) if a != b), None)
+    if j is None and len(tail) != len(planned):
+        j = min(len(tail), len(planned))
+    difference = ""
+    if j is not None:
+        server = f"id {tail[j]}" if j < len(tail) else "(end)"
+        ours = f"id {planned[j]}" if j < len(planned) else "(end)"
+        difference = f"server {server}, phaseaware {ours}"
+    check = dataclasses.replace(check, ids_compared=True, first_difference=j, difference=difference)
+    if not check.ok:
+        if on_mismatch == "raise":
+            raise PromptTokenDriftError(check.message())
+        if on_mismatch == "warn":
+            warnings.warn(check.message(), PhaseawareWarning, stacklevel=2)
+    return check
+
+
 def reported_prompt_tokens(response: Any) -> int | None:
     """``usage.prompt_tokens`` of an openai response object or a mapping (None if absent)."""
     usage = (
@@ -181,13 +271,22 @@ def check_response(
     on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
     model: str | None = None,
     system_fingerprint: str | None = None,
+    planned_ids: Sequence[int] | None = None,
 ) -> UsageCheck | None:
     """:func:`check_prompt_tokens` on a response's ``usage.prompt_tokens``; ``None`` when
     the server reports no usage (nothing to verify). ``model`` / ``system_fingerprint``:
     the identity an endpoint record holds (``served_model``, ``system_fingerprint``); a
-    response that reports another gets a warning (:func:`check_identity`)."""
+    response that reports another gets a warning (:func:`check_identity`).
+    ``planned_ids``: phaseaware's token ids; when the response carries the prompt's ids
+    (:func:`reported_prompt_ids`) they are compared (:func:`check_prompt_ids`)."""
     if on_mismatch != "ignore":
         check_identity(response, model=model, system_fingerprint=system_fingerprint)
+    server_ids = reported_prompt_ids(response)
+    if planned_ids is not None and server_ids is not None:
+        return check_prompt_ids(
+            planned_ids=planned_ids, reported_ids=server_ids, offset=offset, offsets=offsets,
+            on_mismatch=on_mismatch,
+        )  # fmt: skip
     reported = reported_prompt_tokens(response)
     if reported is None:
         return None

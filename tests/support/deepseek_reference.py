@@ -39,6 +39,38 @@ V4_EFFORT = {
     "remains undiscovered.\n\n",
 }
 V41_BUDGET = {"low": 50, "high": 75, "xhigh": 75, "max": 100}
+# V4.1 effort tables: vLLM 0.32's deepseek_v41_encoding.py, SGLang's encoding_dsv41.py
+V41_TABLES = {
+    "low50-high75": V41_BUDGET,
+    "low25-high50": {"low": 25, "high": 50, "xhigh": 75, "max": 100},
+}
+
+
+def vllm_request(kwargs: dict[str, Any], *, v41: bool) -> tuple[bool, Any]:
+    """(thinking, the encoder's effort) vLLM 0.32's wrappers take from ``chat_template_kwargs``
+    (``apply_chat_template`` in ``deepseek_v4.py`` / ``deepseek_v41.py``); ``ValueError``
+    where the V4.1 wrapper refuses the effort (HTTP 400)."""
+    thinking = bool(kwargs.get("thinking")) or bool(kwargs.get("enable_thinking"))
+    if "thinking" not in kwargs and "enable_thinking" not in kwargs:
+        thinking = True
+    effort = kwargs.get("reasoning_effort")
+    if v41:
+        if effort == "none":
+            thinking, effort = False, None
+        if effort is None:
+            effort = "high"
+        if not ((type(effort) is int and 1 <= effort <= 100) or effort in V41_BUDGET):
+            raise ValueError(f"V4.1 refuses reasoning_effort {effort!r}")
+        return thinking, effort
+    if not isinstance(effort, str):
+        effort = "high" if thinking else None
+    elif effort == "none":
+        thinking, effort = False, None
+    elif effort in ("low", "minimal", "medium"):
+        effort = "low"
+    elif effort != "max":
+        effort = "high"
+    return thinking, effort
 
 
 def _tools_text(functions: list[dict[str, Any]], v41: bool) -> str:
@@ -126,7 +158,14 @@ def _params(call: dict[str, Any], v41: bool) -> str:
 
 
 def _one(
-    i: int, msgs: list[dict[str, Any]], *, thinking: bool, drop: bool, effort: Any, v41: bool
+    i: int,
+    msgs: list[dict[str, Any]],
+    *,
+    thinking: bool,
+    drop: bool,
+    effort: Any,
+    v41: bool,
+    table: str = "low50-high75",
 ) -> str:
     msg, role = msgs[i], msgs[i]["role"]
     last_user = _last_user(msgs, v41)
@@ -134,7 +173,7 @@ def _one(
     if v41:
         pre = ""
         if i == 0 and thinking:
-            budget = V41_BUDGET[effort] if isinstance(effort, str) else effort
+            budget = V41_TABLES[table][effort] if isinstance(effort, str) else effort
             pre = f"Reasoning Effort: {budget} (range 1-100, the higher the value, the more thorough the reasoning)\n\n"
         out = (SYSTEM if i == 0 and (pre or role == "system") else "") + pre
     elif i == 0 and thinking:
@@ -196,8 +235,10 @@ def reference_render(
     response_format: dict[str, Any] | None = None,
     drop_thinking: bool = True,
     add_generation_prompt: bool = True,
+    table: str = "low50-high75",
 ) -> str:
-    """The encoder's prompt for OpenAI-style ``messages`` (``reasoning_content`` read)."""
+    """The encoder's prompt for OpenAI-style ``messages`` (``reasoning_content`` read);
+    ``effort`` is the encoder's value, ``table`` the V4.1 effort table."""
     msgs = []
     for m in messages:
         m = dict(m)
@@ -227,7 +268,7 @@ def reference_render(
                 kept.append({k: v for k, v in m.items() if k != "reasoning"})
         msgs = kept
     text = BOS + "".join(
-        _one(i, msgs, thinking=thinking, drop=drop, effort=effort, v41=v41)
+        _one(i, msgs, thinking=thinking, drop=drop, effort=effort, v41=v41, table=table)
         for i in range(len(msgs))
     )
     if not add_generation_prompt:

@@ -10,6 +10,8 @@ a hosted endpoint's positions differ from the caller's rendering:
 * ``extra_bos``: one more BOS token before everything (a server that adds BOS);
 * ``template_edit``: ``(old, new)`` replaced once in every rendered prompt (a
   template version that differs by a character);
+* ``renderer(messages, chat_template_kwargs)``: the server's own chat rendering in
+  place of ``chat_format`` (a server whose template reads the request's settings);
 * ``tokenize_route``: vLLM's ``POST /tokenize`` (``messages`` or ``prompt`` in,
   ``{"count", "max_model_len", "tokens"}`` out; no hidden prefix: it shows the
   template only, as a gateway's preamble would not appear there either).
@@ -63,7 +65,9 @@ class EndpointApp:
         template_edit: tuple[str, str] | None = None,
         tokenize_route: bool = False,
         answer: Callable[[Served, dict[str, Any]], str | dict[str, Any]] | None = None,
+        renderer: Callable[[list[dict[str, Any]], dict[str, Any] | None], str] | None = None,
     ) -> None:
+        self.renderer = renderer
         self.tokenizer = tokenizer
         self.format = get_chat_format(chat_format, tokenizer)
         self.model = model
@@ -78,8 +82,17 @@ class EndpointApp:
         bos = tokenizer.bos_text
         self._bos_ids = tuple(tokenizer.encode(bos)) if bos else (0,)
 
-    def render(self, messages: list[dict[str, Any]], *, hidden: str = "") -> str:
-        text = self.format.render(parse_messages(messages), add_generation_prompt=True)
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        hidden: str = "",
+        kwargs: dict[str, Any] | None = None,
+    ) -> str:
+        if self.renderer is not None:
+            text = self.renderer(messages, kwargs)
+        else:
+            text = self.format.render(parse_messages(messages), add_generation_prompt=True)
         if self.template_edit is not None:
             old, new = self.template_edit
             text = text.replace(old, new, 1)
@@ -97,7 +110,9 @@ class EndpointApp:
         hidden = self.hidden_prefix(index) if self.hidden_prefix is not None else ""
         extra = len(self._bos_ids) if self.extra_bos else 0
         if path.endswith("/chat/completions"):
-            text: str | None = self.render(list(body["messages"]), hidden=hidden)
+            text: str | None = self.render(
+                list(body["messages"]), hidden=hidden, kwargs=body.get("chat_template_kwargs")
+            )
         else:
             prompt = body["prompt"]
             if isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
@@ -133,7 +148,8 @@ class EndpointApp:
 
     def _tokenize(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if "messages" in body:
-            ids = list(self.tokenizer.encode(self.render(list(body["messages"]))))
+            text = self.render(list(body["messages"]), kwargs=body.get("chat_template_kwargs"))
+            ids = list(self.tokenizer.encode(text))
         else:
             ids = list(self.tokenizer.encode(str(body["prompt"])))
         if self.extra_bos:

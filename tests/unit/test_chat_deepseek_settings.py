@@ -1,6 +1,6 @@
 """DeepSeek-V4 and V4.1 with every chat setting: random conversations against the
 independent transliteration in ``tests/support/deepseek_reference.py``, known answers
-for the edge cases of issue 21, and the typed errors of ``ChatSettings``."""
+for the edge cases, and the typed errors of ``ChatSettings``."""
 
 from __future__ import annotations
 
@@ -254,11 +254,12 @@ def test_default_settings_keep_todays_output_and_server_defaults_are_explicit():
     [
         ({"thinking": "false"}, ChatSettingsError, "thinking must be true or false"),
         (
-            {"thinking": True, "reasoning_effort": "medium"},
+            {"thinking": True, "reasoning_effort": True},
             ChatSettingsError,
-            "low, high, xhigh, max",
+            "a name .* or an integer",
         ),
-        ({"reasoning_effort": "high"}, ChatSettingsError, "only takes effect with thinking on"),
+        ({"thinking": True, "reasoning_effort": 0.5}, ChatSettingsError, "a name .* or an integer"),
+        ({"effort_budgets": 50}, ChatSettingsError, "effort_budgets must name an effort table"),
         ({"tools": [{"type": "function"}]}, ChatSettingsError, r"tools\[0\]"),
         ({"tools": "search"}, ChatSettingsError, "list of OpenAI tool schemas"),
         ({"tools": TOOLS, "drop_thinking": True}, ChatSettingsError, "leave drop_thinking unset"),
@@ -275,8 +276,12 @@ def test_bad_settings_are_typed_errors_naming_the_fix(given, error, needle):
 def test_formats_refuse_settings_they_cannot_render(v4_tok):
     with pytest.raises(UnsupportedSettingError, match="'chatml' does not render tools"):
         get_chat_format("chatml", v4_tok, settings=ChatSettings(tools=TOOLS))
-    with pytest.raises(UnsupportedSettingError, match="takes reasoning_effort low, high, max"):
-        fmt("deepseek-v4", thinking=True, reasoning_effort="xhigh")
+    with pytest.raises(UnsupportedSettingError, match="takes reasoning_effort low, high, xhigh"):
+        fmt("deepseek-v4.1", thinking=True, reasoning_effort="medium")
+    with pytest.raises(UnsupportedSettingError, match="does not render effort_budgets"):
+        fmt("deepseek-v4", effort_budgets="low25-high50")
+    with pytest.raises(UnsupportedSettingError, match="does not render reasoning_effort"):
+        get_chat_format("hf", v4_tok, settings=ChatSettings(reasoning_effort="low"))
     with pytest.raises(ChatSettingsError, match="inside settings"):
         get_chat_format("deepseek-v4", v4_tok, thinking=True, settings=ChatSettings())
 

@@ -72,6 +72,26 @@ def test_reasoning_effort_option(tmp_path: Path) -> None:
     assert parse_request(doc, source="r", notices=[])["settings"].reasoning_effort == "max"
 
 
+@pytest.mark.parametrize(
+    ("options", "preamble", "end"),
+    [
+        # vLLM's DeepSeek-V4 names: medium -> low (no preamble), xhigh -> high
+        ({"thinking": True, "reasoning_effort": "medium"}, False, "<think>"),
+        ({"thinking": True, "reasoning_effort": "xhigh"}, True, "<think>"),
+        # an effort with thinking off, and "none", render chat mode as the server does
+        ({"reasoning_effort": "high"}, False, "</think>"),
+        ({"thinking": True, "reasoning_effort": "none"}, False, "</think>"),
+    ],
+)
+def test_every_effort_the_server_takes_is_planned(
+    options: dict[str, Any], preamble: bool, end: str
+) -> None:
+    kwargs = parse_request(_request(**options), source="r", notices=[])
+    result = assemble_from_specs(**kwargs)
+    assert ("Reasoning Effort" in result.prompt) is preamble
+    assert result.prompt.endswith(end)
+
+
 def test_thinking_alone_keeps_the_old_path() -> None:
     kwargs = parse_request(_request(thinking=True), source="r", notices=[])
     assert "settings" not in kwargs and kwargs["thinking"] is True
@@ -86,8 +106,7 @@ def test_thinking_alone_keeps_the_old_path() -> None:
         ({"server_default": True}, None, "needs an 'endpoint' record"),
         ({"server_default": True, "thinking": False}, {"server_default": HIGH}, "drop options"),
         ({"server_default": True}, {}, "holds no server default"),
-        ({"reasoning_effort": "high"}, None, "only takes effect with thinking on"),
-        ({"thinking": True, "reasoning_effort": "huge"}, None, "is not known"),
+        ({"thinking": True, "reasoning_effort": 1.5}, None, "reasoning_effort"),
     ],
 )
 def test_bad_settings_are_refused_with_the_fix(

@@ -85,37 +85,50 @@ class Setting:
     name: str
     kwargs: Mapping[str, Any] | None  # chat_template_kwargs; None: the server default
     thinking: bool
-    effort: str | None = None
+    effort: str | int | None = None  # phaseaware's reasoning_effort: the value sent
     tools: Sequence[Mapping[str, Any]] = field(default=())
+    field_effort: str | None = None  # the request's own reasoning_effort field
 
 
-def deepseek_settings(efforts: Sequence[str]) -> list[Setting]:
-    """Defaults, thinking off/on, each effort, each with and without tools."""
+def deepseek_settings(efforts: Sequence[str | int], *, v41: bool) -> list[Setting]:
+    """Defaults, thinking off/on, each effort the server takes (as sent: phaseaware maps it
+    as the server does), each with and without tools; then the request's own
+    ``reasoning_effort`` field (LangChain's standard parameter) and an effort with
+    thinking off."""
     out = [
         Setting("default", None, thinking=True, effort="high"),
         Setting("thinking off", {"thinking": False}, thinking=False),
         # the server picks effort "high" when thinking is on and none is named
         Setting("thinking on", {"thinking": True}, thinking=True, effort="high"),
     ]
-    # vLLM's V4 mode maps "medium" (and "minimal") to "low": phaseaware renders that
-    local = {"medium": "low", "minimal": "low"} if "xhigh" not in efforts else {}
     out += [
-        Setting(
-            f"effort {e}",
-            {"thinking": True, "reasoning_effort": e},
-            thinking=True,
-            effort=local.get(e, e),
-        )
+        Setting(f"effort {e}", {"thinking": True, "reasoning_effort": e}, thinking=True, effort=e)
         for e in efforts
     ]
     with_tools = [
         Setting(f"{s.name} + tools", s.kwargs, s.thinking, s.effort, (WEATHER_TOOL,)) for s in out
     ]
-    return out + with_tools
+    field_names = ("low", "high", "none") if v41 else ("medium", "xhigh", "none")
+    extra = [
+        # the field alone: vLLM turns thinking on for it (enable_thinking = effort != "none")
+        Setting(f"field {e}", None, thinking=e != "none", effort=e, field_effort=e)
+        for e in field_names
+    ]
+    extra.append(
+        Setting(
+            "thinking off, effort max",
+            {"thinking": False, "reasoning_effort": "max"},
+            thinking=False,
+            effort="max",
+        )
+    )
+    return out + with_tools + extra
 
 
-V4_SETTINGS = deepseek_settings(("low", "medium", "high", "max"))
-V41_SETTINGS = deepseek_settings(("low", "high", "xhigh", "max"))
+V4_SETTINGS = deepseek_settings(
+    ("low", "minimal", "medium", "high", "xhigh", "max", "none", 37), v41=False
+)
+V41_SETTINGS = deepseek_settings(("low", "high", "xhigh", "max", "none", 37), v41=True)
 HF_SETTINGS = [Setting("hf", {}, thinking=False)]
 
 

@@ -1,5 +1,9 @@
 """The vLLM tier: one real vLLM OpenAI server per tokenizer mode.
 
+The V4.1 and reference servers run with ``--enable-scale-out`` (vLLM's render endpoint,
+``/v1/chat/completions/render``), the V4 and V3 servers without it, so the probe is
+covered on both of its id routes (render, and ``/tokenize`` where render is disabled).
+
 The DeepSeek-V4 server is shared by the session; the others (V4.1, V3, reference) are
 used by one test each and run one at a time (starting one stops the last), so at most two
 engines hold memory at once on a 2-core, 24 GiB CI machine.
@@ -59,6 +63,7 @@ def _server(
     *,
     mode: str | None,
     tokenizer_class: str | None = None,
+    scale_out: bool = False,
 ) -> Iterator[VllmServer]:
     parser = mode if mode in ("deepseek_v4", "deepseek_v41") else None
     if vllm_python() is None:
@@ -66,7 +71,12 @@ def _server(
     folder = tmp_path_factory.mktemp(f"vllm-{name}")
     model = build_model_dir(folder / "model", source, tokenizer_class=tokenizer_class)
     with start_server(
-        model, tokenizer_mode=mode, log=folder / "server.log", label=name, tool_parser=parser
+        model,
+        tokenizer_mode=mode,
+        log=folder / "server.log",
+        label=name,
+        tool_parser=parser,
+        scale_out=scale_out,
     ) as server:
         TIMINGS[f"startup {name}"] = server.startup_s
         yield server
@@ -113,7 +123,9 @@ def _one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_OneAtA
 def vllm_v41(_one_at_a_time: _OneAtATime, tmp_path_factory: pytest.TempPathFactory) -> VllmServer:
     return _one_at_a_time.get(
         "v41",
-        lambda: _server(tmp_path_factory, "v41", deepseek_v4_files(), mode="deepseek_v41"),
+        lambda: _server(
+            tmp_path_factory, "v41", deepseek_v4_files(), mode="deepseek_v41", scale_out=True
+        ),
     )
 
 
@@ -136,7 +148,10 @@ def vllm_reference(
     _one_at_a_time: _OneAtATime, tmp_path_factory: pytest.TempPathFactory
 ) -> VllmServer:
     return _one_at_a_time.get(
-        "reference", lambda: _server(tmp_path_factory, "reference", reference_files(), mode=None)
+        "reference",
+        lambda: _server(
+            tmp_path_factory, "reference", reference_files(), mode=None, scale_out=True
+        ),
     )
 
 

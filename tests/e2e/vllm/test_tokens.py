@@ -48,10 +48,22 @@ def _body(server: VllmServer, messages: Sequence[Mapping[str, Any]], s: Setting)
         body["chat_template_kwargs"] = dict(s.kwargs)
     if s.tools:
         body["tools"] = list(s.tools)
+    if s.field_effort is not None:
+        body["reasoning_effort"] = s.field_effort
     return body
 
 
 def _server_ids(client: Any, server: VllmServer, body: Mapping[str, Any]) -> list[int]:
+    body = dict(body)
+    effort = body.pop("reasoning_effort", None)
+    if effort is not None:
+        # /tokenize has no reasoning_effort field: send the template kwargs the chat route
+        # makes of it (ChatCompletionRequest.build_chat_params, vLLM 0.32); the usage
+        # count checks the field itself on the chat route
+        kwargs = dict(body.get("chat_template_kwargs") or {})
+        kwargs["reasoning_effort"] = effort
+        kwargs.setdefault("enable_thinking", effort != "none")
+        body["chat_template_kwargs"] = kwargs
     doc = client.post(
         f"{server.root}/tokenize", body={**body, "add_generation_prompt": True}, cast_to=object
     )
