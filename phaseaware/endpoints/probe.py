@@ -87,8 +87,6 @@ API_KEY_ENV_VARS = ("PHASEAWARE_API_KEY", "OPENAI_API_KEY")
 Mode = Literal["auto", "exact", "count"]
 
 
-
-
 def make_client(
     base_url: str, *, api_key: str | None = None, timeout: float = 30.0
 ) -> openai.OpenAI:
