@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from phaseaware.extras import require_extra
 
     require_extra(
-        modules=("torch", "safetensors", "transformers"),
+        modules=("torch", "safetensors", "transformers", "scipy"),
         extra="reference",
         what="demo (it runs the reference model)",
     )

@@ -210,7 +210,7 @@ def test_other_input_errors() -> None:
         weak_residues((), alpha=0.0)
 
 
-def test_stats_import_is_numpy_only() -> None:
+def test_stats_import_does_not_import_scipy() -> None:
     import subprocess
     import sys
 

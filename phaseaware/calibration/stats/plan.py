@@ -33,7 +33,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from phaseaware.calibration.stats.dist import binom_logpmf, log_factorials
+from phaseaware.calibration.stats.dist import binom_pmf, scipy_stats
 from phaseaware.errors import InputError
 from phaseaware.intervals import Z_95
 
@@ -73,21 +73,21 @@ def mcnemar_power(*, n: int, p_best: float, p_weak: float, alpha: float) -> floa
     if psi <= 0 or p10 <= p01:
         return 0.0
     share = p10 / psi
-    log_fact = log_factorials(n)
+    stats = scipy_stats()
     m_all = np.arange(n + 1)
-    weight = np.exp(binom_logpmf(m_all, n, psi, log_fact))
+    weight = binom_pmf(m_all, n, psi)
     power = 0.0
     for m in np.flatnonzero(weight > 1e-13):
         if m == 0:
             continue
-        k = np.arange(m + 1)
-        null_cdf = np.cumsum(np.exp(binom_logpmf(k, int(m), 0.5, log_fact)))
-        reject = np.flatnonzero(2.0 * null_cdf < alpha)
-        if reject.size == 0:
+        # reject when 2 P(X <= min(b, c)) < alpha under X ~ Bin(m, 1/2): k <= k_crit
+        k_crit = int(stats.binom.ppf(alpha / 2.0, m, 0.5))
+        while k_crit >= 0 and 2.0 * float(stats.binom.cdf(k_crit, m, 0.5)) >= alpha:
+            k_crit -= 1
+        if k_crit < 0:
             continue
-        k_crit = int(reject[-1])  # reject when min(b, c) <= k_crit; we need c <= k_crit
-        alt = np.exp(binom_logpmf(k[m - k_crit :], int(m), share, log_fact))
-        power += weight[m] * float(alt.sum())
+        # the weak residue is worse: c (right only at the weak one) <= k_crit
+        power += weight[m] * float(stats.binom.cdf(k_crit, m, 1.0 - share))
     return min(1.0, power)
 
 
