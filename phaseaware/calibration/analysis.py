@@ -154,6 +154,13 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
             "candidate": d.candidate,
             "strength": d.strength,
             "p_value": d.p_value,
+            "alpha": d.alpha,
+            "test": d.test,
+            # per candidate: Holm-adjusted p-value, power at the observed effect
+            "candidates": [
+                {"period": p, "p_value": d.p_values[p], "power": d.power[p]}
+                for p in sorted(d.p_values)
+            ],
         }
     return Profile(
         model=header.model,

@@ -147,6 +147,7 @@ def format_report(result: CalibrationResult) -> str:
             f"(candidate {detection['candidate']}, strength {detection['strength']:.2f}, "
             f"p = {detection['p_value']:.3g})"
         )
+        lines += _power_lines(detection)
     lines.append(f"key residue: {analysis.stats.verdict}")
     if analysis.length_stats is not None:
         lines.append(f"length residue: {analysis.length_stats.verdict}")
@@ -156,6 +157,17 @@ def format_report(result: CalibrationResult) -> str:
     if result.out_path is not None:
         lines.append(f"profile: {result.out_path}")
     return "\n".join(lines)
+
+
+def _power_lines(detection: dict[str, Any]) -> list[str]:
+    """Each candidate period's adjusted p-value and the power the run had to find it."""
+    rows = detection.get("candidates") or []
+    if not rows:
+        return []
+    cells = [
+        f"{row['period']}: p {row['p_value']:.2g}, power {100 * row['power']:.0f}%" for row in rows
+    ]
+    return ["  candidates (Holm-adjusted p, power at the observed effect): " + "; ".join(cells)]
 
 
 def save_plot(result: CalibrationResult, path: str) -> None:
@@ -198,14 +210,22 @@ def plan_summary(
     target_half_width: float | None = None,
     detect_gap: float | None = None,
     price_per_million: float | None = None,
+    gap_period: int | None = None,
+    auto_period: bool = False,
 ) -> dict[str, Any]:
     """The ``--plan`` estimate: base prompts, probes, tokens, cost (``None`` without a price).
 
     Without a target (``target_half_width`` or ``detect_gap``) it is the run as
     configured; with one, :func:`~phaseaware.calibration.stats.plan.plan_calibration`
-    sizes it.
+    sizes it. ``gap_period`` (a run that detects its period, ``auto_period``): size it
+    so that ``detect_gap`` repeating every ``gap_period`` offsets is found.
     """
     period = settings.n_offsets
+    if gap_period is not None and not (auto_period and detect_gap is not None):
+        raise CalibrationError(
+            "--gap-period sizes a run that detects its period: give it with --period auto "
+            "and --detect-gap"
+        )
     tokens = settings.context_tokens + settings.max_tokens
     if target_half_width is None and detect_gap is None:
         n_probes = settings.base_prompts * settings.probes_per_base
@@ -225,6 +245,8 @@ def plan_summary(
         tokens_per_probe=tokens,
         price_per_million_tokens=price_per_million,
         sweeps=settings.sweeps,
+        gap_period=gap_period,
+        max_period=max(2, period // 2) if auto_period else None,
     )
     return {
         k: getattr(plan, k)

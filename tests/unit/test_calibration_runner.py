@@ -350,3 +350,17 @@ def test_calibrate_cli_reference_protocol_and_overrides(capsys) -> None:
         with pytest.raises(SystemExit):
             main([*args, "--depth", bad])
     assert "--depth" in capsys.readouterr().err
+
+
+def test_plan_sizes_a_period_detecting_run_for_a_gap(capsys) -> None:
+    import json as _json
+
+    from phaseaware.cli.main import main
+
+    argv = ["calibrate", "--plan", "--json", "--period", "auto", "--max-period", "32"]
+    argv += ["--detect-gap", "0.06", "--gap-period", "2"]
+    assert main(argv) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["power"] >= 0.8 and "find period 2" in doc["rationale"]
+    assert main(["calibrate", "--plan", "--detect-gap", "0.06", "--gap-period", "2"]) == 1
+    assert "--period auto" in capsys.readouterr().err

@@ -22,6 +22,8 @@ __all__ = [
     "f_sf",
     "ncf_sf",
     "f_isf",
+    "chi2_isf",
+    "ncx2_sf",
     "binom_two_sided_half",
     "binom_pmf",
 ]
@@ -48,6 +50,18 @@ def chi2_sf(x: float, df: int | float) -> float:
     if not df > 0:
         raise ValueError(f"df must be > 0, got {df!r}")
     return 1.0 if x <= 0 else float(scipy_stats().chi2.sf(x, df))
+
+
+def chi2_isf(q: float, df: int | float) -> float:
+    """The critical value c with P(X >= c) = ``q`` for X chi-square with ``df`` degrees of freedom."""
+    return float(scipy_stats().chi2.isf(q, df))
+
+
+def ncx2_sf(x: float, df: int | float, noncentrality: float) -> float:
+    """P(X >= x) for X noncentral chi-square (``df``, ``noncentrality``) (a test's power)."""
+    if noncentrality <= 0:
+        return chi2_sf(x, df)
+    return float(scipy_stats().ncx2.sf(x, df, noncentrality))
 
 
 def f_sf(x: float, dfn: int | float, dfd: int | float) -> float:
