@@ -16,11 +16,19 @@ from phaseaware.calibration.runner import CalibrationResult
 from phaseaware.calibration.settings import ProbeSettings
 from phaseaware.calibration.stats.plan import plan_calibration
 from phaseaware.calibration.stats.window import WindowSweep
+from phaseaware.calibration.verdict import Verdict, phase_verdict
 from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
 from phaseaware.profiles.model import Profile
 
-__all__ = ["summary_dict", "format_report", "save_plot", "plan_summary", "format_plan"]
+__all__ = [
+    "summary_dict",
+    "format_report",
+    "save_plot",
+    "plan_summary",
+    "format_plan",
+    "run_verdict",
+]
 
 
 def _num(value: float | None) -> float | None:
@@ -39,6 +47,23 @@ def _ci_bounds(profile: Profile) -> tuple[list[float], list[float]]:
         lows.append(lo)
         highs.append(hi)
     return lows, highs
+
+
+def run_verdict(result: CalibrationResult) -> Verdict:
+    """The verdict of a calibration: its key-residue counts with Cochran's Q (paired over base
+    prompts) as the test, and the length sweep's counts when it ran."""
+    analysis = result.analysis
+    stats, length = analysis.stats, analysis.length_stats
+    return phase_verdict(
+        successes=stats.summary.successes,
+        n=stats.summary.n,
+        period=analysis.period,
+        length_successes=None if length is None else length.summary.successes,
+        length_n=None if length is None else length.summary.n,
+        alpha=stats.alpha,
+        p_value=stats.cochran.p_value,
+        test="Cochran's Q over base prompts",
+    )
 
 
 def summary_dict(result: CalibrationResult) -> dict[str, Any]:
@@ -70,6 +95,7 @@ def summary_dict(result: CalibrationResult) -> dict[str, Any]:
         "profile": None if result.out_path is None else str(result.out_path),
         "probes_run": result.n_run,
         "probes_skipped": result.n_skipped,
+        "phase_verdict": run_verdict(result).to_dict(),
     }
     return doc
 
@@ -153,6 +179,7 @@ def format_report(result: CalibrationResult) -> str:
         lines.append(f"length residue: {analysis.length_stats.verdict}")
     if analysis.window is not None:
         lines += _window_lines(analysis.window)
+    lines += run_verdict(result).lines()
     lines.append(f"log: {result.log_path}")
     if result.out_path is not None:
         lines.append(f"profile: {result.out_path}")

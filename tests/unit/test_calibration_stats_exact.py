@@ -177,12 +177,16 @@ def _mcnemar_power_oracle(*, n: int, p_best: float, p_weak: float, alpha: float)
     return power
 
 
-@pytest.mark.parametrize(("n", "pb", "pw", "alpha"), [(40, 0.9, 0.6, 0.05), (120, 0.85, 0.75, 0.05 / 28)])
+@pytest.mark.parametrize(
+    ("n", "pb", "pw", "alpha"), [(40, 0.9, 0.6, 0.05), (120, 0.85, 0.75, 0.05 / 28)]
+)
 def test_mcnemar_power_matches_enumeration(n, pb, pw, alpha) -> None:
     from phaseaware.calibration.stats.plan import mcnemar_power
 
     ours = mcnemar_power(n=n, p_best=pb, p_weak=pw, alpha=alpha)
-    assert ours == pytest.approx(_mcnemar_power_oracle(n=n, p_best=pb, p_weak=pw, alpha=alpha), abs=1e-9)
+    assert ours == pytest.approx(
+        _mcnemar_power_oracle(n=n, p_best=pb, p_weak=pw, alpha=alpha), abs=1e-9
+    )
 
 
 def test_statistics_without_scipy_name_the_extra(monkeypatch) -> None:

@@ -84,6 +84,7 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "probes": 3,
         "stats": 3,
         "analysis": 4,
+        "verdict": 4,
         "runner": 5,
         "report": 6,
         "batch_run": 6,

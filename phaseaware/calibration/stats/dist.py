@@ -9,6 +9,7 @@ A hand-written version of the same tails lives in the tests as their oracle.
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 from typing import Any
 
@@ -34,7 +35,7 @@ INSTALL = "pip install 'phaseaware[stats]' (from a clone: pip install -e '.[stat
 def scipy_stats() -> ModuleType:
     """``scipy.stats``, imported on first use (``MissingExtraError`` naming the install)."""
     try:
-        import scipy.stats as stats
+        stats: ModuleType = importlib.import_module("scipy.stats")
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "scipy":
             raise
