@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "phaseaware.cli.profile_cmd",
     "phaseaware.cli.calibrate_cmd",
     "phaseaware.cli.serve_cmd",
+    "phaseaware.cli.compare_cmd",
     "phaseaware.cli.demo_cmd",
     "phaseaware.cli.probe_endpoint_cmd",
 )

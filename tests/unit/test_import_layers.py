@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "calibration": 5,
     "reference": 6,
     "integrate": 6,
+    "compare": 6,
     "demo": 7,
     "cli": 8,
     "__main__": 9,

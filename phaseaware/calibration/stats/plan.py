@@ -243,8 +243,7 @@ def _plan_mcnemar(
     dist = NormalDist()
     z_a, z_b = dist.inv_cdf(1 - level / 2), dist.inv_cdf(power)
     start = math.ceil(
-        (z_a * math.sqrt(psi) + z_b * math.sqrt(max(psi - detect_gap**2, 0))) ** 2
-        / detect_gap**2
+        (z_a * math.sqrt(psi) + z_b * math.sqrt(max(psi - detect_gap**2, 0))) ** 2 / detect_gap**2
     )
 
     def meets(n: int) -> bool:
