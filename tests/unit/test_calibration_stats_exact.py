@@ -9,8 +9,12 @@ import pytest
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
-from phaseaware.calibration.stats import cochran_q, holm_adjust, mcnemar_vs_best  # noqa: E402
-from phaseaware.calibration.stats import dist  # noqa: E402
+from phaseaware.calibration.stats import (  # noqa: E402
+    cochran_q,
+    dist,  # noqa: E402
+    holm_adjust,
+    mcnemar_vs_best,
+)
 from tests.support.dist_reference import (  # noqa: E402
     binom_logpmf,
     binom_two_sided_half,
