@@ -12,10 +12,10 @@ from plain counts (``successes[r]`` of ``n[r]`` probes with the key at residue
   test of homogeneity of the residues' accuracies (``scipy.stats``).
 * Expected gain for a typical prompt: a prompt assembled without regard to phase
   puts its key on any residue alike, so it scores the mean over residues;
-  phase-aware assembly moves keys onto good residues (those whose 95% interval
-  reaches the best residue's accuracy), so it scores about their mean. The gain
-  is the difference, in percentage points; it is reported as 0 when the test
-  finds no phase effect.
+  phase-aware assembly moves keys onto good residues (accuracy at least the
+  mean, and a 95% interval that reaches the best residue's lower bound), so it
+  scores about their mean. The gain is the difference, in percentage points; it
+  is reported as 0 when the test finds no phase effect.
 * Total-length residues (optional counts by ``prompt length mod period``): they
   matter when their own homogeneity test rejects at ``alpha``.
 
@@ -207,9 +207,13 @@ def phase_verdict(
     acc, worst, best = _extremes(s, k)
     measured = np.flatnonzero(k > 0)
     best_low = wilson_interval(int(s[best]), int(k[best]))[0]
-    good = tuple(int(r) for r in measured if wilson_interval(int(s[r]), int(k[r]))[1] >= best_low)
-    sensitive = p_value < alpha
     typical = float(np.mean(acc[measured]))
+    good = tuple(
+        int(r)
+        for r in measured
+        if wilson_interval(int(s[r]), int(k[r]))[1] >= best_low and acc[r] >= typical
+    )
+    sensitive = p_value < alpha
     aware = float(np.mean(acc[list(good)])) if sensitive else typical
     length = None
     if length_successes is not None and length_n is not None:
