@@ -88,10 +88,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _questions(args: argparse.Namespace) -> Any:
     from phaseaware.compare.questions import read_questions
-    from phaseaware.errors import InputError
-
-    if bool(args.questions) == bool(args.reference_questions):
-        raise InputError("pass a questions file (JSONL) or --reference-questions, not both")
     if args.reference_questions:
         from phaseaware.demo.questions_file import reference_questions
 
@@ -105,6 +101,8 @@ def _check(args: argparse.Namespace) -> None:
     from phaseaware.errors import InputError
     from phaseaware.extras import require_extra
 
+    if bool(args.questions) == bool(args.reference_questions):
+        raise InputError("pass a questions file (JSONL) or --reference-questions (one of them)")
     require_extra(modules=("scipy",), extra="stats", what="compare's statistics")
     if args.plot:
         require_extra(modules=("matplotlib",), extra="plot", what="--plot")
@@ -208,7 +206,8 @@ def compare(
         budget_tokens=args.budget_tokens,
         max_tokens=args.max_tokens,
         repeat=args.repeat,
-        questions_per_group=max(1, args.concurrency // len(ARRANGEMENTS)) or 1,
+        # enough questions per group to keep --concurrency requests in flight
+        questions_per_group=-(-args.concurrency // len(ARRANGEMENTS)),
     )
     arranger = Arranger(
         tokenizer=tokenizer,

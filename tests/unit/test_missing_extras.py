@@ -35,6 +35,7 @@ def without(monkeypatch):
         (["calibrate", "--period", "8"], ("scipy",), "stats"),
         (["calibrate", "--plan", "--detect-gap", "0.2"], ("scipy",), "stats"),
         (["demo"], ("scipy",), "reference"),
+        (["compare", "q.jsonl", "--profile", "p", "--budget-tokens", "100"], ("scipy",), "stats"),
     ],
 )
 def test_commands_name_the_extra(without, capsys, argv, hidden, extra):
