@@ -88,6 +88,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _questions(args: argparse.Namespace) -> Any:
     from phaseaware.compare.questions import read_questions
+
     if args.reference_questions:
         from phaseaware.demo.questions_file import reference_questions
 

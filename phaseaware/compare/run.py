@@ -35,7 +35,7 @@ from phaseaware.errors import BackendError, InputError
 from phaseaware.serialize import to_plain
 from phaseaware.version import __version__
 
-__all__ = ["CompareSettings", "CompareRun", "ProgressFn", "run_compare"]
+__all__ = ["CompareSettings", "CompareRun", "ProgressFn", "comparison_settings", "run_compare"]
 
 ProgressFn = Callable[[int, int, AnswerRecord | None], None]
 
@@ -103,22 +103,20 @@ def _record(
     )
 
 
-def run_compare(
+def comparison_settings(
     *,
     questions: Sequence[CompareQuestion],
-    backend: Backend,
     arranger: Arranger,
     settings: CompareSettings,
     model: str,
     chat_format: str,
-    log_path: str | os.PathLike[str],
-    fresh: bool = False,
-    progress: ProgressFn | None = None,
-) -> CompareRun:
-    """Answer every pending (question, arrangement) and return every logged answer."""
+    backend: str,
+) -> dict[str, Any]:
+    """What identifies a comparison (its log header's settings; ``fingerprint`` of it is the
+    run's fingerprint): the questions, tokenizer, chat format, profile, budget, model, backend."""
     if not questions:
         raise InputError("no question to compare; pass a JSONL file with at least one line")
-    doc = {
+    return {
         "questions": questions_digest(questions),
         "n_questions": len(questions),
         "arrangements": list(settings.arrangements),
@@ -133,8 +131,31 @@ def run_compare(
         "repeat": settings.repeat,
         "position_offset": arranger.position_offset,
         "model": model,
-        "backend": backend.name,
+        "backend": backend,
     }
+
+
+def run_compare(
+    *,
+    questions: Sequence[CompareQuestion],
+    backend: Backend,
+    arranger: Arranger,
+    settings: CompareSettings,
+    model: str,
+    chat_format: str,
+    log_path: str | os.PathLike[str],
+    fresh: bool = False,
+    progress: ProgressFn | None = None,
+) -> CompareRun:
+    """Answer every pending (question, arrangement) and return every logged answer."""
+    doc = comparison_settings(
+        questions=questions,
+        arranger=arranger,
+        settings=settings,
+        model=model,
+        chat_format=chat_format,
+        backend=backend.name,
+    )
     header = CompareHeader(
         fingerprint=fingerprint(doc),
         settings=doc,

@@ -5,8 +5,8 @@
    same retrieved chunks arranged three ways (retrieval order,
    lost-in-the-middle, phase-aware with the new profile): accuracy with 95%
    intervals, the paired tests, where the evidence landed, the tokens each used
-   and the verdict. Answers are logged next to the profile, so a second run
-   reuses them.
+   and the verdict. Answers are logged next to the profile (one log per
+   comparison, named by its fingerprint), so a second run reuses them.
 
 :func:`run_demo` returns a :class:`DemoResult`; it prints nothing itself, but
 reports its stages to ``on_stage`` and the finished calibration to
@@ -29,8 +29,9 @@ from phaseaware.calibration.runner import CalibrationResult, calibrate
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.compare.arrange import Arranger
 from phaseaware.compare.grade import load_grader
+from phaseaware.compare.log import fingerprint
 from phaseaware.compare.report import ArrangementRow, CompareReport, compare_report
-from phaseaware.compare.run import CompareSettings, run_compare
+from phaseaware.compare.run import CompareSettings, comparison_settings, run_compare
 from phaseaware.demo.questions_file import (
     BUDGET_TOKENS,
     CHUNKS_PER_QUESTION,
@@ -193,6 +194,17 @@ def _compare(
         budget_tokens=BUDGET_TOKENS,
     )
     stage(f"[2/2] phaseaware compare: {len(questions)} held-out RAG questions x 3 arrangements")
+    identity = comparison_settings(
+        questions=questions,
+        arranger=arranger,
+        settings=compare_settings,
+        model=MODEL_NAME,
+        chat_format=CHAT_FORMAT,
+        backend=backend.name,
+    )
+    # one answer log per comparison (other --questions, --seed or profile: another file),
+    # each resumable; the calibration log beside it is shared
+    tag = fingerprint(identity).removeprefix("sha256:")[:12]
     run = run_compare(
         questions=questions,
         backend=backend,
@@ -200,7 +212,7 @@ def _compare(
         settings=compare_settings,
         model=MODEL_NAME,
         chat_format=CHAT_FORMAT,
-        log_path=settings.out / f"{MODEL_NAME}.compare.jsonl",
+        log_path=settings.out / f"{MODEL_NAME}.compare-{tag}.jsonl",
         fresh=settings.fresh,
     )
     return compare_report(
