@@ -87,11 +87,11 @@ def test_planted_period_is_detected_and_flat_is_not() -> None:
     pattern = np.tile([0.9, 0.85, 0.9, 0.5], 4)  # period 4 over offsets 0..15
     runs = 60
     found = false_alarms = 0
-    for i in range(runs):
+    for _ in range(runs):
         periodic = _simulate(rng, pattern, 40)
-        found += detect_period(periodic, max_period=8, seed=i).period == 4
+        found += detect_period(periodic, max_period=8).period == 4
         flat = _simulate(rng, np.full(16, 0.8), 40)
-        false_alarms += detect_period(flat, max_period=8, seed=i).period is not None
+        false_alarms += detect_period(flat, max_period=8).period is not None
     print(
         f"period 4 over 16 offsets (40 prompts, {runs} runs): detected 4 in {found / runs:.3f}; "
         f"flat flagged periodic in {false_alarms / runs:.3f}"
@@ -106,12 +106,12 @@ def test_short_period_is_found_among_many_candidates() -> None:
     rng = np.random.default_rng(32)
     runs = 20
     found = []
-    for i in range(runs):
+    for _ in range(runs):
         outcomes = _simulate(rng, np.tile([1.0, 0.9], 16), 40)
-        found.append(detect_period(outcomes, max_period=16, seed=i).period)
+        found.append(detect_period(outcomes, max_period=16).period)
     flat = [
-        detect_period(_simulate(rng, np.full(32, 0.9), 40), max_period=16, seed=i).period
-        for i in range(runs)
+        detect_period(_simulate(rng, np.full(32, 0.9), 40), max_period=16).period
+        for _ in range(runs)
     ]
     print(f"period 2 (10 points), 32 offsets x 40: found {found}; flat: {flat}")
     assert found.count(2) >= 18

@@ -170,9 +170,6 @@ def detect_period(
     *,
     max_period: int,
     alpha: float = 0.05,
-    seed: int = 0,
-    n_perm: int | None = None,
-    tolerance: float | None = None,
 ) -> PeriodDetection:
     """Find the period of accuracy measured at offsets 0..L-1 (see the module docstring).
 
@@ -180,10 +177,8 @@ def detect_period(
     a 2-D 0/1 outcome array (base prompts × offsets; NaN/-1 = missing), which
     is reduced to per-offset accuracy. Needs more measured offsets than
     ``max_period``; two full cycles of the largest candidate are advisable.
-    ``seed``, ``n_perm`` and ``tolerance`` are accepted for older callers and
-    unused (the test is exact under its model; nothing is random).
+    Deterministic: no permutation, no random numbers.
     """
-    del seed, n_perm, tolerance
     if isinstance(max_period, bool) or not isinstance(max_period, int) or max_period < 2:
         raise InputError(f"max_period must be an int >= 2, got {max_period!r}")
     if not 0 < alpha < 1:
