@@ -133,12 +133,14 @@ class CompareReport:
                 f"losses {t.losses} (exact McNemar {p}, {verdict} at alpha {self.alpha:g})"
             )
         lines.append("")
-        lines.append(f"where the top evidence's key landed (residue mod {self.period}):")
+        lines.append(
+            f"where the top evidence's key landed (questions per residue mod {self.period}):"
+        )
+        lines.append(f"  {'residue':<20} " + " ".join(f"{i:>4}" for i in range(self.period)))
         for r in self.rows:
             counts = " ".join(f"{c:>4}" for c in r.evidence_residues)
             tail = f"  (+{r.evidence_unplaced} without a key)" if r.evidence_unplaced else ""
             lines.append(f"  {r.arrangement:<20} {counts}{tail}")
-        lines.append(f"  {'residue':<20} " + " ".join(f"{i:>4}" for i in range(self.period)))
         for r in self.rows:
             if r.padding_tokens or r.repeated_tokens:
                 lines.append(
