@@ -140,7 +140,7 @@ def demo_rows(questions: int, base_prompts: int) -> list[str]:
                 fresh=flag, evidence_strings=flag,
             )  # fmt: skip
             demo = run_demo(settings, on_stage=lambda message: print(message, file=sys.stderr))
-            results[flag] = {r.strategy: r.accuracy for r in demo.strategies}
+            results[flag] = {r.arrangement: r.accuracy for r in demo.strategies}
     for strategy, with_acc in results[True].items():
         without = results[False][strategy]
         rows.append(

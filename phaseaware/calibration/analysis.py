@@ -71,7 +71,7 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
         if by_offset.size == 0:
             raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
         max_period = max(2, n_offsets // 2)
-        detection = detect_period(by_offset, max_period=max_period, seed=seed)
+        detection = detect_period(by_offset, max_period=max_period)
         period = detection.period if detection.period is not None else detection.candidate
     period = int(period)
     key = _matrix(records, sweep="key", period=period, column="key_position")
@@ -154,6 +154,13 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
             "candidate": d.candidate,
             "strength": d.strength,
             "p_value": d.p_value,
+            "alpha": d.alpha,
+            "test": d.test,
+            # per candidate: Holm-adjusted p-value, power at the observed effect
+            "candidates": [
+                {"period": p, "p_value": d.p_values[p], "power": d.power[p]}
+                for p in sorted(d.p_values)
+            ],
         }
     return Profile(
         model=header.model,

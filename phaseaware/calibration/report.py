@@ -16,12 +16,20 @@ from phaseaware.calibration.runner import CalibrationResult
 from phaseaware.calibration.settings import ProbeSettings
 from phaseaware.calibration.stats.plan import plan_calibration
 from phaseaware.calibration.stats.window import WindowSweep
+from phaseaware.calibration.verdict import Verdict, phase_verdict
 from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
 from phaseaware.extras import install_line
 from phaseaware.profiles.model import Profile
 
-__all__ = ["summary_dict", "format_report", "save_plot", "plan_summary", "format_plan"]
+__all__ = [
+    "summary_dict",
+    "format_report",
+    "save_plot",
+    "plan_summary",
+    "format_plan",
+    "run_verdict",
+]
 
 
 def _num(value: float | None) -> float | None:
@@ -40,6 +48,23 @@ def _ci_bounds(profile: Profile) -> tuple[list[float], list[float]]:
         lows.append(lo)
         highs.append(hi)
     return lows, highs
+
+
+def run_verdict(result: CalibrationResult) -> Verdict:
+    """The verdict of a calibration: its key-residue counts with Cochran's Q (paired over base
+    prompts) as the test, and the length sweep's counts when it ran."""
+    analysis = result.analysis
+    stats, length = analysis.stats, analysis.length_stats
+    return phase_verdict(
+        successes=stats.summary.successes,
+        n=stats.summary.n,
+        period=analysis.period,
+        length_successes=None if length is None else length.summary.successes,
+        length_n=None if length is None else length.summary.n,
+        alpha=stats.alpha,
+        p_value=stats.cochran.p_value,
+        test="Cochran's Q over base prompts",
+    )
 
 
 def summary_dict(result: CalibrationResult) -> dict[str, Any]:
@@ -71,6 +96,7 @@ def summary_dict(result: CalibrationResult) -> dict[str, Any]:
         "profile": None if result.out_path is None else str(result.out_path),
         "probes_run": result.n_run,
         "probes_skipped": result.n_skipped,
+        "phase_verdict": run_verdict(result).to_dict(),
     }
     return doc
 
@@ -148,15 +174,28 @@ def format_report(result: CalibrationResult) -> str:
             f"(candidate {detection['candidate']}, strength {detection['strength']:.2f}, "
             f"p = {detection['p_value']:.3g})"
         )
+        lines += _power_lines(detection)
     lines.append(f"key residue: {analysis.stats.verdict}")
     if analysis.length_stats is not None:
         lines.append(f"length residue: {analysis.length_stats.verdict}")
     if analysis.window is not None:
         lines += _window_lines(analysis.window)
+    lines += run_verdict(result).lines()
     lines.append(f"log: {result.log_path}")
     if result.out_path is not None:
         lines.append(f"profile: {result.out_path}")
     return "\n".join(lines)
+
+
+def _power_lines(detection: dict[str, Any]) -> list[str]:
+    """Each candidate period's adjusted p-value and the power the run had to find it."""
+    rows = detection.get("candidates") or []
+    if not rows:
+        return []
+    cells = [
+        f"{row['period']}: p {row['p_value']:.2g}, power {100 * row['power']:.0f}%" for row in rows
+    ]
+    return ["  candidates (Holm-adjusted p, power at the observed effect): " + "; ".join(cells)]
 
 
 def save_plot(result: CalibrationResult, path: str) -> None:
@@ -199,14 +238,22 @@ def plan_summary(
     target_half_width: float | None = None,
     detect_gap: float | None = None,
     price_per_million: float | None = None,
+    gap_period: int | None = None,
+    auto_period: bool = False,
 ) -> dict[str, Any]:
     """The ``--plan`` estimate: base prompts, probes, tokens, cost (``None`` without a price).
 
     Without a target (``target_half_width`` or ``detect_gap``) it is the run as
     configured; with one, :func:`~phaseaware.calibration.stats.plan.plan_calibration`
-    sizes it.
+    sizes it. ``gap_period`` (a run that detects its period, ``auto_period``): size it
+    so that ``detect_gap`` repeating every ``gap_period`` offsets is found.
     """
     period = settings.n_offsets
+    if gap_period is not None and not (auto_period and detect_gap is not None):
+        raise CalibrationError(
+            "--gap-period sizes a run that detects its period: give it with --period auto "
+            "and --detect-gap"
+        )
     tokens = settings.context_tokens + settings.max_tokens
     if target_half_width is None and detect_gap is None:
         n_probes = settings.base_prompts * settings.probes_per_base
@@ -226,6 +273,8 @@ def plan_summary(
         tokens_per_probe=tokens,
         price_per_million_tokens=price_per_million,
         sweeps=settings.sweeps,
+        gap_period=gap_period,
+        max_period=max(2, period // 2) if auto_period else None,
     )
     return {
         k: getattr(plan, k)

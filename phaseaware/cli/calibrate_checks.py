@@ -15,6 +15,8 @@ def check_extras(args: argparse.Namespace) -> None:
 
     if args.plot and not args.plan:
         require_extra(modules=("matplotlib",), extra="plot", what="--plot")
+    if not args.emit_batch:  # the statistics (and --plan's power) come from scipy
+        require_extra(modules=("scipy",), extra="stats", what="calibrate's statistics")
     if args.plan or args.emit_batch or args.ingest:
         return
     if args.backend == "hf":

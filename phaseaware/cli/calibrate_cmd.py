@@ -141,6 +141,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=fraction(low_open=True),
         help="--plan: accuracy gap to detect (fraction)",
     )
+    add(
+        "--gap-period",
+        type=integer(2, MAX_PERIOD),
+        help="--plan with --period auto: size the sweep so that --detect-gap repeating every "
+        "N offsets is found as period N (e.g. 2)",
+    )
     add("--price-per-million", type=number(0.0, 1e6), help="--plan: price per million tokens")
     add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
     add(
@@ -223,6 +229,8 @@ def run(args: argparse.Namespace) -> int:
             target_half_width=args.target_half_width,
             detect_gap=args.detect_gap,
             price_per_million=args.price_per_million,
+            gap_period=args.gap_period,
+            auto_period=args.period is None,
         )
         print(json.dumps(doc, indent=2) if args.json else format_plan(doc))
         return 0

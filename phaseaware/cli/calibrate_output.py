@@ -22,7 +22,8 @@ def print_report(result: Any, *, as_json: bool = False, plot: str | None = None)
 class Progress:
     """A plain progress bar with ETA on stderr; silent when stderr is not a TTY."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, label: str = "calibrate", unit: str = "probes") -> None:
+        self.label, self.unit = label, unit
         self.tty = sys.stderr.isatty()
         self.start = time.monotonic()
         self.first_done: int | None = None
@@ -50,6 +51,6 @@ class Progress:
             sys.stderr.write("\n")
         elapsed = time.monotonic() - self.start
         print(
-            f"calibrate: {self.done}/{self.total} probes done ({elapsed:.1f}s this run)",
+            f"{self.label}: {self.done}/{self.total} {self.unit} done ({elapsed:.1f}s this run)",
             file=sys.stderr,
         )

@@ -10,7 +10,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from phaseaware.cli.argtypes import integer
 from phaseaware.limits import MAX_TOKENS
@@ -54,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from phaseaware.extras import require_extra
 
     require_extra(
-        modules=("torch", "safetensors", "transformers"),
+        modules=("torch", "safetensors", "transformers", "scipy"),
         extra="reference",
         what="demo (it runs the reference model)",
     )
@@ -77,16 +76,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:
-        _print_rag(list(result.strategies), questions=args.questions)
+        print()
+        print(result.comparison.text())
     return 0
-
-
-def _print_rag(rows: list[Any], *, questions: int) -> None:
-    print(f"\nHeld-out RAG questions ({questions}), exact match, 95% Wilson intervals:")
-    print(f"  {'strategy':<20} {'accuracy':>9} {'95% CI':>16} {'tokens/prompt':>14} {'padding':>8}")
-    for r in rows:
-        ci = f"{100 * r.ci_low:.1f}–{100 * r.ci_high:.1f}%"
-        print(
-            f"  {r.strategy:<20} {100 * r.accuracy:>8.1f}% {ci:>16} "
-            f"{r.mean_prompt_tokens:>14.1f} {100 * r.padding_overhead:>7.2f}%"
-        )

@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "phaseaware.cli.calibrate_cmd",
     "phaseaware.cli.score_cmd",
     "phaseaware.cli.serve_cmd",
+    "phaseaware.cli.compare_cmd",
     "phaseaware.cli.demo_cmd",
     "phaseaware.cli.probe_endpoint_cmd",
 )

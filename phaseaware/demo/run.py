@@ -1,9 +1,12 @@
-"""The demo end to end on the shipped reference model: calibrate, then compare assemblies.
+"""The demo end to end on the shipped reference model: calibrate, then ``compare``.
 
 1. calibrate the reference model (a residue sweep, resumable log, profile);
-2. answer held-out RAG questions with the same retrieved chunks arranged three
-   ways (retrieval order, lost-in-the-middle, phase-aware) and score them with
-   95% intervals and the tokens each used.
+2. run :mod:`phaseaware.compare` on the shipped held-out RAG questions with the
+   same retrieved chunks arranged three ways (retrieval order,
+   lost-in-the-middle, phase-aware with the new profile): accuracy with 95%
+   intervals, the paired tests, where the evidence landed, the tokens each used
+   and the verdict. Answers are logged next to the profile (one log per
+   comparison, named by its fingerprint), so a second run reuses them.
 
 :func:`run_demo` returns a :class:`DemoResult`; it prints nothing itself, but
 reports its stages to ``on_stage`` and the finished calibration to
@@ -18,16 +21,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phaseaware.calibration.backends.base import ProbeRequest
-from phaseaware.calibration.backends.hf import HFBackend, load_hf_backend
+from phaseaware.calibration.backends.base import Backend
+from phaseaware.calibration.backends.hf import load_hf_backend
 from phaseaware.calibration.probes import ProbeSettings
 from phaseaware.calibration.report import summary_dict
 from phaseaware.calibration.runner import CalibrationResult, calibrate
 from phaseaware.chat.layout import conversation_layout
-from phaseaware.demo.evaluate import StrategyResult, evaluate_strategies
-from phaseaware.demo.rag_questions import make_questions, without_evidence
+from phaseaware.compare.arrange import Arranger
+from phaseaware.compare.grade import load_grader
+from phaseaware.compare.log import fingerprint
+from phaseaware.compare.report import ArrangementRow, CompareReport, compare_report
+from phaseaware.compare.run import CompareSettings, comparison_settings, run_compare
+from phaseaware.demo.questions_file import (
+    BUDGET_TOKENS,
+    CHUNKS_PER_QUESTION,
+    MAX_FILLER_SENTENCES,
+    demo_questions,
+)
 from phaseaware.errors import InputError
-from phaseaware.profiles.model import Profile
 from phaseaware.reference import protocol
 from phaseaware.reference.load import reference_model_source
 from phaseaware.reference.paths import MODEL_NAME
@@ -39,6 +50,7 @@ __all__ = [
     "CHUNKS_PER_QUESTION",
     "MAX_FILLER_SENTENCES",
     "BUDGET_TOKENS",
+    "ANSWER_TOKENS",
     "DemoSettings",
     "DemoResult",
     "run_demo",
@@ -46,23 +58,17 @@ __all__ = [
 ]
 
 DEFAULT_OUT = Path("phaseaware-demo")
-# The RAG questions: 5 retrieved chunks, each a sentence tail, 1..8 filler
-# sentences and one fact (about 280 tokens a prompt); the budget admits them all.
-# Calibration probes the same (phaseaware.reference.protocol).
-CHUNKS_PER_QUESTION = 5
-MAX_FILLER_SENTENCES = 8
-BUDGET_TOKENS = 512
-# A seed stream disjoint from calibration's, so the questions are held out.
-_QUESTION_SEED_BASE = 10_000
+ANSWER_TOKENS = 8  # tokens generated per answer: the number, then end of turn
+CHAT_FORMAT = "hf"
 
 
 @dataclass(frozen=True)
 class DemoSettings:
     """``questions``: held-out RAG questions; ``base_prompts``: calibration base prompts
     (x 8 residues x 2 sweeps); ``context_tokens``: calibration prompt size (``None``:
-    the reference protocol's 300); ``out``: folder for the log and the profile;
-    ``fresh``: discard an earlier calibration log; ``evidence_strings``: false drops the
-    chunks' evidence strings, so assembly finds key tokens from the question alone."""
+    the reference protocol's 300); ``out``: folder for the logs and the profile;
+    ``fresh``: discard earlier calibration and answer logs; ``evidence_strings``: false
+    drops the chunks' evidence strings, so assembly finds key tokens from the question alone."""
 
     questions: int = 400
     base_prompts: int = 40
@@ -91,32 +97,37 @@ class DemoSettings:
 
 @dataclass(frozen=True)
 class DemoResult:
-    """The calibration and one :class:`StrategyResult` per strategy, in order."""
+    """The calibration and the comparison of the three arrangements."""
 
     calibration: CalibrationResult
-    strategies: tuple[StrategyResult, ...]
+    comparison: CompareReport
     questions: int
 
+    @property
+    def strategies(self) -> tuple[ArrangementRow, ...]:
+        return self.comparison.rows
+
     def summary(self) -> dict[str, Any]:
-        """JSON-safe summary: ``{"calibration": ..., "rag": [one dict per strategy]}``."""
+        """JSON-safe: ``{"calibration": ..., "rag": [one dict per arrangement], "compare":
+        the full comparison report}``."""
         return {
             "calibration": summary_dict(self.calibration),
-            "rag": [strategy_summary(r) for r in self.strategies],
+            "rag": [strategy_summary(r) for r in self.comparison.rows],
+            "compare": self.comparison.to_dict(),
         }
 
 
-def strategy_summary(row: StrategyResult) -> dict[str, Any]:
-    """The JSON fields of one strategy's result (fractions 0..1, tokens)."""
-    # TODO(lead): phaseaware.serialize once it can include properties (accuracy, overhead)
+def strategy_summary(row: ArrangementRow) -> dict[str, Any]:
+    """The JSON fields of one arrangement's result (fractions 0..1, tokens)."""
     return {
-        "strategy": row.strategy,
+        "strategy": row.arrangement,
         "accuracy": row.accuracy,
         "ci_low": row.ci_low,
         "ci_high": row.ci_high,
         "correct": row.correct,
         "total": row.total,
         "mean_prompt_tokens": row.mean_prompt_tokens,
-        "padding_overhead": row.padding_overhead,
+        "padding_overhead": row.added_tokens_share,
         "expected_accuracy": row.expected_accuracy,
     }
 
@@ -127,7 +138,7 @@ def run_demo(
     on_stage: Callable[[str], None] | None = None,
     on_calibrated: Callable[[CalibrationResult], None] | None = None,
 ) -> DemoResult:
-    """Calibrate the reference model, then answer the held-out questions three ways."""
+    """Calibrate the reference model, then compare the three arrangements on it."""
     stage = on_stage or (lambda message: None)
     tokenizer = load_tokenizer("reference")
     backend = load_hf_backend(reference_model_source(), tokenizer, threads=1)
@@ -135,17 +146,14 @@ def run_demo(
         calibration = _calibrate(settings, tokenizer, backend, stage)
         if on_calibrated is not None:
             on_calibrated(calibration)
-        rows = _evaluate(settings, calibration.profile, tokenizer, backend, stage)
+        report = _compare(settings, calibration, tokenizer, backend, stage)
     finally:
         backend.close()
-    return DemoResult(calibration=calibration, strategies=tuple(rows), questions=settings.questions)
+    return DemoResult(calibration=calibration, comparison=report, questions=settings.questions)
 
 
 def _calibrate(
-    settings: DemoSettings,
-    tokenizer: Tokenizer,
-    backend: HFBackend,
-    stage: Callable[[str], None],
+    settings: DemoSettings, tokenizer: Tokenizer, backend: Backend, stage: Callable[[str], None]
 ) -> CalibrationResult:
     settings.out.mkdir(parents=True, exist_ok=True)
     probes = settings.probe_settings()
@@ -155,10 +163,10 @@ def _calibrate(
     return calibrate(
         backend=backend,
         tokenizer=tokenizer,
-        layout=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
+        layout=conversation_layout(tokenizer=tokenizer, chat_format=CHAT_FORMAT),
         settings=probes,
         model=MODEL_NAME,
-        template="hf",
+        template=CHAT_FORMAT,
         log_path=settings.out / f"{MODEL_NAME}.calibration.jsonl",
         period=8,
         out_path=settings.out / f"{MODEL_NAME}.json",
@@ -166,34 +174,52 @@ def _calibrate(
     )
 
 
-def _evaluate(
+def _compare(
     settings: DemoSettings,
-    profile: Profile,
+    calibration: CalibrationResult,
     tokenizer: Tokenizer,
-    backend: HFBackend,
+    backend: Backend,
     stage: Callable[[str], None],
-) -> list[StrategyResult]:
-    questions = make_questions(
-        count=settings.questions,
-        seed=_QUESTION_SEED_BASE + settings.seed,
-        chunks_per_question=CHUNKS_PER_QUESTION,
-        max_filler_sentences=MAX_FILLER_SENTENCES,
+) -> CompareReport:
+    questions = demo_questions(
+        count=settings.questions, seed=settings.seed, evidence_strings=settings.evidence_strings
     )
-    if not settings.evidence_strings:
-        questions = without_evidence(questions)
-
-    def answer(prompt: str, prompt_tokens: int) -> str:
-        request = ProbeRequest(
-            probe_id="rag", prompt=prompt, prompt_tokens=prompt_tokens, answer=""
-        )
-        return next(iter(backend.complete([request]))).text
-
-    stage(f"[2/2] answering {len(questions)} held-out RAG questions x 3 strategies")
-    return evaluate_strategies(
-        questions,
-        answer=answer,
+    compare_settings = CompareSettings(
+        budget_tokens=BUDGET_TOKENS, max_tokens=ANSWER_TOKENS, questions_per_group=1
+    )
+    arranger = Arranger(
         tokenizer=tokenizer,
-        chat_format=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
-        profile=profile,
+        chat_format=CHAT_FORMAT,
+        profile=calibration.profile,
         budget_tokens=BUDGET_TOKENS,
+    )
+    stage(f"[2/2] phaseaware compare: {len(questions)} held-out RAG questions x 3 arrangements")
+    identity = comparison_settings(
+        questions=questions,
+        arranger=arranger,
+        settings=compare_settings,
+        model=MODEL_NAME,
+        chat_format=CHAT_FORMAT,
+        backend=backend.name,
+    )
+    # one answer log per comparison (other --questions, --seed or profile: another file),
+    # each resumable; the calibration log beside it is shared
+    tag = fingerprint(identity).removeprefix("sha256:")[:12]
+    run = run_compare(
+        questions=questions,
+        backend=backend,
+        arranger=arranger,
+        settings=compare_settings,
+        model=MODEL_NAME,
+        chat_format=CHAT_FORMAT,
+        log_path=settings.out / f"{MODEL_NAME}.compare-{tag}.jsonl",
+        fresh=settings.fresh,
+    )
+    return compare_report(
+        run,
+        questions=questions,
+        grader=load_grader("exact"),
+        grader_name="exact",
+        period=calibration.profile.period,
+        arrangements=compare_settings.arrangements,
     )

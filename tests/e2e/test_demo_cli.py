@@ -48,3 +48,15 @@ def test_phase_aware_assembly_beats_retrieval_order_on_the_reference_model(tmp_p
     assert phase["accuracy"] >= 0.95, phase
     assert phase["correct"] >= naive["correct"] + 5, (phase, naive)
     assert phase["padding_overhead"] <= 0.05
+
+
+def test_demo_with_other_questions_reuses_the_calibration_and_keeps_each_answer_log(
+    tmp_path, capsys
+) -> None:
+    base = ["demo", "--base-prompts", "2", "--out", str(tmp_path), "--json"]
+    assert main([*base, "--questions", "2"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--questions", "3"]) == 0  # another comparison, same calibration
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["calibration"]["probes_run"] == 0 and doc["compare"]["n_requests"] == 9
+    assert len(list(tmp_path.glob("phaseaware-reference.compare-*.jsonl"))) == 2

@@ -350,3 +350,46 @@ def test_calibrate_cli_reference_protocol_and_overrides(capsys) -> None:
         with pytest.raises(SystemExit):
             main([*args, "--depth", bad])
     assert "--depth" in capsys.readouterr().err
+
+
+def test_plan_sizes_a_period_detecting_run_for_a_gap(capsys) -> None:
+    import json as _json
+
+    from phaseaware.cli.main import main
+
+    argv = ["calibrate", "--plan", "--json", "--period", "auto", "--max-period", "32"]
+    argv += ["--detect-gap", "0.06", "--gap-period", "2"]
+    assert main(argv) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["power"] >= 0.8 and "find period 2" in doc["rationale"]
+    assert main(["calibrate", "--plan", "--detect-gap", "0.06", "--gap-period", "2"]) == 1
+    assert "--period auto" in capsys.readouterr().err
+
+
+def test_period_auto_finds_a_short_period_through_calibrate(tmp_path):
+    """``--period auto`` (period=None): a responder weak at odd key positions is found as
+    period 2 among candidates 2..8, with the power of each candidate in the report."""
+    rng = np.random.default_rng(3)
+
+    def odd_weak(prompt: str) -> str:
+        name = re.findall(r"access code for (\w+) \?", prompt)[-1]
+        match = re.search(rf"access code for {name} is (\d+)", prompt)
+        key = TOK.tokenize(prompt).token_at_char(match.start() + len("access code for "))
+        p = 0.6 if key % 2 else 0.95
+        return f"It is {match.group(1)}." if rng.random() < p else "I am not sure."
+
+    settings = ProbeSettings(context_tokens=160, n_offsets=16, base_prompts=12, seed=2)
+    result = calibrate(
+        backend=CallableBackend(odd_weak, name="sim"),
+        tokenizer=TOK,
+        layout=LAYOUT,
+        settings=settings,
+        model="sim-model",
+        template="chatml",
+        log_path=tmp_path / "auto.jsonl",
+        period=None,
+    )
+    detection = result.profile.extra["period_detection"]
+    assert detection["period"] == 2 == result.profile.period
+    assert [row["period"] for row in detection["candidates"]] == list(range(2, 9))
+    assert "power" in format_report(result)

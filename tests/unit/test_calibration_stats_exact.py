@@ -1,4 +1,4 @@
-"""Cross-checks of the pure-numpy distribution tails and tests against scipy (tests only)."""
+"""The statistics' scipy-backed tails against the hand-written oracle, and the tests built on them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,13 @@ import pytest
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
-from phaseaware.calibration.stats import cochran_q, holm_adjust, mcnemar_vs_best  # noqa: E402
-from phaseaware.calibration.stats.dist import (  # noqa: E402
+from phaseaware.calibration.stats import (  # noqa: E402
+    cochran_q,
+    dist,  # noqa: E402
+    holm_adjust,
+    mcnemar_vs_best,
+)
+from tests.support.dist_reference import (  # noqa: E402
     binom_logpmf,
     binom_two_sided_half,
     chi2_sf,
@@ -24,9 +29,10 @@ def test_chi2_sf_matches_scipy(df: int) -> None:
     for x in [0.0, 1e-6, 0.1, 0.5, 1.0, 2.5, df - 1.0, df, df + 1.0, 3.0 * df, 50.0, 200.0]:
         if x < 0:
             continue
-        ours = chi2_sf(x, df)
+        oracle = chi2_sf(x, df)
         ref = float(scipy_stats.chi2.sf(x, df))
-        assert ours == pytest.approx(ref, rel=1e-10, abs=1e-300), (x, df)
+        assert oracle == pytest.approx(ref, rel=1e-10, abs=1e-300), (x, df)
+        assert dist.chi2_sf(x, df) == pytest.approx(oracle, rel=1e-10, abs=1e-300), (x, df)
 
 
 def test_regularized_gamma_q_edges() -> None:
@@ -46,18 +52,20 @@ def test_binomial_two_sided_matches_scipy(n: int) -> None:
     for k in sorted({0, 1, n // 3, n // 2, n - 1, n} - {-1}):
         if not 0 <= k <= n:
             continue
-        ours = binom_two_sided_half(k, n)
+        oracle = binom_two_sided_half(k, n)
         ref = 1.0 if n == 0 else float(scipy_stats.binomtest(k, n, 0.5).pvalue)
-        assert ours == pytest.approx(ref, rel=1e-9, abs=1e-300), (k, n)
+        assert oracle == pytest.approx(ref, rel=1e-9, abs=1e-300), (k, n)
+        assert dist.binom_two_sided_half(k, n) == pytest.approx(oracle, rel=1e-9, abs=1e-300)
 
 
 def test_binom_logpmf_matches_scipy() -> None:
     lf = log_factorials(300)
     k = np.arange(301)
     for p in [0.01, 0.3, 0.5, 0.97]:
-        ours = np.exp(binom_logpmf(k, 300, p, lf))
+        oracle = np.exp(binom_logpmf(k, 300, p, lf))
         ref = scipy_stats.binom.pmf(k, 300, p)
-        np.testing.assert_allclose(ours, ref, rtol=1e-8, atol=1e-300)
+        np.testing.assert_allclose(oracle, ref, rtol=1e-8, atol=1e-300)
+        np.testing.assert_allclose(dist.binom_pmf(k, 300, p), oracle, rtol=1e-8, atol=1e-300)
 
 
 def _cochran_direct(x: np.ndarray) -> tuple[float, float]:
@@ -155,3 +163,42 @@ def test_holm_adjust_small_example() -> None:
     assert holm_adjust([0.01, 0.04, 0.03], family_size=5) == pytest.approx([0.05, 0.12, 0.12])
     with pytest.raises(ValueError):
         holm_adjust([0.1, 0.2], family_size=1)
+
+
+def _mcnemar_power_oracle(*, n: int, p_best: float, p_weak: float, alpha: float) -> float:
+    """Exact McNemar power by direct enumeration with the hand-written tails."""
+    p10, p01 = p_best * (1 - p_weak), (1 - p_best) * p_weak
+    psi = p10 + p01
+    share = p10 / psi
+    lf = log_factorials(n)
+    weight = np.exp(binom_logpmf(np.arange(n + 1), n, psi, lf))
+    power = 0.0
+    for m in range(1, n + 1):
+        pmf = np.exp(binom_logpmf(np.arange(m + 1), m, share, lf))
+        for b in range(m + 1):  # b: right at the best residue only
+            if b > m - b and binom_two_sided_half(b, m) < alpha:
+                power += weight[m] * pmf[b]
+    return power
+
+
+@pytest.mark.parametrize(
+    ("n", "pb", "pw", "alpha"), [(40, 0.9, 0.6, 0.05), (120, 0.85, 0.75, 0.05 / 28)]
+)
+def test_mcnemar_power_matches_enumeration(n, pb, pw, alpha) -> None:
+    from phaseaware.calibration.stats.plan import mcnemar_power
+
+    ours = mcnemar_power(n=n, p_best=pb, p_weak=pw, alpha=alpha)
+    assert ours == pytest.approx(
+        _mcnemar_power_oracle(n=n, p_best=pb, p_weak=pw, alpha=alpha), abs=1e-9
+    )
+
+
+def test_statistics_without_scipy_name_the_extra(monkeypatch) -> None:
+    import sys
+
+    from phaseaware.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    with pytest.raises(MissingExtraError, match=r"phaseaware\[stats\]"):
+        dist.chi2_sf(3.0, 2)

@@ -210,7 +210,7 @@ def test_other_input_errors() -> None:
         weak_residues((), alpha=0.0)
 
 
-def test_stats_import_is_numpy_only() -> None:
+def test_stats_import_does_not_import_scipy() -> None:
     import subprocess
     import sys
 
@@ -220,3 +220,38 @@ def test_stats_import_is_numpy_only() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@FAST
+@given(
+    st.integers(3, 12).flatmap(
+        lambda max_period: st.tuples(
+            st.just(max_period),
+            arrays(np.int8, (6, max_period * 2), elements=st.sampled_from([0, 1, 1, -1])),
+        )
+    )
+)
+def test_period_detection_reports_probabilities(case) -> None:
+    max_period, outcomes = case
+    if int((outcomes != -1).any(axis=0).sum()) <= max_period:
+        return
+    result = detect_period(outcomes, max_period=max_period)
+    assert set(result.p_values) == set(result.power) == set(range(2, max_period + 1))
+    assert all(0.0 <= v <= 1.0 for v in [*result.p_values.values(), *result.power.values()])
+    assert result.period is None or result.p_values[result.period] < result.alpha
+    assert result.candidate in result.p_values and 0.0 <= result.p_value <= 1.0
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=2, max_size=12))
+def test_verdict_invariants(pairs) -> None:
+    from phaseaware.calibration.verdict import phase_verdict
+
+    successes = [min(a, b) for a, b in pairs]
+    n = [max(a, b) for a, b in pairs]
+    if sum(k > 0 for k in n) < 2:
+        return
+    v = phase_verdict(successes=successes, n=n, period=len(pairs))
+    assert v.worst_accuracy <= v.typical_accuracy <= v.best_accuracy
+    assert v.best_residue in v.good_residues and v.expected_gain >= -1e-12
+    assert (v.expected_gain == 0.0) or v.phase_sensitive

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.calibration import task
-from phaseaware.demo.evaluate import long_context_reorder
+from phaseaware.compare.arrange import long_context_reorder
 from phaseaware.demo.rag_questions import make_questions
 
 

@@ -32,6 +32,10 @@ def without(monkeypatch):
         (["serve-reference", "--port", "0"], ("torch",), "reference"),
         (["demo"], ("torch",), "reference"),
         (["calibrate", "--period", "8"], ("torch",), "torch"),
+        (["calibrate", "--period", "8"], ("scipy",), "stats"),
+        (["calibrate", "--plan", "--detect-gap", "0.2"], ("scipy",), "stats"),
+        (["demo"], ("scipy",), "reference"),
+        (["compare", "q.jsonl", "--profile", "p", "--budget-tokens", "100"], ("scipy",), "stats"),
     ],
 )
 def test_commands_name_the_extra(without, capsys, argv, hidden, extra):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("torch", "transformers", "openai", "tokenizers", "safetensors")
+HEAVY = ("torch", "transformers", "openai", "tokenizers", "safetensors", "scipy")
 
 
 def test_core_import_is_light() -> None:

@@ -4,7 +4,8 @@
 ``paired`` (Cochran's Q, McNemar against the best residue, Holm), ``period``
 (period detection), ``shrink`` (beta-binomial shrinkage), ``plan`` (sample size and
 cost), ``window`` (the window sweep), ``outcomes`` (the outcome matrix) and ``dist``
-(distribution tails without scipy). Pure numpy. The names below are the public API.
+(the distributions, from ``scipy.stats``, imported on first use: the ``stats`` extra).
+numpy at import time. The names below are the public API.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Paired tests over base prompts: Cochran's Q and exact McNemar against the best residue.
 
 Both use complete rows only (a pair needs both outcomes from the same base
-prompt). p-values come from ``stats_dist`` (no scipy).
+prompt). p-values come from ``scipy.stats`` (through :mod:`.dist`, imported on first use).
 """
 
 from __future__ import annotations

@@ -14,6 +14,13 @@ Two targets, either or both (the larger requirement wins):
   smallest p-value), counting only rejections in the right
   direction.
 
+* ``detect_gap`` with ``gap_period``: for a sweep whose period is detected
+  (``--period auto``: ``period`` offsets, candidates up to ``max_period``), a
+  residue ``detect_gap`` below the others, repeating every ``gap_period``
+  offsets, should be found as period ``gap_period`` by
+  :func:`~phaseaware.calibration.stats.period.detect_period` with probability
+  ``power`` (:func:`~phaseaware.calibration.stats.period.period_power`).
+
 Discordance model (the assumption behind ``detect_gap``): within a base
 prompt, the outcome at the best residue (accuracy ``baseline_accuracy``) and
 at the weak residue (``baseline_accuracy - detect_gap``) are *independent*, so
@@ -33,7 +40,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from phaseaware.calibration.stats.dist import binom_logpmf, log_factorials
+from phaseaware.calibration.stats.dist import binom_pmf, scipy_stats
+from phaseaware.calibration.stats.period import period_power
 from phaseaware.errors import InputError
 from phaseaware.intervals import Z_95
 
@@ -73,21 +81,21 @@ def mcnemar_power(*, n: int, p_best: float, p_weak: float, alpha: float) -> floa
     if psi <= 0 or p10 <= p01:
         return 0.0
     share = p10 / psi
-    log_fact = log_factorials(n)
+    stats = scipy_stats()
     m_all = np.arange(n + 1)
-    weight = np.exp(binom_logpmf(m_all, n, psi, log_fact))
+    weight = binom_pmf(m_all, n, psi)
     power = 0.0
     for m in np.flatnonzero(weight > 1e-13):
         if m == 0:
             continue
-        k = np.arange(m + 1)
-        null_cdf = np.cumsum(np.exp(binom_logpmf(k, int(m), 0.5, log_fact)))
-        reject = np.flatnonzero(2.0 * null_cdf < alpha)
-        if reject.size == 0:
+        # reject when 2 P(X <= min(b, c)) < alpha under X ~ Bin(m, 1/2): k <= k_crit
+        k_crit = int(stats.binom.ppf(alpha / 2.0, m, 0.5))
+        while k_crit >= 0 and 2.0 * float(stats.binom.cdf(k_crit, m, 0.5)) >= alpha:
+            k_crit -= 1
+        if k_crit < 0:
             continue
-        k_crit = int(reject[-1])  # reject when min(b, c) <= k_crit; we need c <= k_crit
-        alt = np.exp(binom_logpmf(k[m - k_crit :], int(m), share, log_fact))
-        power += weight[m] * float(alt.sum())
+        # the weak residue is worse: c (right only at the weak one) <= k_crit
+        power += weight[m] * float(stats.binom.cdf(k_crit, m, 1.0 - share))
     return min(1.0, power)
 
 
@@ -153,11 +161,16 @@ def plan_calibration(
     tokens_per_probe: int,
     price_per_million_tokens: float | None = None,
     sweeps: tuple[str, ...] = ("key",),
+    gap_period: int | None = None,
+    max_period: int | None = None,
 ) -> CalibrationPlan:
     """Size a calibration (see the module docstring for the model and its assumption).
 
     Accuracies, half-widths and gaps are fractions; ``tokens_per_probe`` counts
     prompt plus completion tokens; ``price_per_million_tokens`` in any currency.
+    ``gap_period`` (with ``detect_gap``): size a period-detecting sweep of
+    ``period`` offsets (candidates up to ``max_period``, default ``period // 2``)
+    so that a gap repeating every ``gap_period`` offsets is found.
     """
     _check(period, target_half_width, detect_gap, baseline_accuracy, alpha, power, tokens_per_probe)
     if not sweeps:
@@ -176,30 +189,28 @@ def plan_calibration(
             f"{n_hw} base prompts give a Wilson 95% half-width of {100 * achieved_half:.1f} "
             f"points (target {100 * target_half_width:.1f}) at accuracy {100 * p:.0f}%"
         )
-    if detect_gap is not None:
-        pb, pw = baseline_accuracy, baseline_accuracy - detect_gap
-        n_pairs = period * (period - 1) // 2
-        level = alpha / n_pairs
-        psi = pb * (1 - pw) + (1 - pb) * pw
-        dist = NormalDist()
-        z_a, z_b = dist.inv_cdf(1 - level / 2), dist.inv_cdf(power)
-        start = math.ceil(
-            (z_a * math.sqrt(psi) + z_b * math.sqrt(max(psi - detect_gap**2, 0))) ** 2
-            / detect_gap**2
+    if detect_gap is not None and gap_period is not None:
+        n_gap, achieved_power, reason = _plan_period(
+            offsets=period,
+            gap_period=gap_period,
+            max_period=max_period if max_period is not None else period // 2,
+            detect_gap=detect_gap,
+            baseline_accuracy=baseline_accuracy,
+            alpha=alpha,
+            power=power,
         )
-
-        def meets(n: int) -> bool:
-            return mcnemar_power(n=n, p_best=pb, p_weak=pw, alpha=level) >= power
-
-        n_gap = _smallest_n(meets, start)
-        achieved_power = mcnemar_power(n=n_gap, p_best=pb, p_weak=pw, alpha=level)
         n_needed = max(n_needed, n_gap)
-        reasons.append(
-            f"{n_gap} base prompts detect a residue {100 * detect_gap:.1f} points below "
-            f"{100 * pb:.0f}% with power {100 * achieved_power:.0f}% (exact McNemar at "
-            f"alpha {alpha:g}/{n_pairs} as Holm's first step; outcomes at different "
-            "residues assumed independent, conservative when they correlate positively)"
+        reasons.append(reason)
+    elif detect_gap is not None:
+        n_gap, achieved_power, reason = _plan_mcnemar(
+            period=period,
+            detect_gap=detect_gap,
+            baseline_accuracy=baseline_accuracy,
+            alpha=alpha,
+            power=power,
         )
+        n_needed = max(n_needed, n_gap)
+        reasons.append(reason)
     n_probes = n_needed * period * len(sweeps)
     total_tokens = n_probes * tokens_per_probe
     cost = (
@@ -219,3 +230,66 @@ def plan_calibration(
         half_width=achieved_half,
         power=None if achieved_power is None else float(achieved_power),
     )
+
+
+def _plan_mcnemar(
+    *, period: int, detect_gap: float, baseline_accuracy: float, alpha: float, power: float
+) -> tuple[int, float, str]:
+    """Base prompts for ``mcnemar_vs_best`` to flag a residue ``detect_gap`` below the rest."""
+    pb, pw = baseline_accuracy, baseline_accuracy - detect_gap
+    n_pairs = period * (period - 1) // 2
+    level = alpha / n_pairs
+    psi = pb * (1 - pw) + (1 - pb) * pw
+    dist = NormalDist()
+    z_a, z_b = dist.inv_cdf(1 - level / 2), dist.inv_cdf(power)
+    start = math.ceil(
+        (z_a * math.sqrt(psi) + z_b * math.sqrt(max(psi - detect_gap**2, 0))) ** 2 / detect_gap**2
+    )
+
+    def meets(n: int) -> bool:
+        return mcnemar_power(n=n, p_best=pb, p_weak=pw, alpha=level) >= power
+
+    n_gap = _smallest_n(meets, start)
+    achieved = mcnemar_power(n=n_gap, p_best=pb, p_weak=pw, alpha=level)
+    reason = (
+        f"{n_gap} base prompts detect a residue {100 * detect_gap:.1f} points below "
+        f"{100 * pb:.0f}% with power {100 * achieved:.0f}% (exact McNemar at "
+        f"alpha {alpha:g}/{n_pairs} as Holm's first step; outcomes at different "
+        "residues assumed independent, conservative when they correlate positively)"
+    )
+    return n_gap, achieved, reason
+
+
+def _plan_period(
+    *,
+    offsets: int,
+    gap_period: int,
+    max_period: int,
+    detect_gap: float,
+    baseline_accuracy: float,
+    alpha: float,
+    power: float,
+) -> tuple[int, float, str]:
+    """Base prompts for ``detect_period`` to find a gap repeating every ``gap_period`` offsets."""
+    if not 2 <= gap_period <= max_period < offsets:
+        raise InputError(
+            f"gap_period must be in [2, max_period={max_period}] and max_period below the "
+            f"{offsets} offsets swept, got gap_period={gap_period}; sweep more offsets "
+            "(--max-period) or ask for a shorter period"
+        )
+    pattern = [baseline_accuracy] * (gap_period - 1) + [baseline_accuracy - detect_gap]
+
+    def achieved(n: int) -> float:
+        return period_power(
+            pattern, n_base_prompts=n, n_offsets=offsets, max_period=max_period, alpha=alpha
+        )
+
+    n_gap = _smallest_n(lambda n: achieved(n) >= power, 1)
+    value = achieved(n_gap)
+    reason = (
+        f"{n_gap} base prompts find period {gap_period} when one residue in {gap_period} is "
+        f"{100 * detect_gap:.1f} points below {100 * baseline_accuracy:.0f}% with power "
+        f"{100 * value:.0f}% ({offsets} offsets, candidates 2-{max_period}, "
+        f"alpha {alpha:g}/{max_period - 1} as Holm's first step; binomial noise)"
+    )
+    return n_gap, value, reason

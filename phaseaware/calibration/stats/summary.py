@@ -15,7 +15,7 @@ How incomplete rows are used:
 * the paired tests (Cochran's Q, McNemar) use *complete rows only*, because a
   pair needs both outcomes from the same base prompt.
 
-Pure numpy; no scipy. Every function returns new objects and never changes its
+numpy, and scipy's distributions through :mod:`.dist`. Every function returns new objects and never changes its
 arguments. Accuracies, gaps and half-widths are fractions (0..1) unless a name
 says "points" (percentage points, 0..100).
 """

@@ -1,0 +1,256 @@
+"""``phaseaware compare``: naive vs phase-aware assembly on your own questions.
+
+Reads a JSONL file (one question a line: ``question``, ``chunks`` with
+``text``/``score``/``id``/optional ``evidence``, ``answer``: a string or a list,
+optional ``system``), assembles each question three ways at the same token
+budget (retrieval order, lost-in-the-middle, phase-aware with ``--profile``),
+asks the model through a calibration backend (``--backend openai``: any
+OpenAI-compatible server; ``hf``: a local transformers model, the reference model
+by default; ``callable``: ``module:function``), grades every answer and prints
+accuracy per arrangement, the paired tests, where the evidence landed and the
+verdict. Answers are logged as they arrive; re-running resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from phaseaware.cli.argtypes import fraction, integer, seconds
+from phaseaware.cli.flags import add_chat_format
+from phaseaware.limits import MAX_TOKENS
+
+NAME = "compare"
+HELP = "Compare naive and phase-aware assembly on your own questions (accuracy, paired test)."
+DEFAULT_FOLDER = Path("phaseaware-compare")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("questions", nargs="?", help="questions file (JSONL, one question a line)")
+    add(
+        "--reference-questions",
+        action="store_true",
+        help="use the reference model's held-out RAG questions shipped with phaseaware "
+        "(what `phaseaware demo` answers)",
+    )
+    add("--profile", required=True, help="profile name or file for the phase-aware arrangement")
+    add(
+        "--budget-tokens",
+        type=integer(16, MAX_TOKENS),
+        required=True,
+        help="prompt tokens every arrangement may use, template included",
+    )
+    add("--backend", choices=("hf", "openai", "callable"), default="openai")
+    add(
+        "--model",
+        help="openai: served model name; hf: folder, hf:<name> or .gguf (default: the "
+        "reference model); callable: module:function",
+    )
+    add("--tokenizer", help="tokenizer spec (required for openai: the served model's)")
+    add_chat_format(parser, help="chat format: none, chatml, hf, deepseek-v4, ... (default hf)")
+    add("--grader", default="exact", help="exact (default), contains, regex or module:function")
+    add("--max-tokens", type=integer(1, 100_000), default=64, help="tokens per answer")
+    add("--repeat", action="store_true", help="phase-aware also restates the top evidence")
+    add("--alpha", type=fraction(low_open=True), default=0.05, help="test level (default 0.05)")
+    add("--log", help="answer log (JSONL); default ./phaseaware-compare/<model>.compare.jsonl")
+    add("--fresh", action="store_true", help="discard the log and start over")
+    add("--json", action="store_true", help="print one JSON document")
+    add("--plot", help="save accuracy and evidence-residue charts (needs matplotlib)")
+    add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
+    add("--api-key-file", help="--backend openai: read the API key from this file")
+    add("--api-key", help="--backend openai: API key (visible to other users: prefer the env)")
+    add("--endpoint", choices=("chat", "completions"), default="chat", help="openai endpoint")
+    add(
+        "--concurrency",
+        type=integer(1, 1024),
+        default=4,
+        help="requests in flight (questions sent together; default 4)",
+    )
+    add("--timeout", type=seconds(), default=60.0, help="seconds per HTTP attempt")
+    add("--max-retries", type=integer(0, 100), default=5, help="HTTP retries per request")
+    add(
+        "--prompt-token-offset",
+        type=int,
+        default=0,
+        help="openai: tokens the server adds before each prompt itself (e.g. 1 for a BOS)",
+    )
+    add(
+        "--no-prompt-token-check",
+        action="store_true",
+        help="openai: do not compare usage.prompt_tokens with phaseaware's count (unsafe)",
+    )
+    add("--threads", type=integer(1, 4096), default=1, help="hf: torch CPU threads")
+
+
+def _questions(args: argparse.Namespace) -> Any:
+    from phaseaware.compare.questions import read_questions
+
+    if args.reference_questions:
+        from phaseaware.demo.questions_file import reference_questions
+
+        return reference_questions()
+    return read_questions(args.questions)
+
+
+def _check(args: argparse.Namespace) -> None:
+    from phaseaware.assembly.inputs.options import check_position_offset
+    from phaseaware.atomic import check_output_path, refuse_same_file
+    from phaseaware.errors import InputError
+    from phaseaware.extras import require_extra
+
+    if bool(args.questions) == bool(args.reference_questions):
+        raise InputError("pass a questions file (JSONL) or --reference-questions (one of them)")
+    require_extra(modules=("scipy",), extra="stats", what="compare's statistics")
+    if args.plot:
+        require_extra(modules=("matplotlib",), extra="plot", what="--plot")
+    if args.backend == "openai":
+        require_extra(modules=("openai",), extra="openai", what="--backend openai")
+        if not (args.tokenizer and args.base_url and args.model):
+            raise InputError(
+                "--backend openai needs --base-url, --model and --tokenizer (the served "
+                "model's tokenizer, so positions are exact)"
+            )
+    elif args.backend == "hf":
+        require_extra(
+            modules=("torch", "safetensors", "transformers"), extra="torch", what="--backend hf"
+        )
+    check_position_offset(args.prompt_token_offset, name="--prompt-token-offset", error=InputError)
+    if args.prompt_token_offset and args.backend != "openai":
+        raise InputError("--prompt-token-offset applies to --backend openai only")
+    outputs = {k: v for k, v in {"--log": args.log, "--plot": args.plot}.items() if v}
+    for flag, value in outputs.items():
+        check_output_path(value)
+        others = {k: v for k, v in outputs.items() if k != flag}
+        if args.questions:
+            others["questions file"] = args.questions
+        refuse_same_file(value, others, output_name=flag)
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+    from phaseaware.compare.grade import check_regex_answers, load_grader
+
+    questions = _questions(args)
+    grader = load_grader(args.grader)
+    if args.grader == "regex":
+        for q in questions:
+            check_regex_answers(q.answers, where=f"question {q.id}")
+    backend, tokenizer, name = _backend(args)
+    try:
+        report = compare(args, questions, grader, backend, tokenizer, name)
+    finally:
+        backend.close()
+    if args.plot:
+        from phaseaware.compare.report import save_plot
+
+        save_plot(report, args.plot)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
+    return 0
+
+
+def _backend(args: argparse.Namespace) -> tuple[Any, Any, str]:
+    from phaseaware.calibration.backends.factory import BackendOptions, make_backend, run_names
+    from phaseaware.cli.api_keys import api_key_from_args
+    from phaseaware.endpoints.settings import chat_template_kwargs
+    from phaseaware.errors import InputError
+    from phaseaware.tokenizers import load_tokenizer
+
+    options = BackendOptions(
+        kind=args.backend,
+        model=args.model,
+        threads=args.threads,
+        base_url=args.base_url,
+        endpoint=args.endpoint,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        prompt_token_offset=args.prompt_token_offset,
+        prompt_token_check=not args.no_prompt_token_check,
+        api_key=api_key_from_args(
+            args, error=InputError, env_name="PHASEAWARE_API_KEY", read_env=False
+        )
+        if args.backend == "openai"
+        else None,
+    )
+    default_model = None
+    if args.backend == "hf" and args.model is None:
+        from phaseaware.reference.load import reference_model_source
+
+        default_model = reference_model_source()
+    name, spec = run_names(options, tokenizer=args.tokenizer, default_model=default_model)
+    tokenizer = load_tokenizer(spec)
+    backend = make_backend(
+        options,
+        tokenizer,
+        default_model=default_model,
+        chat_template_kwargs=chat_template_kwargs(chat_format=args.chat_format or "hf"),
+    )
+    return backend, tokenizer, name
+
+
+def compare(
+    args: argparse.Namespace, questions: Any, grader: Any, backend: Any, tokenizer: Any, name: str
+) -> Any:
+    from phaseaware.cli.calibrate_output import Progress
+    from phaseaware.compare.arrange import ARRANGEMENTS, Arranger
+    from phaseaware.compare.report import compare_report
+    from phaseaware.compare.run import CompareSettings, run_compare
+    from phaseaware.profiles.registry import get_profile, profile_filename
+
+    chat_format = args.chat_format or "hf"
+    profile = get_profile(args.profile)
+    settings = CompareSettings(
+        budget_tokens=args.budget_tokens,
+        max_tokens=args.max_tokens,
+        repeat=args.repeat,
+        # enough questions per group to keep --concurrency requests in flight
+        questions_per_group=-(-args.concurrency // len(ARRANGEMENTS)),
+    )
+    arranger = Arranger(
+        tokenizer=tokenizer,
+        chat_format=chat_format,
+        profile=profile,
+        budget_tokens=settings.budget_tokens,
+        repeat=settings.repeat,
+        position_offset=args.prompt_token_offset,
+    )
+    log = (
+        Path(args.log)
+        if args.log
+        else DEFAULT_FOLDER / (Path(profile_filename(name)).stem + ".compare.jsonl")
+    )
+    progress = Progress(label="compare", unit="answers")
+    try:
+        result = run_compare(
+            questions=questions,
+            backend=backend,
+            arranger=arranger,
+            settings=settings,
+            model=name,
+            chat_format=chat_format,
+            log_path=log,
+            fresh=args.fresh,
+            progress=progress,
+        )
+    except KeyboardInterrupt:
+        progress.finish()
+        print(
+            f"phaseaware: interrupted; answers so far are saved in {log}; run the same command "
+            "again to resume",
+            file=sys.stderr,
+        )
+        raise SystemExit(130) from None
+    progress.finish()
+    return compare_report(
+        result,
+        questions=questions,
+        grader=grader,
+        grader_name=args.grader,
+        period=profile.period,
+        arrangements=settings.arrangements,
+        alpha=args.alpha,
+    )

@@ -1,0 +1,103 @@
+"""Grading a completion against a question's accepted answers.
+
+* ``exact`` (default): normalised exact match, as SQuAD scores it: lower case,
+  punctuation and the articles a/an/the removed, whitespace collapsed; right
+  when the completion equals any accepted answer so normalised;
+* ``contains``: the normalised answer occurs in the normalised completion as
+  whole words;
+* ``regex``: each accepted answer is a regular expression searched in the raw
+  completion (case-insensitive);
+* ``module:function``: ``function(completion, answers) -> bool``, imported
+  once; anything else it returns or raises is refused with the grader named.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import string
+from collections.abc import Callable, Sequence
+
+from phaseaware.errors import InputError
+
+__all__ = ["Grader", "BUILTIN_GRADERS", "normalize_answer", "load_grader"]
+
+Grader = Callable[[str, Sequence[str]], bool]
+BUILTIN_GRADERS = ("exact", "contains", "regex")
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """Lower case, no punctuation, no articles, single spaces (SQuAD's normalisation)."""
+    lowered = text.lower().translate(_PUNCT)
+    return " ".join(_ARTICLES.sub(" ", lowered).split())
+
+
+def _exact(completion: str, answers: Sequence[str]) -> bool:
+    got = normalize_answer(completion)
+    return any(got == normalize_answer(a) for a in answers)
+
+
+def _contains(completion: str, answers: Sequence[str]) -> bool:
+    got = f" {normalize_answer(completion)} "
+    return any(f" {normalize_answer(a)} " in got for a in answers if normalize_answer(a))
+
+
+def _regex(completion: str, answers: Sequence[str]) -> bool:
+    return any(re.search(a, completion, flags=re.IGNORECASE) for a in answers)
+
+
+def _external(spec: str) -> Grader:
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InputError(
+            f"--grader {spec}: cannot import module {module_name!r} ({exc}); check the name "
+            "and that it is on PYTHONPATH"
+        ) from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise InputError(f"--grader {spec}: module {module_name!r} has no callable {attr!r}")
+
+    def grade(completion: str, answers: Sequence[str]) -> bool:
+        try:
+            verdict = fn(completion, list(answers))
+        except Exception as exc:
+            raise InputError(
+                f"--grader {spec} raised {type(exc).__name__}: {exc}; fix the grader"
+            ) from None
+        if not isinstance(verdict, bool):
+            raise InputError(
+                f"--grader {spec} returned {type(verdict).__name__}, not True/False; "
+                "a grader returns a bool"
+            )
+        return verdict
+
+    return grade
+
+
+def load_grader(spec: str) -> Grader:
+    """The grader named ``spec`` (a built-in name or ``module:function``)."""
+    if spec == "exact":
+        return _exact
+    if spec == "contains":
+        return _contains
+    if spec == "regex":
+        return _regex
+    if ":" in spec:
+        return _external(spec)
+    raise InputError(
+        f"unknown grader {spec!r}; use exact, contains, regex or module:function (--grader)"
+    )
+
+
+def check_regex_answers(answers: Sequence[str], *, where: str) -> None:
+    """Refuse an accepted answer that is not a valid regular expression (``--grader regex``)."""
+    for a in answers:
+        try:
+            re.compile(a)
+        except re.error as exc:
+            raise InputError(f"{where}: answer {a!r} is not a regular expression ({exc})") from None
