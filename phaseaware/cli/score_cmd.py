@@ -101,7 +101,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="--period auto: fold positions by this; candidates up to half of it (default 16)",
     )
     add("--length-buckets", type=integer(1, 100), default=4, help="length buckets (default 4)")
-    add("--seed", type=integer(0, 2**63 - 1), default=0, help="seed of the period test")
     add("--json", action="store_true", help="print one JSON document")
     add("--plot", metavar="FILE", help="also save accuracy by residue as a chart (matplotlib)")
     add("--profile-out", metavar="FILE", help="write a phaseaware profile built from the eval")
@@ -182,7 +181,6 @@ def run(args: argparse.Namespace) -> int:
         period=args.period,
         max_period=args.max_period,
         length_buckets=args.length_buckets,
-        seed=args.seed,
     )
     doc = to_json(result)
     if args.profile_out:

@@ -74,6 +74,7 @@ def to_json(result: ScoreResult) -> dict[str, Any]:
         "residues": _rows(t.residues),
         "phase_dependence": _test(t.phase_dependence),
         "by_length": [_bucket(b) for b in t.by_length],
+        "verdict": t.verdict.to_dict(),
         "skipped": [
             {"id": s.sample_id, "reason": s.reason, "detail": s.detail} for s in result.skipped
         ],
@@ -130,6 +131,8 @@ def format_report(result: ScoreResult) -> str:
     if result.skipped:
         reasons = Counter(s.reason for s in result.skipped)
         lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
+    lines.append("")
+    lines.extend(t.verdict.lines())
     return "\n".join(lines)
 
 

@@ -42,7 +42,6 @@ def score_samples(
     period: int | None,
     max_period: int = 16,
     length_buckets: int = 4,
-    seed: int = 0,
 ) -> ScoreResult:
     """Place each sample (skips pass through) and tally the placed ones."""
     located: list[Located] = []
@@ -60,9 +59,7 @@ def score_samples(
             f"no sample could be placed in its prompt (skipped: {summary}); check --format, "
             "--needle-field, --tokenizer and --chat-format (or --server)"
         )
-    result = tally(
-        located, period=period, max_period=max_period, length_buckets=length_buckets, seed=seed
-    )
+    result = tally(located, period=period, max_period=max_period, length_buckets=length_buckets)
     return ScoreResult(
         source=source,
         format=format,
@@ -83,7 +80,6 @@ def score_log(
     period: int | None = 8,
     max_period: int = 16,
     length_buckets: int = 4,
-    seed: int = 0,
 ) -> ScoreResult:
     """Accuracy by key residue of the eval log at ``path`` in ``format`` (see :data:`FORMATS`)."""
     reader = FORMATS.get(format)
@@ -98,5 +94,4 @@ def score_log(
         period=period,
         max_period=max_period,
         length_buckets=length_buckets,
-        seed=seed,
     )

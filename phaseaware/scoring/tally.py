@@ -21,6 +21,7 @@ import numpy as np
 
 from phaseaware.calibration.stats import PeriodDetection, detect_period, residue_summary
 from phaseaware.calibration.stats.dist import chi2_sf
+from phaseaware.calibration.verdict import Verdict, phase_verdict
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.locate import Located
 
@@ -78,6 +79,7 @@ class Tally:
     phase_dependence: PhaseTest
     by_length: tuple[LengthBucket, ...]
     n: int
+    verdict: Verdict
 
 
 def residue_rows(located: Sequence[Located], period: int) -> tuple[ResidueRow, ...]:
@@ -113,19 +115,11 @@ def phase_test(rows: Sequence[ResidueRow]) -> PhaseTest:
     return PhaseTest(PHASE_TEST, float(statistic), df, chi2_sf(statistic, df))
 
 
-def choose_period(
-    located: Sequence[Located], *, max_period: int, seed: int = 0
-) -> tuple[int, PeriodDetection]:
+def choose_period(located: Sequence[Located], *, max_period: int) -> tuple[int, PeriodDetection]:
     """The period ``calibrate --period auto`` would report for these samples (see module doc)."""
     offsets = np.array([s.key_position % max_period for s in located])
     right = np.array([1.0 if s.correct else 0.0 for s in located])
     counts = np.bincount(offsets, minlength=max_period)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        accuracy = np.where(
-            counts > 0,
-            np.bincount(offsets, weights=right, minlength=max_period) / np.maximum(counts, 1),
-            np.nan,
-        )
     candidates = max_period // 2
     if candidates < 2 or int((counts > 0).sum()) <= candidates:
         raise EvalLogError(
@@ -133,7 +127,14 @@ def choose_period(
             f"positions mod {max_period} (--max-period) and --max-period >= 4; "
             "pass --period N instead"
         )
-    detection = detect_period(accuracy, max_period=candidates, seed=seed)
+    # outcomes by position mod max_period, one column each (NaN pads the shorter columns):
+    # the detector's binomial test then weighs each position by its sample count
+    outcomes = np.full((int(counts.max()), max_period), np.nan)
+    filled = np.zeros(max_period, dtype=int)
+    for offset, value in zip(offsets.tolist(), right.tolist(), strict=True):
+        outcomes[filled[offset], offset] = value
+        filled[offset] += 1
+    detection = detect_period(outcomes, max_period=candidates)
     return (detection.period or detection.candidate), detection
 
 
@@ -160,7 +161,6 @@ def tally(
     period: int | None,
     max_period: int = 16,
     length_buckets: int = 4,
-    seed: int = 0,
 ) -> Tally:
     """Everything ``phaseaware score`` reports about ``located`` (see module doc)."""
     if not located:
@@ -170,11 +170,28 @@ def tally(
         )
     detection = None
     if period is None:
-        period, detection = choose_period(located, max_period=max_period, seed=seed)
+        period, detection = choose_period(located, max_period=max_period)
     rows = residue_rows(located, period)
     by_length = tuple(
         LengthBucket(low, high, len(members), sub, phase_test(sub))
         for low, high, members in _buckets(located, length_buckets)
         for sub in [residue_rows(members, period)]
     )
-    return Tally(period, detection, rows, phase_test(rows), by_length, len(located))
+    test = phase_test(rows)
+    # the total prompt length's residue too (the field report's effect): counts by
+    # prompt_tokens mod period, beside the key's residue
+    length_n = [0] * period
+    length_ok = [0] * period
+    for sample in located:
+        length_n[sample.prompt_tokens % period] += 1
+        length_ok[sample.prompt_tokens % period] += int(sample.correct)
+    verdict = phase_verdict(
+        successes=[r.correct for r in rows],
+        n=[r.n for r in rows],
+        period=period,
+        length_successes=length_ok,
+        length_n=length_n,
+        p_value=test.p_value,
+        test=test.test,
+    )
+    return Tally(period, detection, rows, test, by_length, len(located), verdict)

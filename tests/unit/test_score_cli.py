@@ -220,3 +220,22 @@ def test_plot_writes_a_chart_or_names_the_extra(tmp_path, capsys):
         assert not chart.exists()
     else:
         assert code == 0 and chart.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    ("rates", "sensitive"),
+    [([0.95] * 6 + [0.25, 0.25], True), ([0.7] * 8, False)],
+    ids=["weak-6-7", "flat"],
+)
+def test_score_prints_the_verdict(tmp_path, capsys, rates, sensitive):
+    samples = pl.plant(n=320, rates=rates, seed=7, render=pl.render_text)
+    log = pl.write_plain(tmp_path, samples)
+    code, out, err = _run(capsys, str(log), "--format", "jsonl", "--tokenizer", CL100K)
+    assert code == 0, err
+    assert ("phase-sensitive" in out.lower()) or ("not phase-sensitive" in out.lower())
+    code, out, err = _run(capsys, str(log), "--format", "jsonl", "--tokenizer", CL100K, "--json")
+    verdict = json.loads(out)["verdict"]
+    assert verdict["phase_sensitive"] is sensitive
+    if sensitive:
+        assert verdict["worst_residue"] in (6, 7) and verdict["expected_gain"] > 0.1
+    assert "length" in verdict  # the total-length residue's own test
