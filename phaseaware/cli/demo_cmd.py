@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from phaseaware.calibration.runner import CalibrationResult
 from pathlib import Path
 
 from phaseaware.cli.argtypes import integer
@@ -57,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         extra="reference",
         what="demo (it runs the reference model)",
     )
-    from phaseaware.cli.calibrate_output import print_report
+    from phaseaware.cli.calibrate_output import Progress, print_report
     from phaseaware.demo.run import DemoSettings, run_demo
 
     settings = DemoSettings(
@@ -68,11 +72,20 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         fresh=args.fresh,
     )
+    bars = {"calibrate": Progress(), "compare": Progress(label="compare", unit="answers")}
+
+    def on_calibrated(calibration: CalibrationResult) -> None:
+        bars["calibrate"].finish()  # its probes are all in: the bar's last line
+        if not args.json:
+            print_report(calibration)
+
     result = run_demo(
         settings,
         on_stage=lambda message: print(message, file=sys.stderr),
-        on_calibrated=None if args.json else print_report,
+        on_calibrated=on_calibrated,
+        on_progress=lambda step, done, total: bars[step](done, total, None),
     )
+    bars["compare"].finish()
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:

@@ -137,27 +137,68 @@ def run_demo(
     *,
     on_stage: Callable[[str], None] | None = None,
     on_calibrated: Callable[[CalibrationResult], None] | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> DemoResult:
-    """Calibrate the reference model, then compare the three arrangements on it."""
+    """Calibrate the reference model, then compare the three arrangements on it.
+
+    ``on_stage``: one line per step, saying whether it runs, resumes or reuses a saved
+    log; ``on_progress(step, done, total)``: progress within a step ("calibrate",
+    "compare"), probes or answers."""
     stage = on_stage or (lambda message: None)
+    progress = on_progress or (lambda step, done, total: None)
     tokenizer = load_tokenizer("reference")
     backend = load_hf_backend(reference_model_source(), tokenizer, threads=1)
     try:
-        calibration = _calibrate(settings, tokenizer, backend, stage)
+        calibration = _calibrate(settings, tokenizer, backend, stage, progress)
         if on_calibrated is not None:
             on_calibrated(calibration)
-        report = _compare(settings, calibration, tokenizer, backend, stage)
+        report = _compare(settings, calibration, tokenizer, backend, stage, progress)
     finally:
         backend.close()
     return DemoResult(calibration=calibration, comparison=report, questions=settings.questions)
 
 
+def _announce(
+    stage: Callable[[str], None],
+    progress: Callable[[str, int, int], None],
+    *,
+    step: str,
+    running: str,
+    log: Path,
+    unit: str,
+    noun: str,
+) -> Callable[[int, int, object], None]:
+    """A runner progress callback whose first call says whether the step runs afresh,
+    resumes its log, or reuses it whole (then nothing is run: ``--fresh`` redoes it)."""
+    said = False
+
+    def report(done: int, total: int, record: object) -> None:
+        nonlocal said
+        if not said:
+            said = True
+            number = running.split()[0]  # "[1/2]"
+            if total and done >= total:
+                stage(f"{number} reusing the saved {noun} in {log} (--fresh redoes it)")
+            elif done:
+                stage(f"{number} resuming the {noun} in {log} ({done} of {total} {unit} saved)")
+            else:
+                stage(running)
+        progress(step, done, total)
+
+    return report
+
+
 def _calibrate(
-    settings: DemoSettings, tokenizer: Tokenizer, backend: Backend, stage: Callable[[str], None]
+    settings: DemoSettings,
+    tokenizer: Tokenizer,
+    backend: Backend,
+    stage: Callable[[str], None],
+    progress: Callable[[str, int, int], None],
 ) -> CalibrationResult:
     settings.out.mkdir(parents=True, exist_ok=True)
     probes = settings.probe_settings()
-    stage(
+    log = settings.out / f"{MODEL_NAME}.calibration.jsonl"
+    running = (
         f"[1/2] calibrating {MODEL_NAME} ({probes.base_prompts} x {probes.probes_per_base} probes)"
     )
     return calibrate(
@@ -167,10 +208,19 @@ def _calibrate(
         settings=probes,
         model=MODEL_NAME,
         template=CHAT_FORMAT,
-        log_path=settings.out / f"{MODEL_NAME}.calibration.jsonl",
+        log_path=log,
         period=8,
         out_path=settings.out / f"{MODEL_NAME}.json",
         fresh=settings.fresh,
+        progress=_announce(
+            stage,
+            progress,
+            step="calibrate",
+            running=running,
+            log=log,
+            unit="probes",
+            noun="calibration",
+        ),
     )
 
 
@@ -180,6 +230,7 @@ def _compare(
     tokenizer: Tokenizer,
     backend: Backend,
     stage: Callable[[str], None],
+    progress: Callable[[str, int, int], None],
 ) -> CompareReport:
     questions = demo_questions(
         count=settings.questions, seed=settings.seed, evidence_strings=settings.evidence_strings
@@ -193,7 +244,7 @@ def _compare(
         profile=calibration.profile,
         budget_tokens=BUDGET_TOKENS,
     )
-    stage(f"[2/2] phaseaware compare: {len(questions)} held-out RAG questions x 3 arrangements")
+    running = f"[2/2] phaseaware compare: {len(questions)} held-out RAG questions x 3 arrangements"
     identity = comparison_settings(
         questions=questions,
         arranger=arranger,
@@ -205,6 +256,7 @@ def _compare(
     # one answer log per comparison (other --questions, --seed or profile: another file),
     # each resumable; the calibration log beside it is shared
     tag = fingerprint(identity).removeprefix("sha256:")[:12]
+    log = settings.out / f"{MODEL_NAME}.compare-{tag}.jsonl"
     run = run_compare(
         questions=questions,
         backend=backend,
@@ -212,8 +264,17 @@ def _compare(
         settings=compare_settings,
         model=MODEL_NAME,
         chat_format=CHAT_FORMAT,
-        log_path=settings.out / f"{MODEL_NAME}.compare-{tag}.jsonl",
+        log_path=log,
         fresh=settings.fresh,
+        progress=_announce(
+            stage,
+            progress,
+            step="compare",
+            running=running,
+            log=log,
+            unit="answers",
+            noun="answers of this comparison",
+        ),
     )
     return compare_report(
         run,

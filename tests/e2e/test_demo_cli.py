@@ -15,7 +15,11 @@ pytest.importorskip("transformers")
 def test_demo_runs_end_to_end_and_resumes(tmp_path, capsys) -> None:
     args = ["demo", "--questions", "6", "--base-prompts", "2", "--out", str(tmp_path), "--json"]
     assert main(args) == 0
-    doc = json.loads(capsys.readouterr().out)
+    first = capsys.readouterr()
+    doc = json.loads(first.out)
+    assert "[1/2] calibrating phaseaware-reference" in first.err
+    assert "calibrate: 32/32 probes done" in first.err  # progress on every long step
+    assert "compare: 18/18 answers done" in first.err
     assert [row["strategy"] for row in doc["rag"]] == ["naive", "lost-in-the-middle", "phase-aware"]
     for row in doc["rag"]:
         assert row["total"] == 6 and 0 <= row["correct"] <= 6
@@ -26,7 +30,10 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path, capsys) -> None:
     assert window is not None and window["n"] >= 2 and window["max_distance"] <= 16
     # A second run resumes the calibration log instead of probing again.
     assert main(args) == 0
-    again = json.loads(capsys.readouterr().out)
+    second = capsys.readouterr()
+    again = json.loads(second.out)
+    assert "[1/2] reusing the saved calibration in" in second.err  # and how to redo it
+    assert "(--fresh redoes it)" in second.err
     assert again["calibration"]["probes_run"] == 0
     assert again["calibration"]["probes_skipped"] == 2 * 16
     assert again["rag"] == doc["rag"]
