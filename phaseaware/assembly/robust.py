@@ -9,8 +9,9 @@ in copies whose prompt residues differ, chosen so that for **every** offset
 *reliable*: its profile reliability is within ``tolerance`` of the best
 residue's (``reliable_residues``; default tolerance 0.05, i.e. 5 points).
 
-Planning is pure (``reliable_residues``, ``covering_residues``, ``covered_offsets``:
-ints only, checked against brute force by property tests). ``add_copies``
+Planning is pure and lives in ``plan.robust`` (``reliable_residues``,
+``covering_residues``, ``covered_offsets``: ints only, checked against brute force
+by property tests; the naive baseline per offset is planned by ``planner.start``). ``add_copies``
 realises a plan on an assembled result: it appends ``SEP + pad + evidence``
 blocks after the last chunk (and its repeat), choosing each pad by
 re-tokenizing the prompt until the copy's key token sits on the wanted
@@ -24,11 +25,18 @@ Residues of placements are left empty: no single residue is known.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Sequence
 
 from phaseaware.assembly.inputs.untrusted import confirm
-from phaseaware.assembly.plan import planner
+from phaseaware.assembly.plan.order import relevance_rank
+from phaseaware.assembly.plan.planner import Start
+from phaseaware.assembly.plan.reliability import position_reliability, weighted_accuracy
+from phaseaware.assembly.plan.robust import (
+    covered_offsets,
+    covering_residues,
+    primary_offset,
+    reliable_residues,
+)
 from phaseaware.assembly.prepare.measured_request import Setup
 from phaseaware.assembly.prepare.render import (
     CHUNK_SEPARATOR,
@@ -36,7 +44,6 @@ from phaseaware.assembly.prepare.render import (
     render_prompt,
     repeat_block,
 )
-from phaseaware.assembly.report.build import naive_expected_accuracy, overall_expected_accuracy
 from phaseaware.assembly.report.result import AssemblyResult, Placement, RobustCopy, RobustReport
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import TokenizedText
@@ -45,72 +52,15 @@ __all__ = [
     "add_copies",
     "covered_offsets",
     "covering_residues",
-    "mean_residue_reliability",
     "primary_offset",
     "reliable_residues",
 ]
 
 
-def reliable_residues(reliability: Sequence[float], *, tolerance: float) -> frozenset[int]:
-    """Residues whose reliability is at least ``max(reliability) - tolerance``."""
-    best = max(reliability)
-    return frozenset(r for r, value in enumerate(reliability) if value >= best - tolerance)
-
-
-def covered_offsets(
-    *, copy_residues: Sequence[int], offsets: Sequence[int], period: int, reliable: frozenset[int]
-) -> tuple[int, ...]:
-    """The offsets ``d`` for which some copy (prompt residue ``c``) has ``(c + d) % period``
-    reliable."""
-    return tuple(d for d in offsets if any((c + d) % period in reliable for c in copy_residues))
-
-
-def covering_residues(
-    *, existing: Sequence[int], offsets: Sequence[int], period: int, reliable: frozenset[int]
-) -> tuple[int, ...]:
-    """The fewest prompt residues to add to ``existing`` so that every offset is covered.
-
-    Smallest set first, then the lexicographically first; offsets that no residue
-    can cover (``reliable`` empty) are left uncovered. Exhaustive over subsets of
-    ``range(period)`` by size, so it is exact (periods are small: 2-16).
-    """
-    target = set(d for d in offsets if any((r + d) % period in reliable for r in range(period)))
-    have = set(covered_offsets(copy_residues=existing, offsets=offsets, period=period,
-                               reliable=reliable))  # fmt: skip
-    if target <= have:
-        return ()
-    for size in range(1, period + 1):
-        for extra in itertools.combinations(range(period), size):
-            got = covered_offsets(
-                copy_residues=(*existing, *extra), offsets=offsets, period=period,
-                reliable=reliable,
-            )  # fmt: skip
-            if target <= set(got):
-                return extra
-    return ()  # unreachable: all residues cover every coverable offset
-
-
-def mean_residue_reliability(
-    reliability: Sequence[float], *, offsets: Sequence[int], primary: int
-) -> list[float]:
-    """Reliability by residue ``r`` (counted at offset ``primary``) averaged over ``offsets``:
-    what ordering and padding maximise when the offset is any of the set."""
-    period = len(reliability)
-    return [
-        sum(reliability[(r - primary + d) % period] for d in offsets) / len(offsets)
-        for r in range(period)
-    ]
-
-
-def primary_offset(offsets: Sequence[int]) -> int:
-    """The offset the chunks themselves are planned for: the smallest of the set."""
-    return min(offsets)
-
-
 def _top_chunk(setup: Setup, result: AssemblyResult) -> tuple[int, Placement] | None:
     """(input index, placement) of the evidence to copy: the repeat's chunk, else the
     most relevant placement with keys."""
-    ranked = planner.relevance_rank([p.chunk.score for p in setup.chunks])
+    ranked = relevance_rank([p.chunk.score for p in setup.chunks])
     keyed = [p for p in result.placements if p.key_token_positions]
     if not keyed:
         return None
@@ -120,9 +70,10 @@ def _top_chunk(setup: Setup, result: AssemblyResult) -> tuple[int, Placement] | 
     return ranked[top.rank], top
 
 
-def add_copies(setup: Setup, result: AssemblyResult) -> AssemblyResult:
+def add_copies(setup: Setup, result: AssemblyResult, planned: Start) -> AssemblyResult:
     """``result`` with copies of its top evidence so every offset in
-    ``setup.options.offsets`` has a copy on a reliable residue (within the budget)."""
+    ``setup.options.offsets`` has a copy on a reliable residue (within the budget);
+    ``planned``: the request's planned weights and naive baseline per offset."""
     options, profile = setup.options, setup.profile
     offsets = options.offsets or ()
     if profile is None or setup.filler is None:
@@ -180,7 +131,7 @@ def add_copies(setup: Setup, result: AssemblyResult) -> AssemblyResult:
     if setup.scanner is not None:
         confirm(setup.scanner, frame=prefix + suffix, prompt=rendered.text)
     final = setup.tokenizer.tokenize(rendered.text)
-    report, per_chunk = _report(setup, result, final, top, copy_chars, offsets, reliable)
+    report, per_chunk = _report(setup, planned, result, final, top, copy_chars, offsets, reliable)
     placements = tuple(
         dataclasses.replace(
             p,
@@ -210,6 +161,7 @@ def add_copies(setup: Setup, result: AssemblyResult) -> AssemblyResult:
 
 def _report(
     setup: Setup,
+    planned: Start,
     result: AssemblyResult,
     final: TokenizedText,
     top: tuple[int, Placement] | None,
@@ -230,11 +182,12 @@ def _report(
         )
         for t, (c, added) in zip(positions, copy_chars, strict=True)
     )
-    ranked = planner.relevance_rank([p.chunk.score for p in setup.chunks])
+    ranked = relevance_rank([p.chunk.score for p in setup.chunks])
+    keyed = [not p.empty and bool(p.key_chars) for p in setup.chunks]
     by_offset: list[tuple[int, float | None]] = []
     worst: dict[str, float | None] = {}
     for d in offsets:
-        rel = planner.position_reliability(setup.profile, length=len(final), offset=d)
+        rel = position_reliability(setup.profile, length=len(final), offset=d)
         accuracy: dict[int, float | None] = {}
         for p in result.placements:
             keys = [rel(final.token_at_char(c)) for c in p.key_char_offsets]
@@ -245,17 +198,11 @@ def _report(
             if value is not None:
                 previous = worst.get(p.chunk_id)
                 worst[p.chunk_id] = value if previous is None else min(previous, value)
-        by_offset.append((d, overall_expected_accuracy(setup, accuracy)))
-    values = [a for _, a in by_offset if a is not None]
-    naive = [
-        naive_expected_accuracy(
-            dataclasses.replace(
-                setup, options=dataclasses.replace(setup.options, position_offset=d, offsets=None)
-            )
+        by_offset.append(
+            (d, weighted_accuracy(weights=planned.weights, keyed=keyed, accuracy=accuracy))
         )
-        for d in offsets
-    ]
-    naive_values = [a for a in naive if a is not None]
+    values = [a for _, a in by_offset if a is not None]
+    naive_values = [a for a in planned.naive_by_offset if a is not None]
     report = RobustReport(
         offsets=tuple(offsets),
         tolerance=setup.options.robust_tolerance,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phaseaware.assembly.plan.planner import STRATEGIES
+from phaseaware.assembly.plan.order import STRATEGIES
 from phaseaware.errors import InputError, PhaseawareError
 from phaseaware.limits import (
     MAX_BUDGET_TOKENS,

@@ -1,7 +1,7 @@
 """The initial plan: order, repeat, order search and pads, from token counts alone.
 
 Pure and keyword-only, like the rest of ``plan/``: integers and reliabilities in, a
-:class:`~phaseaware.assembly.plan.planner.Plan` out. What needs a tokenizer is measured
+:class:`~phaseaware.assembly.plan.order.Plan` out. What needs a tokenizer is measured
 before planning and handed in as numbers (``RepeatOffer.cost``: the repeat block's
 tokens); the pad search is ``planner.best_pads`` over the request's pad tables, passed
 as ``pads`` so that this module stays free of profiles and filler text. Verification
@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly.plan.padding import PadTable, order_scorer
-from phaseaware.assembly.plan.planner import (
+from phaseaware.assembly.plan.order import (
     Plan,
     estimate_keys,
     order_chunks,
     repeat_pays,
     search_orders,
 )
+from phaseaware.assembly.plan.padding import PadTable, order_scorer
 
 __all__ = ["OrderSearch", "PadPlanner", "RepeatOffer", "initial_plan"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly.plan.planner import NO_PAD, PadTable
+from phaseaware.assembly.plan.padding import NO_PAD, PadTable
 from phaseaware.assembly.prepare.measure import MeasuredChunk
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, end_pad, pad_block
 from phaseaware.caches import BoundedCache

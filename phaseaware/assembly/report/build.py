@@ -1,33 +1,38 @@
 """Building an ``AssemblyResult`` from a confirmed plan and the measured final prompt.
 
-``build_result`` turns a confirmed plan plus the *measured* tokenization of the
-final prompt into an ``AssemblyResult``; every position it reports comes from
-that tokenization. ``naive_expected_accuracy`` is the baseline of the same
-chunks in the given order, no padding, no repeat, same budget; its positions
-are estimated from the in-context per-chunk token counts (the naive prompt is not rendered).
+``build_result`` turns what verification confirmed (the plan, the final prompt and
+its *measured* tokenization) into an ``AssemblyResult``; every position it reports
+comes from that tokenization. The naive baseline's accuracy (same chunks in the
+given order, no padding, no repeat, same budget) was planned once by
+``planner.start`` and is reported as handed over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from phaseaware.assembly.plan import planner
-from phaseaware.assembly.plan.baseline import naive_baseline
-from phaseaware.assembly.plan.planner import Plan
+from phaseaware.assembly.plan.order import Plan, relevance_rank
+from phaseaware.assembly.plan.planner import Start
+from phaseaware.assembly.plan.reliability import (
+    position_reliabilities,
+    position_reliability,
+    weighted_accuracy,
+)
 from phaseaware.assembly.prepare.measured_request import Setup
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, RenderedContext
 from phaseaware.assembly.report.result import (
     AssemblyResult,
     Dropped,
+    DroppedAfterMerge,
     Placement,
     RepeatPlacement,
 )
-from phaseaware.chat.layout import RenderedPrompt
+from phaseaware.assembly.verify.fixed_point import Confirmed
 from phaseaware.tokenizers.offsets import TokenStarts
 
-__all__ = ["build_result", "naive_expected_accuracy", "overall_expected_accuracy"]
+__all__ = ["build_result"]
 
 
 def _tokens_in(measured: TokenStarts, start: int, end: int) -> int:
@@ -44,25 +49,18 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def build_result(
-    setup: Setup,
-    *,
-    plan: Plan | None,
-    rendered: RenderedContext | None,
-    measured: TokenStarts,
-    prompt: RenderedPrompt,
-    dropped: Mapping[int, str],
-) -> AssemblyResult:
-    """Measured placements of a confirmed plan (``plan`` None: no chunk admitted).
-
-    ``measured`` is the tokenization of ``prompt.text``; ``rendered`` the
-    context of ``plan``; ``dropped`` maps input indices to reasons.
-    """
+def build_result(setup: Setup, planned: Start, confirmed: Confirmed) -> AssemblyResult:
+    """Measured placements of what verification ``confirmed`` (no plan: no chunk admitted);
+    ``planned``: the request's relevance weights and naive baseline, as planned."""
+    measured, prompt, dropped = confirmed.measured, confirmed.prompt, confirmed.dropped
+    verified = confirmed.verified
+    plan = verified.plan if verified is not None else None
+    rendered = verified.rendered if verified is not None else None
     length = len(measured)
     profile = setup.profile
     period = profile.period if profile is not None else setup.options.period
     shift = setup.options.position_offset  # model position = prompt token index + shift
-    rel = planner.position_reliability(profile, length=length, offset=shift)
+    rel = position_reliability(profile, length=length, offset=shift)
     prep = setup.chunks
     placements: list[Placement] = []
     accuracy: dict[int, float | None] = {}
@@ -92,10 +90,17 @@ def build_result(
         end_padding_tokens=end_padding,
         repeated_tokens=repeated,
         dropped=tuple(
-            Dropped(prep[i].chunk.id or "", reason) for i, reason in sorted(dropped.items())
+            (DroppedAfterMerge if i in confirmed.after_merge else Dropped)(
+                prep[i].chunk.id or "", reason
+            )
+            for i, reason in sorted(dropped.items())
         ),
-        expected_accuracy=_overall(setup, accuracy),
-        naive_expected_accuracy=_naive(setup),
+        expected_accuracy=weighted_accuracy(
+            weights=planned.weights,
+            keyed=[not p.empty and bool(p.key_chars) for p in prep],
+            accuracy=accuracy,
+        ),
+        naive_expected_accuracy=planned.naive,
         profile=profile.model if profile is not None else None,
         period=period,
         length_residue=(length + shift) % effect.period if effect is not None else None,
@@ -134,7 +139,7 @@ def _placements(
     at least the repeat's for the repeated chunk.
     """
     prep, offset = setup.chunks, len(setup.frame.prefix)
-    ranks = {i: r for r, i in enumerate(planner.relevance_rank([p.chunk.score for p in prep]))}
+    ranks = {i: r for r, i in enumerate(relevance_rank([p.chunk.score for p in prep]))}
     begins = [offset + start for start in rendered.chunk_starts]
     ends = [b + len(prep[i].chunk.text) for b, i in zip(begins, plan.order, strict=True)]
     if any(e <= b for b, e in zip(begins, ends, strict=True)) or (
@@ -155,9 +160,7 @@ def _placements(
     residues: list[int] = (
         ((np.asarray(tokens, dtype=np.int64) + shift) % period).tolist() if period else []
     )
-    values = planner.position_reliabilities(
-        setup.profile, tokens, length=len(measured), offset=shift
-    )
+    values = position_reliabilities(setup.profile, tokens, length=len(measured), offset=shift)
     pad_counts = iter(_pad_tokens(measured, offset, rendered.pad_spans))
     pad_spans = iter(rendered.pad_spans)
     floor = repeat.expected_accuracy or 0.0 if repeat is not None else None
@@ -222,48 +225,3 @@ def _repeat_placement(
         residues=_residues(positions, period, setup.options.position_offset),
         expected_accuracy=_mean([rel(t) for t in positions]),
     )
-
-
-def overall_expected_accuracy(setup: Setup, accuracy: Mapping[int, float | None]) -> float | None:
-    """Relevance-weighted mean of per-chunk accuracies (input index -> accuracy)."""
-    return _overall(setup, accuracy)
-
-
-def _overall(setup: Setup, accuracy: Mapping[int, float | None]) -> float | None:
-    """Relevance-weighted mean accuracy over keyed, non-empty chunks (dropped → 0)."""
-    total = weight_sum = 0.0
-    for i, prep in enumerate(setup.chunks):
-        if prep.empty or not prep.key_chars:
-            continue
-        weight_sum += setup.weights[i]
-        total += setup.weights[i] * (accuracy.get(i) or 0.0)
-    return total / weight_sum if weight_sum > 0 else None
-
-
-def naive_expected_accuracy(setup: Setup) -> float | None:
-    """The naive baseline's expected accuracy at ``setup.options.position_offset``."""
-    return _naive(setup)
-
-
-def _naive(setup: Setup) -> float | None:
-    """Same chunks, given order, no padding or repeat, same budget (estimated positions)."""
-    prep, frame = setup.chunks, setup.frame
-    base = naive_baseline(
-        scores=[p.chunk.score for p in prep],
-        sizes=[p.tokens for p in prep],
-        empty=[p.empty for p in prep],
-        key_offsets=[p.key_tokens for p in prep],
-        prefix_tokens=frame.prefix_tokens,
-        suffix_tokens=frame.suffix_tokens,
-        separator_tokens=frame.separator_tokens,
-        budget=setup.budget,
-    )
-    values = planner.position_reliabilities(
-        setup.profile, base.key_positions, length=base.length, offset=setup.options.position_offset
-    )
-    accuracy: dict[int, float | None] = {}
-    at = 0
-    for i, n in zip(base.admitted, base.key_counts, strict=True):
-        accuracy[i] = sum(values[at : at + n]) / n if n else None
-        at += n
-    return _overall(setup, accuracy)
