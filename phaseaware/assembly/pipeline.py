@@ -119,10 +119,10 @@ def assemble_measured(
     (``options.offsets``: the robust copies). Append alignment keeps them to
     re-use the sent prefix on the next call.
     """
+    options = options if options is not None else AssemblyOptions()
     setup = prepare(
         chunks, tokenizer=tokenizer, chat_format=chat_format, question=question,
-        system=system, profile=profile, budget=budget_tokens,
-        options=options if options is not None else AssemblyOptions(), cache=cache,
+        system=system, profile=profile, budget=budget_tokens, options=options, cache=cache,
     )  # fmt: skip
     start = planner.start(request=setup.request)
     confirmed = verify(setup, start, repeat_offer(setup, start.repeat))
