@@ -6,7 +6,7 @@ stage's value and is called once:
 1. ``prepare``: check the arguments, split the layout around the context, measure
    all chunks in context (one tokenizer call) and qualify the filler; its
    ``request`` is what the planner reads (numbers and flags only);
-2. ``planner.start``: relevance weights, admission, the repeat candidate and the
+2. ``planner.start_plan``: relevance weights, admission, the repeat candidate and the
    naive baseline; ``repeat_offer`` then measures the candidate's block (costing
    it needs the tokenizer);
 3. ``verify``: plan (``planner.initial``: order, repeat, order search, pads),
@@ -124,11 +124,11 @@ def assemble_measured(
         chunks, tokenizer=tokenizer, chat_format=chat_format, question=question,
         system=system, profile=profile, budget=budget_tokens, options=options, cache=cache,
     )  # fmt: skip
-    start = planner.start(request=setup.request)
-    confirmed = verify(setup, start, repeat_offer(setup, start.repeat))
-    result = build_result(setup, start, confirmed)
+    planned = planner.start_plan(setup.request)
+    confirmed = verify(setup, planned, repeat_offer(setup, planned.repeat))
+    result = build_result(setup, planned, confirmed)
     if setup.options.offsets:  # copies rewrite the prompt: its starts are not kept
-        return add_copies(setup, result, start), None
+        return add_copies(setup, result, planned), None
     return result, confirmed.measured
 
 

@@ -11,7 +11,7 @@ residue's (``reliable_residues``; default tolerance 0.05, i.e. 5 points).
 
 Planning is pure and lives in ``plan.robust`` (``reliable_residues``,
 ``covering_residues``, ``covered_offsets``: ints only, checked against brute force
-by property tests; the naive baseline per offset is planned by ``planner.start``). ``add_copies``
+by property tests; the naive baseline per offset is planned by ``planner.start_plan``). ``add_copies``
 realises a plan on an assembled result: it appends ``SEP + pad + evidence``
 blocks after the last chunk (and its repeat), choosing each pad by
 re-tokenizing the prompt until the copy's key token sits on the wanted
@@ -28,8 +28,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from phaseaware.assembly.inputs.untrusted import confirm
-from phaseaware.assembly.plan.order import relevance_rank
-from phaseaware.assembly.plan.planner import Start
+from phaseaware.assembly.plan.planner import PlanStart
 from phaseaware.assembly.plan.reliability import position_reliability, weighted_accuracy
 from phaseaware.assembly.plan.robust import (
     covered_offsets,
@@ -57,10 +56,10 @@ __all__ = [
 ]
 
 
-def _top_chunk(setup: Setup, result: AssemblyResult) -> tuple[int, Placement] | None:
+def _top_chunk(planned: PlanStart, result: AssemblyResult) -> tuple[int, Placement] | None:
     """(input index, placement) of the evidence to copy: the repeat's chunk, else the
     most relevant placement with keys."""
-    ranked = relevance_rank([p.chunk.score for p in setup.chunks])
+    ranked = planned.ranked
     keyed = [p for p in result.placements if p.key_token_positions]
     if not keyed:
         return None
@@ -70,7 +69,7 @@ def _top_chunk(setup: Setup, result: AssemblyResult) -> tuple[int, Placement] | 
     return ranked[top.rank], top
 
 
-def add_copies(setup: Setup, result: AssemblyResult, planned: Start) -> AssemblyResult:
+def add_copies(setup: Setup, result: AssemblyResult, planned: PlanStart) -> AssemblyResult:
     """``result`` with copies of its top evidence so every offset in
     ``setup.options.offsets`` has a copy on a reliable residue (within the budget);
     ``planned``: the request's planned weights and naive baseline per offset."""
@@ -85,7 +84,7 @@ def add_copies(setup: Setup, result: AssemblyResult, planned: Start) -> Assembly
     reliable = reliable_residues(
         [profile.residue_reliability(r) for r in range(period)], tolerance=options.robust_tolerance
     )
-    top = _top_chunk(setup, result)
+    top = _top_chunk(planned, result)
     prefix, suffix = setup.frame.prefix, setup.frame.suffix
     context, added, measured = result.context, "", setup.tokenizer.tokenize(result.prompt)
     insert_at = len(context)
@@ -161,7 +160,7 @@ def add_copies(setup: Setup, result: AssemblyResult, planned: Start) -> Assembly
 
 def _report(
     setup: Setup,
-    planned: Start,
+    planned: PlanStart,
     result: AssemblyResult,
     final: TokenizedText,
     top: tuple[int, Placement] | None,
@@ -182,7 +181,7 @@ def _report(
         )
         for t, (c, added) in zip(positions, copy_chars, strict=True)
     )
-    ranked = relevance_rank([p.chunk.score for p in setup.chunks])
+    ranked = planned.ranked
     keyed = [not p.empty and bool(p.key_chars) for p in setup.chunks]
     by_offset: list[tuple[int, float | None]] = []
     worst: dict[str, float | None] = {}

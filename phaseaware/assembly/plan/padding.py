@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from phaseaware.assembly.plan import pad_prefix
+from phaseaware.assembly.plan.order import Plan
 
 __all__ = [
     "PadTable",
@@ -25,6 +26,8 @@ __all__ = [
     "best_pads",
     "end_pad_reach",
     "end_reserve",
+    "freeze_moving",
+    "pad_tokens",
 ]
 
 
@@ -372,3 +375,21 @@ def end_reserve(
     if end_shifts is None or length_period is None or not length_pad:
         return 0
     return max(end_shifts[:length_period])
+
+
+def pad_tokens(*, tables: PadTables, plan: Plan) -> int:
+    """Filler tokens ``plan`` adds by the tables (chunk pads plus the end pad)."""
+    total = sum(tables.chunks[i].shifts[k] for i, k in zip(plan.order, plan.pads, strict=True))
+    if tables.end is not None:
+        total += tables.end.shifts[plan.end_pad]
+    return total
+
+
+def freeze_moving(tables: PadTables, plan: Plan, *, pads: Sequence[int], end_pad: int) -> PadTables:
+    """``tables`` with no padding for the chunks (and end pad) whose pads moved from ``plan``."""
+    chunks = list(tables.chunks)
+    for i, old, new in zip(plan.order, plan.pads, pads, strict=True):
+        if old != new:
+            chunks[i] = NO_PAD
+    end = tables.end if end_pad == plan.end_pad else None
+    return PadTables(chunks=tuple(chunks), end=end)

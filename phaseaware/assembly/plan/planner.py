@@ -66,12 +66,12 @@ Algorithm (N chunks, period P, K key tokens per chunk):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from phaseaware.assembly.plan.baseline import naive_baseline
-from phaseaware.assembly.plan.initial import OrderSearch, RepeatOffer, initial_plan
+from phaseaware.assembly.plan.initial import RepeatOffer, initial_plan
 from phaseaware.assembly.plan.order import (
     STRATEGIES,
     Admission,
@@ -93,7 +93,9 @@ from phaseaware.assembly.plan.padding import (
     choose_pads,
     end_pad_reach,
     end_reserve,
+    freeze_moving,
     order_scorer,
+    pad_tokens,
     pads_value,
 )
 from phaseaware.assembly.plan.reliability import (
@@ -116,9 +118,9 @@ __all__ = [
     "NO_PAD",
     "Plan",
     "PlanInput",
-    "Start",
+    "PlanStart",
     "Admission",
-    "start",
+    "start_plan",
     "initial",
     "replan",
     "freeze_moving",
@@ -153,6 +155,7 @@ class PlanInput:
     the filler allows (before verification froze any). ``offset``: tokens the server
     puts before the prompt (with ``offsets``: the smallest of that set, which the
     chunks are planned for). ``pad``: padding asked for and a filler qualified.
+    ``length_period``: the period of the profile's length effect (None: none).
     """
 
     scores: tuple[float, ...]
@@ -170,18 +173,20 @@ class PlanInput:
     pad_cost: float
     repeat: bool
     length_pad: bool
+    length_period: int | None
     offset: int
     offsets: tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
-class Start:
-    """Planned once per request: relevance ``weights``, the ``admitted`` chunks (relevance
-    order) and the ``dropped`` ones with reasons, the ``repeat`` candidate (input index),
+class PlanStart:
+    """Planned once per request: relevance ``weights`` and order (``ranked``), the
+    ``admitted`` chunks (relevance order) and the ``dropped`` ones with reasons, the ``repeat`` candidate (input index),
     and the naive baseline's expected accuracy at ``offset`` (``naive``) and at each of
     ``offsets`` (``naive_by_offset``, same order; empty without ``offsets``)."""
 
     weights: tuple[float, ...]
+    ranked: tuple[int, ...]  # input indices, most relevant first (``order.relevance_rank``)
     admitted: tuple[int, ...]
     dropped: tuple[tuple[int, str], ...]
     repeat: int | None
@@ -189,24 +194,21 @@ class Start:
     naive_by_offset: tuple[float | None, ...]
 
 
-def start(*, request: PlanInput) -> Start:
+#: ``(tables, order, estimated or measured unpadded keys per ordered chunk, prompt tokens
+#: before the end reserve, slack tokens) -> (pads per ordered chunk, end pad)``.
+PadSearch = Callable[
+    [PadTables, Sequence[int], Sequence[Sequence[int]], int, int], tuple[tuple[int, ...], int]
+]
+
+
+def start_plan(request: PlanInput) -> PlanStart:
     """Weights, admission within the budget left by the frame and the end reserve, the
     repeat candidate among the admitted, and the naive baseline (planned here once)."""
-    weights = relevance_weights(request.scores)
-    fixed = request.prefix_tokens + request.suffix_tokens
-    admission = admit(
-        scores=request.scores,
-        costs=request.sizes,
-        empty=request.empty,
-        budget_left=max(0, request.budget - fixed - _reserve(request, request.tables)),
+    reserve = end_reserve(
+        end_shifts=request.tables.end.shifts if request.tables.end is not None else None,
+        length_period=request.length_period,
+        length_pad=request.length_pad,
     )
-    candidate = None
-    if request.repeat:
-        candidate = repeat_candidate(
-            order=admission.admitted,
-            scores=request.scores,
-            has_keys=[bool(k) for k in request.key_offsets],
-        )
     base = naive_baseline(
         scores=request.scores,
         sizes=request.sizes,
@@ -217,6 +219,22 @@ def start(*, request: PlanInput) -> Start:
         separator_tokens=request.separator_tokens,
         budget=request.budget,
     )
+    weights = relevance_weights(request.scores)
+    ranked = relevance_rank(request.scores)
+    fixed = request.prefix_tokens + request.suffix_tokens
+    admission = admit(
+        scores=request.scores,
+        costs=request.sizes,
+        empty=request.empty,
+        budget_left=max(0, request.budget - fixed - reserve),
+    )
+    candidate = None
+    if request.repeat:
+        candidate = repeat_candidate(
+            order=admission.admitted,
+            scores=request.scores,
+            has_keys=[bool(k) for k in request.key_offsets],
+        )
     keyed = [not e and bool(k) for e, k in zip(request.empty, request.key_offsets, strict=True)]
     naive: list[float | None] = []
     for d in (request.offset, *(request.offsets or ())):
@@ -229,8 +247,9 @@ def start(*, request: PlanInput) -> Start:
             accuracy[i] = sum(values[at : at + n]) / n if n else None
             at += n
         naive.append(weighted_accuracy(weights=weights, keyed=keyed, accuracy=accuracy))
-    return Start(
+    return PlanStart(
         weights=weights,
+        ranked=ranked,
         admitted=admission.admitted,
         dropped=admission.dropped,
         repeat=candidate,
@@ -250,27 +269,23 @@ def initial(
     """The initial plan of the ``admitted`` chunks (``plan.initial.initial_plan``): order,
     the repeat (``repeat``: the candidate and its measured cost; offered only while the
     candidate is admitted), the order search and the pads, from estimated positions."""
-    profile = request.profile
-    search = None
-    if request.strategy == "reorder" and request.pad and profile is not None:
-        by_model = offset_mean(
-            [profile.residue_reliability(r) for r in range(profile.period)],
-            offsets=request.offsets or (0,),
-        )
-        period, shift = profile.period, request.offset if request.offsets else 0
-        search = OrderSearch(
+    search, by_model = _pad_search(request, weights)
+    reserve = end_reserve(
+        end_shifts=tables.end.shifts if tables.end is not None else None,
+        length_period=request.length_period,
+        length_pad=request.length_pad,
+    )
+    evaluate = None
+    if request.strategy == "reorder" and request.pad and by_model is not None:
+        evaluate = order_scorer(
             start=request.prefix_tokens + request.offset,
-            # by model residue at ``offset``: the order scorer adds ``start`` itself
-            residue_reliability=[by_model[(r - shift) % period] for r in range(period)],
+            sizes=request.sizes,
+            key_offsets=request.key_offsets,
+            weights=weights,
+            residue_reliability=by_model,
             pad_tables=tables.chunks,
             pad_cost=request.pad_cost,
         )
-
-    def pads(
-        order: Sequence[int], keys: Sequence[Sequence[int]], length: int, slack: int
-    ) -> tuple[tuple[int, ...], int]:
-        return _pads(request, weights, tables, order, keys, length=length, slack=slack)
-
     return initial_plan(
         admitted=admitted,
         scores=request.scores,
@@ -278,15 +293,15 @@ def initial(
         key_offsets=request.key_offsets,
         weights=weights,
         strategy=request.strategy,
-        has_profile=profile is not None,
+        has_profile=request.profile is not None,
         prefix_tokens=request.prefix_tokens,
         suffix_tokens=request.suffix_tokens,
         separator_tokens=request.separator_tokens,
         budget=request.budget,
-        reserve=_reserve(request, tables),
+        reserve=reserve,
         repeat=repeat if repeat is not None and repeat.chunk in admitted else None,
-        search=search,
-        pads=pads,
+        search=evaluate,
+        pads=lambda order, keys, length, slack: search(tables, order, keys, length, slack),
     )
 
 
@@ -306,88 +321,75 @@ def replan(
     With ``freeze``, the chunks (and end pad) whose pads moved are frozen unpadded
     (``freeze_moving``: new tables) and the pads planned again with them.
     """
+    search, _ = _pad_search(request, weights)
     length = measured_tokens - pad_tokens(tables=tables, plan=plan)
-    slack = request.budget - length - _reserve(request, tables)
-    pads, end_k = _pads(request, weights, tables, plan.order, base_keys, length=length, slack=slack)
+    slack = (
+        request.budget
+        - length
+        - end_reserve(
+            end_shifts=tables.end.shifts if tables.end is not None else None,
+            length_period=request.length_period,
+            length_pad=request.length_pad,
+        )
+    )
+    pads, end_k = search(tables, plan.order, base_keys, length, slack)
     if pads == plan.pads and end_k == plan.end_pad:
         return plan, tables
     if freeze:
         tables = freeze_moving(tables, plan, pads=pads, end_pad=end_k)
         # base_keys stay the measured ones
-        pads, end_k = _pads(
-            request, weights, tables, plan.order, base_keys, length=length, slack=slack
-        )
+        pads, end_k = search(tables, plan.order, base_keys, length, slack)
     return dataclasses.replace(plan, pads=pads, end_pad=end_k), tables
 
 
-def freeze_moving(tables: PadTables, plan: Plan, *, pads: Sequence[int], end_pad: int) -> PadTables:
-    """``tables`` with no padding for the chunks (and end pad) whose pads moved from ``plan``."""
-    chunks = list(tables.chunks)
-    for i, old, new in zip(plan.order, plan.pads, pads, strict=True):
-        if old != new:
-            chunks[i] = NO_PAD
-    end = tables.end if end_pad == plan.end_pad else None
-    return PadTables(chunks=tuple(chunks), end=end)
-
-
-def pad_tokens(*, tables: PadTables, plan: Plan) -> int:
-    """Filler tokens ``plan`` adds by the tables (chunk pads plus the end pad)."""
-    total = sum(tables.chunks[i].shifts[k] for i, k in zip(plan.order, plan.pads, strict=True))
-    if tables.end is not None:
-        total += tables.end.shifts[plan.end_pad]
-    return total
-
-
-def _reserve(request: PlanInput, tables: PadTables) -> int:
-    """Tokens kept free for the end pad of a length-residue correction."""
-    profile = request.profile
-    effect = profile.length_residue_accuracy if profile is not None else None
-    return end_reserve(
-        end_shifts=tables.end.shifts if tables.end is not None else None,
-        length_period=effect.period if effect is not None else None,
-        length_pad=request.length_pad,
-    )
-
-
-def _pads(
-    request: PlanInput,
-    weights: Sequence[float],
-    tables: PadTables,
-    order: Sequence[int],
-    base_keys: Sequence[Sequence[int]],
-    *,
-    length: int,
-    slack: int,
-) -> tuple[tuple[int, ...], int]:
-    """(pads per ordered chunk, end pad) for unpadded key positions ``base_keys``.
-
-    ``length``: the unpadded prompt's tokens; ``slack``: budget left beyond it
-    and the end reserve. No profile: no padding. With ``offsets``, reliabilities
-    are their mean over the set (``reliability.offset_mean``).
-    """
+def _pad_search(
+    request: PlanInput, weights: Sequence[float]
+) -> tuple[PadSearch, list[float] | None]:
+    """The request's pad search (``padding.best_pads`` with the profile's reliabilities, their
+    mean over ``offsets`` where given: ``reliability.offset_mean``), and the reliability by
+    model residue at ``offset`` that the order search scores with (None: no profile, no
+    padding)."""
     profile = request.profile
     if profile is None:
-        return tuple(0 for _ in order), 0
-    offset = request.offset
+        return (lambda tables, order, keys, length, slack: (tuple(0 for _ in order), 0)), None
+    offset, period = request.offset, profile.period
     offsets = request.offsets or (offset,)
+    by_model = [profile.residue_reliability(r) for r in range(period)]
+    residue_values = offset_mean(by_model, offsets=offsets)
+    reliability = mean_key_reliability(profile, offsets=offsets)
+    if request.offsets:  # by model residue at ``offset``: the order scorer adds it itself
+        by_model = [residue_values[(r - offset) % period] for r in range(period)]
 
     def length_factor(prompt_tokens: int) -> float:
         return profile.length_factor(prompt_tokens + offset)
 
-    return best_pads(
-        key_positions=base_keys,
-        weights=[weights[i] for i in order],
-        pad_tables=[tables.chunks[i] for i in order],
-        end_shifts=tables.end.shifts if tables.end is not None else None,
-        period=profile.period,
-        window=profile.local_window,
-        reliability=mean_key_reliability(profile, offsets=offsets),
-        length_factor=length_factor,
-        pad=request.pad,
-        pad_cost=request.pad_cost,
-        length=length,
-        slack=max(0, slack) + _reserve(request, tables),
-        residue_values=offset_mean(
-            [profile.residue_reliability(r) for r in range(profile.period)], offsets=offsets
-        ),
-    )
+    def search(
+        tables: PadTables,
+        order: Sequence[int],
+        base_keys: Sequence[Sequence[int]],
+        length: int,
+        slack: int,
+    ) -> tuple[tuple[int, ...], int]:
+        end_shifts = tables.end.shifts if tables.end is not None else None
+        return best_pads(
+            key_positions=base_keys,
+            weights=[weights[i] for i in order],
+            pad_tables=[tables.chunks[i] for i in order],
+            end_shifts=end_shifts,
+            period=period,
+            window=profile.local_window,
+            reliability=reliability,
+            length_factor=length_factor,
+            pad=request.pad,
+            pad_cost=request.pad_cost,
+            length=length,
+            slack=max(0, slack)
+            + end_reserve(
+                end_shifts=end_shifts,
+                length_period=request.length_period,
+                length_pad=request.length_pad,
+            ),
+            residue_values=residue_values,
+        )
+
+    return search, by_model

@@ -159,6 +159,7 @@ def prepare(
         separator_tokens=len(tokenizer.encode(CHUNK_SEPARATOR)),
     )
     kept = filler if options.pad or end_table else None
+    effect = profile.length_residue_accuracy if profile is not None else None
     request = PlanInput(
         scores=tuple(p.chunk.score for p in prepared),
         sizes=tuple(p.tokens for p in prepared),
@@ -178,6 +179,7 @@ def prepare(
         pad_cost=options.pad_cost,
         repeat=options.repeat,
         length_pad=options.length_pad,
+        length_period=effect.period if effect is not None else None,
         offset=options.position_offset,
         offsets=options.offsets,
     )

@@ -14,13 +14,13 @@ scanned for control strings beyond its template's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from phaseaware.assembly.inputs.untrusted import confirm
 from phaseaware.assembly.plan import planner
 from phaseaware.assembly.plan.initial import RepeatOffer
-from phaseaware.assembly.plan.planner import PadTables, Plan, Start
+from phaseaware.assembly.plan.planner import PadTables, Plan, PlanStart
 from phaseaware.assembly.prepare.measured_request import Setup
 from phaseaware.assembly.prepare.render import (
     RenderedContext,
@@ -33,9 +33,7 @@ from phaseaware.chat.layout import RenderedPrompt
 from phaseaware.errors import VerificationError
 from phaseaware.tokenizers.offsets import TokenStarts
 
-__all__ = ["Confirmed", "Verified", "verify", "freeze_moving"]
-
-freeze_moving = planner.freeze_moving
+__all__ = ["Confirmed", "Verified", "verify"]
 
 
 @dataclass(frozen=True)
@@ -63,44 +61,61 @@ class Confirmed:
 
 
 def verify(
-    setup: Setup, start: Start, repeat: tuple[RepeatBlock | None, RepeatOffer | None]
+    setup: Setup, planned: PlanStart, repeat: tuple[RepeatBlock | None, RepeatOffer | None]
 ) -> Confirmed:
-    """Plan (``planner.initial``), render and confirm the ``start``'s admitted chunks;
+    """Plan (``planner.initial``), render and confirm the ``planned`` admitted chunks;
     ``repeat``: the candidate's block and its measured offer (``repeat_offer``)."""
-    request, (block, offer) = setup.request, repeat
-    dropped = {**dict(start.dropped), **setup.oversize}  # oversize: emptied, unread
+    dropped = {**dict(planned.dropped), **setup.oversize}  # oversize: emptied, unread
     merged: set[int] = set()
-    admitted, tables = list(start.admitted), request.tables
+    admitted, tables = list(planned.admitted), setup.request.tables
+    verified = None
     while admitted:
-        plan = planner.initial(
-            request=request, weights=start.weights, admitted=admitted, tables=tables, repeat=offer
-        )
-        verified = _fixed_point(setup, start, tables, plan, block)
-        if len(verified.measured) <= setup.budget:
-            return _confirmed(setup, verified, dropped, merged)
-        tables = verified.tables  # pads frozen by verification stay frozen
+        found = _fixed_point(setup, planned, tables, admitted, repeat)
+        if len(found.measured) <= setup.budget:
+            verified = found
+            break
+        tables = found.tables  # pads frozen by verification stay frozen
         # Boundary merges made the prompt longer than estimated: drop the least relevant.
         merged.add(admitted[-1])
         dropped[admitted.pop()] = (
-            f"over budget: the prompt measured {len(verified.measured)} tokens with it, "
+            f"over budget: the prompt measured {len(found.measured)} tokens with it, "
             f"budget is {setup.budget}"
         )
-    prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
-    if setup.scanner is not None:
-        confirm(setup.scanner, frame=setup.frame.prefix + setup.frame.suffix, prompt=prompt.text)
+    frame = setup.frame
+    if verified is None:
+        prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
+        measured = full_starts(setup.tokenizer, prompt.text)
+    else:
+        prompt = render_prompt(
+            setup.layout, system=setup.system, question=setup.question,
+            context=verified.rendered.text, prefix=frame.prefix, suffix=frame.suffix,
+        )  # fmt: skip
+        measured = verified.measured
+    if setup.scanner is not None:  # no control string beyond the template's: scanned
+        confirm(setup.scanner, frame=frame.prefix + frame.suffix, prompt=prompt.text)
     return Confirmed(
         prompt=prompt,
-        measured=full_starts(setup.tokenizer, prompt.text),
-        verified=None,
+        measured=measured,
+        verified=verified,
         dropped=dropped,
         after_merge=frozenset(merged),
     )
 
 
 def _fixed_point(
-    setup: Setup, start: Start, tables: PadTables, plan: Plan, block: RepeatBlock | None
+    setup: Setup,
+    planned: PlanStart,
+    tables: PadTables,
+    admitted: Sequence[int],
+    repeat: tuple[RepeatBlock | None, RepeatOffer | None],
 ) -> Verified:
-    """The fixed point reached from ``plan`` (``block``: the repeat's, used if planned)."""
+    """The fixed point reached from the initial plan of ``admitted`` (``repeat``: the
+    candidate's block, rendered if the plan repeats it, and its offer)."""
+    block, offer = repeat
+    plan = planner.initial(
+        request=setup.request, weights=planned.weights, admitted=admitted, tables=tables,
+        repeat=offer,
+    )  # fmt: skip
     rounds = setup.options.max_repair_rounds
     texts = [p.chunk.text for p in setup.chunks]
     unit = setup.filler.unit if setup.filler is not None else ""
@@ -125,7 +140,7 @@ def _fixed_point(
             shift += tables.chunks[i].shifts[k]
             base_keys.append(tuple(next(tokens) - shift for _ in setup.chunks[i].key_chars))
         replanned, tables_now = planner.replan(
-            request=setup.request, weights=start.weights, tables=tables, plan=plan,
+            request=setup.request, weights=planned.weights, tables=tables, plan=plan,
             base_keys=base_keys, measured_tokens=len(measured), freeze=round_ >= rounds,
         )  # fmt: skip
         if replanned is plan:
@@ -136,25 +151,4 @@ def _fixed_point(
         f"re-tokenization did not confirm the padding of chunks {ids} after "
         f"{rounds} repair rounds (tokens merge across chunk boundaries); assemble with "
         "AssemblyOptions(pad=False) or start the chunks with a letter or digit"
-    )
-
-
-def _confirmed(
-    setup: Setup, verified: Verified, dropped: Mapping[int, str], merged: set[int]
-) -> Confirmed:
-    """The final prompt around the confirmed context, scanned for control strings
-    (none beyond the template's: scanned, not assumed)."""
-    frame = setup.frame
-    prompt = render_prompt(
-        setup.layout, system=setup.system, question=setup.question,
-        context=verified.rendered.text, prefix=frame.prefix, suffix=frame.suffix,
-    )  # fmt: skip
-    if setup.scanner is not None:
-        confirm(setup.scanner, frame=frame.prefix + frame.suffix, prompt=prompt.text)
-    return Confirmed(
-        prompt=prompt,
-        measured=verified.measured,
-        verified=verified,
-        dropped=dropped,
-        after_merge=frozenset(merged),
     )
