@@ -6,18 +6,19 @@ stage's value and is called once:
 1. ``prepare``: check the arguments, split the layout around the context, measure
    all chunks in context (one tokenizer call) and qualify the filler; its
    ``request`` is what the planner reads (numbers and flags only);
-2. ``planner.start_plan``: relevance weights, admission, the repeat candidate and the
-   naive baseline; ``repeat_offer`` then measures the candidate's block (costing
-   it needs the tokenizer);
+2. ``planner.start_plan``: relevance weights, admission, the top evidence, the
+   repeat candidate and the naive baseline; ``repeat_offer`` then measures the
+   evidence's block (costing the repeat needs the tokenizer);
 3. ``verify``: plan (``planner.initial``: order, repeat, order search, pads),
    render, tokenize the prompt once per round and re-plan from the *measured*
    positions (``planner.replan``) until the plan is a fixed point; when boundary
    merges make the confirmed prompt longer than the budget, the least relevant
    admitted chunk is dropped and the plan redone; the final prompt is rendered
-   and scanned;
-4. ``report.build_result``: the measured positions, residues and token counts;
-   with ``options.offsets``, ``robust.add_copies`` then adds the offset-robust
-   copies of the top evidence and measures them.
+   and scanned. With ``options.offsets``, ``verify.copies`` then plans the
+   offset-robust copies of the evidence on the filler's pad table, renders them
+   and confirms them by re-tokenizing;
+4. ``report.build_result``: the measured positions, residues and token counts
+   (per offset, by ``report.robust``, with the copies).
 
 Invariants: every admitted chunk text appears verbatim once (plus the declared
 repeat); ``token_count <= budget_tokens``; same input → byte-identical output;
@@ -37,7 +38,7 @@ from phaseaware.assembly.prepare.measured_request import prepare, repeat_offer
 from phaseaware.assembly.report.build import build_result
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, TokenStarts, default_cache
-from phaseaware.assembly.robust import add_copies
+from phaseaware.assembly.verify.copies import place_copies
 from phaseaware.assembly.verify.fixed_point import verify
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.layout import PromptLayout, conversation_layout, single_turn_format
@@ -125,11 +126,11 @@ def assemble_measured(
         system=system, profile=profile, budget=budget_tokens, options=options, cache=cache,
     )  # fmt: skip
     planned = planner.start_plan(setup.request)
-    confirmed = verify(setup, planned, repeat_offer(setup, planned.repeat))
-    result = build_result(setup, planned, confirmed)
-    if setup.options.offsets:  # copies rewrite the prompt: its starts are not kept
-        return add_copies(setup, result, planned), None
-    return result, confirmed.measured
+    block, offer = repeat_offer(setup, planned)
+    confirmed = verify(setup, planned, offer, block)
+    copies = place_copies(setup, planned, confirmed, block) if setup.options.offsets else None
+    result = build_result(setup, planned, confirmed, copies)
+    return result, confirmed.measured if copies is None else None  # copies: re-tokenized
 
 
 def _deprecated_layout(

@@ -189,7 +189,8 @@ class PlanStart:
     ranked: tuple[int, ...]  # input indices, most relevant first (``order.relevance_rank``)
     admitted: tuple[int, ...]
     dropped: tuple[tuple[int, str], ...]
-    repeat: int | None
+    evidence: int | None  # the most relevant admitted chunk with keys (None: no such chunk)
+    repeat: int | None  # ``evidence`` when it is offered for the repeat (``PlanInput.repeat``)
     naive: float | None
     naive_by_offset: tuple[float | None, ...]
 
@@ -228,13 +229,11 @@ def start_plan(request: PlanInput) -> PlanStart:
         empty=request.empty,
         budget_left=max(0, request.budget - fixed - reserve),
     )
-    candidate = None
-    if request.repeat:
-        candidate = repeat_candidate(
-            order=admission.admitted,
-            scores=request.scores,
-            has_keys=[bool(k) for k in request.key_offsets],
-        )
+    evidence = repeat_candidate(
+        order=admission.admitted,
+        scores=request.scores,
+        has_keys=[bool(k) for k in request.key_offsets],
+    )
     keyed = [not e and bool(k) for e, k in zip(request.empty, request.key_offsets, strict=True)]
     naive: list[float | None] = []
     for d in (request.offset, *(request.offsets or ())):
@@ -252,7 +251,8 @@ def start_plan(request: PlanInput) -> PlanStart:
         ranked=ranked,
         admitted=admission.admitted,
         dropped=admission.dropped,
-        repeat=candidate,
+        evidence=evidence,
+        repeat=evidence if request.repeat else None,
         naive=naive[0],
         naive_by_offset=tuple(naive[1:]),
     )

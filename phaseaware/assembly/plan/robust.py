@@ -4,7 +4,8 @@ When the server's offset is any of a declared set ``D`` (``AssemblyOptions.offse
 top evidence is present in copies whose prompt residues differ, so that for every
 offset ``d`` in ``D`` at least one copy's model residue ``(t + d) mod S`` is *reliable*:
 within ``tolerance`` of the best residue's reliability. Pure (ints only, checked against
-brute force by property tests); ``assembly.robust`` places and measures the copies.
+brute force by property tests); ``copy_pad`` plans each copy's pad on the filler's pad
+table. ``verify.copies`` renders the copies and confirms them by re-tokenizing.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-__all__ = ["covered_offsets", "covering_residues", "primary_offset", "reliable_residues"]
+__all__ = [
+    "copy_pad",
+    "covered_offsets",
+    "covering_residues",
+    "primary_offset",
+    "reliable_residues",
+]
 
 
 def reliable_residues(reliability: Sequence[float], *, tolerance: float) -> frozenset[int]:
@@ -57,3 +64,28 @@ def covering_residues(
 def primary_offset(offsets: Sequence[int]) -> int:
     """The offset the chunks themselves are planned for: the smallest of the set."""
     return min(offsets)
+
+
+def copy_pad(
+    *,
+    key_token: int,
+    tokens: int,
+    shifts: Sequence[int],
+    residue: int,
+    period: int,
+    budget: int,
+    tries: int,
+) -> int | None:
+    """The fewest filler units before a copy that put its key on prompt ``residue``.
+
+    ``key_token``: the key's token with the copy unpadded, in a prompt of ``tokens``
+    tokens; ``shifts[k]``: the tokens a pad of k units adds (the filler's pad table).
+    Pads are tried in order, k = 0 .. ``tries`` - 1, as each would be measured: None
+    when the prompt passes ``budget`` first, or no pad reaches the residue.
+    """
+    for k in range(min(tries, len(shifts))):
+        if tokens + shifts[k] - shifts[0] > budget:
+            return None
+        if (key_token + shifts[k] - shifts[0]) % period == residue:
+            return k
+    return None

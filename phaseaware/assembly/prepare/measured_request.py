@@ -18,7 +18,7 @@ from phaseaware.assembly.inputs.options import MAX_PERIOD, AssemblyOptions, chec
 from phaseaware.assembly.inputs.untrusted import clean_inputs
 from phaseaware.assembly.plan.initial import RepeatOffer
 from phaseaware.assembly.plan.padding import PadTable, PadTables, end_pad_reach
-from phaseaware.assembly.plan.planner import PlanInput
+from phaseaware.assembly.plan.planner import PlanInput, PlanStart
 from phaseaware.assembly.plan.robust import primary_offset
 from phaseaware.assembly.prepare.filler import (
     Filler,
@@ -261,17 +261,20 @@ def _filler(
     return filler, end_table
 
 
-def repeat_offer(setup: Setup, chunk: int | None) -> tuple[RepeatBlock | None, RepeatOffer | None]:
-    """The repeat block of ``chunk`` (the planner's candidate; None: no repeat) and its
-    measured cost in tokens, separator included (the planner decides whether it pays)."""
-    if chunk is None:
+def repeat_offer(setup: Setup, planned: PlanStart) -> tuple[RepeatBlock | None, RepeatOffer | None]:
+    """The block restating the planned top evidence, where it is repeated or copied
+    (``options.offsets``), and the repeat's offer: the block's measured cost in tokens,
+    separator included (None: not offered; the planner decides whether it pays)."""
+    chunk = planned.evidence
+    if chunk is None or (planned.repeat is None and not setup.options.offsets):
         return None, None
-    prep = setup.chunks[chunk]
-    options = setup.options
+    prep, options = setup.chunks[chunk], setup.options
     block = repeat_block(
         prep.chunk.text, prep.key_chars, label=options.repeat_label,
         max_chars=options.repeat_max_chars,
     )  # fmt: skip
+    if planned.repeat is None:  # copied only: its cost is measured with the copies
+        return block, None
     cost = setup.frame.separator_tokens + len(setup.tokenizer.encode(block.text))
     window = setup.profile.local_window if setup.profile is not None else None
     return block, RepeatOffer(chunk=chunk, cost=cost, window=window)

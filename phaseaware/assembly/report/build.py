@@ -24,6 +24,8 @@ from phaseaware.assembly.report.result import (
     Placement,
     RepeatPlacement,
 )
+from phaseaware.assembly.report.robust import robust_result
+from phaseaware.assembly.verify.copies import Copies
 from phaseaware.assembly.verify.fixed_point import Confirmed, Verified
 from phaseaware.tokenizers.offsets import TokenStarts
 
@@ -49,9 +51,13 @@ class _Spans:
     repeated: int
 
 
-def build_result(setup: Setup, planned: PlanStart, confirmed: Confirmed) -> AssemblyResult:
+def build_result(
+    setup: Setup, planned: PlanStart, confirmed: Confirmed, copies: Copies | None = None
+) -> AssemblyResult:
     """Measured placements of what verification ``confirmed`` (no plan: no chunk admitted);
-    ``planned``: the request's relevance weights and order, and naive baseline, as planned.
+    ``planned``: the request's relevance weights and order, and naive baseline, as planned;
+    ``copies``: the offset-robust copies (``options.offsets``), reported by
+    ``report.robust`` on the final prompt.
 
     Every position comes from ``confirmed.measured``: first all lookups (``_spans``),
     then one reliability pass over every key (the repeat's included), then the report.
@@ -73,7 +79,7 @@ def build_result(setup: Setup, planned: PlanStart, confirmed: Confirmed) -> Asse
     effect = profile.length_residue_accuracy if profile is not None else None
     pad_sum = sum(spans.pad_counts) if spans is not None else 0
     end_padding = spans.end_padding if spans is not None else 0
-    return AssemblyResult(
+    result = AssemblyResult(
         prompt=prompt.text,
         messages=prompt.messages,
         context=verified.rendered.text if verified is not None else "",
@@ -106,6 +112,7 @@ def build_result(setup: Setup, planned: PlanStart, confirmed: Confirmed) -> Asse
         tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,
         verification=measured.verification,
     )
+    return robust_result(setup, planned, result, copies) if copies is not None else result
 
 
 def _spans(setup: Setup, verified: Verified, measured: TokenStarts) -> _Spans:

@@ -61,16 +61,16 @@ class Confirmed:
 
 
 def verify(
-    setup: Setup, planned: PlanStart, repeat: tuple[RepeatBlock | None, RepeatOffer | None]
+    setup: Setup, planned: PlanStart, offer: RepeatOffer | None, block: RepeatBlock | None
 ) -> Confirmed:
     """Plan (``planner.initial``), render and confirm the ``planned`` admitted chunks;
-    ``repeat``: the candidate's block and its measured offer (``repeat_offer``)."""
+    ``offer``: the repeat's measured offer and ``block`` its text (``repeat_offer``)."""
     dropped = {**dict(planned.dropped), **setup.oversize}  # oversize: emptied, unread
     merged: set[int] = set()
     admitted, tables = list(planned.admitted), setup.request.tables
     verified = None
     while admitted:
-        found = _fixed_point(setup, planned, tables, admitted, repeat)
+        found = _fixed_point(setup, planned, tables, admitted, offer, block)
         if len(found.measured) <= setup.budget:
             verified = found
             break
@@ -107,11 +107,11 @@ def _fixed_point(
     planned: PlanStart,
     tables: PadTables,
     admitted: Sequence[int],
-    repeat: tuple[RepeatBlock | None, RepeatOffer | None],
+    offer: RepeatOffer | None,
+    block: RepeatBlock | None,
 ) -> Verified:
-    """The fixed point reached from the initial plan of ``admitted`` (``repeat``: the
-    candidate's block, rendered if the plan repeats it, and its offer)."""
-    block, offer = repeat
+    """The fixed point reached from the initial plan of ``admitted`` (``offer``: the
+    repeat's; ``block``: its text, rendered if the plan repeats it)."""
     plan = planner.initial(
         request=setup.request, weights=planned.weights, admitted=admitted, tables=tables,
         repeat=offer,
