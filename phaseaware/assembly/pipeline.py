@@ -13,10 +13,10 @@ stage's value and is called once:
    render, tokenize the prompt once per round and re-plan from the *measured*
    positions (``planner.replan``) until the plan is a fixed point; when boundary
    merges make the confirmed prompt longer than the budget, the least relevant
-   admitted chunk is dropped and the plan redone; the final prompt is rendered
-   and scanned. With ``options.offsets``, ``verify.copies`` then plans the
-   offset-robust copies of the evidence on the filler's pad table, renders them
-   and confirms them by re-tokenizing;
+   admitted chunk is dropped and the plan redone. ``verify.final`` then renders
+   the final prompt once and scans it; with ``options.offsets`` it first plans the
+   offset-robust copies of the evidence on the filler's pad table and confirms
+   them by re-tokenizing;
 4. ``report.build_result``: the measured positions, residues and token counts
    (per offset, by ``report.robust``, with the copies).
 
@@ -38,7 +38,7 @@ from phaseaware.assembly.prepare.measured_request import prepare, repeat_offer
 from phaseaware.assembly.report.build import build_result
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, TokenStarts, default_cache
-from phaseaware.assembly.verify.copies import place_copies
+from phaseaware.assembly.verify.final import confirm_prompt
 from phaseaware.assembly.verify.fixed_point import verify
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.layout import PromptLayout, conversation_layout, single_turn_format
@@ -127,10 +127,10 @@ def assemble_measured(
     )  # fmt: skip
     planned = planner.start_plan(setup.request)
     block, offer = repeat_offer(setup, planned)
-    confirmed = verify(setup, planned, offer, block)
-    copies = place_copies(setup, planned, confirmed, block) if setup.options.offsets else None
-    result = build_result(setup, planned, confirmed, copies)
-    return result, confirmed.measured if copies is None else None  # copies: re-tokenized
+    fixed = verify(setup, planned, offer, block)
+    confirmed = confirm_prompt(setup, planned, fixed, block)
+    result = build_result(setup, planned, confirmed)
+    return result, confirmed.measured if confirmed.copies is None else None
 
 
 def _deprecated_layout(

@@ -11,7 +11,7 @@ from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.plan.robust import copy_pad
-from phaseaware.assembly.verify import copies as copies_module
+from phaseaware.assembly.verify import final as copies_module
 from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
 

@@ -43,9 +43,9 @@ def mean_key_reliability(
 ) -> Callable[[int, int], float]:
     """``key_reliability`` averaged over ``offsets`` (summed in their order); for one offset,
     that offset's lookup itself."""
-    if len(offsets) == 1:
-        return key_reliability(profile, offset=offsets[0])
     lookups = [key_reliability(profile, offset=d) for d in offsets]
+    if len(lookups) == 1:
+        return lookups[0]
     return lambda t, distance: sum(f(t, distance) for f in lookups) / len(lookups)
 
 

@@ -5,7 +5,7 @@ top evidence is present in copies whose prompt residues differ, so that for ever
 offset ``d`` in ``D`` at least one copy's model residue ``(t + d) mod S`` is *reliable*:
 within ``tolerance`` of the best residue's reliability. Pure (ints only, checked against
 brute force by property tests); ``copy_pad`` plans each copy's pad on the filler's pad
-table. ``verify.copies`` renders the copies and confirms them by re-tokenizing.
+table. ``verify.final`` renders the copies and confirms them by re-tokenizing.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from phaseaware.assembly.prepare.filler import (
     find_filler,
     measure_end_pad,
 )
-from phaseaware.assembly.prepare.measure import MeasuredChunk, measure_chunks
+from phaseaware.assembly.prepare.measure import MeasuredChunk, drop_oversize, measure_chunks
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, RepeatBlock, repeat_block
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 from phaseaware.chat.append import DeltaLayout
@@ -36,7 +36,6 @@ from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_period, check_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
-from phaseaware.tokenizers.bound import max_token_bytes, min_tokens
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
 __all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "repeat_offer"]
@@ -142,7 +141,7 @@ def prepare(
             f"({n_prefix + n_suffix} tokens); raise budget_tokens to at least "
             f"{n_prefix + n_suffix + 1} or shorten the question"
         )
-    normalized, oversize = _drop_oversize(normalized, tokenizer=tokenizer, budget=budget)
+    normalized, oversize = drop_oversize(normalized, tokenizer=tokenizer, budget=budget)
     prepared = measure_chunks(
         normalized,
         tokenizer=tokenizer,
@@ -202,33 +201,6 @@ def _format_or_layout(
         f"chat_format must be a chat format name ({', '.join(chat_format_names())}), a "
         f"ChatFormat or a layout (conversation_layout), got {type(chat_format).__name__}"
     )
-
-
-def _drop_oversize(
-    chunks: Sequence[Chunk], *, tokenizer: Tokenizer, budget: int
-) -> tuple[tuple[Chunk, ...], dict[int, str]]:
-    """Chunks whose length alone proves them over the whole budget, emptied before any
-    tokenizer sees them (a 100 MB document must not reach a tokenizer that would allocate
-    gigabytes), with the reason each is dropped; the others unchanged. The bound is
-    ``tokenizers.bound``'s (sound only where it returns one; otherwise nothing is dropped
-    here and the chunk is measured as before)."""
-    k = max_token_bytes(tokenizer)
-    if k is None or all(len(c.text) <= budget for c in chunks):  # cannot exceed: fast path
-        return tuple(chunks), {}
-    out: list[Chunk] = []
-    dropped: dict[int, str] = {}
-    for i, chunk in enumerate(chunks):
-        least = min_tokens(len(chunk.text), k)
-        if least > budget:
-            dropped[i] = (
-                f"over budget: its {len(chunk.text)} characters are at least {least} tokens "
-                f"(no token of {tokenizer.spec} spans over {k} bytes), budget is {budget}; "
-                "not tokenized"
-            )
-            out.append(replace(chunk, text="", evidence=()))
-        else:
-            out.append(chunk)
-    return tuple(out), dropped
 
 
 def _filler(

@@ -25,8 +25,8 @@ from phaseaware.assembly.report.result import (
     RepeatPlacement,
 )
 from phaseaware.assembly.report.robust import robust_result
-from phaseaware.assembly.verify.copies import Copies
-from phaseaware.assembly.verify.fixed_point import Confirmed, Verified
+from phaseaware.assembly.verify.final import Confirmed
+from phaseaware.assembly.verify.fixed_point import Verified
 from phaseaware.tokenizers.offsets import TokenStarts
 
 __all__ = ["build_result"]
@@ -51,29 +51,24 @@ class _Spans:
     repeated: int
 
 
-def build_result(
-    setup: Setup, planned: PlanStart, confirmed: Confirmed, copies: Copies | None = None
-) -> AssemblyResult:
+def build_result(setup: Setup, planned: PlanStart, confirmed: Confirmed) -> AssemblyResult:
     """Measured placements of what verification ``confirmed`` (no plan: no chunk admitted);
-    ``planned``: the request's relevance weights and order, and naive baseline, as planned;
-    ``copies``: the offset-robust copies (``options.offsets``), reported by
-    ``report.robust`` on the final prompt.
+    ``planned``: the request's relevance weights and order, and naive baseline, as planned.
+    With ``confirmed.copies`` (``options.offsets``) ``report.robust`` reports per offset,
+    on the final prompt.
 
     Every position comes from ``confirmed.measured``: first all lookups (``_spans``),
     then one reliability pass over every key (the repeat's included), then the report.
     """
     measured, prompt, verified = confirmed.measured, confirmed.prompt, confirmed.verified
-    spans = _spans(setup, verified, measured) if verified is not None else None
     profile = setup.profile
     shift = setup.options.position_offset  # model position = prompt token index + shift
     length = len(measured)
-    keys = [*spans.key_tokens, *spans.repeat_tokens] if spans is not None else []
-    values = position_reliabilities(profile, keys, length=length, offset=shift)
     period = profile.period if profile is not None else setup.options.period
-    placements, repeat, accuracy = (
-        _placed(setup, planned, verified, spans, values, period)
-        if verified is not None and spans is not None
-        else ([], None, {})
+    spans, placements, repeat, accuracy = (
+        _placed(setup, planned, verified, measured, period)
+        if verified is not None
+        else (None, [], None, {})
     )
     prep = setup.chunks
     effect = profile.length_residue_accuracy if profile is not None else None
@@ -112,6 +107,7 @@ def build_result(
         tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,
         verification=measured.verification,
     )
+    copies = confirmed.copies
     return robust_result(setup, planned, result, copies) if copies is not None else result
 
 
@@ -172,18 +168,23 @@ def _placed(
     setup: Setup,
     planned: PlanStart,
     verified: Verified,
-    spans: _Spans,
-    values: list[float],
+    measured: TokenStarts,
     period: int | None,
-) -> tuple[list[Placement], RepeatPlacement | None, dict[int, float | None]]:
-    """(placement of every ordered chunk, the repeat's, accuracy by input index).
-
-    ``values``: the reliability of every key in ``spans.key_tokens`` then of the repeat's
-    keys. A chunk's accuracy is the mean over its keys (summed in key order), at least
-    the repeat's for the repeated chunk.
+) -> tuple[_Spans, list[Placement], RepeatPlacement | None, dict[int, float | None]]:
+    """(the spans read off ``measured``, the placement of every ordered chunk, the repeat's,
+    accuracy by input index): all lookups first, then one reliability pass over every
+    key, the repeat's last. A chunk's accuracy is the mean over its keys (summed in key
+    order), at least the repeat's for the repeated chunk.
     """
-    plan, rendered, prep = verified.plan, verified.rendered, setup.chunks
+    spans = _spans(setup, verified, measured)
     shift = setup.options.position_offset
+    values = position_reliabilities(
+        setup.profile,
+        [*spans.key_tokens, *spans.repeat_tokens],
+        length=len(measured),
+        offset=shift,
+    )
+    plan, rendered, prep = verified.plan, verified.rendered, setup.chunks
     tokens, n_keys = spans.key_tokens, len(spans.key_tokens)
     ranks = {i: r for r, i in enumerate(planned.ranked)}
     repeat = None
@@ -238,4 +239,4 @@ def _placed(
         )
         accuracy[i] = value
         at += n
-    return out, repeat, accuracy
+    return spans, out, repeat, accuracy

@@ -18,7 +18,7 @@ from phaseaware.assembly.plan.reliability import position_reliability, weighted_
 from phaseaware.assembly.plan.robust import covered_offsets, primary_offset
 from phaseaware.assembly.prepare.measured_request import Setup
 from phaseaware.assembly.report.result import AssemblyResult, RobustCopy, RobustReport
-from phaseaware.assembly.verify.copies import Copies
+from phaseaware.assembly.verify.final import Copies
 
 __all__ = ["robust_result"]
 
@@ -26,8 +26,9 @@ __all__ = ["robust_result"]
 def robust_result(
     setup: Setup, planned: PlanStart, result: AssemblyResult, copies: Copies
 ) -> AssemblyResult:
-    """``result`` (single offset, before the copies) as the prompt with ``copies`` reads."""
-    assert setup.profile is not None  # verify.copies refused the request without one
+    """``result`` (single offset, before the copies) as the prompt with ``copies`` reads
+    (the final prompt, ``Confirmed.prompt``, is already ``result``'s)."""
+    assert setup.profile is not None  # verify.final refused the request without one
     offsets = setup.options.offsets or ()
     period, final = setup.profile.period, copies.measured
     top_id = setup.chunks[copies.top].chunk.id or "" if copies.top is not None else None
@@ -97,8 +98,7 @@ def robust_result(
             residues=(),
         )
     return dataclasses.replace(
-        result, prompt=copies.prompt.text, messages=copies.prompt.messages,
-        context=copies.context, token_count=len(final), placements=placements, repeat=repeat,
+        result, context=copies.context, token_count=len(final), placements=placements, repeat=repeat,
         length_residue=None, expected_accuracy=report.worst_case_accuracy, robust=report,
         naive_expected_accuracy=report.naive_worst_case_accuracy,
         position_offset=primary_offset(offsets),

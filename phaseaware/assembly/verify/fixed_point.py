@@ -8,8 +8,7 @@ whose padding still moves are frozen unpadded (and the end pad dropped if it
 moves): a new ``PadTables`` value, the ``Setup`` itself never changes. No fixed
 point then: ``VerificationError``. A confirmed prompt over the budget (tokens
 merged across boundaries) drops the least relevant admitted chunk and plans
-again. The confirmed context is rendered into the final prompt, which is
-scanned for control strings beyond its template's.
+again. ``verify.final`` then renders the confirmed context into the final prompt.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly.inputs.untrusted import confirm
 from phaseaware.assembly.plan import planner
 from phaseaware.assembly.plan.initial import RepeatOffer
 from phaseaware.assembly.plan.planner import PadTables, Plan, PlanStart
@@ -26,14 +24,12 @@ from phaseaware.assembly.prepare.render import (
     RenderedContext,
     RepeatBlock,
     render_context,
-    render_prompt,
 )
-from phaseaware.assembly.retokenize.windowed import full_starts, stitched_starts
-from phaseaware.chat.layout import RenderedPrompt
+from phaseaware.assembly.retokenize.windowed import stitched_starts
 from phaseaware.errors import VerificationError
 from phaseaware.tokenizers.offsets import TokenStarts
 
-__all__ = ["Confirmed", "Verified", "verify"]
+__all__ = ["Fixed", "Verified", "verify"]
 
 
 @dataclass(frozen=True)
@@ -47,14 +43,11 @@ class Verified:
 
 
 @dataclass(frozen=True)
-class Confirmed:
-    """What verification hands the report: the final ``prompt`` and its tokenization
-    ``measured``; the confirmed ``verified`` plan (None: no chunk admitted); the dropped
-    chunks (input index -> reason) and those of them dropped ``after_merge`` (the
+class Fixed:
+    """What the fixed point confirmed: the ``verified`` plan (None: no chunk admitted), the
+    dropped chunks (input index -> reason) and those of them dropped ``after_merge`` (the
     measured prompt was over the budget with them)."""
 
-    prompt: RenderedPrompt
-    measured: TokenStarts
     verified: Verified | None
     dropped: Mapping[int, str]
     after_merge: frozenset[int]
@@ -62,7 +55,7 @@ class Confirmed:
 
 def verify(
     setup: Setup, planned: PlanStart, offer: RepeatOffer | None, block: RepeatBlock | None
-) -> Confirmed:
+) -> Fixed:
     """Plan (``planner.initial``), render and confirm the ``planned`` admitted chunks;
     ``offer``: the repeat's measured offer and ``block`` its text (``repeat_offer``)."""
     dropped = {**dict(planned.dropped), **setup.oversize}  # oversize: emptied, unread
@@ -81,25 +74,7 @@ def verify(
             f"over budget: the prompt measured {len(found.measured)} tokens with it, "
             f"budget is {setup.budget}"
         )
-    frame = setup.frame
-    if verified is None:
-        prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
-        measured = full_starts(setup.tokenizer, prompt.text)
-    else:
-        prompt = render_prompt(
-            setup.layout, system=setup.system, question=setup.question,
-            context=verified.rendered.text, prefix=frame.prefix, suffix=frame.suffix,
-        )  # fmt: skip
-        measured = verified.measured
-    if setup.scanner is not None:  # no control string beyond the template's: scanned
-        confirm(setup.scanner, frame=frame.prefix + frame.suffix, prompt=prompt.text)
-    return Confirmed(
-        prompt=prompt,
-        measured=measured,
-        verified=verified,
-        dropped=dropped,
-        after_merge=frozenset(merged),
-    )
+    return Fixed(verified=verified, dropped=dropped, after_merge=frozenset(merged))
 
 
 def _fixed_point(

@@ -1,4 +1,9 @@
-"""Offset-robust copies: planned on the filler's pad table, then confirmed by re-tokenizing.
+"""The final prompt: the offset-robust copies, then the prompt rendered and scanned once.
+
+``confirm_prompt`` turns what the fixed point confirmed into the prompt that is sent:
+the context (with the copies below, under ``AssemblyOptions.offsets``) rendered around
+its frame (``prefix + context + suffix``, checked) and scanned for control strings
+beyond the template's (chunk text, copies included, is untrusted).
 
 With ``AssemblyOptions.offsets`` the server's offset is any of a set, so the top evidence
 (the repeated chunk, else the most relevant keyed chunk) is restated in copies
@@ -9,12 +14,13 @@ that moves the copy's key onto the wanted residue is read off the filler's pad t
 (``plan.robust.copy_pad``); the padded prompt is tokenized to confirm it (the key on the
 planned token, the prompt the planned length). Where the table does not hold there (a
 boundary merge) or the budget is near, the pads are tried one by one, each confirmed by
-re-tokenizing: the same pad, found the slow way. The final prompt is rendered, scanned
-for control strings (copies are chunk text: untrusted) and tokenized once.
+re-tokenizing: the same pad, found the slow way. The prompt with the copies is
+tokenized once more for the report.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from phaseaware.assembly.inputs.untrusted import confirm
@@ -27,33 +33,89 @@ from phaseaware.assembly.prepare.render import (
     pad_block,
     render_prompt,
 )
-from phaseaware.assembly.verify.fixed_point import Confirmed
+from phaseaware.assembly.retokenize.windowed import full_starts
+from phaseaware.assembly.verify.fixed_point import Fixed, Verified
 from phaseaware.chat.layout import RenderedPrompt
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import TokenizedText
+from phaseaware.tokenizers.offsets import TokenStarts
 
-__all__ = ["Copies", "place_copies"]
+__all__ = ["Confirmed", "Copies", "confirm_prompt"]
 
 
 @dataclass(frozen=True)
 class Copies:
-    """The context with the copies, its final prompt and that prompt's tokenization; the
-    copied chunk (input index; None: no keyed chunk admitted), the prompt char of the first
-    key of each copy of it (and whether robustness added it), and the reliable residues."""
+    """The context with the copies and the final prompt's tokenization; the copied chunk
+    (input index; None: no keyed chunk admitted), the prompt char of the first key of each
+    copy of it (and whether robustness added it), and the reliable residues."""
 
     context: str
-    prompt: RenderedPrompt
     measured: TokenizedText
     top: int | None
     chars: tuple[tuple[int, bool], ...]
     reliable: frozenset[int]
 
 
-def place_copies(
-    setup: Setup, planned: PlanStart, confirmed: Confirmed, block: RepeatBlock | None
-) -> Copies:
-    """Copies of ``block`` (the evidence's, from ``repeat_offer``) so every offset in
-    ``setup.options.offsets`` has one on a reliable residue, within the budget."""
+@dataclass(frozen=True)
+class Confirmed:
+    """What verification hands the report: the final ``prompt``; ``measured``, the
+    tokenization of the prompt without copies (the fixed point's, or one encode when no
+    chunk was admitted); the ``verified`` plan, the dropped chunks and those dropped
+    ``after_merge`` (``Fixed``); and the ``copies`` (``options.offsets`` only)."""
+
+    prompt: RenderedPrompt
+    measured: TokenStarts
+    verified: Verified | None
+    dropped: Mapping[int, str]
+    after_merge: frozenset[int]
+    copies: Copies | None
+
+
+def confirm_prompt(
+    setup: Setup, planned: PlanStart, fixed: Fixed, block: RepeatBlock | None
+) -> Confirmed:
+    """The final prompt of what the fixed point confirmed (copies of ``block``, the
+    evidence's, added first under ``options.offsets``), rendered and scanned."""
+    verified, frame = fixed.verified, setup.frame
+    placed = _copies(setup, planned, verified, block) if setup.options.offsets else None
+    context = verified.rendered.text if verified is not None else None
+    context = placed[0] if placed is not None else context
+    if context is None:  # no chunk admitted
+        prompt = setup.layout.render(system=setup.system, context="", question=setup.question)
+    else:
+        prompt = render_prompt(
+            setup.layout, system=setup.system, question=setup.question, context=context,
+            prefix=frame.prefix, suffix=frame.suffix,
+        )  # fmt: skip
+    if setup.scanner is not None:  # no control string beyond the template's: scanned
+        confirm(setup.scanner, frame=frame.prefix + frame.suffix, prompt=prompt.text)
+    copies = None
+    if placed is not None:
+        copies = Copies(
+            context=placed[0],
+            measured=setup.tokenizer.tokenize(prompt.text),
+            top=placed[1],
+            chars=placed[2],
+            reliable=placed[3],
+        )
+    return Confirmed(
+        prompt=prompt,
+        measured=(
+            verified.measured if verified is not None else full_starts(setup.tokenizer, prompt.text)
+        ),
+        verified=verified,
+        dropped=fixed.dropped,
+        after_merge=fixed.after_merge,
+        copies=copies,
+    )
+
+
+def _copies(
+    setup: Setup, planned: PlanStart, verified: Verified | None, block: RepeatBlock | None
+) -> tuple[str, int | None, tuple[tuple[int, bool], ...], frozenset[int]]:
+    """(context with copies of ``block`` so every offset in ``options.offsets`` has one on a
+    reliable residue within the budget, the copied chunk, each copy's first key char and
+    whether it was added, the reliable residues)."""
     options, profile, filler = setup.options, setup.profile, setup.filler
     if profile is None or filler is None:
         raise InputError(
@@ -64,7 +126,7 @@ def place_copies(
     reliable = reliable_residues(
         [profile.residue_reliability(r) for r in range(period)], tolerance=options.robust_tolerance
     )
-    verified, prefix, suffix = confirmed.verified, setup.frame.prefix, setup.frame.suffix
+    prefix, suffix = setup.frame.prefix, setup.frame.suffix
     context = verified.rendered.text if verified is not None else ""
     top, added, insert_at = None, "", len(context)
     chars: list[tuple[int, bool]] = []
@@ -78,7 +140,7 @@ def place_copies(
                 (len(prefix) + rendered.repeat_start + rendered.repeat.key_chars[0], False)
             )
             insert_at = rendered.repeat_start + len(rendered.repeat.text)
-        existing = [confirmed.measured.token_at_char(c) % period for c, _ in chars]
+        existing = [verified.measured.token_at_char(c) % period for c, _ in chars]
         wanted = covering_residues(
             existing=existing, offsets=options.offsets or (), period=period, reliable=reliable
         )
@@ -117,18 +179,4 @@ def place_copies(
             if k is not None:
                 added += piece
                 chars.append((key, True))
-    new_context = context[:insert_at] + added + context[insert_at:]
-    prompt = render_prompt(
-        setup.layout, system=setup.system, question=setup.question, context=new_context,
-        prefix=prefix, suffix=suffix,
-    )  # fmt: skip
-    if setup.scanner is not None:
-        confirm(setup.scanner, frame=prefix + suffix, prompt=prompt.text)
-    return Copies(
-        context=new_context,
-        prompt=prompt,
-        measured=tokenizer.tokenize(prompt.text),
-        top=top,
-        chars=tuple(chars),
-        reliable=reliable,
-    )
+    return context[:insert_at] + added + context[insert_at:], top, tuple(chars), reliable
