@@ -116,9 +116,9 @@ def assemble_measured(
     """``assemble``, plus the token starts of ``result.prompt`` that confirmed it.
 
     The starts are the verified tokenization (stitched or one encode, exact);
-    ``None`` where the result's prompt was rewritten after verification
-    (``options.offsets``: the robust copies). Append alignment keeps them to
-    re-use the sent prefix on the next call.
+    ``None`` with ``options.offsets`` (the offset-robust copies are added after the
+    fixed point, and the prompt with them is tokenized apart). Append alignment
+    keeps them to re-use the sent prefix on the next call.
     """
     options = options if options is not None else AssemblyOptions()
     setup = prepare(
