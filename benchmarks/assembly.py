@@ -350,8 +350,8 @@ def synthetic_profile(period: int):  # type: ignore[no-untyped-def]
 
 def planner_rows(repeats: int, quick: bool) -> list[str]:
     """Planning alone (order, repeat, pads from in-context counts): time by chunks x period."""
-    from phaseaware.assembly import pipeline
-    from phaseaware.assembly.prepare.measured_request import prepare
+    from phaseaware.assembly.plan import planner
+    from phaseaware.assembly.prepare.measured_request import prepare, repeat_offer
 
     tok = load_tokenizer("tiktoken:o200k_base")
     fmt = get_chat_format("chatml", tok)
@@ -366,9 +366,14 @@ def planner_rows(repeats: int, quick: bool) -> list[str]:
                 profile=profile, budget=10**7, options=options,
             )  # fmt: skip
             admitted = list(range(n))
+            planned = planner.start_plan(setup.request)
 
-            def plan(setup=setup, admitted=admitted) -> object:
-                return pipeline._initial_plan(setup, setup.tables, admitted)
+            def plan(setup=setup, admitted=admitted, planned=planned) -> object:
+                _, offer = repeat_offer(setup, planned)  # measures the repeat block, as before
+                return planner.initial(
+                    request=setup.request, weights=planned.weights, admitted=admitted,
+                    tables=setup.request.tables, repeat=offer,
+                )  # fmt: skip
 
             t = _median_cpu(plan, repeats)
             rows.append(f"{n:>7} {period:>6} {t * 1e3:>8.1f} {t / n * 1e6:>12.1f}")

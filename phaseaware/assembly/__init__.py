@@ -2,13 +2,15 @@
 
 Lowest first (a subpackage imports its own or lower ones only; the layer test checks it):
 
-- ``plan/``: ALL planning, pure functions over integers (admit, order, pads, repeat);
+- ``plan/``: ALL planning, pure functions over integers (admit, order, pads, repeat,
+  offset-robust copies), entered through ``plan.planner`` (start_plan, initial, replan);
 - ``retokenize/``: the chunk-token cache and windowed, proven-equal re-tokenization;
 - ``inputs/``: the request's chunks and options, and neutralising untrusted text;
 - ``evidence/``: which characters of a chunk are its key evidence;
 - ``prepare/``: render text, measure chunks in context, filler, the measured request;
-- ``verify/`` and ``report/``: the fixed point of the final prompt, and the result;
-- ``pipeline`` (``assemble``), ``robust`` (offset sets), ``conversation`` (any chat and
+- ``verify/`` and ``report/``: the fixed point, the final prompt (copies for offset
+  sets included), and the result;
+- ``pipeline`` (``assemble``), ``incremental`` and ``conversation`` (any chat and
   agent-loop appends): orchestration only; they call, they never score.
 """
 

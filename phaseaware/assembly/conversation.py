@@ -36,13 +36,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 
 from phaseaware.assembly.incremental import assemble_tail
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions, check_budget
 from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.report.result import AssemblyResult, Placement, RepeatPlacement
+from phaseaware.assembly.report.result import AssemblyResult, shift_positions
 from phaseaware.assembly.retokenize.prefix import PrefixTokenCache, default_prefix_cache
 from phaseaware.chat.append import append_from_count, append_layout
 from phaseaware.chat.errors import PrefixRewriteError
@@ -280,19 +280,6 @@ def assemble_append_after(
     return _shifted(result, prefix_tokens, opts.position_offset, messages)
 
 
-_Span = TypeVar("_Span", Placement, RepeatPlacement)
-
-
-def _moved(span: _Span, n: int) -> _Span:
-    """``span`` (a placement or the repeat) with its token indices moved by ``n``."""
-    return replace(
-        span,
-        token_start=span.token_start + n,
-        token_end=span.token_end + n,
-        key_token_positions=tuple(t + n for t in span.key_token_positions),
-    )
-
-
 def _shifted(
     result: AssemblyResult,
     n: int,
@@ -305,10 +292,7 @@ def _shifted(
     they already belong to the absolute positions; only the indices move.
     """
     return replace(
-        result,
-        placements=tuple(_moved(p, n) for p in result.placements),
-        repeat=_moved(result.repeat, n) if result.repeat is not None else None,
-        token_count=result.token_count + n,
+        shift_positions(result, tokens=n),
         position_offset=position_offset,
         messages=messages,
     )

@@ -36,7 +36,7 @@ import numpy as np
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble_measured
-from phaseaware.assembly.report.result import AssemblyResult, Placement, RepeatPlacement
+from phaseaware.assembly.report.result import AssemblyResult, DroppedAfterMerge, shift_positions
 from phaseaware.assembly.retokenize.prefix import PrefixEntry, PrefixTokenCache, prefix_cut
 from phaseaware.chat.append import AppendLayout, TailLayout
 from phaseaware.errors import PhaseawareError
@@ -44,8 +44,6 @@ from phaseaware.profiles.model import Profile
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["assemble_tail"]
-
-_MERGE_DROP = "over budget: the prompt measured"  # pipeline's reason: quotes the budget
 
 
 def assemble_tail(
@@ -124,7 +122,7 @@ def _incremental(
         return None, f"the tail path raised {type(exc).__name__} (the full path reports it)"
     if measured is None:
         return None, "no verified tokenization of the tail"
-    if any(d.reason.startswith(_MERGE_DROP) for d in tail.dropped):
+    if any(isinstance(d, DroppedAfterMerge) for d in tail.dropped):
         return None, "a chunk was dropped after a boundary merge (its reason quotes the budget)"
     result = _absolute(tail, entry.text[:cut], k, options.position_offset)
     starts = np.concatenate([entry.starts[:k], _compact(measured.starts) + cut])
@@ -138,37 +136,11 @@ def _compact(starts: np.ndarray) -> np.ndarray:
     return starts
 
 
-def _moved_repeat(span: RepeatPlacement, tokens: int, chars: int) -> RepeatPlacement:
-    return replace(
-        span,
-        token_start=span.token_start + tokens,
-        token_end=span.token_end + tokens,
-        key_token_positions=tuple(t + tokens for t in span.key_token_positions),
-        key_char_offsets=tuple(c + chars for c in span.key_char_offsets),
-    )
-
-
-def _moved(span: Placement, tokens: int, chars: int) -> Placement:
-    return replace(
-        span,
-        token_start=span.token_start + tokens,
-        token_end=span.token_end + tokens,
-        key_token_positions=tuple(t + tokens for t in span.key_token_positions),
-        key_char_offsets=tuple(c + chars for c in span.key_char_offsets),
-        char_start=span.char_start + chars,
-        char_end=span.char_end + chars,
-        segment_char_start=span.segment_char_start + chars,
-    )
-
-
 def _absolute(tail: AssemblyResult, head: str, k: int, position_offset: int) -> AssemblyResult:
     """The tail's result as the whole prompt's: ``head`` (k tokens) before it."""
     return replace(
-        tail,
+        shift_positions(tail, tokens=k, chars=len(head)),
         prompt=head + tail.prompt,
-        token_count=tail.token_count + k,
-        placements=tuple(_moved(p, k, len(head)) for p in tail.placements),
-        repeat=_moved_repeat(tail.repeat, k, len(head)) if tail.repeat is not None else None,
         position_offset=position_offset,
         append_path="incremental",
         append_reason="",

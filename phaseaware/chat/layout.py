@@ -27,11 +27,11 @@ messages instead of text (``None`` for the plain ``none`` format).
 from __future__ import annotations
 
 import uuid
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from phaseaware.caches import BoundedCache
 from phaseaware.chat.deepseek_encoding import DeepSeekFormat
 from phaseaware.chat.errors import TemplateRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format, markers_of
@@ -112,7 +112,7 @@ class ConversationLayout:
         self.question = question
         self.add_generation_prompt = add_generation_prompt
         self.neutralized = neutralized  # control strings broken in the messages
-        self._splits: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._splits: BoundedCache[str, tuple[str, str]] = BoundedCache(max_entries=_CACHE_SIZE)
 
     @property
     def name(self) -> str:
@@ -154,7 +154,6 @@ class ConversationLayout:
         question = self._question(system, question)
         cached = self._splits.get(question)
         if cached is not None:
-            self._splits.move_to_end(question)
             return cached
         sentinel = f"PHASEAWARE_CONTEXT_{uuid.uuid4().hex}"
         text = self.render_text(self.filled(context=sentinel, question=question))
@@ -167,9 +166,7 @@ class ConversationLayout:
                 change="dropped" if copies == 0 else "repeated",
             )
         prefix, suffix = text.split(sentinel)
-        self._splits[question] = (prefix, suffix)
-        if len(self._splits) > _CACHE_SIZE:
-            self._splits.popitem(last=False)
+        self._splits.put(question, (prefix, suffix))
         return prefix, suffix
 
     def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:

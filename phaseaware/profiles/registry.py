@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from phaseaware.caches import register_cache
+from phaseaware.caches import BoundedCache
 from phaseaware.errors import (
     FingerprintMismatchError,
     PeriodMismatchError,
@@ -69,9 +68,11 @@ ENV_PROFILE_PATH = "PHASEAWARE_PROFILE_PATH"
 
 Origin = Literal["env", "user", "builtin"]
 
-_CACHE: dict[tuple[str, int, int], Profile] = {}
-_CACHE_LOCK = threading.Lock()
 _CACHE_ENTRIES = 256
+# loaded profiles by (file, mtime, size): a file rewritten many times evicts its old entries
+_CACHE: BoundedCache[tuple[str, int, int], Profile] = BoundedCache(
+    max_entries=_CACHE_ENTRIES, name="profiles.loaded"
+)
 
 
 @dataclass(frozen=True)
@@ -244,29 +245,12 @@ def _load_cached(path: Path) -> Profile:
         check_trusted(path)
     stat = resolved.stat()
     key = (str(resolved), stat.st_mtime_ns, stat.st_size)
-    with _CACHE_LOCK:
-        cached = _CACHE.get(key)
+    cached = _CACHE.get(key)
     if cached is not None:
         return cached
     profile = load_profile(resolved)
-    with _CACHE_LOCK:
-        if len(_CACHE) >= _CACHE_ENTRIES:  # a file rewritten many times: oldest first
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = profile
+    _CACHE.put(key, profile)
     return profile
-
-
-def _clear_profiles() -> None:
-    with _CACHE_LOCK:
-        _CACHE.clear()
-
-
-register_cache(
-    "profiles.loaded",
-    size=lambda: (len(_CACHE), None),
-    clear=_clear_profiles,
-    bound=f"{_CACHE_ENTRIES} (file, mtime, size) entries, oldest evicted",
-)
 
 
 def save_user_profile(

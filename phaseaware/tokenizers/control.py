@@ -28,14 +28,11 @@ Policy ``"refuse"`` raises :class:`ControlTokenError` instead.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
-from phaseaware.caches import register_cache
+from phaseaware.caches import BoundedCache
 from phaseaware.errors import ControlTokenError, InputError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -235,17 +232,24 @@ def _broken(text: str) -> str:
     return text[:1] + BREAK + text[1:]
 
 
-@lru_cache(maxsize=32)
+_SCANNERS: BoundedCache[tuple[frozenset[str], str], ControlScanner] = BoundedCache(
+    max_entries=32, name="tokenizers.control_scanners"
+)
+
+
 def _cached(strings: frozenset[str], policy: str) -> ControlScanner:
-    return ControlScanner(strings, policy=policy)
+    scanner = _SCANNERS.get((strings, policy))
+    if scanner is None:
+        scanner = ControlScanner(strings, policy=policy)
+        _SCANNERS.put((strings, policy), scanner)
+    return scanner
 
 
 # scanners by (the tokenizer's special_strings object, bos, eos, markers, policy); the entry
 # holds that object, so its id is not reused while the entry lives
-_LOCK = threading.Lock()
-_BY_SPECIALS: OrderedDict[
+_BY_SPECIALS: BoundedCache[
     tuple[int, object, object, tuple[str, ...], str], tuple[object, ControlScanner]
-] = OrderedDict()
+] = BoundedCache(max_entries=32, name="tokenizers.control_scanners_by_tokenizer")
 
 
 def scanner_for(
@@ -267,30 +271,11 @@ def scanner_for(
         markers, policy,
     )  # fmt: skip
     if listed is not None:
-        with _LOCK:
-            hit = _BY_SPECIALS.get(key)
-            if hit is not None and hit[0] is listed:
-                _BY_SPECIALS.move_to_end(key)
-                return hit[1]
+        hit = _BY_SPECIALS.get(key)
+        if hit is not None and hit[0] is listed:
+            return hit[1]
     strings = special_strings(tokenizer) | frozenset(markers)
     scanner = _cached(strings, policy)
     if listed is not None:
-        with _LOCK:
-            _BY_SPECIALS[key] = (listed, scanner)
-            while len(_BY_SPECIALS) > 32:
-                _BY_SPECIALS.popitem(last=False)
+        _BY_SPECIALS.put(key, (listed, scanner))
     return scanner
-
-
-def _clear_scanners() -> None:
-    with _LOCK:
-        _BY_SPECIALS.clear()
-    _cached.cache_clear()
-
-
-register_cache(
-    "tokenizers.control_scanners",
-    size=lambda: (_cached.cache_info().currsize, None),
-    clear=_clear_scanners,
-    bound="LRU, 32 scanners (and 32 by tokenizer)",
-)

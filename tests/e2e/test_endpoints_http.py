@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from phaseaware.assembly import assemble_from_specs
-from phaseaware.assembly.robust import reliable_residues
+from phaseaware.assembly.plan.robust import reliable_residues
 from phaseaware.cli.main import main
 from phaseaware.cli.request import parse_request
 from phaseaware.endpoints import (

@@ -50,3 +50,36 @@ def test_a_cache_without_a_bound_is_refused() -> None:
         assert "bound" in str(exc)
     else:  # pragma: no cover
         raise AssertionError("an unbounded cache was accepted")
+
+
+def test_bounded_cache_evicts_least_recently_used_and_is_listed() -> None:
+    from phaseaware.caches import BoundedCache
+
+    cache: BoundedCache[str, int] = BoundedCache(max_entries=2, name="test.bounded")
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # "b" is now the least recently used
+    cache.put("c", 3)
+    assert not cache.peek("b") and cache.get("c") == 3 and len(cache) == 2
+    listed = {c.name: c for c in list_caches()}["test.bounded"]
+    assert listed.entries == 2 and listed.bound == "LRU, 2 entries"
+    phaseaware.clear_caches()
+    assert len(cache) == 0 and cache.get("a") is None
+
+
+def test_bounded_cache_byte_bound_keeps_the_sum_below_it() -> None:
+    from phaseaware.caches import BoundedCache
+
+    cache: BoundedCache[int, bytes] = BoundedCache(max_bytes=10, size_of=lambda k, v: len(v))
+    cache.put(1, b"x" * 11)  # larger than the bound alone: not kept
+    assert len(cache) == 0
+    for key in range(5):
+        cache.put(key, b"abcd")
+    assert cache.nbytes <= 10 and cache.snapshot_keys() == [3, 4]
+    for bad in ({"max_entries": -1}, {}, {"max_bytes": 5}):
+        try:
+            BoundedCache(**bad)  # type: ignore[arg-type]
+        except ValueError:
+            pass
+        else:  # pragma: no cover
+            raise AssertionError(f"accepted {bad}")

@@ -56,7 +56,6 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "prepare": 3,
         "verify": 4,
         "report": 4,
-        "robust": 5,
         "pipeline": 6,
         "incremental": 7,
         "conversation": 7,

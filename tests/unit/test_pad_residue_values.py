@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from phaseaware.assembly.inputs.options import AssemblyOptions
-from phaseaware.assembly.prepare import measured_request as setup
+from phaseaware.assembly.plan.reliability import mean_key_reliability, offset_mean
 from phaseaware.profiles.registry import get_profile
 
 
@@ -31,7 +31,11 @@ def test_residue_values_equal_key_reliability_outside_the_window(
     profile = get_profile(name)
     assert profile.local_window is not None
     far = profile.local_window + 1
-    values = setup._residue_values(profile, options)
-    reliability = setup._key_reliability(profile, options)
+    # what the planner's pad search reads (``planner._pad_search``): both averaged over the
+    # offsets, or at the one offset
+    offsets = options.offsets or (options.position_offset,)
+    by_model = [profile.residue_reliability(r) for r in range(profile.period)]
+    values = offset_mean(by_model, offsets=offsets)
+    reliability = mean_key_reliability(profile, offsets=offsets)
     for t in range(3 * profile.period):
         assert values[t % profile.period] == reliability(t, far)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble
-from phaseaware.assembly.robust import covered_offsets, covering_residues, reliable_residues
+from phaseaware.assembly.plan.robust import covered_offsets, covering_residues, reliable_residues
 from phaseaware.endpoints import endpoint_options
 from phaseaware.endpoints.record import EndpointRecord, apply_endpoint, redact_url
 from phaseaware.errors import FingerprintMismatchError, InputError

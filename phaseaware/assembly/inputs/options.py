@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phaseaware.assembly.plan.planner import STRATEGIES
+from phaseaware.assembly.plan.order import STRATEGIES
 from phaseaware.errors import InputError, PhaseawareError
 from phaseaware.limits import (
     MAX_BUDGET_TOKENS,
@@ -97,7 +97,7 @@ class AssemblyOptions:
     requests, e.g. a date line of 1-3 tokens): the chunks are planned for the
     smallest offset and the top evidence is placed in
     copies whose residues differ so that for every offset in the set one copy
-    lands on a reliable residue (``phaseaware.assembly.robust``); residues are
+    lands on a reliable residue (``assembly.verify.final``); residues are
     then reported per offset only. ``position_offset`` may only be the smallest.
     robust_tolerance: with ``offsets``, a residue is reliable when its
     reliability is within this much of the profile's best residue.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly.plan.planner import admit
+from phaseaware.assembly.plan.order import admit
 
 __all__ = ["NaiveBaseline", "naive_baseline"]
 

@@ -1,10 +1,12 @@
 """The initial plan: order, repeat, order search and pads, from token counts alone.
 
 Pure and keyword-only, like the rest of ``plan/``: integers and reliabilities in, a
-:class:`~phaseaware.assembly.plan.planner.Plan` out. What needs a tokenizer is measured
+:class:`~phaseaware.assembly.plan.order.Plan` out. What needs a tokenizer is measured
 before planning and handed in as numbers (``RepeatOffer.cost``: the repeat block's
-tokens); the pad search is ``planner.best_pads`` over the request's pad tables, passed
-as ``pads`` so that this module stays free of profiles and filler text. Verification
+tokens); the order search's scorer (``padding.order_scorer``) and the pad search
+(``padding.best_pads`` over the request's pad tables) are built by ``planner`` and
+passed as ``search`` and ``pads``, so that this module stays free of profiles and
+filler text. Verification
 later replaces the estimated key positions with measured ones.
 """
 
@@ -13,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly.plan.padding import PadTable, order_scorer
-from phaseaware.assembly.plan.planner import (
+from phaseaware.assembly.plan.order import (
     Plan,
     estimate_keys,
     order_chunks,
@@ -22,7 +23,7 @@ from phaseaware.assembly.plan.planner import (
     search_orders,
 )
 
-__all__ = ["OrderSearch", "PadPlanner", "RepeatOffer", "initial_plan"]
+__all__ = ["OrderScorer", "PadPlanner", "RepeatOffer", "initial_plan"]
 
 #: ``(order, estimated keys per ordered chunk, prompt tokens before the end reserve,
 #: slack tokens) -> (pads per ordered chunk, end pad)``: the pad search.
@@ -41,15 +42,8 @@ class RepeatOffer:
     window: int | None
 
 
-@dataclass(frozen=True)
-class OrderSearch:
-    """Inputs of the order search: the first chunk's model position (``start``, offset
-    included), reliability by residue, each input chunk's pad table, the pad cost."""
-
-    start: int
-    residue_reliability: Sequence[float]
-    pad_tables: Sequence[PadTable]
-    pad_cost: float
+#: ``candidate order -> value`` (reliability minus padding cost): ``padding.order_scorer``.
+OrderScorer = Callable[[tuple[int, ...]], float]
 
 
 def initial_plan(
@@ -67,7 +61,7 @@ def initial_plan(
     budget: int,
     reserve: int,
     repeat: RepeatOffer | None,
-    search: OrderSearch | None,
+    search: OrderScorer | None,
     pads: PadPlanner,
 ) -> Plan:
     """Order the ``admitted`` chunks, decide the repeat, search orders, then pad.
@@ -102,16 +96,7 @@ def initial_plan(
         used += repeat.cost
     length, slack = used - reserve, budget - used
     if search is not None:
-        evaluate = order_scorer(
-            start=search.start,
-            sizes=sizes,
-            key_offsets=key_offsets,
-            weights=weights,
-            residue_reliability=search.residue_reliability,
-            pad_tables=search.pad_tables,
-            pad_cost=search.pad_cost,
-        )
-        searched = search_orders(order=order, evaluate=evaluate)
+        searched = search_orders(order=order, evaluate=search)
         if searched != tuple(order):
             order = searched
             keys, _ = estimate(order)

@@ -14,8 +14,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from phaseaware.assembly.plan import pad_prefix
+from phaseaware.assembly.plan.order import Plan
 
-__all__ = ["PadTable", "NO_PAD", "order_scorer", "choose_pads", "pads_value", "best_pads"]
+__all__ = [
+    "PadTable",
+    "PadTables",
+    "NO_PAD",
+    "order_scorer",
+    "choose_pads",
+    "pads_value",
+    "best_pads",
+    "end_pad_reach",
+    "end_reserve",
+    "freeze_moving",
+    "pad_tokens",
+]
 
 
 @dataclass(frozen=True)
@@ -26,6 +39,14 @@ class PadTable:
 
 
 NO_PAD = PadTable((0,))  # a chunk that must not be padded
+
+
+@dataclass(frozen=True)
+class PadTables:
+    """The pads planning may use: one table per input chunk, and the end pad's."""
+
+    chunks: tuple[PadTable, ...]  # input order
+    end: PadTable | None  # None: no end pad
 
 
 def order_scorer(
@@ -320,3 +341,55 @@ def _pad_options(pad_table: PadTable, period: int) -> tuple[tuple[int, int], ...
     for k, shift in enumerate(pad_table.shifts):
         options.setdefault(shift % period, (k, shift))
     return tuple(sorted(options.values()))
+
+
+def end_pad_reach(
+    *,
+    period: int,
+    window: int | None,
+    window_reliability: float,
+    best_reliability: float,
+    length_period: int | None,
+    pad: bool,
+    length_pad: bool,
+) -> int:
+    """Largest end pad (filler units) worth trying; 0: no end pad.
+
+    The end pad moves the prompt length's residue (``length_pad`` with a
+    length effect of period ``length_period``: up to two of its periods) and
+    pushes keys out of the raw local window (``pad``, when the window's
+    reliability is below the best residue's: up to the window plus a period).
+    """
+    reach = 0
+    if length_pad and length_period is not None:
+        reach = 2 * length_period
+    if pad and window is not None and window_reliability < best_reliability:
+        reach = max(reach, window + period)
+    return reach
+
+
+def end_reserve(
+    *, end_shifts: Sequence[int] | None, length_period: int | None, length_pad: bool
+) -> int:
+    """Tokens kept free for the end pad of a length-residue correction (0: none)."""
+    if end_shifts is None or length_period is None or not length_pad:
+        return 0
+    return max(end_shifts[:length_period])
+
+
+def pad_tokens(*, tables: PadTables, plan: Plan) -> int:
+    """Filler tokens ``plan`` adds by the tables (chunk pads plus the end pad)."""
+    total = sum(tables.chunks[i].shifts[k] for i, k in zip(plan.order, plan.pads, strict=True))
+    if tables.end is not None:
+        total += tables.end.shifts[plan.end_pad]
+    return total
+
+
+def freeze_moving(tables: PadTables, plan: Plan, *, pads: Sequence[int], end_pad: int) -> PadTables:
+    """``tables`` with no padding for the chunks (and end pad) whose pads moved from ``plan``."""
+    chunks = list(tables.chunks)
+    for i, old, new in zip(plan.order, plan.pads, pads, strict=True):
+        if old != new:
+            chunks[i] = NO_PAD
+    end = tables.end if end_pad == plan.end_pad else None
+    return PadTables(chunks=tuple(chunks), end=end)

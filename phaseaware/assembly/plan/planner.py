@@ -1,12 +1,16 @@
-"""Planning: which chunks, in what order, with how much padding.
+"""Planning: which chunks, in what order, with how much padding; the planning stage.
 
-ALL planning lives here: pure, keyword-only functions over token counts,
+ALL planning lives in ``plan/``: pure, keyword-only functions over token counts,
 key-token offsets and reliabilities; no tokenizer and no string building
-(``setup`` measures, ``render`` builds text, ``verify`` re-tokenizes,
-``pipeline`` orchestrates). The pad search (steps 3-5) is in the sibling
-module ``padding`` (re-exported here) to keep each file short. The
-reliabilities come from the profile through ``key_reliability`` and
-``position_reliability``, the only two functions here that take a ``Profile``.
+(``prepare`` measures, ``render`` builds text, ``verify`` re-tokenizes,
+``pipeline`` orchestrates). This module is the stage's door: ``prepare`` hands it a
+:class:`PlanInput` (numbers and flags only), and it is entered three times per
+``assemble``: ``start`` (relevance weights, admission, the repeat candidate, the
+naive baseline), ``initial`` (order, repeat, order search, pads) and ``replan``
+(pads re-planned from measured positions inside verification's loop). The steps
+live in sibling modules, re-exported here: ``order`` (admission, order, repeat),
+``padding`` (the pad search and the end pad), ``initial`` (the initial plan),
+``baseline`` (the naive baseline) and ``reliability`` (the profile's model).
 
 Objective. Chunk ``i`` has relevance weight ``w_i`` (scores clipped at 0 and
 divided by the largest score; all 1 when no score is positive) and key tokens
@@ -61,21 +65,48 @@ Algorithm (N chunks, period P, K key tokens per chunk):
 
 from __future__ import annotations
 
-import itertools
-import math
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from phaseaware.assembly.plan.baseline import naive_baseline
+from phaseaware.assembly.plan.initial import RepeatOffer, initial_plan
+from phaseaware.assembly.plan.order import (
+    STRATEGIES,
+    Admission,
+    Plan,
+    admit,
+    estimate_keys,
+    order_chunks,
+    relevance_rank,
+    relevance_weights,
+    repeat_candidate,
+    repeat_pays,
+    search_orders,
+)
 from phaseaware.assembly.plan.padding import (
     NO_PAD,
     PadTable,
+    PadTables,
     best_pads,
     choose_pads,
+    end_pad_reach,
+    end_reserve,
+    freeze_moving,
     order_scorer,
+    pad_tokens,
     pads_value,
 )
-from phaseaware.errors import InputError
+from phaseaware.assembly.plan.reliability import (
+    default_position_reliability,
+    key_reliability,
+    mean_key_reliability,
+    offset_mean,
+    position_reliabilities,
+    position_reliability,
+    weighted_accuracy,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.profiles.model import Profile
@@ -86,7 +117,13 @@ __all__ = [
     "PadTables",
     "NO_PAD",
     "Plan",
+    "PlanInput",
+    "PlanStart",
     "Admission",
+    "start_plan",
+    "initial",
+    "replan",
+    "freeze_moving",
     "relevance_weights",
     "relevance_rank",
     "admit",
@@ -108,286 +145,251 @@ __all__ = [
     "default_position_reliability",
 ]
 
-STRATEGIES = ("reorder", "relevance", "none")
+
+@dataclass(frozen=True)
+class PlanInput:
+    """What ``prepare`` measured, as the planner reads it: numbers and flags, input order.
+
+    ``sizes``: each chunk's in-context tokens, its trailing separator included;
+    ``key_offsets``: its key tokens, relative to its first token; ``tables``: the pads
+    the filler allows (before verification froze any). ``offset``: tokens the server
+    puts before the prompt (with ``offsets``: the smallest of that set, which the
+    chunks are planned for). ``pad``: padding asked for and a filler qualified.
+    ``length_period``: the period of the profile's length effect (None: none).
+    """
+
+    scores: tuple[float, ...]
+    sizes: tuple[int, ...]
+    empty: tuple[bool, ...]
+    key_offsets: tuple[tuple[int, ...], ...]
+    prefix_tokens: int
+    suffix_tokens: int
+    separator_tokens: int
+    budget: int
+    tables: PadTables
+    profile: Profile | None
+    strategy: str
+    pad: bool
+    pad_cost: float
+    repeat: bool
+    length_pad: bool
+    length_period: int | None
+    offset: int
+    offsets: tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
-class PadTables:
-    """The pads planning may use: one table per input chunk, and the end pad's."""
+class PlanStart:
+    """Planned once per request: relevance ``weights`` and order (``ranked``), the
+    ``admitted`` chunks (relevance order) and the ``dropped`` ones with reasons, the ``repeat`` candidate (input index),
+    and the naive baseline's expected accuracy at ``offset`` (``naive``) and at each of
+    ``offsets`` (``naive_by_offset``, same order; empty without ``offsets``)."""
 
-    chunks: tuple[PadTable, ...]  # input order
-    end: PadTable | None  # None: no end pad
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What to render: input indices in context order, their pads, the repeat, the end pad."""
-
-    order: tuple[int, ...]  # input indices, first to last in the context
-    pads: tuple[int, ...]  # filler units before each ordered chunk
-    repeat: int | None  # input index of the chunk restated before the question
-    end_pad: int  # filler units of the end pad
-
-
-@dataclass(frozen=True)
-class Admission:
-    """Indices (into the input) admitted, in relevance order, and the dropped ones."""
-
+    weights: tuple[float, ...]
+    ranked: tuple[int, ...]  # input indices, most relevant first (``order.relevance_rank``)
     admitted: tuple[int, ...]
     dropped: tuple[tuple[int, str], ...]
-    tokens_used: int
+    evidence: int | None  # the most relevant admitted chunk with keys (None: no such chunk)
+    repeat: int | None  # ``evidence`` when it is offered for the repeat (``PlanInput.repeat``)
+    naive: float | None
+    naive_by_offset: tuple[float | None, ...]
 
 
-def relevance_weights(scores: Sequence[float]) -> tuple[float, ...]:
-    """Weights in [0, 1]: ``max(score, 0) / max score``; all 1.0 when none is positive."""
-    top = max((s for s in scores), default=0.0)
-    if top <= 0:
-        return tuple(1.0 for _ in scores)
-    return tuple(max(s, 0.0) / top for s in scores)
+#: ``(tables, order, estimated or measured unpadded keys per ordered chunk, prompt tokens
+#: before the end reserve, slack tokens) -> (pads per ordered chunk, end pad)``.
+PadSearch = Callable[
+    [PadTables, Sequence[int], Sequence[Sequence[int]], int, int], tuple[tuple[int, ...], int]
+]
 
 
-def relevance_rank(scores: Sequence[float]) -> tuple[int, ...]:
-    """Indices sorted by descending score, ties in given order (stable)."""
-    return tuple(sorted(range(len(scores)), key=lambda i: (-scores[i], i)))
-
-
-def admit(
-    *,
-    scores: Sequence[float],
-    costs: Sequence[int],
-    empty: Sequence[bool],
-    budget_left: int,
-    in_given_order: bool = False,
-) -> Admission:
-    """Admit chunks by relevance (or in given order) while their ``costs`` (tokens) fit.
-
-    Empty chunks are dropped with reason ``"empty"``; others that do not fit get
-    ``"over budget: needs X tokens, Y left"``. ``budget_left`` is what remains
-    after the fixed prefix/suffix (tokens). Nothing is dropped silently.
-    """
-    if not (len(scores) == len(costs) == len(empty)):
-        raise InputError("scores, costs and empty must have one entry per chunk")
-    if budget_left < 0:
-        raise InputError(f"budget_left must be >= 0, got {budget_left}")
-    order = range(len(scores)) if in_given_order else relevance_rank(scores)
-    admitted: list[int] = []
-    dropped: dict[int, str] = {}
-    left = budget_left
-    for i in order:
-        if empty[i]:
-            dropped[i] = "empty"
-        elif costs[i] > left:
-            dropped[i] = f"over budget: needs {costs[i]} tokens, {left} left"
-        else:
-            admitted.append(i)
-            left -= costs[i]
-    return Admission(
-        admitted=tuple(admitted),
-        dropped=tuple(sorted(dropped.items())),
-        tokens_used=budget_left - left,
+def start_plan(request: PlanInput) -> PlanStart:
+    """Weights, admission within the budget left by the frame and the end reserve, the
+    repeat candidate among the admitted, and the naive baseline (planned here once)."""
+    reserve = end_reserve(
+        end_shifts=request.tables.end.shifts if request.tables.end is not None else None,
+        length_period=request.length_period,
+        length_pad=request.length_pad,
+    )
+    base = naive_baseline(
+        scores=request.scores,
+        sizes=request.sizes,
+        empty=request.empty,
+        key_offsets=request.key_offsets,
+        prefix_tokens=request.prefix_tokens,
+        suffix_tokens=request.suffix_tokens,
+        separator_tokens=request.separator_tokens,
+        budget=request.budget,
+    )
+    weights = relevance_weights(request.scores)
+    ranked = relevance_rank(request.scores)
+    fixed = request.prefix_tokens + request.suffix_tokens
+    admission = admit(
+        scores=request.scores,
+        costs=request.sizes,
+        empty=request.empty,
+        budget_left=max(0, request.budget - fixed - reserve),
+    )
+    evidence = repeat_candidate(
+        order=admission.admitted,
+        scores=request.scores,
+        has_keys=[bool(k) for k in request.key_offsets],
+    )
+    keyed = [not e and bool(k) for e, k in zip(request.empty, request.key_offsets, strict=True)]
+    naive: list[float | None] = []
+    for d in (request.offset, *(request.offsets or ())):
+        values = position_reliabilities(
+            request.profile, base.key_positions, length=base.length, offset=d
+        )
+        accuracy: dict[int, float | None] = {}
+        at = 0
+        for i, n in zip(base.admitted, base.key_counts, strict=True):
+            accuracy[i] = sum(values[at : at + n]) / n if n else None
+            at += n
+        naive.append(weighted_accuracy(weights=weights, keyed=keyed, accuracy=accuracy))
+    return PlanStart(
+        weights=weights,
+        ranked=ranked,
+        admitted=admission.admitted,
+        dropped=admission.dropped,
+        evidence=evidence,
+        repeat=evidence if request.repeat else None,
+        naive=naive[0],
+        naive_by_offset=tuple(naive[1:]),
     )
 
 
-def order_chunks(
-    *, admitted: Sequence[int], scores: Sequence[float], strategy: str, has_profile: bool
-) -> tuple[int, ...]:
-    """Context order (first to last) of the ``admitted`` input indices."""
-    if strategy not in STRATEGIES:
-        raise InputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if strategy == "none":
-        return tuple(sorted(admitted))
-    by_relevance = sorted(admitted, key=lambda i: (-scores[i], i))
-    if strategy == "relevance":
-        return tuple(by_relevance)
-    if has_profile:
-        return tuple(reversed(by_relevance))  # most relevant nearest the question
-    # Lost in the middle: alternate ranks to the end and the start, top rank last.
-    front: list[int] = []
-    back: list[int] = []
-    for rank, i in enumerate(by_relevance):
-        (back if rank % 2 == 0 else front).append(i)
-    return tuple(front + list(reversed(back)))
-
-
-def estimate_keys(
+def initial(
     *,
-    start: int,
-    order: Sequence[int],
-    sizes: Sequence[int],
-    key_offsets: Sequence[Sequence[int]],
-    sep_tokens: int,
-) -> tuple[list[tuple[int, ...]], int]:
-    """(unpadded key positions of each ordered chunk, context tokens), from in-context counts.
+    request: PlanInput,
+    weights: Sequence[float],
+    admitted: Sequence[int],
+    tables: PadTables,
+    repeat: RepeatOffer | None,
+) -> Plan:
+    """The initial plan of the ``admitted`` chunks (``plan.initial.initial_plan``): order,
+    the repeat (``repeat``: the candidate and its measured cost; offered only while the
+    candidate is admitted), the order search and the pads, from estimated positions."""
+    search, by_model = _pad_search(request, weights)
+    reserve = end_reserve(
+        end_shifts=tables.end.shifts if tables.end is not None else None,
+        length_period=request.length_period,
+        length_pad=request.length_pad,
+    )
+    evaluate = None
+    if request.strategy == "reorder" and request.pad and by_model is not None:
+        evaluate = order_scorer(
+            start=request.prefix_tokens + request.offset,
+            sizes=request.sizes,
+            key_offsets=request.key_offsets,
+            weights=weights,
+            residue_reliability=by_model,
+            pad_tables=tables.chunks,
+            pad_cost=request.pad_cost,
+        )
+    return initial_plan(
+        admitted=admitted,
+        scores=request.scores,
+        sizes=request.sizes,
+        key_offsets=request.key_offsets,
+        weights=weights,
+        strategy=request.strategy,
+        has_profile=request.profile is not None,
+        prefix_tokens=request.prefix_tokens,
+        suffix_tokens=request.suffix_tokens,
+        separator_tokens=request.separator_tokens,
+        budget=request.budget,
+        reserve=reserve,
+        repeat=repeat if repeat is not None and repeat.chunk in admitted else None,
+        search=evaluate,
+        pads=lambda order, keys, length, slack: search(tables, order, keys, length, slack),
+    )
 
-    Chunk i (input index) takes ``sizes[i]`` tokens, its trailing separator
-    included, with keys ``key_offsets[i]`` tokens into it; the first chunk
-    starts at token ``start``. The last chunk has no separator after it.
-    Verification replaces these estimates with measured positions.
-    """
-    keys: list[tuple[int, ...]] = []
-    position = start
-    for i in order:
-        offsets = key_offsets[i]
-        if len(offsets) == 1:
-            keys.append((position + offsets[0],))
-        else:
-            keys.append(tuple([position + t for t in offsets]))
-        position += sizes[i]
-    return keys, position - start - sep_tokens
 
-
-def search_orders(
+def replan(
     *,
-    order: Sequence[int],
-    evaluate: Callable[[tuple[int, ...]], float],
-    max_arrangements: int = 120,
-) -> tuple[int, ...]:
-    """The best-valued order that keeps ``order[-1]`` last (``order`` wins ties).
+    request: PlanInput,
+    weights: Sequence[float],
+    tables: PadTables,
+    plan: Plan,
+    base_keys: Sequence[Sequence[int]],
+    measured_tokens: int,
+    freeze: bool,
+) -> tuple[Plan, PadTables]:
+    """``plan`` re-padded for the measured unpadded key positions ``base_keys`` of a prompt
+    that measured ``measured_tokens``; ``plan`` itself (the same object) when confirmed.
 
-    Chunk lengths differ, so the order alone moves key tokens between
-    residues: rearranging the chunks before the last one can land their keys
-    on reliable residues for free, where padding would cost tokens.
-    ``evaluate(candidate)`` scores an order (reliability minus padding cost).
-    Every arrangement is tried when there are at most ``max_arrangements``
-    (up to 6 chunks); longer lists keep ``order``: their padding is already a
-    small share of the context.
+    With ``freeze``, the chunks (and end pad) whose pads moved are frozen unpadded
+    (``freeze_moving``: new tables) and the pads planned again with them.
     """
-    head, last = list(order[:-1]), tuple(order[-1:])
-    best = tuple(order)
-    if len(head) < 2 or math.factorial(len(head)) > max_arrangements:
-        return best
-    best_value = evaluate(best)
-    for candidate in itertools.permutations(head):
-        value = evaluate(candidate + last)
-        if value > best_value + 1e-12:
-            best, best_value = candidate + last, value
-    return best
+    search, _ = _pad_search(request, weights)
+    length = measured_tokens - pad_tokens(tables=tables, plan=plan)
+    slack = (
+        request.budget
+        - length
+        - end_reserve(
+            end_shifts=tables.end.shifts if tables.end is not None else None,
+            length_period=request.length_period,
+            length_pad=request.length_pad,
+        )
+    )
+    pads, end_k = search(tables, plan.order, base_keys, length, slack)
+    if pads == plan.pads and end_k == plan.end_pad:
+        return plan, tables
+    if freeze:
+        tables = freeze_moving(tables, plan, pads=pads, end_pad=end_k)
+        # base_keys stay the measured ones
+        pads, end_k = search(tables, plan.order, base_keys, length, slack)
+    return dataclasses.replace(plan, pads=pads, end_pad=end_k), tables
 
 
-def repeat_candidate(
-    *, order: Sequence[int], scores: Sequence[float], has_keys: Sequence[bool]
-) -> int | None:
-    """The most relevant ordered chunk (input index) that has key tokens; None if none has."""
-    return min((i for i in order if has_keys[i]), key=lambda i: (-scores[i], i), default=None)
-
-
-def repeat_pays(
-    *,
-    key_positions: Sequence[int],
-    length: int,
-    window: int | None,
-    cost: int,
-    used: int,
-    budget: int,
-    suffix_tokens: int,
-) -> bool:
-    """Whether to restate a chunk's evidence (``cost`` tokens) right before the question.
-
-    ``key_positions``: the chunk's keys in a prompt of ``length`` tokens;
-    ``used`` tokens are spent before the repeat, of ``budget``. Not when every
-    key is already read raw in the local ``window``, when the block does not
-    fit, or when the block plus the ``suffix_tokens`` after it would not sit
-    in the window itself.
-    """
-    if window is not None and all(length - t <= window for t in key_positions):
-        return False
-    if used + cost > budget:
-        return False
-    return window is None or cost + suffix_tokens <= window
-
-
-def end_pad_reach(
-    *,
-    period: int,
-    window: int | None,
-    window_reliability: float,
-    best_reliability: float,
-    length_period: int | None,
-    pad: bool,
-    length_pad: bool,
-) -> int:
-    """Largest end pad (filler units) worth trying; 0: no end pad.
-
-    The end pad moves the prompt length's residue (``length_pad`` with a
-    length effect of period ``length_period``: up to two of its periods) and
-    pushes keys out of the raw local window (``pad``, when the window's
-    reliability is below the best residue's: up to the window plus a period).
-    """
-    reach = 0
-    if length_pad and length_period is not None:
-        reach = 2 * length_period
-    if pad and window is not None and window_reliability < best_reliability:
-        reach = max(reach, window + period)
-    return reach
-
-
-def end_reserve(
-    *, end_shifts: Sequence[int] | None, length_period: int | None, length_pad: bool
-) -> int:
-    """Tokens kept free for the end pad of a length-residue correction (0: none)."""
-    if end_shifts is None or length_period is None or not length_pad:
-        return 0
-    return max(end_shifts[:length_period])
-
-
-def pad_tokens(*, tables: PadTables, plan: Plan) -> int:
-    """Filler tokens ``plan`` adds by the tables (chunk pads plus the end pad)."""
-    total = sum(tables.chunks[i].shifts[k] for i, k in zip(plan.order, plan.pads, strict=True))
-    if tables.end is not None:
-        total += tables.end.shifts[plan.end_pad]
-    return total
-
-
-def default_position_reliability(position: int, *, prompt_length: int) -> float:
-    """Heuristic U-shaped curve (lost in the middle) used when there is no profile.
-
-    0.5 in the middle of the prompt, 1.0 at both ends; not a measurement.
-    """
-    if prompt_length <= 1:
-        return 1.0
-    x = position / (prompt_length - 1)
-    return 0.5 + 0.5 * (2 * x - 1) ** 2
-
-
-def key_reliability(profile: Profile | None, *, offset: int = 0) -> Callable[[int, int], float]:
-    """Reliability of a key token at ``(position, distance to the prompt's end)``.
-
-    ``position`` indexes the prompt's tokens; the model sees it at ``position +
-    offset`` (tokens its server adds first, e.g. a BOS). The profile's own model
-    (``Profile.key_reliability_lookup``); without a profile, the lost-in-the-middle
-    heuristic.
-    """
+def _pad_search(
+    request: PlanInput, weights: Sequence[float]
+) -> tuple[PadSearch, list[float] | None]:
+    """The request's pad search (``padding.best_pads`` with the profile's reliabilities, their
+    mean over ``offsets`` where given: ``reliability.offset_mean``), and the reliability by
+    model residue at ``offset`` that the order search scores with (None: no profile, no
+    padding)."""
+    profile = request.profile
     if profile is None:
-        return lambda t, d: default_position_reliability(t, prompt_length=t + d)
-    return profile.key_reliability_lookup(offset=offset)
+        return (lambda tables, order, keys, length, slack: (tuple(0 for _ in order), 0)), None
+    offset, period = request.offset, profile.period
+    offsets = request.offsets or (offset,)
+    by_model = [profile.residue_reliability(r) for r in range(period)]
+    residue_values = offset_mean(by_model, offsets=offsets)
+    reliability = mean_key_reliability(profile, offsets=offsets)
+    if request.offsets:  # by model residue at ``offset``: the order scorer adds it itself
+        by_model = [residue_values[(r - offset) % period] for r in range(period)]
 
+    def length_factor(prompt_tokens: int) -> float:
+        return profile.length_factor(prompt_tokens + offset)
 
-def position_reliabilities(
-    profile: Profile | None, positions: Sequence[int], *, length: int, offset: int = 0
-) -> list[float]:
-    """``position_reliability(profile, length=length, offset=offset)`` at each position
-    (the profile's vectorised form; the heuristic per position without a profile)."""
-    if profile is not None:
-        return profile.position_reliabilities(positions, length, offset=offset)
-    at = position_reliability(None, length=length, offset=offset)
-    return [at(t) for t in positions]
+    def search(
+        tables: PadTables,
+        order: Sequence[int],
+        base_keys: Sequence[Sequence[int]],
+        length: int,
+        slack: int,
+    ) -> tuple[tuple[int, ...], int]:
+        end_shifts = tables.end.shifts if tables.end is not None else None
+        return best_pads(
+            key_positions=base_keys,
+            weights=[weights[i] for i in order],
+            pad_tables=[tables.chunks[i] for i in order],
+            end_shifts=end_shifts,
+            period=period,
+            window=profile.local_window,
+            reliability=reliability,
+            length_factor=length_factor,
+            pad=request.pad,
+            pad_cost=request.pad_cost,
+            length=length,
+            slack=max(0, slack)
+            + end_reserve(
+                end_shifts=end_shifts,
+                length_period=request.length_period,
+                length_pad=request.length_pad,
+            ),
+            residue_values=residue_values,
+        )
 
-
-def position_reliability(
-    profile: Profile | None, *, length: int, offset: int = 0
-) -> Callable[[int], float]:
-    """Expected accuracy of a key at token t of a ``length``-token prompt.
-
-    The profile's own model (``Profile.position_reliabilities`` at one position: key
-    reliability times the length factor); the lost-in-the-middle heuristic without a
-    profile. For many positions call ``position_reliabilities``.
-    """
-    if profile is not None:
-        return lambda t: profile.position_reliabilities((t,), length, offset=offset)[0]
-    last = length - 1
-
-    def at(t: int) -> float:
-        t = min(t, last)
-        return default_position_reliability(t, prompt_length=length)
-
-    return at
+    return search, by_model

@@ -13,14 +13,13 @@ the pad table for chunks whose first character could merge with the pad.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly.plan.planner import NO_PAD, PadTable
+from phaseaware.assembly.plan.padding import NO_PAD, PadTable
 from phaseaware.assembly.prepare.measure import MeasuredChunk
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, end_pad, pad_block
-from phaseaware.caches import register_cache
+from phaseaware.caches import BoundedCache
 from phaseaware.errors import TokenizerError
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -37,9 +36,10 @@ FILLER_CANDIDATES: tuple[str, ...] = (" .", " ·", " -", " ~", " |", "·", " *",
 _SAMPLE_NEXT: tuple[str, ...] = ("The report", "1990 was", "(a) first", "“Quoted”", "- item", "é")
 _SAMPLE_PREV = "previous chunk ends here." + CHUNK_SEPARATOR
 
-_lock = threading.Lock()
-_cache: dict[tuple[str, int], Filler] = {}
 _CACHE_ENTRIES = 256  # (tokenizer, period) pairs; a process sees a handful
+_cache: BoundedCache[tuple[str, int], Filler] = BoundedCache(
+    max_entries=_CACHE_ENTRIES, name="assembly.filler"
+)
 
 
 @dataclass(frozen=True)
@@ -124,17 +124,13 @@ def find_filler(tokenizer: Tokenizer, *, period: int) -> Filler:
     if period < 1:
         raise ValueError(f"period must be >= 1, got {period}")
     key = (tokenizer.fingerprint(), period)
-    with _lock:
-        cached = _cache.get(key)
+    cached = _cache.get(key)
     if cached is not None:
         return cached
     for unit in FILLER_CANDIDATES:
         filler = _qualify(tokenizer, unit, period)
         if filler is not None:
-            with _lock:
-                if len(_cache) >= _CACHE_ENTRIES:
-                    _cache.pop(next(iter(_cache)))  # oldest first: bounded, never wrong
-                _cache[key] = filler
+            _cache.put(key, filler)
             return filler
     raise TokenizerError(
         f"no filler unit has an exact token count with tokenizer {tokenizer.spec!r} "
@@ -190,16 +186,3 @@ def chunk_pad_tables(
         ok = len(reachable) == filler.period and all(x >= 0 for x in shifts)
         out.append(PadTable(shifts) if ok else NO_PAD)
     return tuple(out)
-
-
-def _clear_fillers() -> None:
-    with _lock:
-        _cache.clear()
-
-
-register_cache(
-    "assembly.filler",
-    size=lambda: (len(_cache), None),
-    clear=_clear_fillers,
-    bound=f"{_CACHE_ENTRIES} (tokenizer, period) entries, oldest evicted",
-)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,9 +29,10 @@ from phaseaware.tokenizers.base import (
     TokenizedText,
     Tokenizer,
 )
+from phaseaware.tokenizers.bound import max_token_bytes, min_tokens
 from phaseaware.tokenizers.offsets import TokenStarts
 
-__all__ = ["MeasuredChunk", "measure_chunks"]
+__all__ = ["MeasuredChunk", "drop_oversize", "measure_chunks"]
 
 # (tokens, char offset in the text -> token index relative to the text's first token)
 _Measured = tuple[int, Callable[[int], int]]
@@ -105,6 +106,33 @@ def measure_chunks(
             key_tokens = tuple(locate(c) for c in keys)
         out.append(MeasuredChunk(chunk, tokens, keys, key_tokens, False))
     return tuple(out)
+
+
+def drop_oversize(
+    chunks: Sequence[Chunk], *, tokenizer: Tokenizer, budget: int
+) -> tuple[tuple[Chunk, ...], dict[int, str]]:
+    """Chunks whose length alone proves them over the whole budget, emptied before any
+    tokenizer sees them (a 100 MB document must not reach a tokenizer that would allocate
+    gigabytes), with the reason each is dropped; the others unchanged. The bound is
+    ``tokenizers.bound``'s (sound only where it returns one; otherwise nothing is dropped
+    here and the chunk is measured as before)."""
+    k = max_token_bytes(tokenizer)
+    if k is None or all(len(c.text) <= budget for c in chunks):  # cannot exceed: fast path
+        return tuple(chunks), {}
+    out: list[Chunk] = []
+    dropped: dict[int, str] = {}
+    for i, chunk in enumerate(chunks):
+        least = min_tokens(len(chunk.text), k)
+        if least > budget:
+            dropped[i] = (
+                f"over budget: its {len(chunk.text)} characters are at least {least} tokens "
+                f"(no token of {tokenizer.spec} spans over {k} bytes), budget is {budget}; "
+                "not tokenized"
+            )
+            out.append(replace(chunk, text="", evidence=()))
+        else:
+            out.append(chunk)
+    return tuple(out), dropped
 
 
 def _measure_joined(

@@ -2,30 +2,32 @@
 
 ``prepare`` validates the caller's arguments, builds the layout (a chat format's
 single-turn conversation, or the caller's layout), splits it around the context, measures every chunk in context and qualifies the filler. The
-resulting ``Setup`` never changes; verification works on its own copy of the
-pad tables (``PadTables``). ``end_reserve`` and ``plan_pads`` feed a setup's
-numbers to the planner.
+resulting ``Setup`` never changes; its ``request`` is what the planner reads
+(``planner.PlanInput``: numbers and flags only). ``repeat_offer`` measures the
+repeat block of the candidate the planner chose (costing it needs the tokenizer).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from phaseaware.assembly.evidence.keys import question_terms
 from phaseaware.assembly.inputs.chunks import Chunk, normalize_chunks
 from phaseaware.assembly.inputs.options import MAX_PERIOD, AssemblyOptions, check_budget
 from phaseaware.assembly.inputs.untrusted import clean_inputs
-from phaseaware.assembly.plan import planner
-from phaseaware.assembly.plan.planner import PadTable, PadTables
+from phaseaware.assembly.plan.initial import RepeatOffer
+from phaseaware.assembly.plan.padding import PadTable, PadTables, end_pad_reach
+from phaseaware.assembly.plan.planner import PlanInput, PlanStart
+from phaseaware.assembly.plan.robust import primary_offset
 from phaseaware.assembly.prepare.filler import (
     Filler,
     chunk_pad_tables,
     find_filler,
     measure_end_pad,
 )
-from phaseaware.assembly.prepare.measure import MeasuredChunk, measure_chunks
-from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.assembly.prepare.measure import MeasuredChunk, drop_oversize, measure_chunks
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, RepeatBlock, repeat_block
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 from phaseaware.chat.append import DeltaLayout
 from phaseaware.chat.formats import ChatFormat, chat_format_names, get_chat_format
@@ -34,10 +36,9 @@ from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_period, check_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
-from phaseaware.tokenizers.bound import max_token_bytes, min_tokens
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
-__all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "end_reserve", "plan_pads"]
+__all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "repeat_offer"]
 
 # MAX_PERIOD (options.py): the largest profile period assembly accepts. Qualifying the
 # filler for period P tokenizes pads of up to 2P units in real contexts: O(P^2)
@@ -70,9 +71,8 @@ class Setup:
     budget: int  # budget_tokens
     frame: Frame
     chunks: tuple[MeasuredChunk, ...]  # input order
-    weights: tuple[float, ...]  # relevance weights, input order
     filler: Filler | None  # None: padding off or no profile
-    tables: PadTables  # before verification froze any pad
+    request: PlanInput  # what the planner reads: the numbers above, measured
     neutralized: tuple[Neutralized, ...] = ()  # control strings broken in user strings
     scanner: ControlScanner | None = None
     tokenizer_mismatch_allowed: bool = False  # the profile's fingerprint differs; opted in
@@ -98,8 +98,12 @@ def prepare(
     A chat format (name or ``ChatFormat``) becomes the single-turn conversation
     ``[system?, user(context + "\\n\\n" + question)]`` built for this call, after
     the system prompt is cleaned with the other user strings; a layout is used as is.
+    With ``options.offsets`` the chunks are planned for the smallest offset
+    (``options.position_offset`` becomes it).
     """
     check_budget(budget)
+    if options.offsets:  # offset-robust: plan for the smallest offset, copies cover the rest
+        options = replace(options, position_offset=primary_offset(options.offsets))
     given = _format_or_layout(chat_format, tokenizer)
     normalized, question, system, neutralized, scanner = clean_inputs(
         normalize_chunks(chunks), question=question, system=system, tokenizer=tokenizer,
@@ -137,7 +141,7 @@ def prepare(
             f"({n_prefix + n_suffix} tokens); raise budget_tokens to at least "
             f"{n_prefix + n_suffix + 1} or shorten the question"
         )
-    normalized, oversize = _drop_oversize(normalized, tokenizer=tokenizer, budget=budget)
+    normalized, oversize = drop_oversize(normalized, tokenizer=tokenizer, budget=budget)
     prepared = measure_chunks(
         normalized,
         tokenizer=tokenizer,
@@ -153,17 +157,36 @@ def prepare(
         suffix_tokens=n_suffix,
         separator_tokens=len(tokenizer.encode(CHUNK_SEPARATOR)),
     )
-    return Setup(
-        tokenizer=tokenizer, layout=layout, system=system, question=question, profile=profile,
-        options=options, budget=budget, frame=frame, chunks=prepared,
-        weights=planner.relevance_weights([c.score for c in normalized]),
-        filler=filler if options.pad or end_table else None,
+    kept = filler if options.pad or end_table else None
+    effect = profile.length_residue_accuracy if profile is not None else None
+    request = PlanInput(
+        scores=tuple(p.chunk.score for p in prepared),
+        sizes=tuple(p.tokens for p in prepared),
+        empty=tuple(p.empty for p in prepared),
+        key_offsets=tuple(p.key_tokens for p in prepared),
+        prefix_tokens=n_prefix,
+        suffix_tokens=n_suffix,
+        separator_tokens=frame.separator_tokens,
+        budget=budget,
         tables=PadTables(
             chunks=chunk_pad_tables(tokenizer, filler if options.pad else None, prepared),
             end=end_table,
         ),
-        neutralized=neutralized, scanner=scanner, tokenizer_mismatch_allowed=mismatch_allowed,
-        cache=cache, oversize=oversize,
+        profile=profile,
+        strategy=options.strategy,
+        pad=kept is not None and options.pad,
+        pad_cost=options.pad_cost,
+        repeat=options.repeat,
+        length_pad=options.length_pad,
+        length_period=effect.period if effect is not None else None,
+        offset=options.position_offset,
+        offsets=options.offsets,
+    )
+    return Setup(
+        tokenizer=tokenizer, layout=layout, system=system, question=question, profile=profile,
+        options=options, budget=budget, frame=frame, chunks=prepared, filler=kept,
+        request=request, neutralized=neutralized, scanner=scanner,
+        tokenizer_mismatch_allowed=mismatch_allowed, cache=cache, oversize=oversize,
     )  # fmt: skip
 
 
@@ -180,33 +203,6 @@ def _format_or_layout(
     )
 
 
-def _drop_oversize(
-    chunks: Sequence[Chunk], *, tokenizer: Tokenizer, budget: int
-) -> tuple[tuple[Chunk, ...], dict[int, str]]:
-    """Chunks whose length alone proves them over the whole budget, emptied before any
-    tokenizer sees them (a 100 MB document must not reach a tokenizer that would allocate
-    gigabytes), with the reason each is dropped; the others unchanged. The bound is
-    ``tokenizers.bound``'s (sound only where it returns one; otherwise nothing is dropped
-    here and the chunk is measured as before)."""
-    k = max_token_bytes(tokenizer)
-    if k is None or all(len(c.text) <= budget for c in chunks):  # cannot exceed: fast path
-        return tuple(chunks), {}
-    out: list[Chunk] = []
-    dropped: dict[int, str] = {}
-    for i, chunk in enumerate(chunks):
-        least = min_tokens(len(chunk.text), k)
-        if least > budget:
-            dropped[i] = (
-                f"over budget: its {len(chunk.text)} characters are at least {least} tokens "
-                f"(no token of {tokenizer.spec} spans over {k} bytes), budget is {budget}; "
-                "not tokenized"
-            )
-            out.append(replace(chunk, text="", evidence=()))
-        else:
-            out.append(chunk)
-    return tuple(out), dropped
-
-
 def _filler(
     tokenizer: Tokenizer, profile: Profile | None, options: AssemblyOptions, suffix: str
 ) -> tuple[Filler | None, PadTable | None]:
@@ -215,7 +211,7 @@ def _filler(
         return None, None
     filler = find_filler(tokenizer, period=profile.period)
     effect = profile.length_residue_accuracy
-    max_k = planner.end_pad_reach(
+    max_k = end_pad_reach(
         period=profile.period,
         window=profile.local_window,
         window_reliability=profile.window_reliability(),
@@ -237,72 +233,20 @@ def _filler(
     return filler, end_table
 
 
-def end_reserve(setup: Setup, tables: PadTables) -> int:
-    """Tokens kept free for the end pad of a length-residue correction."""
-    effect = setup.profile.length_residue_accuracy if setup.profile is not None else None
-    return planner.end_reserve(
-        end_shifts=tables.end.shifts if tables.end is not None else None,
-        length_period=effect.period if effect is not None else None,
-        length_pad=setup.options.length_pad,
-    )
-
-
-def plan_pads(
-    setup: Setup,
-    tables: PadTables,
-    order: Sequence[int],
-    base_keys: Sequence[Sequence[int]],
-    *,
-    length: int,
-    slack: int,
-) -> tuple[tuple[int, ...], int]:
-    """(pads per ordered chunk, end pad) for unpadded key positions ``base_keys``.
-
-    ``length``: the unpadded prompt's tokens; ``slack``: budget left beyond it
-    and the end reserve. No profile: no padding.
-    """
-    profile = setup.profile
-    if profile is None:
-        return tuple(0 for _ in order), 0
-    offset = setup.options.position_offset
-
-    def length_factor(prompt_tokens: int) -> float:
-        return profile.length_factor(prompt_tokens + offset)
-
-    return planner.best_pads(
-        key_positions=base_keys,
-        weights=[setup.weights[i] for i in order],
-        pad_tables=[tables.chunks[i] for i in order],
-        end_shifts=tables.end.shifts if tables.end is not None else None,
-        period=profile.period,
-        window=profile.local_window,
-        reliability=_key_reliability(profile, setup.options),
-        length_factor=length_factor,
-        pad=setup.filler is not None and setup.options.pad,
-        pad_cost=setup.options.pad_cost,
-        length=length,
-        slack=max(0, slack) + end_reserve(setup, tables),
-        residue_values=_residue_values(profile, setup.options),
-    )
-
-
-def _residue_values(profile: Profile, options: AssemblyOptions) -> list[float]:
-    """``_key_reliability(t, d)`` by ``t``'s residue for keys outside the local window
-    (with ``options.offsets``: the same mean over the set, in the same order)."""
-    period = profile.period
-    if not options.offsets:
-        offset = options.position_offset
-        return [profile.residue_reliability(r + offset) for r in range(period)]
-    offsets = options.offsets
-    return [
-        sum(profile.residue_reliability(r + d) for d in offsets) / len(offsets)
-        for r in range(period)
-    ]
-
-
-def _key_reliability(profile: Profile, options: AssemblyOptions) -> Callable[[int, int], float]:
-    """The planner's key reliability; with ``options.offsets``, its mean over the set."""
-    if not options.offsets:
-        return planner.key_reliability(profile, offset=options.position_offset)
-    lookups = [planner.key_reliability(profile, offset=d) for d in options.offsets]
-    return lambda t, distance: sum(f(t, distance) for f in lookups) / len(lookups)
+def repeat_offer(setup: Setup, planned: PlanStart) -> tuple[RepeatBlock | None, RepeatOffer | None]:
+    """The block restating the planned top evidence, where it is repeated or copied
+    (``options.offsets``), and the repeat's offer: the block's measured cost in tokens,
+    separator included (None: not offered; the planner decides whether it pays)."""
+    chunk = planned.evidence
+    if chunk is None or (planned.repeat is None and not setup.options.offsets):
+        return None, None
+    prep, options = setup.chunks[chunk], setup.options
+    block = repeat_block(
+        prep.chunk.text, prep.key_chars, label=options.repeat_label,
+        max_chars=options.repeat_max_chars,
+    )  # fmt: skip
+    if planned.repeat is None:  # copied only: its cost is measured with the copies
+        return block, None
+    cost = setup.frame.separator_tokens + len(setup.tokenizer.encode(block.text))
+    window = setup.profile.local_window if setup.profile is not None else None
+    return block, RepeatOffer(chunk=chunk, cost=cost, window=window)

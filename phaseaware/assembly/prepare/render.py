@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phaseaware.assembly.evidence.keys import evidence_snippet
-from phaseaware.assembly.plan.planner import Plan
+from phaseaware.assembly.plan.order import Plan
 from phaseaware.chat.layout import PromptLayout, RenderedPrompt
 from phaseaware.errors import TemplateError
 

@@ -6,7 +6,7 @@ and the measured tokenization of the final prompt.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from phaseaware.serialize import to_plain
@@ -17,9 +17,11 @@ __all__ = [
     "RepeatPlacement",
     "Segment",
     "Dropped",
+    "DroppedAfterMerge",
     "RobustCopy",
     "RobustReport",
     "AssemblyResult",
+    "shift_positions",
 ]
 
 
@@ -79,6 +81,12 @@ class RepeatPlacement:
 class Dropped:
     chunk_id: str
     reason: str
+
+
+@dataclass(frozen=True)
+class DroppedAfterMerge(Dropped):
+    """Dropped after verification: the measured prompt was over the budget with it
+    (tokens merged across chunk boundaries); its reason quotes that budget."""
 
 
 @dataclass(frozen=True)
@@ -177,3 +185,43 @@ class AssemblyResult:
         if plain.get("robust") is None:  # only with options.offsets
             plain.pop("robust", None)
         return plain
+
+
+def _moved_placement(span: Placement, tokens: int, chars: int) -> Placement:
+    return replace(
+        span,
+        token_start=span.token_start + tokens,
+        token_end=span.token_end + tokens,
+        key_token_positions=tuple(t + tokens for t in span.key_token_positions),
+        key_char_offsets=tuple(c + chars for c in span.key_char_offsets),
+        char_start=span.char_start + chars,
+        char_end=span.char_end + chars,
+        segment_char_start=span.segment_char_start + chars,
+    )
+
+
+def _moved_repeat(span: RepeatPlacement, tokens: int, chars: int) -> RepeatPlacement:
+    return replace(
+        span,
+        token_start=span.token_start + tokens,
+        token_end=span.token_end + tokens,
+        key_token_positions=tuple(t + tokens for t in span.key_token_positions),
+        key_char_offsets=tuple(c + chars for c in span.key_char_offsets),
+    )
+
+
+def shift_positions(result: AssemblyResult, *, tokens: int, chars: int = 0) -> AssemblyResult:
+    """``result`` with every placement's and the repeat's positions moved: token indices
+    (and ``token_count``) by ``tokens``, character offsets by ``chars``.
+
+    For a result assembled on the part of a prompt after a head of ``tokens`` tokens and
+    ``chars`` characters; the prompt text, residues and accuracies are the caller's to
+    set (residues and accuracies already belong to the absolute positions when the part
+    was assembled with the head's tokens in its ``position_offset``).
+    """
+    return replace(
+        result,
+        placements=tuple(_moved_placement(p, tokens, chars) for p in result.placements),
+        repeat=_moved_repeat(result.repeat, tokens, chars) if result.repeat is not None else None,
+        token_count=result.token_count + tokens,
+    )

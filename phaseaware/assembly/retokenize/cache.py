@@ -9,13 +9,11 @@ lookups ``TokenizedText`` offers.
 from __future__ import annotations
 
 import sys
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
-from phaseaware.caches import register_cache
+from phaseaware.caches import BoundedCache
 
 __all__ = ["DEFAULT_CACHE_BYTES", "CacheEntry", "ChunkTokenCache", "default_cache"]
 
@@ -48,72 +46,24 @@ class CacheEntry:
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 
 
-class ChunkTokenCache:
+def _entry_bytes(key: tuple[str, str], entry: CacheEntry) -> int:
+    """An entry's size: its starts array plus its key text."""
+    return entry.nbytes + sys.getsizeof(key[1]) + sys.getsizeof(key) + 64
+
+
+class ChunkTokenCache(BoundedCache[tuple[str, str], CacheEntry]):
     """Thread-safe LRU of chunk token starts (its core), keyed by (fingerprint, chunk text), byte-capped.
 
     ``max_bytes`` bounds the sum of each entry's size (its starts array plus
-    its key text); the least recently used entries are evicted past it.
+    its key text); the least recently used entries are evicted past it
+    (``caches.BoundedCache``).
     """
 
-    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
-            raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, str], tuple[CacheEntry, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes the entries hold now (always <= ``max_bytes``)."""
-        return self._bytes
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, key: tuple[str, str]) -> CacheEntry | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return entry[0]
-
-    def put(self, key: tuple[str, str], entry: CacheEntry) -> None:
-        size = entry.nbytes + sys.getsizeof(key[1]) + sys.getsizeof(key) + 64
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._entries[key] = (entry, size)
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
-
-    def peek(self, key: tuple[str, str]) -> bool:
-        """Whether ``key`` is cached (no hit or miss counted, LRU order unchanged)."""
-        return key in self._entries
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, *, name: str | None = None) -> None:
+        super().__init__(max_bytes=max_bytes, size_of=_entry_bytes, name=name)
 
 
-_default = ChunkTokenCache()
-register_cache(
-    "assembly.chunk_tokens",
-    size=lambda: (len(_default), _default.nbytes),
-    clear=_default.clear,
-    bound=f"LRU, {DEFAULT_CACHE_BYTES // (1024 * 1024)} MiB",
-)
+_default = ChunkTokenCache(name="assembly.chunk_tokens")
 
 
 def default_cache() -> ChunkTokenCache:

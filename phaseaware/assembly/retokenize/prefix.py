@@ -25,14 +25,12 @@ reason) and the caller encodes in full.
 from __future__ import annotations
 
 import sys
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from phaseaware.assembly.retokenize.windowed import _family, windowed_support
-from phaseaware.caches import register_cache
+from phaseaware.caches import BoundedCache
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
@@ -66,91 +64,82 @@ class PrefixEntry:
         return int(np.searchsorted(self.starts, p, side="left"))
 
 
+def _entry_bytes(key: tuple[str, str], entry: PrefixEntry) -> int:
+    return entry.nbytes
+
+
 class PrefixTokenCache:
     """Thread-safe LRU of sent prompts' token starts, capped in entries AND bytes.
 
     ``longest_prefix_of(text)`` returns the longest cached prompt that ``text``
     starts with (a linear scan over at most ``max_entries`` entries, each a
     C-level ``startswith``). ``max_entries=0`` or ``max_bytes=0`` disables it.
+    The entries live in a ``caches.BoundedCache`` keyed by (fingerprint, text).
     """
 
     def __init__(
-        self, *, max_entries: int = DEFAULT_PREFIX_ENTRIES, max_bytes: int = DEFAULT_PREFIX_BYTES
+        self,
+        *,
+        max_entries: int = DEFAULT_PREFIX_ENTRIES,
+        max_bytes: int = DEFAULT_PREFIX_BYTES,
+        name: str | None = None,
     ) -> None:
-        for name, value in (("max_entries", max_entries), ("max_bytes", max_bytes)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        self._lru: BoundedCache[tuple[str, str], PrefixEntry] = BoundedCache(
+            max_entries=max_entries, max_bytes=max_bytes, size_of=_entry_bytes, name=name
+        )
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, str], PrefixEntry] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
 
     @property
     def nbytes(self) -> int:
         """Bytes the entries hold now (always <= ``max_bytes``)."""
-        return self._bytes
+        return self._lru.nbytes
+
+    @property
+    def hits(self) -> int:
+        return self._lru.hits
+
+    @property
+    def misses(self) -> int:
+        return self._lru.misses
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._lru)
 
     def longest_prefix_of(self, fingerprint: str, text: str) -> PrefixEntry | None:
         """The longest cached prompt of this tokenizer that ``text`` starts with."""
-        with self._lock:
-            best: tuple[str, str] | None = None
-            # longest first; a cheap look at the last characters before the full compare,
-            # so a hit costs one C-level startswith of the prompt it returns
-            ranked = sorted(
-                (k for k in self._entries if k[0] == fingerprint and len(k[1]) <= len(text)),
-                key=lambda k: len(k[1]),
-                reverse=True,
-            )
-            for key in ranked:
-                n = len(key[1])
-                if text[max(0, n - 64) : n] == key[1][-64:] and text.startswith(key[1]):
-                    best = key
-                    break
-            if best is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-            self._entries.move_to_end(best)
-            return self._entries[best]
+        # longest first; a cheap look at the last characters before the full compare,
+        # so a hit costs one C-level startswith of the prompt it returns
+        ranked = sorted(
+            (
+                k
+                for k in self._lru.snapshot_keys()
+                if k[0] == fingerprint and len(k[1]) <= len(text)
+            ),
+            key=lambda k: len(k[1]),
+            reverse=True,
+        )
+        for key in ranked:
+            n = len(key[1])
+            if text[max(0, n - 64) : n] == key[1][-64:] and text.startswith(key[1]):
+                found = self._lru.get(key)  # a hit (None only if evicted meanwhile)
+                if found is not None:
+                    return found
+        self._lru.misses += 1
+        return None
 
     def put(self, fingerprint: str, entry: PrefixEntry) -> None:
         if entry.starts.ndim != 1 or (
             entry.starts.size and int(entry.starts[-1]) >= len(entry.text)
         ):
             raise ValueError("starts must be the ascending char starts of the entry's text")
-        size = entry.nbytes
-        if size > self.max_bytes or self.max_entries == 0:
-            return
-        key = (fingerprint, entry.text)
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old.nbytes
-            self._entries[key] = entry
-            self._bytes += size
-            while self._bytes > self.max_bytes or len(self._entries) > self.max_entries:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= dropped.nbytes
+        self._lru.put((fingerprint, entry.text), entry)
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+        self._lru.clear()
 
 
-_default = PrefixTokenCache()
-register_cache(
-    "assembly.sent_prompts",
-    size=lambda: (len(_default), _default.nbytes),
-    clear=_default.clear,
-    bound=f"LRU, {DEFAULT_PREFIX_ENTRIES} prompts and {DEFAULT_PREFIX_BYTES // (1024 * 1024)} MiB",
-)
+_default = PrefixTokenCache(name="assembly.sent_prompts")
 
 
 def default_prefix_cache() -> PrefixTokenCache:
