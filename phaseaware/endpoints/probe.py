@@ -23,11 +23,10 @@ tokenizer and chat format and asks the server what it made of them:
 Every probe request states its chat settings (:mod:`phaseaware.endpoints.settings`).
 Exact mode records what a request naming none gets (``server_default``); count mode
 checks thinking on/off or says it cannot tell (:mod:`phaseaware.endpoints.defaults`).
-The record keeps the ``model`` and ``system_fingerprint`` the server reports.
-
-The result is an :class:`~phaseaware.endpoints.record.EndpointRecord`,
-saved atomically per (base URL, model) unless ``save=False``. API keys are
-never written; URLs in messages and records are redacted.
+The record keeps the ``model`` and ``system_fingerprint`` the server reports, and the
+server software and ``hf`` template (:mod:`phaseaware.endpoints.server`). It is an
+:class:`~phaseaware.endpoints.record.EndpointRecord`, saved atomically per (base URL,
+model) unless ``save=False``. API keys are never written; URLs are redacted.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from phaseaware.assembly.prepare.filler import find_filler
+from phaseaware.assembly.prepare.filler import filler_unit
 from phaseaware.chat import (
     ChatFormat,
     ChatSettings,
@@ -55,6 +54,7 @@ from phaseaware.endpoints.defaults import (
     thinking_distinguished,
 )
 from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoint_record
+from phaseaware.endpoints.server import with_server
 from phaseaware.endpoints.settings import chat_template_kwargs
 from phaseaware.endpoints.usage import check_prompt_tokens
 from phaseaware.errors import EndpointError, InputError, PhaseawareWarning
@@ -116,7 +116,7 @@ def probe_prompts(
     if settings is not None:
         fmt = get_chat_format(chat_format, tokenizer, settings=settings)
     layout = conversation_layout(tokenizer=tokenizer, chat_format=fmt, thinking=thinking)
-    unit = find_filler(tokenizer, period=8).unit
+    unit = filler_unit(tokenizer, period=8, default=" .")  # each probe is re-tokenized whole
     prompts = []
     for k in PROBE_UNITS:
         rendered = layout.render(
@@ -414,6 +414,7 @@ def probe_endpoint(
         system_fingerprint=identity.fingerprint,
         settings_check=settings_check,
     )
+    record = with_server(record, client=client, base=base, tokenizer=tok)  # llama.cpp
     if save:
         save_endpoint_record(record, directory=Path(directory) if directory else None)
     return record

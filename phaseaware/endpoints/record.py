@@ -9,7 +9,9 @@ format it was measured with, the chat settings every request states (``thinking`
 sent as ``chat_template_kwargs``), what the server does when a request names none
 (``server_default``, exact mode), and the served checkpoint's identity as the server
 reports it (``served_model``, ``system_fingerprint``: the per-call check warns when
-they change).
+they change), the server software when recognised (``server``) and, for the ``hf``
+format, the sha256 of the Jinja template the probes were rendered with
+(``chat_template_sha256``; :mod:`phaseaware.endpoints.server`).
 
 :mod:`phaseaware.endpoints.probe` discovers and writes it; the CLI's request format
 (:mod:`phaseaware.cli.request`, a request's ``"endpoint"`` key) and the adapters read it. Records
@@ -84,6 +86,8 @@ class EndpointRecord:
     served_model: str | None = None  # the response's "model"
     system_fingerprint: str | None = None  # the response's "system_fingerprint"
     settings_check: str | None = None  # count mode: "verified" or why it cannot tell
+    server: str | None = None  # the server software, when recognised ("llama-cpp-python 0.3.36")
+    chat_template_sha256: str | None = None  # hf format: sha256 of the Jinja template probed
     schema: str = RECORD_SCHEMA
 
     def __post_init__(self) -> None:
@@ -144,8 +148,9 @@ class EndpointRecord:
 
 # fields a record written before they existed may lack (their defaults apply)
 _OPTIONAL = frozenset(
-    {"thinking", "server_default", "served_model", "system_fingerprint", "settings_check"}
-)
+    {"thinking", "server_default", "served_model", "system_fingerprint", "settings_check",
+     "server", "chat_template_sha256"}
+)  # fmt: skip
 
 
 def endpoint_dir() -> Path:
