@@ -46,17 +46,23 @@ import llama_cpp
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 from llama_cpp.server.types import CreateChatCompletionRequest
 job = json.load(sys.stdin)
-llm = llama_cpp.Llama(model_path=job["model"], vocab_only=True, verbose=False)
-def text(token_id):
-    return llm._model.token_get_text(token_id) if token_id != -1 else ""
-formatter = Jinja2ChatFormatter(
-    template=llm.metadata["tokenizer.chat_template"],
-    eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()),
-)
+if "template" in job:  # a template without its GGUF, with the given BOS/EOS text
+    formatter = Jinja2ChatFormatter(template=job["template"], eos_token=job["eos"],
+                                    bos_token=job["bos"])
+else:
+    llm = llama_cpp.Llama(model_path=job["model"], vocab_only=True, verbose=False)
+    def text(token_id):
+        return llm._model.token_get_text(token_id) if token_id != -1 else ""
+    formatter = Jinja2ChatFormatter(
+        template=llm.metadata["tokenizer.chat_template"],
+        eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()),
+    )
 out = []
 for case in job["cases"]:  # parsed by the server's own request schema, as a request is
-    body = CreateChatCompletionRequest.model_validate(case).model_dump()
-    out.append(formatter(messages=body["messages"], tools=body["tools"]).prompt)
+    request = {k: v for k, v in case.items() if k != "kwargs"}
+    body = CreateChatCompletionRequest.model_validate(request).model_dump()
+    kwargs = case.get("kwargs", {})  # what --chat_template_kwargs would set server-wide
+    out.append(formatter(messages=body["messages"], tools=body["tools"], **kwargs).prompt)
 json.dump(out, sys.stdout)
 """
 
@@ -152,12 +158,20 @@ def tokenize(server: LlamaCppServer, text: str) -> list[int]:
     return [int(t) for t in tokens]
 
 
-def server_render(gguf: Path, cases: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The prompt text llama-cpp-python renders for each case (``{"messages", "tools"}``)."""
+def server_render(
+    gguf: Path | None,
+    cases: Sequence[Mapping[str, Any]],
+    *,
+    template: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The prompt text llama-cpp-python renders for each case (``{"messages", "tools",
+    "kwargs"}``; ``kwargs``: what ``--chat_template_kwargs`` sets for the whole server),
+    with the GGUF's template, or ``template`` (``{"template", "bos", "eos"}``) without one."""
     python = llamacpp_python()
     if python is None:
         raise RuntimeError(f"{LLAMACPP_PYTHON_ENV} is not set")
-    job = json.dumps({"model": str(gguf), "cases": [dict(c) for c in cases]})
+    source = dict(template) if template is not None else {"model": str(gguf)}
+    job = json.dumps({**source, "cases": [dict(c) for c in cases]})
     done = subprocess.run(
         [python, "-c", _RENDER], input=job, capture_output=True, text=True, env=_env(),
         timeout=300, check=False,
