@@ -20,6 +20,7 @@ from typing import Any
 from phaseaware.chat.errors import TemplateRewriteError
 from phaseaware.chat.hf_tools import template_tools
 from phaseaware.chat.messages import COMMON_ROLES, Message, check_roles, check_tool_results
+from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import TemplateError
 from phaseaware.tokenizers.base import ChatTemplateTokenizer
 
@@ -51,7 +52,8 @@ class HFChatFormat:
             )
         self._tokenizer = tokenizer
         self.thinking = thinking
-        self._tools = template_tools(tools)
+        self.settings = ChatSettings(thinking=thinking, tools=tuple(tools))  # checked copies
+        self._tools = template_tools(self.settings.tools)
 
     def __repr__(self) -> str:
         tools = f", tools={self._tools!r}" if self._tools else ""
