@@ -35,6 +35,14 @@ if [ -z "${PHASEAWARE_VLLM_PYTHON:-}" ]; then
 fi
 # --- end of the vLLM tier block
 
+# --- llama.cpp tier (tests/e2e/llamacpp, marker `llamacpp`): llama-cpp-python's server in its
+# own venv, built from the sdist (minutes on first run; pip caches the wheel). Same rule.
+if [ -z "${PHASEAWARE_LLAMACPP_PYTHON:-}" ]; then
+  PHASEAWARE_LLAMACPP_PYTHON="$(bash scripts/install_llamacpp.sh | tail -n 1)"
+  export PHASEAWARE_LLAMACPP_PYTHON
+fi
+# --- end of the llama.cpp tier block
+
 python -m ruff check .
 python -m ruff format --check .
 python -m mypy

@@ -210,7 +210,7 @@ def _clean_new(
     """The new message with its control strings broken (sent ones refused)."""
     scanner = scanner_for(tokenizer, markers=markers_of(chat_format), policy=policy)
     check_sent(sent, scanner)
-    if isinstance(chat_format, DeepSeekFormat):
+    if isinstance(chat_format, DeepSeekFormat | HFChatFormat):  # they render tools
         check_settings_text(chat_format.settings, scanner)
     template, found = clean_template(ConversationTemplate.from_parts([message], [parts]), scanner)
     # report offsets against the whole conversation's message index

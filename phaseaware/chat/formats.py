@@ -322,7 +322,9 @@ def _register_built_ins() -> None:
     )
     register_chat_format(
         "hf",
-        lambda tokenizer, settings: HFChatFormat(tokenizer, thinking=settings.thinking),
+        lambda tokenizer, settings: HFChatFormat(
+            tokenizer, thinking=settings.thinking, tools=settings.tools
+        ),
         supported_settings=HFChatFormat.supported_settings,
         markers=HFChatFormat.markers,  # the tokenizer's special strings cover a template's
     )

@@ -14,10 +14,13 @@ the first offending message, its role and what happened.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from phaseaware.chat.errors import TemplateRewriteError
+from phaseaware.chat.hf_tools import template_tools
 from phaseaware.chat.messages import COMMON_ROLES, Message, check_roles, check_tool_results
+from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import TemplateError
 from phaseaware.tokenizers.base import ChatTemplateTokenizer
 
@@ -25,15 +28,22 @@ __all__ = ["HFChatFormat"]
 
 
 class HFChatFormat:
-    """``apply_chat_template`` of the tokenizer, with ``enable_thinking``/``thinking``."""
+    """``apply_chat_template`` of the tokenizer, with ``enable_thinking``/``thinking`` and
+    the bound ``tools`` as the server passes them (:mod:`phaseaware.chat.hf_tools`)."""
 
     name = "hf"
     chat = True
-    supported_settings = frozenset({"thinking"})
+    supported_settings = frozenset({"thinking", "tools"})
     supported_roles = COMMON_ROLES
     markers: tuple[str, ...] = ()  # the tokenizer's special strings cover the template's
 
-    def __init__(self, tokenizer: object, *, thinking: bool = False) -> None:
+    def __init__(
+        self,
+        tokenizer: object,
+        *,
+        thinking: bool = False,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
         if not isinstance(tokenizer, ChatTemplateTokenizer) or tokenizer.chat_template is None:
             spec = getattr(tokenizer, "spec", tokenizer)
             raise TemplateError(
@@ -42,9 +52,12 @@ class HFChatFormat:
             )
         self._tokenizer = tokenizer
         self.thinking = thinking
+        self.settings = ChatSettings(thinking=thinking, tools=tuple(tools))  # checked copies
+        self._tools = template_tools(self.settings.tools)
 
     def __repr__(self) -> str:
-        return f"HFChatFormat(tokenizer={self._tokenizer.spec!r}, thinking={self.thinking})"
+        tools = f", tools={self._tools!r}" if self._tools else ""
+        return f"HFChatFormat(tokenizer={self._tokenizer.spec!r}, thinking={self.thinking}{tools})"
 
     def _apply(self, messages: Sequence[Message], add_generation_prompt: bool) -> str:
         # both names are in use (Qwen3: enable_thinking; DeepSeek V3.1: thinking)
@@ -54,6 +67,7 @@ class HFChatFormat:
                 add_generation_prompt=add_generation_prompt,
                 enable_thinking=self.thinking,
                 thinking=self.thinking,
+                tools=self._tools,
             )
         except TemplateError:
             check_tool_results(messages)  # the usual cause: a tool result answering no call

@@ -35,6 +35,7 @@ from phaseaware.caches import BoundedCache
 from phaseaware.chat.deepseek_encoding import DeepSeekFormat
 from phaseaware.chat.errors import TemplateRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format, markers_of
+from phaseaware.chat.hf import HFChatFormat
 from phaseaware.chat.messages import (
     ConversationTemplate,
     Message,
@@ -230,7 +231,7 @@ def conversation_layout(
     )
     scanner = scanner_for(tokenizer, markers=markers_of(fmt), policy=control_tokens)
     template, neutralized = clean_template(template, scanner)
-    if isinstance(fmt, DeepSeekFormat):
+    if isinstance(fmt, DeepSeekFormat | HFChatFormat):  # the formats that render tools
         check_settings_text(fmt.settings, scanner)
     return ConversationLayout(
         template,

@@ -85,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"V4.1 effort table: {record.effort_budgets} (every plan with this record uses it)")
     if record.settings_check and record.settings_check != "verified":
         print(f"settings check: {record.settings_check}")
+    if record.server or record.chat_template_sha256:
+        template = record.chat_template_sha256
+        print(f"server: {record.server or 'not recognised'}"
+              + (f"; chat template sha256 {template[:16]}..." if template else ""))  # fmt: skip
     if record.served_model or record.system_fingerprint:
         print(f"served: model {record.served_model!r}, system_fingerprint "
               f"{record.system_fingerprint!r} (the usage check warns when they change)")  # fmt: skip

@@ -29,7 +29,8 @@ Exact mode records what a request naming none gets (``server_default``) and, for
 budgets are one token each, so only the ids tell the tables apart, never a count);
 count mode checks thinking on/off or says it cannot tell
 (:mod:`phaseaware.endpoints.defaults`).
-The record keeps the ``model`` and ``system_fingerprint`` the server reports.
+The record keeps the ``model`` and ``system_fingerprint`` the server reports, and the
+server software and ``hf`` template (:mod:`phaseaware.endpoints.server`).
 
 The result is an :class:`~phaseaware.endpoints.record.EndpointRecord`,
 saved atomically per (base URL, model) unless ``save=False``. API keys are
@@ -60,6 +61,7 @@ from phaseaware.endpoints.probe_ids import (
 )
 from phaseaware.endpoints.prompts import PROBE_QUESTION, ProbePrompt, probe_prompts
 from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoint_record
+from phaseaware.endpoints.server import with_server
 from phaseaware.endpoints.settings import chat_template_kwargs
 from phaseaware.endpoints.tokenize import TokenizeUnavailable, server_token_ids
 from phaseaware.endpoints.usage import check_prompt_tokens
@@ -347,6 +349,7 @@ def probe_endpoint(
         ids_route=route.name if used == "exact" else None,
         ids_note=route.note if used == "exact" else None,
     )
+    record = with_server(record, client=client, base=base, tokenizer=tok)  # llama.cpp
     if save:
         save_endpoint_record(record, directory=Path(directory) if directory else None)
     return record

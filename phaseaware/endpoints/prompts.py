@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phaseaware.assembly.prepare.filler import find_filler
+from phaseaware.assembly.prepare.filler import filler_unit
 from phaseaware.chat import ChatFormat, ChatSettings, conversation_layout, get_chat_format
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -44,7 +44,7 @@ def probe_prompts(
     if settings is not None:
         fmt = get_chat_format(chat_format, tokenizer, settings=settings)
     layout = conversation_layout(tokenizer=tokenizer, chat_format=fmt, thinking=thinking)
-    unit = find_filler(tokenizer, period=8).unit
+    unit = filler_unit(tokenizer, period=8, default=" .")  # each probe is re-tokenized whole
     prompts = []
     for k in PROBE_UNITS:
         rendered = layout.render(

@@ -11,7 +11,10 @@ sent as ``chat_template_kwargs``), what the server does when a request names non
 reports it (``served_model``, ``system_fingerprint``: the per-call check warns when
 they change), the DeepSeek-V4.1 effort table the server uses (``effort_budgets``,
 exact mode), and where the probe read the server's ids (``ids_route``: vLLM's
-render endpoint or ``/tokenize``; ``ids_note``: token offsets checked, or why not).
+render endpoint or ``/tokenize``; ``ids_note``: token offsets checked, or why not), the
+server software when recognised (``server``) and, for the ``hf`` format, the sha256 of the
+Jinja template the probes were rendered with (``chat_template_sha256``;
+:mod:`phaseaware.endpoints.server`).
 
 :mod:`phaseaware.endpoints.probe` discovers and writes it; the CLI's request format
 (:mod:`phaseaware.cli.request`, a request's ``"endpoint"`` key) and the adapters read it. Records
@@ -89,6 +92,8 @@ class EndpointRecord:
     effort_budgets: str | None = None  # V4.1: the effort table the server uses (exact mode)
     ids_route: str | None = None  # exact mode: "render" or "tokenize", where the ids came from
     ids_note: str | None = None  # what the probe learned about those routes (offsets, why not)
+    server: str | None = None  # the server software, when recognised ("llama-cpp-python 0.3.36")
+    chat_template_sha256: str | None = None  # hf format: sha256 of the Jinja template probed
     schema: str = RECORD_SCHEMA
 
     def __post_init__(self) -> None:
@@ -153,9 +158,10 @@ class EndpointRecord:
 # fields a record written before they existed may lack (their defaults apply)
 _WRITTEN_WHEN_SET = ("effort_budgets", "ids_route", "ids_note")
 _OPTIONAL = frozenset(
-    {"thinking", "server_default", "served_model", "system_fingerprint", "settings_check"}
+    {"thinking", "server_default", "served_model", "system_fingerprint", "settings_check",
+     "server", "chat_template_sha256"}
     | set(_WRITTEN_WHEN_SET)
-)
+)  # fmt: skip
 
 
 def endpoint_dir() -> Path:

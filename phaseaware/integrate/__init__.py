@@ -63,6 +63,7 @@ from phaseaware.integrate.records import (
     record_index,
     relevance_scores,
 )
+from phaseaware.integrate.reorder import reorder_profile, reorder_records
 from phaseaware.integrate.report import (
     PlacedRecord,
     placed_records,
@@ -113,6 +114,8 @@ __all__ = [
     "refuse_tools",
     "relevance_scores",
     "rendered_tokens",
+    "reorder_profile",
+    "reorder_records",
     "reported_identity",
     "resolve_options",
     "resolve_settings",

@@ -65,6 +65,7 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "errors": 0,
         "settings": 0,
         "messages": 1,
+        "hf_tools": 1,
         "deepseek_encoding": 2,
         "hf": 2,
         "untrusted": 2,

@@ -8,6 +8,7 @@
   ``ContextualCompressionRetriever`` pipelines (exact only under stated conditions).
 - :class:`PhaseAwareUsageCheck`: a callback comparing ``usage.prompt_tokens`` with
   the rendered prompt.
+- :class:`PhaseAwareReorder`: a drop-in for ``LongContextReorder`` (a document transformer).
 
 Names are imported lazily, so ``import langchain_phaseaware`` loads neither
 ``langchain`` (agents) nor any tokenizer.
@@ -26,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "placement_report": "langchain_phaseaware.prompt",
     "PhaseAwareMiddleware": "langchain_phaseaware.middleware",
     "PhaseAwareCompressor": "langchain_phaseaware.compressor",
+    "PhaseAwareReorder": "langchain_phaseaware.reorder",
     "PhaseAwareUsageCheck": "langchain_phaseaware.usage",
     "document_chunks": "langchain_phaseaware.convert",
 }
@@ -35,6 +37,7 @@ __all__ = [
     "PhaseAwareMiddleware",
     "PhaseAwarePrompt",
     "PhaseAwarePromptWithReport",
+    "PhaseAwareReorder",
     "PhaseAwareUsageCheck",
     "__version__",
     "document_chunks",
@@ -50,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
         PhaseAwarePromptWithReport,
         placement_report,
     )
+    from langchain_phaseaware.reorder import PhaseAwareReorder
     from langchain_phaseaware.usage import PhaseAwareUsageCheck
 
 

@@ -26,6 +26,7 @@ from phaseaware.tokenizers.base import Tokenizer
 __all__ = [
     "FILLER_CANDIDATES",
     "Filler",
+    "filler_unit",
     "find_filler",
     "measure_end_pad",
     "chunk_pad_tables",
@@ -186,3 +187,14 @@ def chunk_pad_tables(
         ok = len(reachable) == filler.period and all(x >= 0 for x in shifts)
         out.append(PadTable(shifts) if ok else NO_PAD)
     return tuple(out)
+
+
+def filler_unit(tokenizer: Tokenizer, *, period: int, default: str) -> str:
+    """The unit of :func:`find_filler`, else ``default``: for callers that re-tokenize
+    every text they build and need only some repeatable text (endpoint probes).
+    GPT-2-style pre-tokenizers (SmolLM2's) have no filler: a separator's newlines
+    tokenize differently before a pad than before text."""
+    try:
+        return find_filler(tokenizer, period=period).unit
+    except TokenizerError:
+        return default

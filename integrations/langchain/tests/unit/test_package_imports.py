@@ -13,6 +13,7 @@ EXPECTED = [
     "PhaseAwareMiddleware",
     "PhaseAwarePrompt",
     "PhaseAwarePromptWithReport",
+    "PhaseAwareReorder",
     "PhaseAwareUsageCheck",
     "__version__",
     "document_chunks",

@@ -21,6 +21,7 @@ def test_all_is_the_public_api() -> None:
             "PhaseAwareAgentLLM",
             "PhaseAwareNode",
             "PhaseAwarePostprocessor",
+            "PhaseAwareReorder",
             "PhaseAwareSynthesizer",
             "PlanSent",
             "RepackWarning",

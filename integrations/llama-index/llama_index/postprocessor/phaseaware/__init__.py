@@ -9,6 +9,7 @@ from llama_index.postprocessor.phaseaware.conversation import text_qa_conversati
 from llama_index.postprocessor.phaseaware.nodes import PhaseAwareNode, RepackWarning
 from llama_index.postprocessor.phaseaware.plan import ASSEMBLY_KEY, PLACEMENT_KEY
 from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
+from llama_index.postprocessor.phaseaware.reorder import PhaseAwareReorder
 from llama_index.postprocessor.phaseaware.synthesizer import (
     SENT_KEY,
     PhaseAwareSynthesizer,
@@ -24,6 +25,7 @@ __all__ = [
     "PLACEMENT_KEY",
     "PhaseAwareNode",
     "PhaseAwarePostprocessor",
+    "PhaseAwareReorder",
     "PhaseAwareSynthesizer",
     "PlanSent",
     "RepackWarning",
