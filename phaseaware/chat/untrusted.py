@@ -170,5 +170,5 @@ def check_sent(messages: Sequence[Message], scanner: ControlScanner) -> None:
                     f"{hit.where} holds the control token {hit.text!r} at char {hit.offset}; "
                     "a message already sent cannot be neutralised without changing the "
                     "server's cached prefix; neutralise message text before sending it "
-                    "(assemble it with assemble_conversation), or start a new conversation"
+                    "(assemble it with assemble(messages=...)), or start a new conversation"
                 )

@@ -2,9 +2,10 @@
 
 An adapter (LangChain, LlamaIndex, ...) calls, in order:
 
-1. :func:`resolve_target` once, in its constructor: tokenizer, chat format, profile
-   (through :func:`phaseaware.get_profile` and its cache), options and the endpoint
-   record, checked, in one frozen :class:`Target`.
+1. :func:`resolve_target` once, in its constructor: its arguments as one
+   :class:`~phaseaware.AssemblyRequest` (tokenizer, chat format, profile, budget,
+   options, settings) plus the endpoint record, checked, in one frozen :class:`Target`
+   (every adapter names it ``target``).
 2. per call, its retrieved items as :class:`SourceRecord` values (text, score or
    ``None``, its own id, evidence), then :func:`conversation` (its messages as a
    layout) and :func:`assemble_records`, or, in agent loops, :func:`append_records`
@@ -38,6 +39,7 @@ Usage checks read the response's ``usage.prompt_tokens`` with
 from __future__ import annotations
 
 from phaseaware.assembly.inputs.options import check_position_offset
+from phaseaware.assembly.inputs.request import AssemblyRequest
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
 from phaseaware.chat.formats import ChatFormat
@@ -70,6 +72,7 @@ from phaseaware.integrate.report import (
     stale_reason,
 )
 from phaseaware.integrate.target import (
+    APPEND_OPTIONS,
     Target,
     record_settings,
     resolve_options,
@@ -80,6 +83,7 @@ from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
     # the types and errors an adapter's signatures and checks name (re-exported)
+    "AssemblyRequest",
     "ChatFormat",
     "ChatSettings",
     "DuplicateSlotError",
@@ -92,6 +96,7 @@ __all__ = [
     "check_position_offset",
     "reported_prompt_tokens",
     # the kit
+    "APPEND_OPTIONS",
     "CHUNK_ID_PREFIX",
     "CHUNK_SEPARATOR",
     "FixedLayout",

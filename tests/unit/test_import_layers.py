@@ -58,6 +58,7 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "pipeline": 6,
         "incremental": 7,
         "conversation": 7,
+        "entry": 8,
         "__init__": 9,
     },
     "chat": {

@@ -60,6 +60,7 @@ from langchain_phaseaware.prompt import placement_report
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    AssemblyRequest,
     ChatFormat,
     ChatSettings,
     EndpointRef,
@@ -145,11 +146,19 @@ class PhaseAwareMiddleware(AgentMiddleware):
             raise InputError("document_separator must be a non-empty string")
         self.check_usage = check_on_mismatch(check_usage, name="check_usage")
         self.target = resolve_target(
-            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
-            budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            endpoint=endpoint, thinking=thinking, settings=settings,
+            AssemblyRequest(
+                tokenizer=tokenizer,
+                chat_format=chat_format,
+                profile=profile,
+                budget_tokens=budget_tokens,
+                options=options,
+                position_offset=position_offset,
+                thinking=thinking,
+                settings=settings,
+            ),
+            endpoint=endpoint,
             state_settings=state_settings,
-        )  # fmt: skip
+        )
         if not self.target.require_format().chat:
             raise InputError(
                 "an agent sends messages: pass the chat format the server renders them with "

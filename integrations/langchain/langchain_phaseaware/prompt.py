@@ -31,6 +31,7 @@ from langchain_phaseaware.convert import (
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    AssemblyRequest,
     ChatFormat,
     ChatSettings,
     EndpointRecord,
@@ -139,9 +140,12 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
             )
         self.prompt = prompt
         self.target = resolve_target(
-            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
-            budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            endpoint=endpoint, thinking=thinking, settings=settings,
+            AssemblyRequest(
+                tokenizer=tokenizer, chat_format=chat_format, profile=profile,
+                budget_tokens=budget_tokens, options=options, position_offset=position_offset,
+                thinking=thinking, settings=settings,
+            ),
+            endpoint=endpoint,
             state_settings=state_settings,
         ).with_tools(tool_schemas(tools))  # fmt: skip
         self.question_key = question_key

@@ -28,6 +28,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_phaseaware.convert import message_dicts, served_identity, tool_schemas
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    AssemblyRequest,
     ChatFormat,
     ChatSettings,
     EndpointRef,
@@ -47,7 +48,7 @@ def planned_prompt_tokens(
     messages: Sequence[BaseMessage], *, tokenizer: Tokenizer, chat_format: ChatFormat
 ) -> int:
     """Tokens of ``messages`` as ``chat_format`` renders them (generation prompt included)."""
-    target = resolve_target(tokenizer=tokenizer, chat_format=chat_format)
+    target = resolve_target(AssemblyRequest(tokenizer=tokenizer, chat_format=chat_format))
     return rendered_tokens(target, message_dicts(messages))
 
 
@@ -124,10 +125,16 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         if offset is not None:
             offset = check_position_offset(offset, name="offset")
         self.target = resolve_target(
-            tokenizer=tokenizer, chat_format=chat_format, position_offset=offset,
-            endpoint=endpoint, thinking=thinking, settings=settings,
+            AssemblyRequest(
+                tokenizer=tokenizer,
+                chat_format=chat_format,
+                position_offset=offset,
+                thinking=thinking,
+                settings=settings,
+            ),
+            endpoint=endpoint,
             state_settings=state_settings,
-        )  # fmt: skip
+        )
         self.offset, self.offsets = self.target.usage_offsets
         self.on_check = on_check
         self._planned: dict[UUID, int] = {}

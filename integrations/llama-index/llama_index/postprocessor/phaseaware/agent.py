@@ -62,6 +62,7 @@ from llama_index.core.tools import BaseTool, FunctionTool
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    AssemblyRequest,
     ChatFormat,
     ChatSettings,
     EndpointRef,
@@ -233,11 +234,19 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
             tool_schemas=tool_schemas,
         )
         self._target = resolve_target(
-            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
-            budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            endpoint=endpoint, thinking=thinking, settings=settings,
+            AssemblyRequest(
+                tokenizer=tokenizer,
+                chat_format=chat_format,
+                profile=profile,
+                budget_tokens=budget_tokens,
+                options=options,
+                position_offset=position_offset,
+                thinking=thinking,
+                settings=settings,
+            ),
+            endpoint=endpoint,
             state_settings=state_settings,
-        )  # fmt: skip
+        )
         if not self._target.require_format().chat:
             raise InputError("an agent sends messages: pass its chat format (deepseek-v4, ...)")
         self._registry = registry if registry is not None else NodeRegistry()

@@ -16,7 +16,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.postprocessor.phaseaware.conversation import default_text_qa_messages
 from llama_index.postprocessor.phaseaware.plan import Planned, assemble_nodes
 
-from phaseaware.integrate import Target, resolve_target
+from phaseaware.integrate import AssemblyRequest, Target, resolve_target
 
 __all__ = ["PhaseAwarePostprocessor"]
 
@@ -84,11 +84,13 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
         self._config = resolve_target(
-            tokenizer=self.tokenizer,
-            chat_format=self.chat_format,
-            profile=self.profile,
-            budget_tokens=self.budget_tokens,
-            options=self.options,
+            AssemblyRequest(
+                tokenizer=self.tokenizer,
+                chat_format=self.chat_format,
+                profile=self.profile,
+                budget_tokens=self.budget_tokens,
+                options=self.options,
+            ),
             endpoint=self.endpoint,
         )
         self._messages = (

@@ -61,6 +61,7 @@ from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostpro
 from phaseaware import AssemblyOptions, Profile
 from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.integrate import (
+    AssemblyRequest,
     ChatSettings,
     EndpointRef,
     OnMismatch,
@@ -176,10 +177,18 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             streaming=streaming,
         )  # fmt: skip
         self._config = resolve_target(
-            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
-            budget_tokens=budget_tokens, options=options, endpoint=endpoint,
-            thinking=thinking, settings=settings, state_settings=state_settings,
-        )  # fmt: skip
+            AssemblyRequest(
+                tokenizer=tokenizer,
+                chat_format=chat_format,
+                profile=profile,
+                budget_tokens=budget_tokens,
+                options=options,
+                thinking=thinking,
+                settings=settings,
+            ),
+            endpoint=endpoint,
+            state_settings=state_settings,
+        )
         # chat calls state the settings the plan was made with (completions render nothing)
         self._request = self._config.request_kwargs()
         self._offset = self._config.check_offset(prompt_token_offset, name="prompt_token_offset")
