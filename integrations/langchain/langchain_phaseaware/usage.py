@@ -35,7 +35,6 @@ from phaseaware.integrate import (
     Tokenizer,
     UsageCheck,
     check_on_mismatch,
-    check_position_offset,
     check_usage,
     rendered_tokens,
     resolve_target,
@@ -80,12 +79,12 @@ def _identity(response: LLMResult) -> tuple[str | None, str | None]:
 class PhaseAwareUsageCheck(BaseCallbackHandler):
     """Compare ``usage.prompt_tokens`` with the rendered prompt on every chat model call.
 
-    ``offset``: tokens the endpoint is known to add before the prompt (the
+    ``position_offset``: tokens the endpoint is known to add before the prompt (the
     ``position_offset`` the prompt was planned with). ``endpoint``: an endpoint
     record (``EndpointRecord``, path or ``{"base_url", "model"}``) instead: its
     ``offset`` is expected, and for a varying record any of its ``offsets``; a
-    record probed with another tokenizer raises ``FingerprintMismatchError``, an
-    ``offset`` that disagrees with it ``InputError``. ``on_mismatch``: ``"warn"``
+    record probed with another tokenizer raises ``FingerprintMismatchError``, a
+    ``position_offset`` that disagrees with it ``InputError``. ``on_mismatch``: ``"warn"``
     (default), ``"raise"`` or ``"ignore"``. ``on_check``: called with each
     :class:`~phaseaware.endpoints.UsageCheck` (e.g. to log it). A response
     without usage is not checked; a streamed one is checked on its final usage
@@ -107,7 +106,7 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         *,
         tokenizer: str | Tokenizer,
         chat_format: str | ChatFormat,
-        offset: int | None = None,
+        position_offset: int | None = None,
         endpoint: EndpointRef = None,
         on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
         on_check: Callable[[UsageCheck], None] | None = None,
@@ -122,20 +121,18 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             )
         self.tool_schemas = tool_schemas
         self.on_mismatch = check_on_mismatch(on_mismatch)
-        if offset is not None:
-            offset = check_position_offset(offset, name="offset")
         self.target = resolve_target(
             AssemblyRequest(
                 tokenizer=tokenizer,
                 chat_format=chat_format,
-                position_offset=offset,
+                position_offset=position_offset,
                 thinking=thinking,
                 settings=settings,
             ),
             endpoint=endpoint,
             state_settings=state_settings,
         )
-        self.offset, self.offsets = self.target.usage_offsets
+        self.position_offset, self.offsets = self.target.usage_offsets
         self.on_check = on_check
         self._planned: dict[UUID, int] = {}
         self._lock = threading.Lock()
@@ -177,7 +174,6 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             planned_tokens=planned,
             reported_tokens=reported_prompt_tokens(response),
             on_mismatch=self.on_mismatch,
-            offset_name="offset",
             served_model=served_model,
             system_fingerprint=fingerprint,
         )

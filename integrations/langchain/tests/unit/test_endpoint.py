@@ -128,7 +128,9 @@ def test_usage_check_expects_the_record_offset(o200k):
     warning = PhaseAwareUsageCheck(
         tokenizer=o200k, chat_format="chatml", endpoint=_record(o200k, (3,))
     )
-    with pytest.warns(PhaseawareWarning, match=r"set offset=4"):  # the parameter is offset=
+    with pytest.warns(
+        PhaseawareWarning, match=r"set position_offset=4"
+    ):  # the parameter is position_offset=
         _run(warning, messages, planned + 4)
     varying = PhaseAwareUsageCheck(
         tokenizer=o200k, chat_format="chatml", endpoint=_record(o200k, (1, 2, 3)),
@@ -140,7 +142,7 @@ def test_usage_check_expects_the_record_offset(o200k):
         _run(varying, messages, planned + 4)
     with pytest.raises(InputError, match="offset 2.*offset 3"):
         PhaseAwareUsageCheck(
-            tokenizer=o200k, chat_format="chatml", offset=2, endpoint=_record(o200k, (3,))
+            tokenizer=o200k, chat_format="chatml", position_offset=2, endpoint=_record(o200k, (3,))
         )
 
 

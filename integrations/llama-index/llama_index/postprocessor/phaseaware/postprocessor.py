@@ -78,12 +78,12 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         ),
     )
 
-    _config: Target = PrivateAttr()
+    _target: Target = PrivateAttr()
     _messages: list[dict[str, str]] = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        self._config = resolve_target(
+        self._target = resolve_target(
             AssemblyRequest(
                 tokenizer=self.tokenizer,
                 chat_format=self.chat_format,
@@ -104,9 +104,9 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         return "PhaseAwarePostprocessor"
 
     @property
-    def config(self) -> Target:
+    def target(self) -> Target:
         """The resolved tokenizer, chat format, profile, budget, options and endpoint."""
-        return self._config
+        return self._target
 
     @property
     def conversation(self) -> list[dict[str, str]]:
@@ -121,7 +121,7 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
             return None
         question = query_bundle.query_str if query_bundle is not None else ""
         return assemble_nodes(
-            nodes, target=self._config, messages=self._messages, question=question
+            nodes, target=self._target, messages=self._messages, question=question
         )
 
     def _postprocess_nodes(
