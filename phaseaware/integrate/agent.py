@@ -50,6 +50,7 @@ __all__ = [
     "TOOL_SCHEMA_POLICIES",
     "AgentPolicy",
     "AgentStep",
+    "MessageMemo",
     "ParallelToolResultsWarning",
     "SentMemory",
     "align_step",
@@ -90,7 +91,9 @@ class AgentPolicy:
     def __post_init__(self) -> None:
         template = self.message_template
         if not isinstance(template, str) or template.count("{context}") != 1:
-            raise InputError(f"message_template must hold {{context}} exactly once, got {template!r}")
+            raise InputError(
+                f"message_template must hold {{context}} exactly once, got {template!r}"
+            )
         if not isinstance(self.document_separator, str) or not self.document_separator:
             raise InputError("document_separator must be a non-empty string")
         if self.tool_role not in TOOL_ROLES:
@@ -147,6 +150,38 @@ class SentMemory(Generic[_V]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class MessageMemo:
+    """Framework messages as OpenAI-style dicts, each converted once while an agent resends
+    it: keyed by the message object, checked against its text (an edit in place converts
+    again); bounded like :class:`SentMemory`. ``convert(message, index)`` and
+    ``text(message)`` are the adapter's own conversions."""
+
+    def __init__(
+        self,
+        convert: Callable[[Any, int], dict[str, Any]],
+        text: Callable[[Any], object],
+        max_entries: int = 8192,
+    ) -> None:
+        self._convert = convert
+        self._text = text
+        self._memory: SentMemory[tuple[Any, object, dict[str, Any]]] = SentMemory(max_entries)
+
+    def dicts(self, messages: Sequence[Any]) -> list[dict[str, Any]]:
+        out = []
+        for index, message in enumerate(messages):
+            key = str(id(message))
+            known = self._memory.get(key)
+            text = self._text(message)
+            if known is None or known[0] is not message or known[1] != text:
+                known = (message, text, self._convert(message, index))
+                self._memory.put(key, known)  # the message kept: its id stays unique
+            out.append(known[2])
+        return out
+
+    def clear(self) -> None:
+        self._memory.clear()
 
 
 def question_of(messages: Sequence[Mapping[str, Any]]) -> str:
@@ -274,4 +309,3 @@ def align_step(
         return None
     content = str(result.messages[-1]["content"])
     return AgentStep(index=index, content=content, result=result, report=step_report(result, ids))
-

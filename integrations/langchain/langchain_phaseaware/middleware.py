@@ -34,7 +34,7 @@ from langgraph.types import Command
 from langchain_phaseaware.convert import (
     SCORE_KEYS,
     document_records,
-    message_dicts,
+    message_dict,
     message_text,
     served_identity,
     tool_schemas,
@@ -48,6 +48,7 @@ from phaseaware.integrate import (
     ChatFormat,
     ChatSettings,
     EndpointRef,
+    MessageMemo,
     Tokenizer,
     align_step,
     check_on_mismatch,
@@ -135,6 +136,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
         self._warned = [False]
+        self._dicts = MessageMemo(message_dict, lambda m: m.content)
 
     def align(
         self,
@@ -148,7 +150,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
             messages=_model_view(messages, self.policy.tool_role), model_settings=settings
         )
         system = [request.system_message] if request.system_message is not None else []
-        dicts = message_dicts([*system, *messages])
+        dicts = self._dicts.dicts([*system, *messages])
         everything = [*system, *messages]
         index = step_index(
             dicts,

@@ -57,6 +57,7 @@ from phaseaware.integrate import (
     ChatFormat,
     ChatSettings,
     EndpointRef,
+    MessageMemo,
     SentMemory,
     SourceRecord,
     Target,
@@ -171,7 +172,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
     _policy: AgentPolicy = PrivateAttr()
     _registry: NodeRegistry = PrivateAttr()
     _sent: SentMemory[tuple[str, ChatMessage]] = PrivateAttr()
-    _dicts: SentMemory[tuple[ChatMessage, dict[str, Any]]] = PrivateAttr()
+    _dicts: MessageMemo = PrivateAttr()
     _warned: list[bool] = PrivateAttr()
 
     def __init__(
@@ -212,7 +213,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         self._policy = policy
         self._registry = registry if registry is not None else NodeRegistry()
         self._sent = SentMemory()
-        self._dicts = SentMemory(max_entries=8192)
+        self._dicts = MessageMemo(lambda m, _: message_dict(m), _text)
         self._warned = [False]
 
     @classmethod
@@ -262,7 +263,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         one aligned now) and the newest alignment (``None``: nothing new). ``tools``: the
         OpenAI schemas the request binds. Pure for the caller: its messages are unchanged."""
         out = [self._replayed(m) for m in messages]
-        dicts = [self._dict(m) for m in out]
+        dicts = self._dicts.dicts(out)
         index = step_index(
             dicts, policy=self._policy, aligned=lambda i: REPORT_KEY in out[i].additional_kwargs,
             warned=self._warned,
@@ -283,16 +284,6 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         self._sent.put(str(original.additional_kwargs["tool_call_id"]), (_text(original), sent_now))
         out[index] = sent_now
         return out, step.result
-
-    def _dict(self, message: ChatMessage) -> dict[str, Any]:
-        """``message_dict(message)``, kept per message object (agents resend the same ones)."""
-        key = str(id(message))
-        known = self._dicts.get(key)
-        if known is not None and known[0] is message and known[1]["content"] == _text(message):
-            return known[1]
-        converted = message_dict(message)
-        self._dicts.put(key, (message, converted))  # the message kept: its id stays unique
-        return converted
 
     def _kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The call's kwargs with the chat settings the plan was made with stated."""
