@@ -35,6 +35,8 @@ evidence (``repeat=False``): it only orders and pads inside the new message.
 
 from __future__ import annotations
 
+import warnings
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -47,17 +49,22 @@ from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.report.result import AssemblyResult, Placement, RepeatPlacement
 from phaseaware.assembly.retokenize.prefix import PrefixTokenCache, default_prefix_cache
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache
-from phaseaware.chat.append import append_from_count, append_layout
+from phaseaware.chat.append import AppendLayout, append_from_count, append_layout
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
 from phaseaware.chat.settings import ChatSettings
-from phaseaware.errors import BudgetError, InputError
+from phaseaware.errors import BudgetError, InputError, PhaseawareWarning
 from phaseaware.profiles.model import Profile
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["assemble_conversation", "assemble_append", "assemble_append_after"]
+__all__ = [
+    "PrefixRewriteWarning",
+    "assemble_append",
+    "assemble_append_after",
+    "assemble_conversation",
+]
 
 MessageLike = Mapping[str, Any] | Message
 _PREFIX_CACHE = default_prefix_cache()
@@ -172,6 +179,7 @@ def assemble_append(
     question: str,
     persistent: bool = True,
     prefix_cache: PrefixTokenCache | None = _PREFIX_CACHE,
+    strict_prefix: bool = False,
 ) -> AssemblyResult:
     """Place ``chunks`` inside ``new`` (one ``{context}``), appended to ``sent`` unchanged.
 
@@ -189,17 +197,23 @@ def assemble_append(
     ``result.append_path`` says which ran (``"incremental"``/``"full"``) and
     ``result.append_reason`` why not incremental.
 
-    Raises ``PrefixRewriteError`` where the chat format would change bytes
-    already sent (e.g. a user message appended after a user turn, or
-    ``deepseek-v4`` thinking with ``drop_thinking``: pass
-    ``get_chat_format("deepseek-v4", tok, thinking=True, drop_thinking=False)``),
-    besides what :func:`assemble_conversation` raises.
+    Where the chat format re-renders sent text by its own documented rule (DeepSeek
+    thinking mode drops earlier reasoning when a tool or user message arrives), the
+    whole conversation is assembled instead: positions stay exact, the server's prefix
+    cache misses from the first changed character, ``append_path="full"`` and
+    ``append_reason`` names the cause and the fix (``drop_thinking=False`` keeps the
+    prefix), with one :class:`PrefixRewriteWarning` per conversation;
+    ``strict_prefix=True`` refuses instead (``PrefixRewriteError``). Raises
+    ``PrefixRewriteError`` where the format would change sent bytes for any other
+    reason (e.g. a user message appended after a user turn), besides what
+    :func:`assemble_conversation` raises.
     """
     r = _resolve(request, default=_APPEND_DEFAULT, persistent=persistent)
     layout = append_layout(
         sent=sent, new=new, chat_format=r.chat_format, question=question,
-        tokenizer=r.tokenizer, control_tokens=r.options.control_tokens,
+        tokenizer=r.tokenizer, control_tokens=r.options.control_tokens, strict=strict_prefix,
     )  # fmt: skip
+    changed = None if layout.strict else layout.rewritten_at(question)
     result = assemble_tail(
         chunks,
         tokenizer=r.tokenizer,
@@ -210,6 +224,8 @@ def assemble_append(
         options=r.options,
         prefix_cache=prefix_cache,
     )
+    if changed is not None:  # the format's own drop rule: exact, but the prefix cache misses
+        return _rewritten(result, layout, changed)
     held = layout.sent_text
     if not result.prompt.startswith(held):  # the layout checked it; the final prompt too
         offset = next(
@@ -229,6 +245,35 @@ def assemble_append(
             char_offset=len(held),
         )
     return result
+
+
+class PrefixRewriteWarning(PhaseawareWarning):
+    """An append step re-rendered text already sent (the chat format's own drop rule)."""
+
+
+_WARNED_MAX = 1024
+_warned: OrderedDict[tuple[object, ...], None] = OrderedDict()  # conversations warned about
+
+
+def _rewritten(result: AssemblyResult, layout: AppendLayout, changed: int) -> AssemblyResult:
+    """``result`` of a step whose format rewrote sent text: the reason, and a warning once
+    per conversation (known by its format and opening text)."""
+    name = layout.chat_format.name
+    reason = (
+        f"chat format {name!r} thinking mode drops earlier reasoning when a tool or user "
+        f"message arrives (drop_thinking), so the text already sent changes at character "
+        f"{changed}: the whole conversation was assembled (positions exact; the server's "
+        "prefix cache misses from there); pass ChatSettings(thinking=True, "
+        "drop_thinking=False) to keep the prefix, or strict_prefix=True to refuse such a step"
+    )
+    opening = layout.template.messages[:2]  # a conversation is known by how it starts
+    key = (name, *((m.role, m.content[:512]) for m in opening))
+    if key not in _warned:
+        _warned[key] = None
+        while len(_warned) > _WARNED_MAX:
+            _warned.popitem(last=False)
+        warnings.warn(reason, PrefixRewriteWarning, stacklevel=4)
+    return replace(result, append_path="full", append_reason=reason)
 
 
 def assemble_append_after(

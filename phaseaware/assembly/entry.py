@@ -174,6 +174,7 @@ def assemble_append(
     position_offset: int | None = None,
     persistent: bool = True,
     prefix_cache: PrefixTokenCache | None = _PREFIX_CACHE,
+    strict_prefix: bool = False,
 ) -> AssemblyResult:
     """Place ``chunks`` inside ``new`` (one ``{context}``), after a conversation already sent.
 
@@ -195,10 +196,14 @@ def assemble_append(
     window); ``False``: this call only. Without ``options`` nothing is restated
     (``AssemblyOptions(repeat=False)``). The shared arguments as for :func:`assemble`.
 
-    Raises ``PrefixRewriteError`` where the chat format would change bytes already
-    sent (a user message appended after a user turn; ``deepseek-v4`` thinking with
-    ``drop_thinking``), ``TemplateError`` where a count cannot give exact positions,
-    besides what :func:`assemble` raises.
+    Where the chat format re-renders sent text by its own rule (``deepseek-v4`` thinking
+    with ``drop_thinking``), the whole conversation is assembled: exact positions,
+    ``append_path="full"``, ``append_reason`` naming the cause and the fix
+    (``drop_thinking=False`` keeps the prefix) and one ``PrefixRewriteWarning`` per
+    conversation; ``strict_prefix=True`` raises ``PrefixRewriteError`` instead. Raises
+    ``PrefixRewriteError`` where the format would change sent bytes for another reason
+    (a user message appended after a user turn), ``TemplateError`` where a count cannot
+    give exact positions, besides what :func:`assemble` raises.
     """
     req = request_of(
         request, tokenizer=tokenizer, chat_format=chat_format, profile=profile,
@@ -213,7 +218,7 @@ def assemble_append(
     if sent is not None:
         return conversation.assemble_append(
             sent=sent, new=new, chunks=chunks, request=req, question=question,
-            persistent=persistent, prefix_cache=prefix_cache,
+            persistent=persistent, prefix_cache=prefix_cache, strict_prefix=strict_prefix,
         )  # fmt: skip
     assert prefix_tokens is not None
     return conversation.assemble_append_after(

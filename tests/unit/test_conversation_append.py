@@ -122,10 +122,10 @@ def test_append_refuses_what_would_change_sent_bytes(deepseek_v4):
             chat_format="deepseek-v4", question="q", budget_tokens=500,
         )  # fmt: skip
     with pytest.raises(PrefixRewriteError, match="drop_thinking=False"):
-        assemble_append(
+        assemble_append(  # the drop rule is refused only on request (test_append_drop_rule)
             sent=[*sent, {"role": "assistant", "content": "ok"}], new=new, chunks=["a text"],
             tokenizer=deepseek_v4, chat_format="deepseek-v4", question="q",
-            budget_tokens=500, thinking=True,
+            budget_tokens=500, thinking=True, strict_prefix=True,
         )  # fmt: skip
 
 

@@ -11,6 +11,7 @@ message is no tool result, and both send parallel tool results unaligned, warnin
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import pytest
@@ -62,12 +63,12 @@ def _doc(rng: Any, step: int, k: int) -> tuple[str, float | None, str, str]:
 class Both:
     """One conversation, kept in each framework's own types."""
 
-    def __init__(self) -> None:
-        self.middleware = PhaseAwareMiddleware(**COMMON)
+    def __init__(self, **extra: Any) -> None:
+        self.middleware = PhaseAwareMiddleware(**COMMON, **extra)
         self.registry = NodeRegistry()
         inner = OpenAILike(model="m", api_base="http://127.0.0.1:9/v1", api_key="x",
                            is_chat_model=True, is_function_calling_model=True)  # fmt: skip
-        self.llm = PhaseAwareAgentLLM(llm=inner, registry=self.registry, **COMMON)
+        self.llm = PhaseAwareAgentLLM(llm=inner, registry=self.registry, **COMMON, **extra)
         self.lc: list[Any] = []
         self.li: list[ChatMessage] = [ChatMessage(role="system", content=SYSTEM)]
 
@@ -151,3 +152,24 @@ def test_parallel_tool_results_are_sent_unaligned_by_both() -> None:
     with pytest.warns(ParallelToolResultsWarning) as caught:
         assert both.step() == (None, None)
     assert len(caught) == 2  # one per adapter
+
+
+def test_both_take_the_full_path_under_the_drop_rule() -> None:
+    """Thinking with DeepSeek's drop rule re-renders sent text: both adapters assemble the
+    whole conversation (exact, ``append_path="full"``) instead of stopping the agent."""
+    import random
+
+    from phaseaware.assembly.conversation import PrefixRewriteWarning
+
+    rng = random.Random(5)
+    both = Both(thinking=True, tool_schemas="not_rendered")  # schemas keep reasoning
+    both.user("Collect the code of vault V0.")
+    for step in range(2):
+        both.call(step)
+        both.result(step, 0, [_doc(rng, step, k) for k in range(2)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrefixRewriteWarning)
+            lc, li = both.step()
+        assert lc.append_path == li.append_path == "full"
+        assert "drop_thinking=False" in lc.append_reason
+        assert lc.token_count == len(TOKENIZER.encode(lc.prompt))
