@@ -34,7 +34,6 @@ from phaseaware.integrate import (
     AssemblyRequest,
     ChatFormat,
     ChatSettings,
-    EndpointRecord,
     EndpointRef,
     MissingSlotError,
     Tokenizer,
@@ -161,30 +160,6 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         return self.target.request_kwargs()
 
     @property
-    def tokenizer(self) -> Tokenizer:
-        return self.target.tokenizer
-
-    @property
-    def chat_format(self) -> ChatFormat:
-        return self.target.require_format()
-
-    @property
-    def profile(self) -> Profile | None:
-        return self.target.profile
-
-    @property
-    def options(self) -> AssemblyOptions:
-        return self.target.options
-
-    @property
-    def endpoint(self) -> EndpointRecord | None:
-        return self.target.endpoint
-
-    @property
-    def position_offset(self) -> int:
-        return self.target.options.position_offset
-
-    @property
     def InputType(self) -> type[dict[str, Any]]:  # noqa: N802 (LangChain's name)
         return dict
 
@@ -253,7 +228,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         :func:`placement_report` of the same assembly that made the prompt."""
         return PhaseAwarePromptWithReport(self)
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # the resolved tokenizer, format, profile, ...: ``.target``
         t = self.target
         return (
             f"PhaseAwarePrompt(tokenizer={t.tokenizer.spec!r}, "

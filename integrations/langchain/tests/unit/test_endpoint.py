@@ -74,9 +74,9 @@ def test_record_offset_equals_position_offset(o200k, make_documents, tmp_path: P
     # {"base_url", "model"} finds the stored record in the user's endpoint folder
     save_endpoint_record(_record(o200k))
     named = _prompt(o200k, endpoint={"base_url": "http://127.0.0.1:9/v1", "model": "m"})
-    assert named.position_offset == 1 and named.endpoint == _record(o200k)
+    assert named.target.options.position_offset == 1 and named.target.endpoint == _record(o200k)
     # an explicit offset that agrees is fine; one that disagrees names both
-    assert _prompt(o200k, endpoint=path, position_offset=1).position_offset == 1
+    assert _prompt(o200k, endpoint=path, position_offset=1).target.options.position_offset == 1
     with pytest.raises(InputError, match=r"offset 2.*offset 1"):
         _prompt(o200k, endpoint=str(path), position_offset=2)
 
