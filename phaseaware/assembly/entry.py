@@ -13,6 +13,8 @@ token count (``prefix_tokens=``). Everything else is orchestration below
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,7 +32,7 @@ from phaseaware.assembly.pipeline import assemble_from_specs
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.assembly.retokenize.prefix import PrefixTokenCache, default_prefix_cache
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache
-from phaseaware.chat.layout import PromptLayout
+from phaseaware.chat.layout import PromptLayout, single_turn_format
 from phaseaware.chat.messages import Message
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import Tokenizer
@@ -137,6 +139,18 @@ def assemble(
         return conversation.assemble_conversation(
             messages, chunks, request=req, question=question, cache=cache
         )
+    if layout is not None:  # the deprecated name of chat_format, warned at the caller's line
+        warnings.warn(
+            "the layout= keyword is deprecated; use chat_format= (a name, a ChatFormat or a "
+            "layout)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if req.chat_format not in (None, "none"):
+            raise InputError("pass chat_format= only (layout= is its deprecated name)")
+        # get_layout(name) was the single-turn layout taking system= per call: keep that
+        chosen = single_turn_format(layout) or layout
+        req = dataclasses.replace(req, chat_format=chosen)
     r = req.resolve()
     if r.budget_tokens is None:
         raise InputError("pass budget_tokens= (the most tokens of the whole prompt)")
@@ -151,7 +165,6 @@ def assemble(
         options=r.options if isinstance(r.options, AssemblyOptions) else None,
         thinking=r.thinking,
         cache=cache,
-        layout=layout,
         settings=r.chat_settings(),
     )
 
