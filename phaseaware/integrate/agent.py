@@ -103,6 +103,8 @@ class AgentPolicy:
                 f"tool_schemas must be 'rendered' or 'not_rendered', got {self.tool_schemas!r}"
             )
         if self.tool_names is not None:
+            if isinstance(self.tool_names, str):
+                raise InputError(f"tool_names must be a list of names, got {self.tool_names!r}")
             object.__setattr__(self, "tool_names", frozenset(self.tool_names))
 
 
@@ -139,6 +141,11 @@ class SentMemory(Generic[_V]):
             self._items[key] = value
             while len(self._items) > self.max_entries:
                 self._items.popitem(last=False)
+
+    def newest(self) -> _V | None:
+        """The value put last (``None``: empty)."""
+        with self._lock:
+            return next(reversed(self._items.values()), None)
 
     def pop(self, key: str) -> _V | None:
         with self._lock:

@@ -235,6 +235,12 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         known = self._sent.get(tool_call_id)
         return None if known is None else known[1].additional_kwargs.get(REPORT_KEY)
 
+    @property
+    def last_report(self) -> dict[str, Any] | None:
+        """The report on the newest aligned tool message (``None``: none yet)."""
+        newest = self._sent.newest()
+        return None if newest is None else newest[1].additional_kwargs.get(REPORT_KEY)
+
     # -- alignment --------------------------------------------------------------------------
 
     def _records(self, text: str) -> tuple[list[SourceRecord] | None, list[object] | None]:
