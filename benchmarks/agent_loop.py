@@ -1,6 +1,6 @@
 """Benchmark: one agent step's cost as the conversation grows to ~128K tokens.
 
-Run: ``python benchmarks/agent_loop.py [--steps 60] [--seed 0] [--docs 5]``.
+Run: ``python benchmarks/agent_loop.py [--steps 60] [--seed 0] [--docs 5] [--clock cpu]``.
 
 A deterministic 60-step tool loop (DeepSeek-V4 tokenizer, ``deepseek-v4`` chat
 format, ``deepseek-v4-flash-base`` profile): per step one assistant tool call and
@@ -26,8 +26,8 @@ Accuracy: the expected accuracy of each step's top evidence as the message is
 read on later calls (residue reliability), aligned vs the same documents appended
 as is. Last, the prefix cache's size against its caps.
 
-Targets (issue 22): at 128K one aligned step <= 2 x one encode of the new message
-+ 5 ms, and latency flat from 8K to 128K (within 2x).
+Targets: at 128K one aligned step <= 2 x one encode of the new message + 5 ms, for
+the core and both adapters, and latency flat from 8K to 128K (within 2x).
 """
 
 from __future__ import annotations
@@ -82,15 +82,17 @@ def documents(rng: random.Random, step: int, docs: int) -> tuple[str, list[Chunk
 
 
 REPEATS = 3  # each measurement: the best of 3 (the machine is shared), chunk cache cold each
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+clock = CLOCKS["wall"]  # --clock cpu: this process's CPU time (steadier on a loaded machine)
 
 
 def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
     best = float("inf")
     for _ in range(REPEATS):
         default_cache().clear()  # this step's documents meet the chunk cache cold every time
-        t0 = time.perf_counter()
+        t0 = clock()
         out = fn(*args, **kwargs)
-        best = min(best, (time.perf_counter() - t0) * 1000)
+        best = min(best, (clock() - t0) * 1000)
     return out, best
 
 
@@ -154,7 +156,7 @@ class LlamaIndexPath:
     def _align_again(self) -> Any:
         """``align`` of the newest tool message as on its first call (a repeat would replay
         what the wrapper sent; the benchmark forgets that one entry to time it again)."""
-        self.llm._aligned.pop(self.messages[-1].additional_kwargs["tool_call_id"], None)
+        self.llm._sent.pop(self.messages[-1].additional_kwargs["tool_call_id"])
         return self.llm.align(self.messages)
 
     def step(self, n: int, question: str, chunks: list[Chunk]) -> tuple[Any, float]:
@@ -240,7 +242,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--docs", type=int, default=5)
+    parser.add_argument(
+        "--clock", choices=sorted(CLOCKS), default="wall",
+        help="wall time (default) or this process's CPU time (a loaded, shared machine)",
+    )  # fmt: skip
     args = parser.parse_args()
+    global clock
+    clock = CLOCKS[args.clock]
+    print(f"clock: {args.clock}")
     out = run(args.steps, args.seed, args.docs)
     print_report(out)
 

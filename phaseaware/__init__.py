@@ -14,11 +14,9 @@ from phaseaware.version import __version__
 _EXPORTS: dict[str, str] = {
     "Chunk": "phaseaware.assembly.inputs.chunks",
     "make_chunk": "phaseaware.assembly.inputs.chunks",
-    "assemble": "phaseaware.assembly.pipeline",
-    "assemble_from_specs": "phaseaware.assembly.pipeline",
-    "assemble_conversation": "phaseaware.assembly.conversation",
-    "assemble_append": "phaseaware.assembly.conversation",
-    "assemble_append_after": "phaseaware.assembly.conversation",
+    "assemble": "phaseaware.assembly.entry",
+    "assemble_append": "phaseaware.assembly.entry",
+    "AssemblyRequest": "phaseaware.assembly.inputs.request",
     "audit_messages": "phaseaware.audit",
     "AssemblyOptions": "phaseaware.assembly.inputs.options",
     "AssemblyResult": "phaseaware.assembly.report.result",
@@ -38,6 +36,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AssemblyOptions",
+    "AssemblyRequest",
     "AssemblyResult",
     "ChatSettings",
     "Chunk",
@@ -47,9 +46,6 @@ __all__ = [
     "__version__",
     "assemble",
     "assemble_append",
-    "assemble_append_after",
-    "assemble_conversation",
-    "assemble_from_specs",
     "audit_messages",
     "audit_prompt",
     "clear_caches",
@@ -63,14 +59,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from phaseaware.assembly.conversation import (
-        assemble_append,
-        assemble_append_after,
-        assemble_conversation,
-    )
+    from phaseaware.assembly.entry import assemble, assemble_append
     from phaseaware.assembly.inputs.chunks import Chunk, make_chunk
     from phaseaware.assembly.inputs.options import AssemblyOptions
-    from phaseaware.assembly.pipeline import assemble, assemble_from_specs
+    from phaseaware.assembly.inputs.request import AssemblyRequest
     from phaseaware.assembly.report.result import AssemblyResult, Placement
     from phaseaware.audit import audit_messages, audit_prompt
     from phaseaware.caches import clear_caches, list_caches

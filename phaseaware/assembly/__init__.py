@@ -12,13 +12,16 @@ Lowest first (a subpackage imports its own or lower ones only; the layer test ch
   sets included), and the result;
 - ``pipeline`` (``assemble``), ``incremental`` and ``conversation`` (any chat and
   agent-loop appends): orchestration only; they call, they never score.
+- ``entry``: the two public doors, ``assemble`` and ``assemble_append``, over one
+  ``AssemblyRequest`` (``inputs/request``).
 """
 
 from __future__ import annotations
 
+from phaseaware.assembly.entry import assemble, assemble_append
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
-from phaseaware.assembly.pipeline import assemble, assemble_from_specs
+from phaseaware.assembly.inputs.request import AssemblyRequest
 from phaseaware.assembly.report.result import (
     AssemblyResult,
     Dropped,
@@ -30,6 +33,7 @@ from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cac
 
 __all__ = [
     "AssemblyOptions",
+    "AssemblyRequest",
     "AssemblyResult",
     "Chunk",
     "ChunkTokenCache",
@@ -38,7 +42,7 @@ __all__ = [
     "RepeatPlacement",
     "Segment",
     "assemble",
-    "assemble_from_specs",
+    "assemble_append",
     "check_position_offset",
     "default_cache",
 ]

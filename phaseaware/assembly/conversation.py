@@ -1,10 +1,11 @@
 """Conversations and agent loops: exact, phase-aware placement inside any chat.
 
-Three calls, all thin wrappers around :func:`phaseaware.assembly.assemble` (one
-pipeline; the chat layouts of :mod:`phaseaware.chat` decide where the context
-goes):
+Three calls behind the public doors (:mod:`phaseaware.assembly.entry`), each
+taking one :class:`~phaseaware.assembly.inputs.request.AssemblyRequest` and all thin
+wrappers around the one pipeline (the chat layouts of :mod:`phaseaware.chat`
+decide where the context goes):
 
-- :func:`assemble_conversation`: the caller's whole message list with one
+- :func:`assemble_conversation` (``assemble(messages=...)``): the caller's whole message list with one
   ``{context}`` slot (in any message, or a message of its own) and any number
   of ``{question}`` placeholders, rendered by a chat format (``deepseek-v4``,
   ``chatml``, ``hf``, ``none``).
@@ -14,9 +15,9 @@ goes):
   chunks in it. Every byte already sent stays identical (checked on the final
   prompt: the server's prefix cache still hits). Positions are absolute in the
   whole conversation; ``result.messages`` is the full list, slot filled.
-- :func:`assemble_append_after`: the cheap form, with the token count of the
-  sent prefix (e.g. ``usage.prompt_tokens + usage.completion_tokens`` of the
-  last call) instead of its text. Token positions and ``token_count`` are
+- :func:`assemble_append_after` (``assemble_append(prefix_tokens=...)``): the cheap
+  form, with the token count of the sent prefix (e.g. ``usage.prompt_tokens +
+  usage.completion_tokens`` of the last call) instead of its text. Token positions and ``token_count`` are
   absolute (the delta's positions + ``prefix_tokens``); ``result.prompt`` is the
   appended text alone (char offsets index into it) and ``result.messages`` is
   the new message alone, slot filled, for the caller to append.
@@ -34,118 +35,138 @@ evidence (``repeat=False``): it only orders and pads inside the new message.
 
 from __future__ import annotations
 
+import warnings
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from phaseaware.assembly.incremental import assemble_tail
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions, check_budget
+from phaseaware.assembly.inputs.request import AssemblyRequest
 from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.report.result import AssemblyResult, shift_positions
 from phaseaware.assembly.retokenize.prefix import PrefixTokenCache, default_prefix_cache
-from phaseaware.chat.append import append_from_count, append_layout
+from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache
+from phaseaware.chat.append import AppendLayout, append_from_count, append_layout
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat, get_chat_format
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.chat.messages import Message
 from phaseaware.chat.settings import ChatSettings
-from phaseaware.errors import BudgetError, InputError
+from phaseaware.errors import BudgetError, InputError, PhaseawareWarning
 from phaseaware.profiles.model import Profile
-from phaseaware.profiles.registry import get_profile
-from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["assemble_conversation", "assemble_append", "assemble_append_after"]
+__all__ = [
+    "PrefixRewriteWarning",
+    "assemble_append",
+    "assemble_append_after",
+    "assemble_conversation",
+]
 
 MessageLike = Mapping[str, Any] | Message
 _PREFIX_CACHE = default_prefix_cache()
+_CHUNK_CACHE = default_cache()
+_APPEND_DEFAULT = AssemblyOptions(repeat=False)  # append alignment restates nothing unless told
 
 
-def _tokenizer(tokenizer: str | Tokenizer) -> Tokenizer:
-    return load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+@dataclass(frozen=True)
+class _Resolved:
+    """A request's objects: what every conversation entry point needs."""
+
+    tokenizer: Tokenizer
+    chat_format: ChatFormat
+    profile: Profile | None
+    budget_tokens: int
+    options: AssemblyOptions
 
 
-def _profile(profile: str | Profile | None, *, persistent: bool) -> Profile | None:
-    prof = get_profile(profile) if isinstance(profile, str) else profile
+def _resolve(
+    request: AssemblyRequest, *, default: AssemblyOptions | None, persistent: bool
+) -> _Resolved:
+    """``request`` as objects; a persistent append plans residues only (the message is
+    read on later calls, out of the raw local window)."""
+    req = request.resolve(default_options=default)
+    tok = req.tokenizer_object
+    prof = req.profile_object
     if prof is not None and persistent and prof.local_window is not None:
-        # read on later calls, out of the raw window: plan and report residues only
         prof = replace(prof, local_window=None, local_window_accuracy=None)
-    return prof
+    if req.budget_tokens is None:
+        raise InputError("pass budget_tokens= (the most tokens of the whole conversation)")
+    options = req.options if isinstance(req.options, AssemblyOptions) else AssemblyOptions()
+    return _Resolved(
+        tokenizer=tok,
+        chat_format=_format(req.chat_format, tok, req.thinking, req.chat_settings()),
+        profile=prof,
+        budget_tokens=req.budget_tokens,
+        options=options,
+    )
 
 
 def _format(
-    chat_format: str | ChatFormat,
+    chat_format: object,
     tokenizer: Tokenizer,
     thinking: bool,
     chat_settings: ChatSettings | None,
 ) -> ChatFormat:
     if isinstance(chat_format, str):
         return get_chat_format(chat_format, tokenizer, thinking=thinking, settings=chat_settings)
+    if not isinstance(chat_format, ChatFormat):
+        raise InputError(
+            "a conversation needs a chat format: a name ('chatml', 'deepseek-v4', 'hf', "
+            f"'none') or a ChatFormat, got {type(chat_format).__name__}"
+        )
     if chat_settings is not None:
         raise InputError(
-            "chat_settings go with a chat format name; a format object carries its own "
+            "chat settings go with a chat format name; a format object carries its own "
             "(get_chat_format(name, tokenizer, settings=...))"
         )
     return chat_format
-
-
-def _policy(options: AssemblyOptions | None) -> str:
-    return options.control_tokens if options is not None else AssemblyOptions().control_tokens
-
-
-def _append_options(options: AssemblyOptions | None) -> AssemblyOptions:
-    return options if options is not None else AssemblyOptions(repeat=False)
 
 
 def assemble_conversation(
     messages: Sequence[MessageLike],
     chunks: Sequence[Chunk | str],
     *,
-    tokenizer: str | Tokenizer,
-    chat_format: str | ChatFormat,
+    request: AssemblyRequest,
     question: str,
-    profile: str | Profile | None = None,
-    budget_tokens: int,
-    options: AssemblyOptions | None = None,
-    thinking: bool = False,
-    chat_settings: ChatSettings | None = None,
+    cache: ChunkTokenCache | None = _CHUNK_CACHE,
 ) -> AssemblyResult:
-    """Assemble ``chunks`` into the one ``{context}`` slot of ``messages``.
+    """Assemble ``chunks`` into the one ``{context}`` slot of ``messages``
+    (``phaseaware.assemble(chunks, messages=...)``).
 
     ``messages``: OpenAI-style dicts (or :class:`~phaseaware.chat.Message`), roles
     system/user/assistant/tool, exactly one ``{context}`` in all contents;
     every ``{question}`` becomes ``question``, whose key terms define default
-    evidence wherever it sits. ``chat_format``: ``"deepseek-v4"``, ``"chatml"``,
-    ``"hf"`` (the tokenizer's own template), ``"none"``, or a ``ChatFormat``.
-    ``tokenizer``/``profile`` may be specs/names. ``result.messages`` holds the
-    filled messages (``None`` for ``none``); positions index the whole prompt.
-    ``chat_settings`` (:class:`~phaseaware.chat.ChatSettings`: tools, reasoning
-    effort, response format, ...) go to the named format; send the same ones
-    (``chat_settings.chat_template_kwargs(name)`` and its ``tools``) with the
-    request. ``thinking=True`` is the older spelling of ``ChatSettings(thinking=True)``.
+    evidence wherever it sits. ``result.messages`` holds the filled messages
+    (``None`` for ``none``); positions index the whole prompt. The request's chat
+    settings (tools, reasoning effort, ...) go to the named format; send the same
+    ones (``settings.chat_template_kwargs(name)`` and its ``tools``) with the request.
 
     Raises ``MissingSlotError``/``DuplicateSlotError`` (not exactly one slot),
     ``UnknownRoleError``, ``MessageContentError``, ``ToolResultError`` (a tool
     message answering no call, ``deepseek-v4``), ``TemplateRewriteError`` (an
     ``hf`` template drops or rewrites a message), besides what ``assemble`` raises.
     """
-    tok = _tokenizer(tokenizer)
+    r = _resolve(request, default=None, persistent=False)
     layout = conversation_layout(
-        tokenizer=tok,
-        chat_format=_format(chat_format, tok, thinking, chat_settings),
+        tokenizer=r.tokenizer,
+        chat_format=r.chat_format,
         messages=messages,
         question=question,
-        control_tokens=_policy(options),
+        control_tokens=r.options.control_tokens,
     )
     return assemble(
         chunks,
-        tokenizer=tok,
+        tokenizer=r.tokenizer,
         chat_format=layout,
         question=question,
-        profile=_profile(profile, persistent=False),
-        budget_tokens=budget_tokens,
-        options=options,
+        profile=r.profile,
+        budget_tokens=r.budget_tokens,
+        options=r.options,
+        cache=cache,
     )
 
 
@@ -154,16 +175,11 @@ def assemble_append(
     sent: Sequence[MessageLike],
     new: MessageLike,
     chunks: Sequence[Chunk | str],
-    tokenizer: str | Tokenizer,
-    chat_format: str | ChatFormat,
+    request: AssemblyRequest,
     question: str,
-    profile: str | Profile | None = None,
-    budget_tokens: int,
-    options: AssemblyOptions | None = None,
-    thinking: bool = False,
     persistent: bool = True,
-    chat_settings: ChatSettings | None = None,
     prefix_cache: PrefixTokenCache | None = _PREFIX_CACHE,
+    strict_prefix: bool = False,
 ) -> AssemblyResult:
     """Place ``chunks`` inside ``new`` (one ``{context}``), appended to ``sent`` unchanged.
 
@@ -181,28 +197,35 @@ def assemble_append(
     ``result.append_path`` says which ran (``"incremental"``/``"full"``) and
     ``result.append_reason`` why not incremental.
 
-    Raises ``PrefixRewriteError`` where the chat format would change bytes
-    already sent (e.g. a user message appended after a user turn, or
-    ``deepseek-v4`` thinking with ``drop_thinking``: pass
-    ``get_chat_format("deepseek-v4", tok, thinking=True, drop_thinking=False)``),
-    besides what :func:`assemble_conversation` raises.
+    Where the chat format re-renders sent text by its own documented rule (DeepSeek
+    thinking mode drops earlier reasoning when a tool or user message arrives), the
+    whole conversation is assembled instead: positions stay exact, the server's prefix
+    cache misses from the first changed character, ``append_path="full"`` and
+    ``append_reason`` names the cause and the fix (``drop_thinking=False`` keeps the
+    prefix), with one :class:`PrefixRewriteWarning` per conversation;
+    ``strict_prefix=True`` refuses instead (``PrefixRewriteError``). Raises
+    ``PrefixRewriteError`` where the format would change sent bytes for any other
+    reason (e.g. a user message appended after a user turn), besides what
+    :func:`assemble_conversation` raises.
     """
-    tok = _tokenizer(tokenizer)
-    fmt = _format(chat_format, tok, thinking, chat_settings)
+    r = _resolve(request, default=_APPEND_DEFAULT, persistent=persistent)
     layout = append_layout(
-        sent=sent, new=new, chat_format=fmt, question=question, tokenizer=tok,
-        control_tokens=_policy(options),
+        sent=sent, new=new, chat_format=r.chat_format, question=question,
+        tokenizer=r.tokenizer, control_tokens=r.options.control_tokens, strict=strict_prefix,
     )  # fmt: skip
+    changed = None if layout.strict else layout.rewritten_at(question)
     result = assemble_tail(
         chunks,
-        tokenizer=tok,
+        tokenizer=r.tokenizer,
         layout=layout,
         question=question,
-        profile=_profile(profile, persistent=persistent),
-        budget_tokens=budget_tokens,
-        options=_append_options(options),
+        profile=r.profile,
+        budget_tokens=r.budget_tokens,
+        options=r.options,
         prefix_cache=prefix_cache,
     )
+    if changed is not None:  # the format's own drop rule: exact, but the prefix cache misses
+        return _rewritten(result, layout, changed)
     held = layout.sent_text
     if not result.prompt.startswith(held):  # the layout checked it; the final prompt too
         offset = next(
@@ -224,20 +247,43 @@ def assemble_append(
     return result
 
 
+class PrefixRewriteWarning(PhaseawareWarning):
+    """An append step re-rendered text already sent (the chat format's own drop rule)."""
+
+
+_WARNED_MAX = 1024
+_warned: OrderedDict[tuple[object, ...], None] = OrderedDict()  # conversations warned about
+
+
+def _rewritten(result: AssemblyResult, layout: AppendLayout, changed: int) -> AssemblyResult:
+    """``result`` of a step whose format rewrote sent text: the reason, and a warning once
+    per conversation (known by its format and opening text)."""
+    name = layout.chat_format.name
+    reason = (
+        f"chat format {name!r} thinking mode drops earlier reasoning when a tool or user "
+        f"message arrives (drop_thinking), so the text already sent changes at character "
+        f"{changed}: the whole conversation was assembled (positions exact; the server's "
+        "prefix cache misses from there); pass ChatSettings(thinking=True, "
+        "drop_thinking=False) to keep the prefix, or strict_prefix=True to refuse such a step"
+    )
+    opening = layout.template.messages[:2]  # a conversation is known by how it starts
+    key = (name, *((m.role, m.content[:512]) for m in opening))
+    if key not in _warned:
+        _warned[key] = None
+        while len(_warned) > _WARNED_MAX:
+            _warned.popitem(last=False)
+        warnings.warn(reason, PrefixRewriteWarning, stacklevel=4)
+    return replace(result, append_path="full", append_reason=reason)
+
+
 def assemble_append_after(
     *,
     prefix_tokens: int,
     new: MessageLike,
     chunks: Sequence[Chunk | str],
-    tokenizer: str | Tokenizer,
-    chat_format: str | ChatFormat,
+    request: AssemblyRequest,
     question: str,
-    profile: str | Profile | None = None,
-    budget_tokens: int,
-    options: AssemblyOptions | None = None,
-    thinking: bool = False,
     persistent: bool = True,
-    chat_settings: ChatSettings | None = None,
 ) -> AssemblyResult:
     """:func:`assemble_append` from the sent prefix's token count instead of its text.
 
@@ -253,11 +299,11 @@ def assemble_append_after(
     message's first token merges with the sent text: ``none``) and
     ``BudgetError`` when ``budget_tokens`` leaves no room after the prefix.
     """
-    tok = _tokenizer(tokenizer)
-    fmt = _format(chat_format, tok, thinking, chat_settings)
+    r = _resolve(request, default=_APPEND_DEFAULT, persistent=persistent)
+    tok, fmt, budget_tokens, opts = r.tokenizer, r.chat_format, r.budget_tokens, r.options
     layout = append_from_count(
         prefix_tokens=prefix_tokens, new=new, chat_format=fmt, tokenizer=tok,
-        control_tokens=_policy(options),
+        control_tokens=opts.control_tokens,
     )  # fmt: skip
     check_budget(budget_tokens)
     if budget_tokens <= prefix_tokens:
@@ -265,13 +311,12 @@ def assemble_append_after(
             f"budget_tokens={budget_tokens} leaves no room after the {prefix_tokens} tokens "
             "already sent; budget_tokens bounds the whole conversation: raise it"
         )
-    opts = _append_options(options)
     result = assemble(
         chunks,
         tokenizer=tok,
         chat_format=layout,
         question=question,
-        profile=_profile(profile, persistent=persistent),
+        profile=r.profile,
         budget_tokens=budget_tokens - prefix_tokens,
         options=replace(opts, position_offset=opts.position_offset + prefix_tokens),
     )

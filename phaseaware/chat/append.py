@@ -50,6 +50,7 @@ from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import Neutralized, scanner_for
 
 __all__ = [
+    "drops_sent_reasoning",
     "sent_text",
     "AppendLayout",
     "append_layout",
@@ -69,17 +70,31 @@ def sent_text(*, sent: Sequence[Message], chat_format: ChatFormat) -> str:
     return chat_format.render(sent, add_generation_prompt=awaiting)
 
 
-def _rewrite_error(chat_format: ChatFormat, sent: str, full: str, what: str) -> PrefixRewriteError:
-    offset = next(
-        (i for i, (a, b) in enumerate(zip(sent, full, strict=False)) if a != b),
-        min(len(sent), len(full)),
-    )
-    hint = "append after the assistant's reply, or resend the conversation unaligned"
-    if (
+def drops_sent_reasoning(chat_format: ChatFormat) -> bool:
+    """Whether ``chat_format`` re-renders text already sent by its own documented rule:
+    DeepSeek thinking mode with ``drop_thinking`` drops earlier reasoning when a user or
+    tool message arrives (the official encoder's behaviour; ``drop_thinking=False``
+    keeps it)."""
+    return (
         isinstance(chat_format, DeepSeekFormat)
         and chat_format.thinking
         and chat_format.drop_thinking
-    ):
+    )
+
+
+def first_change(sent: str, full: str) -> int:
+    """The first character at which ``full`` differs from ``sent`` (``len`` of the shorter
+    when one is a prefix of the other)."""
+    return next(
+        (i for i, (a, b) in enumerate(zip(sent, full, strict=False)) if a != b),
+        min(len(sent), len(full)),
+    )
+
+
+def _rewrite_error(chat_format: ChatFormat, sent: str, full: str, what: str) -> PrefixRewriteError:
+    offset = first_change(sent, full)
+    hint = "append after the assistant's reply, or resend the conversation unaligned"
+    if drops_sent_reasoning(chat_format):
         hint = (
             f"{chat_format.name} thinking mode drops earlier reasoning when a user or tool "
             "message arrives; pass drop_thinking=False (the official encoder does so "
@@ -94,18 +109,30 @@ def _rewrite_error(chat_format: ChatFormat, sent: str, full: str, what: str) -> 
 
 
 class AppendLayout(ConversationLayout):
-    """The whole conversation; ``split`` checks the prefix starts with ``sent_text``."""
+    """The whole conversation; ``split`` checks the prefix starts with ``sent_text``
+    (``strict=False``: the format's own drop rule may rewrite it; :meth:`rewritten_at`
+    says where)."""
 
     def __init__(
         self, template: ConversationTemplate, chat_format: ChatFormat, *, sent_text: str,
         question: str | None = None, neutralized: tuple[Neutralized, ...] = (),
+        strict: bool = True,
     ) -> None:  # fmt: skip
         super().__init__(template, chat_format, question=question, neutralized=neutralized)
         self.sent_text = sent_text
+        self.strict = strict
+
+    def rewritten_at(self, question: str) -> int | None:
+        """The first character of the sent text this conversation's render changes
+        (``None``: it keeps every byte)."""
+        prefix, suffix = super().split(system=None, question=question)
+        if prefix.startswith(self.sent_text):
+            return None
+        return first_change(self.sent_text, prefix + suffix)
 
     def split(self, *, system: str | None, question: str) -> tuple[str, str]:
         prefix, suffix = super().split(system=system, question=question)
-        if not prefix.startswith(self.sent_text):
+        if self.strict and not prefix.startswith(self.sent_text):
             raise _rewrite_error(
                 self.chat_format, self.sent_text, prefix + suffix, "the new message"
             )
@@ -167,13 +194,15 @@ def append_layout(
     question: str | None = None,
     tokenizer: Tokenizer | None = None,
     control_tokens: str = "neutralize",
+    strict: bool = True,
 ) -> AppendLayout:
     """A layout over ``sent + [new]`` whose prefix starts with the sent text, byte for byte.
 
     ``sent`` is taken verbatim (no placeholders); ``new`` holds the one ``{context}``
     and any ``{question}``. Raises :class:`PrefixRewriteError` where the format
     would change bytes already sent (checked now with ``question`` or ``""``,
-    and again on every ``split``). With ``tokenizer``, message text is untrusted
+    and again on every ``split``); with ``strict=False`` it does not where the change
+    is the format's own drop rule (:func:`drops_sent_reasoning`). With ``tokenizer``, message text is untrusted
     (:mod:`phaseaware.chat.untrusted`): control strings in ``new`` are broken
     (``control_tokens="neutralize"``) or refused, and any in ``sent`` are refused.
     """
@@ -193,6 +222,7 @@ def append_layout(
         sent_text=sent_text(sent=sent_messages, chat_format=chat_format),
         question=question,
         neutralized=neutralized,
+        strict=strict or not drops_sent_reasoning(chat_format),
     )
     layout.split(system=None, question=question or "")
     return layout

@@ -25,8 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from phaseaware.caches import register_cache
 from phaseaware.chat.errors import MessageContentError
-from phaseaware.chat.messages import Message, check_roles, check_tool_results
+from phaseaware.chat.messages import Message, ToolCall, check_roles, check_tool_results
 from phaseaware.chat.settings import (
     SETTING_NAMES,
     ChatSettings,
@@ -112,6 +113,16 @@ def tools_prompt(dialect: Dialect, functions: Sequence[dict[str, Any]]) -> str:
         + "\n".join(to_json(f) for f in functions)
         + _TOOLS_TAIL
     )
+
+
+_CALL_TEXT_MAX = 4096
+_CALL_TEXT: dict[tuple[Dialect, tuple[ToolCall, ...]], str] = {}  # bounded: oldest dropped
+register_cache(
+    "chat.deepseek tool-call text",
+    size=lambda: (len(_CALL_TEXT), None),
+    clear=_CALL_TEXT.clear,
+    bound=f"{_CALL_TEXT_MAX} entries, oldest dropped",
+)
 
 
 @dataclass(frozen=True)
@@ -233,8 +244,20 @@ class DeepSeekFormat:
         return out
 
     def _tool_calls(self, message: Message) -> str:
+        """The DSML block of the message's tool calls (memoised by the calls: an agent
+        resends every earlier call each step, and the JSON parse is the costly part)."""
         if not message.tool_calls:
             return ""
+        key = (self.dialect, message.tool_calls)
+        known = _CALL_TEXT.get(key)
+        if known is None:
+            known = self._render_calls(message)
+            _CALL_TEXT[key] = known
+            while len(_CALL_TEXT) > _CALL_TEXT_MAX:
+                _CALL_TEXT.pop(next(iter(_CALL_TEXT)))
+        return known
+
+    def _render_calls(self, message: Message) -> str:
         for call in message.tool_calls:
             for what, text in (
                 ("name", call.name),

@@ -95,6 +95,10 @@ class Message:
     reasoning_content: str | None = None
 
     def with_content(self, content: str) -> Message:
+        """This message with ``content`` (itself when it already holds it: frozen, and
+        a conversation resent every agent step is not copied message by message)."""
+        if content == self.content:
+            return self
         return replace(self, content=content)
 
     def to_openai(self) -> dict[str, Any]:

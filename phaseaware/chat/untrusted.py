@@ -27,10 +27,13 @@ field as written (for content: placeholders spelt out).
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from phaseaware.caches import register_cache
 from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, ToolCall
 from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import ControlTokenError
@@ -149,10 +152,50 @@ def check_settings_text(settings: ChatSettings, scanner: ControlScanner) -> None
         _refuse(scanner, text, where="response_format", what="a response format")
 
 
+# Sent text already found clean, by (scanner, string) identity: an agent resends the same
+# string objects every step, so each is scanned once, not once per step (bounded; the
+# entry keeps both objects alive, so an id is never reused while it is held).
+_CLEAN_MAX, _CLEAN_MAX_CHARS = 65_536, 64 << 20
+_clean: OrderedDict[tuple[int, int], tuple[ControlScanner, str]] = OrderedDict()
+_clean_chars = [0]
+_clean_lock = threading.Lock()
+
+
+def _known_clean(scanner: ControlScanner, text: str) -> bool:
+    with _clean_lock:
+        held = _clean.get((id(scanner), id(text)))
+        return held is not None and held[0] is scanner and held[1] is text
+
+
+def _remember_clean(scanner: ControlScanner, text: str) -> None:
+    with _clean_lock:
+        key = (id(scanner), id(text))
+        if key not in _clean:
+            _clean_chars[0] += len(text)
+        _clean[key] = (scanner, text)
+        while len(_clean) > _CLEAN_MAX or _clean_chars[0] > _CLEAN_MAX_CHARS:
+            _clean_chars[0] -= len(_clean.popitem(last=False)[1][1])
+
+
+def _forget_clean() -> None:
+    with _clean_lock:
+        _clean.clear()
+        _clean_chars[0] = 0
+
+
+register_cache(
+    "chat.untrusted sent text found clean",
+    size=lambda: (len(_clean), _clean_chars[0]),
+    clear=_forget_clean,
+    bound=f"LRU, {_CLEAN_MAX} strings, {_CLEAN_MAX_CHARS >> 20} Mi characters",
+)
+
+
 def check_sent(messages: Sequence[Message], scanner: ControlScanner) -> None:
     """Raise :class:`ControlTokenError` if a message already sent holds a control string
     in any rendered field: the server holds its text as sent, so it cannot be
-    neutralised without changing the cached prefix."""
+    neutralised without changing the cached prefix. A string found clean before (the
+    same object, resent by an agent loop) is not scanned again."""
     for index, message in enumerate(messages):
         where = f"sent messages[{index}]"
         fields: list[tuple[str, str]] = [("content", message.content)]
@@ -164,11 +207,17 @@ def check_sent(messages: Sequence[Message], scanner: ControlScanner) -> None:
             fields.append((f"tool_calls[{k}].function.name", call.name))
             fields.append((f"tool_calls[{k}].function.arguments", call.arguments))
         for key, text in fields:
+            if len(text) > 64 and _known_clean(scanner, text):
+                continue
             hit = scanner.first(text, where=f"{where}.{key}")
+            if hit is None:
+                if len(text) > 64:
+                    _remember_clean(scanner, text)
+                continue
             if hit is not None:
                 raise ControlTokenError(
                     f"{hit.where} holds the control token {hit.text!r} at char {hit.offset}; "
                     "a message already sent cannot be neutralised without changing the "
                     "server's cached prefix; neutralise message text before sending it "
-                    "(assemble it with assemble_conversation), or start a new conversation"
+                    "(assemble it with assemble(messages=...)), or start a new conversation"
                 )

@@ -37,14 +37,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from phaseaware.assembly import assemble_from_specs
+    from phaseaware.assembly import assemble
     from phaseaware.cli.request import load_request
 
     notices: list[str] = []
     kwargs = load_request(args.request, notices=notices)
     if args.allow_tokenizer_mismatch:
         kwargs["options"] = dataclasses.replace(kwargs["options"], allow_tokenizer_mismatch=True)
-    result = assemble_from_specs(**kwargs)
+    result = assemble(**kwargs)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

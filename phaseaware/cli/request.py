@@ -1,4 +1,4 @@
-"""The request document of ``phaseaware assemble``: JSON in, ``assemble_from_specs`` kwargs out.
+"""The request document of ``phaseaware assemble``: JSON in, ``phaseaware.assemble`` kwargs out.
 
 One declared schema (:mod:`phaseaware.cli.request_schema`, msgspec) checks the
 document first: unknown keys are errors (with a "did you mean"), booleans must
@@ -94,7 +94,7 @@ def _settings(
 
 
 def load_request(path: str, *, notices: list[str] | None = None) -> dict[str, Any]:
-    """Keyword arguments for ``assemble_from_specs`` from a request file (InputError if bad).
+    """Keyword arguments for ``phaseaware.assemble`` from a request file (InputError if bad).
 
     Only a regular file under the size cap is read (``phaseaware.userfiles``); duplicate
     keys, NaN/Infinity, huge integers, deep nesting and lone surrogates are errors.
@@ -112,7 +112,7 @@ def load_request(path: str, *, notices: list[str] | None = None) -> dict[str, An
 def parse_request(
     doc: Any, *, source: str = "<request>", notices: list[str] | None = None
 ) -> dict[str, Any]:
-    """Keyword arguments for ``assemble_from_specs`` from a parsed request document.
+    """Keyword arguments for ``phaseaware.assemble`` from a parsed request document.
 
     Notices (the deprecated ``template`` key) are appended to ``notices``, or printed on
     stderr at once when it is ``None`` (the CLI prints them after a successful run, so a

@@ -2,17 +2,21 @@
 
 An adapter (LangChain, LlamaIndex, ...) calls, in order:
 
-1. :func:`resolve_target` once, in its constructor: tokenizer, chat format, profile
-   (through :func:`phaseaware.get_profile` and its cache), options and the endpoint
-   record, checked, in one frozen :class:`Target`.
-2. per call, its retrieved items as :class:`SourceRecord` values (text, score or
+1. :func:`resolve_target` once, in its constructor: its arguments as one
+   :class:`~phaseaware.AssemblyRequest` (tokenizer, chat format, profile, budget,
+   options, settings) plus the endpoint record, checked, in one frozen :class:`Target`
+   (every adapter names it ``target``).
+2. in agent loops, per model call: :func:`step_index` (which message aligns) and
+   :func:`align_step` (its documents, the question, bound tools, the report) under one
+   :class:`AgentPolicy` (see :mod:`.agent`: the whole agent-step policy).
+3. per call, its retrieved items as :class:`SourceRecord` values (text, score or
    ``None``, its own id, evidence), then :func:`conversation` (its messages as a
    layout) and :func:`assemble_records`, or, in agent loops, :func:`append_records`
    (which is :func:`phaseaware.assemble_append` itself). :func:`record_chunks` holds
    the one rule for missing scores and duplicate ids (see :mod:`.records`).
-3. :func:`placement_report` (``AssemblyResult.to_dict()`` plus each record's index
+4. :func:`placement_report` (``AssemblyResult.to_dict()`` plus each record's index
    and id) and :func:`placed_records` to map the result back to its framework objects.
-4. after the model call, :func:`check_usage` (planned vs reported prompt tokens; the
+5. after the model call, :func:`check_usage` (planned vs reported prompt tokens; the
    fix names the adapter's own parameter) and :func:`rendered_tokens` for messages
    it did not plan; ``Target.with_tools`` for a request that binds tools (the format
    renders their schemas, or refuses them with ``UnsupportedSettingError``).
@@ -38,12 +42,27 @@ Usage checks read the response's ``usage.prompt_tokens`` with
 from __future__ import annotations
 
 from phaseaware.assembly.inputs.options import check_position_offset
+from phaseaware.assembly.inputs.request import AssemblyRequest
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.chat.errors import DuplicateSlotError, MissingSlotError
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.messages import ROLES
 from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
 from phaseaware.endpoints import EndpointRecord, EndpointRef, UsageCheck, reported_prompt_tokens
+from phaseaware.integrate.agent import (
+    REPORT_KEY,
+    AgentPolicy,
+    AgentStep,
+    MessageMemo,
+    ParallelToolResultsWarning,
+    SentMemory,
+    align_step,
+    model_view,
+    question_of,
+    split_documents,
+    step_index,
+    step_report,
+)
 from phaseaware.integrate.calls import (
     FixedLayout,
     OnMismatch,
@@ -71,6 +90,7 @@ from phaseaware.integrate.report import (
     stale_reason,
 )
 from phaseaware.integrate.target import (
+    APPEND_OPTIONS,
     Target,
     record_settings,
     resolve_options,
@@ -81,6 +101,7 @@ from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
     # the types and errors an adapter's signatures and checks name (re-exported)
+    "AssemblyRequest",
     "ChatFormat",
     "ChatSettings",
     "DuplicateSlotError",
@@ -93,6 +114,19 @@ __all__ = [
     "check_position_offset",
     "reported_prompt_tokens",
     # the kit
+    "REPORT_KEY",
+    "AgentPolicy",
+    "AgentStep",
+    "MessageMemo",
+    "ParallelToolResultsWarning",
+    "SentMemory",
+    "align_step",
+    "model_view",
+    "question_of",
+    "split_documents",
+    "step_index",
+    "step_report",
+    "APPEND_OPTIONS",
     "CHUNK_ID_PREFIX",
     "CHUNK_SEPARATOR",
     "FixedLayout",

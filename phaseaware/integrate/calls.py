@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from phaseaware.assembly.conversation import assemble_append
+from phaseaware.assembly.entry import assemble, assemble_append
 from phaseaware.assembly.inputs.chunks import Chunk
-from phaseaware.assembly.pipeline import assemble
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat.errors import DuplicateSlotError
 from phaseaware.chat.formats import markers_of
@@ -82,7 +81,7 @@ def conversation(
     """The layout of ``messages`` (OpenAI-style dicts) rendered by the target's chat format.
 
     Without ``slot_marker``: one ``{context}`` and any ``{question}`` placeholders, as
-    :func:`phaseaware.assemble_conversation` reads them. With ``slot_marker`` (a random
+    :func:`phaseaware.assemble` reads ``messages``. With ``slot_marker`` (a random
     string the framework formatted its template with, where the context goes): the
     message holding it once is split there and nothing else is read as a placeholder,
     so braces in the caller's variables stay text. Control tokens in the messages are
@@ -131,12 +130,8 @@ def assemble_records(
     chunks: Sequence[Chunk] = record_chunks(records, what=what)
     result = assemble(
         chunks or [Chunk(text="", id="doc-none")],
-        tokenizer=target.tokenizer,
-        chat_format=layout,
+        request=target.request(layout=layout),
         question=question,
-        profile=target.profile,
-        budget_tokens=target.require_budget(),
-        options=target.options,
     )
     if not chunks:  # the stand-in empty chunk is not the caller's: keep it out of the report
         result = replace(result, dropped=())
@@ -164,12 +159,8 @@ def append_records(
         sent=sent,
         new=new,
         chunks=chunks,
-        tokenizer=target.tokenizer,
-        chat_format=target.require_format(),
+        request=target.request(append=True),
         question=question,
-        profile=target.profile,
-        budget_tokens=target.require_budget(),
-        options=target.append_options,
         persistent=persistent,
     )
 

@@ -9,26 +9,37 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
+from phaseaware.assembly.inputs.request import (
+    AssemblyRequest,
+    resolve_options,
+    resolve_tokenizer,
+    stated_settings,
+)
 from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_format
+from phaseaware.chat.layout import PromptLayout
 from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
 from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
 from phaseaware.endpoints import usage_offsets as _usage_offsets
 from phaseaware.endpoints.settings import SETTINGS_FREE_FORMATS, record_settings
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
-from phaseaware.profiles.registry import get_profile
-from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["Target", "record_settings", "resolve_options", "resolve_settings", "resolve_target"]
+__all__ = [
+    "APPEND_OPTIONS",
+    "Target",
+    "record_settings",
+    "resolve_options",
+    "resolve_settings",
+    "resolve_target",
+]
 
-ProfileRef = str | os.PathLike[str] | Profile | None
+APPEND_OPTIONS = AssemblyOptions(repeat=False)  # the core's append default (nothing restated)
 
 
 @dataclass(frozen=True)
@@ -176,6 +187,20 @@ class Target:
         }
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
+    def request(
+        self, *, layout: ChatFormat | PromptLayout | None = None, append: bool = False
+    ) -> AssemblyRequest:
+        """The :class:`~phaseaware.AssemblyRequest` of one call, as objects: ``layout`` (the
+        call's conversation) or the target's chat format, and the one-call options, or the
+        append options for ``append=True`` (the endpoint's offset applied to both)."""
+        return AssemblyRequest(
+            tokenizer=self.tokenizer,
+            chat_format=layout if layout is not None else self.require_format(),
+            profile=self.profile,
+            budget_tokens=self.require_budget(),
+            options=self.append_options if append else self.options,
+        )
+
     def require_format(self) -> ChatFormat:
         if self.chat_format is None:
             raise InputError("this call renders messages: pass chat_format= to the adapter")
@@ -187,45 +212,55 @@ class Target:
         return self.budget_tokens
 
 
-def resolve_options(
-    options: AssemblyOptions | Mapping[str, Any] | None,
+def resolve_target(
+    request: AssemblyRequest,
     *,
-    position_offset: int | None = None,
-    default: AssemblyOptions | None = None,
-) -> AssemblyOptions:
-    """``AssemblyOptions`` from an object, a mapping of its fields, or ``None`` (``default``,
-    else defaults); ``position_offset`` (tokens the server adds before the prompt) overrides
-    the field."""
-    if options is None:
-        resolved = default if default is not None else AssemblyOptions()
-    elif isinstance(options, AssemblyOptions):
-        resolved = options
-    elif isinstance(options, Mapping):
-        known = {f.name for f in dataclasses.fields(AssemblyOptions)}
-        unknown = sorted(str(k) for k in set(options) - known)
-        if unknown:
-            raise InputError(f"unknown options {unknown}; known options: {sorted(known)}")
-        resolved = AssemblyOptions(**dict(options))
-    else:
+    endpoint: EndpointRef = None,
+    state_settings: bool = True,
+    default_options: AssemblyOptions | None = None,
+) -> Target:
+    """Resolve an adapter's :class:`~phaseaware.AssemblyRequest` once (see :class:`Target`).
+
+    The chat settings the plan is made with (:func:`resolve_settings`): the request's
+    ``settings`` (or ``thinking=True``) when given; else, with an endpoint record, the
+    record's ``thinking`` when the requests state their settings (``state_settings=True``,
+    the default: :meth:`Target.request_kwargs`), or the record's ``server_default`` when
+    they do not (``state_settings=False``: the server's default renders the prompt).
+
+    ``endpoint`` (an ``EndpointRecord``, a record path or ``{"base_url", "model"}``)
+    sets the offset (constant record) or the offset set (varying: robust placement);
+    ``FingerprintMismatchError`` for a record of another tokenizer, ``InputError``
+    for an explicit offset that disagrees with it. ``default_options``: what
+    ``options=None`` means for this adapter (default ``AssemblyOptions()``).
+    """
+    if not isinstance(request, AssemblyRequest):
         raise InputError(
-            f"options must be a phaseaware.AssemblyOptions or a dict of its fields, got "
-            f"{type(options).__name__}"
+            f"resolve_target takes a phaseaware.AssemblyRequest, got {type(request).__name__}"
         )
-    if position_offset is not None:
-        offset = check_position_offset(position_offset, name="position_offset")
-        if offset != resolved.position_offset:
-            resolved = dataclasses.replace(resolved, position_offset=offset)
-    return resolved
-
-
-def _tokenizer(tokenizer: object) -> Tokenizer:
-    if isinstance(tokenizer, str):
-        return load_tokenizer(tokenizer)
-    if isinstance(tokenizer, Tokenizer):
-        return tokenizer
-    raise InputError(
-        f"tokenizer must be a phaseaware spec ('deepseek-v4', 'tiktoken:o200k_base', "
-        f"'hf:/path') or a Tokenizer, got {type(tokenizer).__name__}"
+    tok = resolve_tokenizer(request.tokenizer)
+    record = load_endpoint(endpoint)
+    chosen = resolve_settings(
+        settings=request.settings, thinking=request.thinking, endpoint=record,
+        state_settings=state_settings,
+    )  # fmt: skip
+    fmt = _chat_format(request.chat_format, tok, chosen)
+    one = resolve_options(
+        request.options, position_offset=request.position_offset, default=default_options
+    )
+    append = resolve_options(
+        request.options, position_offset=request.position_offset, default=APPEND_OPTIONS
+    )
+    resolved = request.resolve(default_options=default_options)
+    return Target(
+        tokenizer=tok,
+        chat_format=fmt,
+        settings=chosen if isinstance(request.chat_format, str) else _own_settings(fmt),
+        state_settings=bool(state_settings),
+        profile=resolved.profile_object,
+        options=endpoint_options(one, record, tok),
+        append_options=endpoint_options(append, record, tok),
+        endpoint=record,
+        budget_tokens=resolved.budget_tokens,
     )
 
 
@@ -237,76 +272,6 @@ def _chat_format(chat_format: object, tok: Tokenizer, settings: ChatSettings) ->
     raise InputError(
         f"chat_format must be a name ({', '.join(CHAT_FORMAT_NAMES)}) or a ChatFormat, "
         f"got {type(chat_format).__name__}"
-    )
-
-
-def _profile(profile: object) -> Profile | None:
-    if profile is None or isinstance(profile, Profile):
-        return profile
-    if isinstance(profile, str | os.PathLike):
-        return get_profile(profile)  # the registry's cache, its file rules
-    raise InputError(
-        f"profile must be a model name, a profile file path or a Profile, "
-        f"got {type(profile).__name__}"
-    )
-
-
-def _budget(budget_tokens: object) -> int | None:
-    if budget_tokens is None:
-        return None
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
-        raise InputError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
-    return budget_tokens
-
-
-def resolve_target(
-    *,
-    tokenizer: str | Tokenizer,
-    chat_format: str | ChatFormat | None,
-    profile: ProfileRef = None,
-    budget_tokens: int | None = None,
-    options: AssemblyOptions | Mapping[str, Any] | None = None,
-    position_offset: int | None = None,
-    endpoint: EndpointRef = None,
-    thinking: bool = False,
-    default_options: AssemblyOptions | None = None,
-    settings: ChatSettings | Mapping[str, Any] | None = None,
-    state_settings: bool = True,
-) -> Target:
-    """Resolve an adapter's constructor arguments in one call (see :class:`Target`).
-
-    The chat settings the plan is made with (:func:`resolve_settings`): ``settings``
-    (or ``thinking=True``) when given; else, with an endpoint record, the record's
-    ``thinking`` when the requests state their settings (``state_settings=True``, the
-    default: :meth:`Target.request_kwargs`), or the record's ``server_default`` when
-    they do not (``state_settings=False``: the server's default renders the prompt).
-
-    ``endpoint`` (an ``EndpointRecord``, a record path or ``{"base_url", "model"}``)
-    sets the offset (constant record) or the offset set (varying: robust placement);
-    ``FingerprintMismatchError`` for a record of another tokenizer, ``InputError``
-    for an explicit offset that disagrees with it. ``default_options``: what
-    ``options=None`` means for this adapter (default ``AssemblyOptions()``).
-    """
-    tok = _tokenizer(tokenizer)
-    record = load_endpoint(endpoint)
-    chosen = resolve_settings(
-        settings=settings, thinking=thinking, endpoint=record, state_settings=state_settings
-    )
-    fmt = _chat_format(chat_format, tok, chosen)
-    one = resolve_options(options, position_offset=position_offset, default=default_options)
-    append = resolve_options(
-        options, position_offset=position_offset, default=AssemblyOptions(repeat=False)
-    )
-    return Target(
-        tokenizer=tok,
-        chat_format=fmt,
-        settings=chosen if isinstance(chat_format, str) else _own_settings(fmt),
-        state_settings=bool(state_settings),
-        profile=_profile(profile),
-        options=endpoint_options(one, record, tok),
-        append_options=endpoint_options(append, record, tok),
-        endpoint=record,
-        budget_tokens=_budget(budget_tokens),
     )
 
 
@@ -328,22 +293,9 @@ def resolve_settings(
     (:func:`record_settings`); else ``ChatSettings()`` (thinking off)."""
     if not isinstance(state_settings, bool):
         raise InputError(f"state_settings must be true or false, got {state_settings!r}")
-    if not isinstance(thinking, bool):
-        raise InputError(f"thinking must be true or false, got {thinking!r}")
-    if settings is not None:
-        if isinstance(settings, Mapping):
-            settings = ChatSettings.from_dict(settings)
-        if not isinstance(settings, ChatSettings):
-            raise InputError(
-                "settings must be a phaseaware.chat.ChatSettings or a dict of its fields, "
-                f"got {type(settings).__name__}"
-            )
-        if thinking and not settings.thinking:
-            raise InputError(
-                "thinking=True disagrees with settings (thinking off); pass thinking inside "
-                "settings only"
-            )
-        return settings
+    stated = stated_settings(settings, thinking)
+    if stated is not None:
+        return stated
     if thinking:
         return ChatSettings(thinking=True)
     if endpoint is not None:

@@ -91,6 +91,7 @@ class HFTokenizer:
         self._by_id: list[str | None] | None | bool = False  # False: not read yet
         self._vocab: dict[str, int] | None = None
         self._special: frozenset[str] | None = None
+        self._unknown: str | None = None
         self._window: tuple[str | None, CutRule | None] | None = None
 
     def __repr__(self) -> str:
@@ -139,11 +140,14 @@ class HFTokenizer:
 
     @property
     def unknown_text(self) -> str:
-        """The unknown token (out-of-vocabulary text encodes to it); "" if none."""
-        if self._tok is not None:
-            return str(self._tok.unk_token or "")
-        model = self._backend.model  # tokenizers-only load: the model knows its unk token
-        return str(getattr(model, "unk_token", None) or "")
+        """The unknown token (out-of-vocabulary text encodes to it); "" if none. Read
+        once (the backend builds a model wrapper on every access)."""
+        if self._unknown is None:
+            if self._tok is not None:
+                self._unknown = str(self._tok.unk_token or "")
+            else:  # tokenizers-only load: the model knows its unk token
+                self._unknown = str(getattr(self._backend.model, "unk_token", None) or "")
+        return self._unknown
 
     @property
     def hf_tokenizer(self) -> Any:

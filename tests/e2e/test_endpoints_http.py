@@ -18,7 +18,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from phaseaware.assembly import assemble_from_specs
+from phaseaware.assembly import assemble
 from phaseaware.assembly.plan.robust import reliable_residues
 from phaseaware.cli.main import main
 from phaseaware.cli.request import parse_request
@@ -108,7 +108,7 @@ def test_hidden_prefix_is_discovered_and_evidence_lands_on_reliable_residues(
     doc = _request_doc(endpoint={"base_url": base_url, "model": "sim-model"})
     kwargs = parse_request(doc)
     assert kwargs["options"].position_offset == record.offset
-    result = assemble_from_specs(**kwargs)
+    result = assemble(**kwargs)
     response = _chat(base_url, list(result.messages or ()))
     check = check_response(
         response, planned_tokens=result.token_count, offset=record.offset, on_mismatch="raise"
@@ -139,7 +139,7 @@ def test_varying_prefix_robust_placement_keeps_a_copy_on_a_reliable_residue(
         base_url=base_url, model="sim-model", tokenizer=tok, chat_format="deepseek-v4", rounds=4
     )
     assert record.stability == "varying" and len(record.offsets) == 3
-    result = assemble_from_specs(**parse_request(_request_doc(endpoint=str(
+    result = assemble(**parse_request(_request_doc(endpoint=str(
         home / "endpoints" / next(p.name for p in (home / "endpoints").iterdir())
     ))))  # fmt: skip
     report = result.robust
@@ -206,7 +206,7 @@ def test_other_tokenizer_in_count_mode_is_a_typed_error(serve, home: Path, tok) 
 
 def test_complete_tokens_sends_the_verified_ids(serve, home: Path, tok) -> None:  # type: ignore[no-untyped-def]
     base_url, app = serve(hidden_prefix=_secret_prefix(3, 9))  # ids bypass the template
-    result = assemble_from_specs(**parse_request(_request_doc()))
+    result = assemble(**parse_request(_request_doc()))
     client = openai.OpenAI(base_url=base_url, api_key="EMPTY", max_retries=0)
     response = complete_tokens(client, model="sim-model", result=result, max_tokens=1)
     assert response.usage.prompt_tokens == result.token_count
@@ -215,7 +215,7 @@ def test_complete_tokens_sends_the_verified_ids(serve, home: Path, tok) -> None:
 
 def test_drift_after_the_server_changed_warns_with_the_new_offset(serve, home: Path, tok) -> None:  # type: ignore[no-untyped-def]
     base_url, _ = serve(extra_bos=True)
-    result = assemble_from_specs(**parse_request(_request_doc()))
+    result = assemble(**parse_request(_request_doc()))
     response = _chat(base_url, list(result.messages or ()))
     with pytest.warns(PhaseawareWarning, match="position_offset=1"):
         check_response(response, planned_tokens=result.token_count, offset=0)

@@ -1,4 +1,4 @@
-"""``assemble`` takes the same spec strings as ``assemble_conversation`` (tokenizer spec,
+"""``assemble`` takes the same spec strings as ``assemble(messages=...)`` (tokenizer spec,
 chat format name, profile name) and gives the byte-identical result of the objects."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from phaseaware.assembly import AssemblyOptions, Chunk, assemble, assemble_from_specs
+from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.errors import (
     BudgetError,
     FingerprintMismatchError,
@@ -215,7 +215,7 @@ def test_no_profile_and_pad_off(cl100k) -> None:
 
 
 def test_from_specs_and_dict_keys() -> None:
-    result = assemble_from_specs(
+    result = assemble(
         make_chunks(3),
         tokenizer="tiktoken:o200k_base",
         chat_format="chatml",

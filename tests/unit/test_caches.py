@@ -7,7 +7,7 @@ from phaseaware.caches import list_caches, register_cache
 
 
 def _assemble() -> phaseaware.AssemblyResult:
-    return phaseaware.assemble_from_specs(
+    return phaseaware.assemble(
         ["Alpha holds 17 boxes.", "Beta holds 23 boxes."],
         tokenizer="tiktoken:cl100k_base",
         question="How many boxes does Beta hold?",

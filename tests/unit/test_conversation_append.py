@@ -2,7 +2,7 @@
 
 After every turn: the bytes already sent are unchanged (the server's prefix
 cache hits), the documents sit inside the new tool message only, the count form
-(``assemble_append_after``) gives the same absolute positions, and the top
+(``assemble_append(prefix_tokens=...)``) gives the same absolute positions, and the top
 document's evidence lands on a reliable residue of ``deepseek-v4-flash-base``.
 
 "Reliable" is defined from the profile: a residue whose planner reliability is at
@@ -16,7 +16,7 @@ import statistics
 
 import pytest
 
-from phaseaware import AssemblyOptions, Chunk, assemble_append, assemble_append_after, get_profile
+from phaseaware import AssemblyOptions, Chunk, assemble_append, get_profile
 from phaseaware.chat import PrefixRewriteError, get_chat_format, parse_messages, sent_text
 from phaseaware.errors import BudgetError
 
@@ -92,7 +92,7 @@ def test_twenty_turn_tool_loop(deepseek_v4):
         assert top.residues[0] in RELIABLE, (turn, top.residues)
         # the count form: same absolute positions from the prefix's token count alone
         if turn % 5 == 0:
-            cheap = assemble_append_after(prefix_tokens=len(deepseek_v4.encode(held)), **kwargs)
+            cheap = assemble_append(prefix_tokens=len(deepseek_v4.encode(held)), **kwargs)
             assert held + cheap.prompt == result.prompt
             assert cheap.token_count == result.token_count
             assert cheap.placements == tuple(
@@ -122,17 +122,17 @@ def test_append_refuses_what_would_change_sent_bytes(deepseek_v4):
             chat_format="deepseek-v4", question="q", budget_tokens=500,
         )  # fmt: skip
     with pytest.raises(PrefixRewriteError, match="drop_thinking=False"):
-        assemble_append(
+        assemble_append(  # the drop rule is refused only on request (test_append_drop_rule)
             sent=[*sent, {"role": "assistant", "content": "ok"}], new=new, chunks=["a text"],
             tokenizer=deepseek_v4, chat_format="deepseek-v4", question="q",
-            budget_tokens=500, thinking=True,
+            budget_tokens=500, thinking=True, strict_prefix=True,
         )  # fmt: skip
 
 
 def test_count_form_budget_bounds_the_whole_conversation(deepseek_v4):
     new = {"role": "user", "content": "{context}"}
     with pytest.raises(BudgetError, match="whole conversation"):
-        assemble_append_after(
+        assemble_append(
             prefix_tokens=900, new=new, chunks=["a text"], tokenizer=deepseek_v4,
             chat_format="deepseek-v4", question="q", budget_tokens=900,
         )  # fmt: skip

@@ -1,4 +1,4 @@
-"""assemble_conversation over random and real-shaped conversations, confirmed independently.
+"""assemble(messages=...) over random and real-shaped conversations, confirmed independently.
 
 Every claimed position is re-derived from an independent render (the reference
 renderers of ``test_chat_properties``: DeepSeek's official V4 encoding
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware import AssemblyOptions, Chunk, assemble_conversation, get_profile
+from phaseaware import AssemblyOptions, Chunk, assemble, get_profile
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat.formats import format_markers
 from phaseaware.tokenizers.base import Tokenizer
@@ -111,8 +111,8 @@ def test_random_conversations_place_exactly(
     tokenizers, name, messages, chunks, question, chat_format
 ):
     tokenizer = tokenizers[name]
-    result = assemble_conversation(
-        messages, chunks, tokenizer=tokenizer, chat_format=chat_format, question=question,
+    result = assemble(
+        chunks, messages=messages, tokenizer=tokenizer, chat_format=chat_format, question=question,
         profile=PROFILE, budget_tokens=6000, options=OPTIONS,
     )  # fmt: skip
     assert len(result.placements) == len(chunks)
@@ -168,8 +168,8 @@ SIX_TURNS = [
 @pytest.mark.parametrize("messages", [LANGCHAIN_SHAPED, SIX_TURNS], ids=["langchain", "6-turn"])
 def test_langchain_shape_and_six_turns_assemble_exactly(tokenizers, name, chat_format, messages):
     tokenizer = tokenizers[name]
-    result = assemble_conversation(
-        messages, DOCS, tokenizer=tokenizer, chat_format=chat_format, question=QUESTION,
+    result = assemble(
+        DOCS, messages=messages, tokenizer=tokenizer, chat_format=chat_format, question=QUESTION,
         profile=PROFILE, budget_tokens=1500, options=OPTIONS,
     )  # fmt: skip
     assert {p.chunk_id for p in result.placements} == {c.id for c in DOCS}
@@ -186,9 +186,10 @@ def test_the_shorthand_is_the_one_message_conversation(deepseek_v4):
         DOCS, tokenizer=deepseek_v4, chat_format="deepseek-v4",
         question=QUESTION, system=system, profile=PROFILE, budget_tokens=1500,
     )  # fmt: skip
-    long = assemble_conversation(
-        [{"role": "system", "content": system}, {"role": "user", "content": "{context}\n\n{question}"}],
-        DOCS, tokenizer=deepseek_v4, chat_format="deepseek-v4", question=QUESTION,
+    long = assemble(
+        DOCS,
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": "{context}\n\n{question}"}],
+        tokenizer=deepseek_v4, chat_format="deepseek-v4", question=QUESTION,
         profile=PROFILE, budget_tokens=1500,
     )  # fmt: skip
     assert long.prompt == short.prompt

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from phaseaware import assemble_conversation, audit_messages, get_profile
+from phaseaware import assemble, audit_messages, get_profile
 from phaseaware.chat import (
     DuplicateSlotError,
     MissingSlotError,
@@ -41,8 +41,8 @@ BAD = [
 @pytest.mark.parametrize("messages, error, fix", BAD)
 def test_python_api_raises_typed_errors(deepseek_v4, messages, error, fix):
     with pytest.raises(error, match=fix.replace("{", r"\{").replace("}", r"\}")):
-        assemble_conversation(
-            messages, ["some text"], tokenizer=deepseek_v4, chat_format="deepseek-v4",
+        assemble(
+            ["some text"], messages=messages, tokenizer=deepseek_v4, chat_format="deepseek-v4",
             question="q", budget_tokens=500,
         )  # fmt: skip
 
@@ -51,8 +51,8 @@ def test_hf_template_that_moves_a_message_is_named():
     tokenizer = _v3_tokenizer()  # DeepSeek-V3's template moves every system message first
     messages = [{"role": "user", "content": "hi"}, {"role": "system", "content": "{context}"}]
     with pytest.raises(TemplateRewriteError, match="message 1 \\(system\\)") as info:
-        assemble_conversation(
-            messages, ["some text"], tokenizer=tokenizer, chat_format="hf", question="q",
+        assemble(
+            ["some text"], messages=messages, tokenizer=tokenizer, chat_format="hf", question="q",
             budget_tokens=500,
         )  # fmt: skip
     assert info.value.change == "moved"

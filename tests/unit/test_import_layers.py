@@ -59,6 +59,7 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "pipeline": 6,
         "incremental": 7,
         "conversation": 7,
+        "entry": 8,
         "__init__": 9,
     },
     "chat": {
@@ -226,3 +227,68 @@ def test_assembly_uses_tokenizer_capabilities_not_classes() -> None:
         if dst in concrete
     )
     assert not offenders, "\n".join(offenders)
+
+
+# the framework packages: each a tree of its own, importing the core's adapter surface only
+INTEGRATIONS = PACKAGE.parent / "integrations"
+ADAPTER_PACKAGES = {
+    "langchain_phaseaware": INTEGRATIONS / "langchain" / "langchain_phaseaware",
+    "llama_index.postprocessor.phaseaware": (
+        INTEGRATIONS / "llama-index" / "llama_index" / "postprocessor" / "phaseaware"
+    ),
+}
+ADAPTER_SURFACE = {"phaseaware", "phaseaware.errors", "phaseaware.integrate"}
+
+
+def _package_imports(name: str, root: Path) -> dict[str, set[str]]:
+    """Module -> the modules it imports (absolute names, lazy imports included)."""
+    modules = {
+        ".".join([name, *p.relative_to(root).with_suffix("").parts]).removesuffix(".__init__"): p
+        for p in root.rglob("*.py")
+    }
+    out: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+        out[module] = found
+    return out
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[str]:
+    state: dict[str, int] = {}
+    found: list[str] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                found.append(" -> ".join([*stack[stack.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [])
+    return found
+
+
+def test_adapter_packages_have_no_cycles_and_use_the_kit_only() -> None:
+    problems = []
+    for name, root in ADAPTER_PACKAGES.items():
+        imports = _package_imports(name, root)
+        own = {m: {t for t in targets if t in imports and t != m} for m, targets in imports.items()}
+        problems += [f"import cycle: {c}" for c in _cycles(own)]
+        problems += [
+            f"{module} imports {t}; adapters import only {sorted(ADAPTER_SURFACE)}"
+            for module, targets in sorted(imports.items())
+            for t in sorted(targets)
+            if t.split(".")[0] == "phaseaware" and t not in ADAPTER_SURFACE
+        ]
+    assert not problems, "\n".join(problems)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -14,6 +15,7 @@ from phaseaware import AssemblyOptions
 from phaseaware.chat import UnsupportedSettingError
 from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.integrate import (
+    AssemblyRequest,
     SourceRecord,
     assemble_records,
     check_usage,
@@ -30,6 +32,14 @@ QUESTION = "Below which voltage is a Helios-3 module disabled?"
 scores_st = st.lists(
     st.one_of(st.none(), st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)), max_size=12
 )
+
+
+def _resolve(**kwargs: Any) -> Any:
+    """``resolve_target`` of the request these keywords state (kit keywords apart)."""
+    kit = {
+        k: kwargs.pop(k) for k in ("endpoint", "state_settings", "default_options") if k in kwargs
+    }
+    return resolve_target(AssemblyRequest(**kwargs), **kit)
 
 
 @given(scores_st)
@@ -80,22 +90,22 @@ def test_bad_records_name_the_index(record, match):
 
 
 def test_target_uses_the_profile_registry_and_its_cache(o200k):
-    target = resolve_target(
+    target = _resolve(
         tokenizer=o200k, chat_format="chatml", profile="deepseek-v4-flash-base", budget_tokens=9
     )
     assert target.profile is phaseaware.get_profile("deepseek-v4-flash-base")  # cached object
-    assert resolve_target(tokenizer="tiktoken:o200k_base", chat_format=None).chat_format is None
+    assert _resolve(tokenizer="tiktoken:o200k_base", chat_format=None).chat_format is None
     assert target.options == AssemblyOptions() and target.append_options == AssemblyOptions(
         repeat=False
     )  # the core's append default when no options are given
     with pytest.raises(InputError, match="budget_tokens"):
-        resolve_target(tokenizer=o200k, chat_format="chatml", budget_tokens=0)
+        _resolve(tokenizer=o200k, chat_format="chatml", budget_tokens=0)
     with pytest.raises(InputError, match="profile must be"):
-        resolve_target(tokenizer=o200k, chat_format="chatml", profile=3)  # type: ignore[arg-type]
+        _resolve(tokenizer=o200k, chat_format="chatml", profile=3)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="chat_format must be"):
-        resolve_target(tokenizer=o200k, chat_format=3)  # type: ignore[arg-type]
+        _resolve(tokenizer=o200k, chat_format=3)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="tokenizer must be"):
-        resolve_target(tokenizer=3, chat_format="chatml")  # type: ignore[arg-type]
+        _resolve(tokenizer=3, chat_format="chatml")  # type: ignore[arg-type]
 
 
 def test_resolve_options():
@@ -109,7 +119,7 @@ def test_resolve_options():
 
 
 def test_report_is_to_dict_plus_index_and_id(o200k):
-    target = resolve_target(tokenizer=o200k, chat_format="chatml", budget_tokens=500)
+    target = _resolve(tokenizer=o200k, chat_format="chatml", budget_tokens=500)
     layout = conversation(target, [{"role": "user", "content": "{context}\n\n{question}"}])
     records = [SourceRecord("Helios-3 is disabled below 3.32 volts.", None, "kb")] * 2
     result = assemble_records(records, target=target, layout=layout, question=QUESTION)
@@ -123,7 +133,7 @@ def test_report_is_to_dict_plus_index_and_id(o200k):
 
 
 def test_slot_marker_conversation_equals_placeholder_conversation(o200k):
-    target = resolve_target(tokenizer=o200k, chat_format="chatml", budget_tokens=500)
+    target = _resolve(tokenizer=o200k, chat_format="chatml", budget_tokens=500)
     marked = conversation(target, [{"role": "user", "content": "S1\n\n" + QUESTION + " {x}"}],
                           slot_marker="S1")  # fmt: skip
     placeholder = conversation(
@@ -135,7 +145,7 @@ def test_slot_marker_conversation_equals_placeholder_conversation(o200k):
 
 
 def test_usage_check_names_the_callers_parameter(o200k):
-    target = resolve_target(tokenizer=o200k, chat_format="chatml", position_offset=1)
+    target = _resolve(tokenizer=o200k, chat_format="chatml", position_offset=1)
     assert check_usage(target, planned_tokens=5, reported_tokens=None, on_mismatch="raise") is None
     ok = check_usage(target, planned_tokens=5, reported_tokens=6, on_mismatch="raise")
     assert ok is not None and ok.ok
@@ -154,14 +164,14 @@ TOOL = {
 
 
 def test_tools_go_into_the_plan_or_are_refused_with_the_fix(o200k, deepseek_v4):
-    chatml = resolve_target(tokenizer=o200k, chat_format="chatml")
+    chatml = _resolve(tokenizer=o200k, chat_format="chatml")
     assert chatml.with_tools([]) is chatml
     with pytest.raises(UnsupportedSettingError, match="does not render tools.*; or pass x"):
         chatml.with_tools([TOOL], fix="; or pass x")
-    fixed = resolve_target(tokenizer=o200k, chat_format=chatml.require_format())
+    fixed = _resolve(tokenizer=o200k, chat_format=chatml.require_format())
     with pytest.raises(UnsupportedSettingError, match="by name"):
         fixed.with_tools([TOOL])
-    plain = resolve_target(tokenizer=deepseek_v4, chat_format="deepseek-v4", budget_tokens=4000)
+    plain = _resolve(tokenizer=deepseek_v4, chat_format="deepseek-v4", budget_tokens=4000)
     tooled = plain.with_tools([TOOL])
     assert tooled.settings is not None and tooled.settings.tools == (TOOL,)
     messages = [{"role": "user", "content": "{context}\n\n{question}"}]
@@ -178,7 +188,7 @@ def test_refuse_tools_names_the_fix(o200k):
     from phaseaware.errors import UnsupportedRequestError
     from phaseaware.integrate import refuse_tools
 
-    target = resolve_target(tokenizer=o200k, chat_format="chatml")
+    target = _resolve(tokenizer=o200k, chat_format="chatml")
     refuse_tools(target, None, fix="x")
     refuse_tools(target, [], fix="x")
     with pytest.raises(UnsupportedRequestError, match="binds 1 tool.*pass tool_schemas"):

@@ -20,6 +20,7 @@ from phaseaware.chat.messages import parse_messages
 from phaseaware.endpoints import EndpointRecord
 from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.integrate import (
+    AssemblyRequest,
     check_usage,
     record_settings,
     rendered_tokens,
@@ -32,6 +33,14 @@ from phaseaware.tokenizers.base import Tokenizer
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi."}]
 HIGH = {"thinking": True, "reasoning_effort": "high", "matched": True}
+
+
+def _resolve(**kwargs: Any) -> Any:
+    """``resolve_target`` of the request these keywords state (kit keywords apart)."""
+    kit = {
+        k: kwargs.pop(k) for k in ("endpoint", "state_settings", "default_options") if k in kwargs
+    }
+    return resolve_target(AssemblyRequest(**kwargs), **kit)
 
 
 @cache
@@ -49,7 +58,7 @@ def _record(**extra: Any) -> EndpointRecord:
 
 
 def _target(**kwargs: Any) -> Any:
-    return resolve_target(tokenizer=_tok(), chat_format="deepseek-v4", **kwargs)
+    return _resolve(tokenizer=_tok(), chat_format="deepseek-v4", **kwargs)
 
 
 def test_no_settings_is_thinking_off_and_stated() -> None:
@@ -100,14 +109,14 @@ def test_no_usable_server_default_is_refused_with_the_fix(default: Any) -> None:
 
 def test_formats_without_options_state_nothing() -> None:
     for name in ("none", "chatml"):
-        target = resolve_target(tokenizer=_tok(), chat_format=name)
+        target = _resolve(tokenizer=_tok(), chat_format=name)
         assert target.request_kwargs() == {}
         assert target.merged_kwargs({"temperature": 0}) == {"temperature": 0}
 
 
 def test_a_caller_built_format_states_its_own_settings() -> None:
     fmt = get_chat_format("deepseek-v4", _tok(), settings=ChatSettings(thinking=True))
-    target = resolve_target(tokenizer=_tok(), chat_format=fmt)
+    target = _resolve(tokenizer=_tok(), chat_format=fmt)
     assert target.settings == ChatSettings(thinking=True)
     assert target.chat_template_kwargs() == ChatSettings(thinking=True).chat_template_kwargs(
         "deepseek-v4"

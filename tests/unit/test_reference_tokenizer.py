@@ -104,11 +104,11 @@ def test_system_messages_fold_into_the_first_user_turn(tok):
 
 
 def test_phaseaware_renders_what_the_server_tokenizes_with_a_system_message(tok):
-    """Byte- and token-exact: assemble_conversation(chat_format="hf") on the reference
+    """Byte- and token-exact: assemble(messages=..., chat_format="hf") on the reference
     tokenizer against the server engine's own encode_chat of the filled messages."""
     from types import SimpleNamespace
 
-    from phaseaware import assemble_conversation
+    from phaseaware import assemble
     from phaseaware.reference.engine import ReferenceEngine
 
     question = "What is the access code for Alice ?"
@@ -117,9 +117,9 @@ def test_phaseaware_renders_what_the_server_tokenizes_with_a_system_message(tok)
         {"role": "user", "content": "{context} " + question},
     ]
     chunks = ["The access code for Alice is 123 .", "A quiet river ."]
-    result = assemble_conversation(
-        messages,
+    result = assemble(
         chunks,
+        messages=messages,
         tokenizer="reference",
         chat_format="hf",
         question=question,

@@ -1,6 +1,6 @@
 """The request file's chat settings: effort, and the endpoint record's server default.
 
-``options.reasoning_effort`` and ``options.server_default`` reach ``assemble_from_specs``
+``options.reasoning_effort`` and ``options.server_default`` reach ``assemble``
 as full ``ChatSettings``; the prompt is the one the server renders for them (the effort
 preamble included). Thinking alone keeps today's path, byte for byte.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from phaseaware.assembly import assemble_from_specs
+from phaseaware.assembly import assemble
 from phaseaware.chat import ChatSettings, get_chat_format, parse_messages
 from phaseaware.cli.request import parse_request
 from phaseaware.endpoints import EndpointRecord
@@ -56,7 +56,7 @@ def test_server_default_plans_with_the_records_default(tmp_path: Path) -> None:
     doc = {**_request(server_default=True), "endpoint": _record_path(tmp_path, server_default=HIGH)}
     kwargs = parse_request(doc, source="req.json", notices=[])
     assert kwargs["settings"] == ChatSettings(thinking=True, reasoning_effort="high")
-    result = assemble_from_specs(**kwargs)
+    result = assemble(**kwargs)
     preamble = _preamble(kwargs["settings"])
     assert "Reasoning Effort" in preamble and result.prompt.startswith(preamble)
     assert result.prompt.endswith("<think>")
@@ -65,7 +65,7 @@ def test_server_default_plans_with_the_records_default(tmp_path: Path) -> None:
 def test_reasoning_effort_option(tmp_path: Path) -> None:
     kwargs = parse_request(_request(thinking=True, reasoning_effort="max"), source="r", notices=[])
     assert kwargs["settings"] == ChatSettings(thinking=True, reasoning_effort="max")
-    result = assemble_from_specs(**kwargs)
+    result = assemble(**kwargs)
     assert result.prompt.startswith(_preamble(kwargs["settings"]))
     # thinking from the endpoint record, effort from the request
     doc = {**_request(reasoning_effort="max"), "endpoint": _record_path(tmp_path, thinking=True)}
@@ -87,7 +87,7 @@ def test_every_effort_the_server_takes_is_planned(
     options: dict[str, Any], preamble: bool, end: str
 ) -> None:
     kwargs = parse_request(_request(**options), source="r", notices=[])
-    result = assemble_from_specs(**kwargs)
+    result = assemble(**kwargs)
     assert ("Reasoning Effort" in result.prompt) is preamble
     assert result.prompt.endswith(end)
 
@@ -95,8 +95,8 @@ def test_every_effort_the_server_takes_is_planned(
 def test_thinking_alone_keeps_the_old_path() -> None:
     kwargs = parse_request(_request(thinking=True), source="r", notices=[])
     assert "settings" not in kwargs and kwargs["thinking"] is True
-    old = assemble_from_specs(**kwargs)
-    new = assemble_from_specs(**{**kwargs, "settings": ChatSettings(thinking=True)})
+    old = assemble(**kwargs)
+    new = assemble(**{**kwargs, "settings": ChatSettings(thinking=True)})
     assert new.prompt == old.prompt and new.to_dict() == old.to_dict()
 
 

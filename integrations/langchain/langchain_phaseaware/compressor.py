@@ -51,7 +51,9 @@ from langchain_phaseaware.prompt import placement_report
 from phaseaware import AssemblyOptions, Profile
 from phaseaware.errors import InputError, PhaseawareError, VerificationError
 from phaseaware.integrate import (
+    APPEND_OPTIONS,
     CHUNK_SEPARATOR,
+    AssemblyRequest,
     EndpointRef,
     FixedLayout,
     Target,
@@ -151,10 +153,16 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
 
     def model_post_init(self, context: Any) -> None:
         target = resolve_target(
-            tokenizer=self.tokenizer, chat_format=None, profile=self.profile,
-            budget_tokens=self.budget_tokens, options=self.options, endpoint=self.endpoint,
-            default_options=AssemblyOptions(repeat=False),  # a restated block is no document's
-        )  # fmt: skip
+            AssemblyRequest(
+                tokenizer=self.tokenizer,
+                chat_format=None,
+                profile=self.profile,
+                budget_tokens=self.budget_tokens,
+                options=self.options,
+            ),
+            endpoint=self.endpoint,
+            default_options=APPEND_OPTIONS,  # a restated block is no document's
+        )
         if self.prefix_tokens is not None:  # the prefix's tokens come after the server's
             target = target.after_prefix(self.prefix_tokens)
         self._target = target

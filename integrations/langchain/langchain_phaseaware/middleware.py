@@ -1,34 +1,17 @@
 """``PhaseAwareMiddleware`` for ``langchain.agents.create_agent`` (extra ``agents``).
 
-Before each model call (``wrap_model_call``) it looks at the newest tool result: the
-last message when it is a ``ToolMessage`` that has not been aligned yet. Its
-documents (the tool's ``artifact`` when that is a list of ``Document`` objects, as
-``response_format="content_and_artifact"`` tools return them; else its text split
-on ``document_separator``) are placed into that one message by
-:func:`phaseaware.assemble_append` (through :func:`phaseaware.integrate.append_records`):
-the conversation already sent keeps its bytes (checked on the final prompt, so a
-server's prefix cache still hits), and the plan is for the residues the message
-will have on every later call (out of the model's raw local window). Without
-``options`` no evidence is restated (the core's ``repeat=False`` append default).
-
-The aligned message replaces the original in the agent state (same message id,
-through a ``Command`` returned with the model response), so every later call
-resends exactly the bytes this call planned. Its ``response_metadata["phaseaware"]``
-holds the placement report; a message carrying it is never aligned again.
-
-``tool_role="user"``: for models whose chat format has no tool role (the shipped
-reference model knows only user and assistant), the model is shown each tool
-result as a user message and each tool-calling assistant turn as its text alone;
-the state keeps the real tool messages.
-
-Tools bound to the model (``request.tools``) are part of the plan: their OpenAI
-schemas go into the chat format's settings, rendered where the server renders them
-(``deepseek-v4``, ``deepseek-v4.1``). A format that does not render tools refuses
-the request (``UnsupportedSettingError``, naming the fix) unless
-``tool_schemas="not_rendered"`` says the server writes none into the prompt (the
-shipped reference server); the usage check then confirms it on every aligned call.
-Streaming (``stream``/``astream``/``astream_events``) goes through the same
-``wrap_model_call``; the check reads the final usage chunk (``stream_usage=True``).
+Before each model call (``wrap_model_call``) the newest tool result is aligned by the
+integration kit's agent step (:mod:`phaseaware.integrate.agent`: which message, its
+documents, the question, bound tools and the report are decided there, the same as for
+LlamaIndex's ``PhaseAwareAgentLLM``): its documents (the tool's ``artifact`` when that
+is a list of ``Document`` objects, as ``response_format="content_and_artifact"`` tools
+return them) are placed into that one message by :func:`phaseaware.assemble_append`:
+what was sent keeps its bytes and the plan is for the residues the message keeps on
+every later call. The aligned message replaces the original in the agent state (same
+id, through a ``Command``), so every later call resends the planned bytes; its
+``response_metadata["phaseaware"]`` holds the placement report, and a message carrying
+it is never aligned again. Streaming goes through the same ``wrap_model_call``; the
+usage check reads the final usage chunk (``stream_usage=True``).
 """
 
 from __future__ import annotations
@@ -51,32 +34,34 @@ from langgraph.types import Command
 from langchain_phaseaware.convert import (
     SCORE_KEYS,
     document_records,
-    message_dicts,
+    message_dict,
     message_text,
     served_identity,
     tool_schemas,
 )
-from langchain_phaseaware.prompt import placement_report
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    REPORT_KEY,
+    AgentPolicy,
+    AssemblyRequest,
     ChatFormat,
     ChatSettings,
     EndpointRef,
+    MessageMemo,
     Tokenizer,
-    append_records,
+    align_step,
     check_on_mismatch,
     check_usage,
     resolve_target,
+    step_index,
 )
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
 
-REPORT_KEY = "phaseaware"
-
 
 def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[AnyMessage]:
-    """What the model is shown: the messages, or with ``tool_role="user"`` tool turns as text."""
+    """The kit's ``model_view`` on LangChain messages (what the model is shown)."""
     if tool_role == "tool":
         return cast(list[AnyMessage], list(messages))
     view: list[AnyMessage] = []
@@ -90,22 +75,22 @@ def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[AnyMess
     return view
 
 
+def _documents(message: ToolMessage) -> list[Document] | None:
+    artifact = message.artifact
+    if isinstance(artifact, list) and artifact and all(isinstance(d, Document) for d in artifact):
+        return list(artifact)
+    return None
+
+
 class PhaseAwareMiddleware(AgentMiddleware):
     """Align the newest tool result before each model call (see the module docstring).
 
-    Arguments as :class:`~langchain_phaseaware.PhaseAwarePrompt`; ``budget_tokens``
-    bounds the whole conversation. ``tool_names``: align only results of these
-    tools (default: any). ``check_usage``: compare the response's
-    ``usage.prompt_tokens`` with the planned count after an aligned call
-    (``"warn"``, ``"raise"`` or ``"ignore"``). ``message_template``: the aligned
-    message's content, ``{context}`` once and ``{question}`` (the newest user
-    message) any number of times, e.g. ``"{context}\n\n{question}"``.
-    ``endpoint``: an endpoint record (as for ``PhaseAwarePrompt``); the usage
-    check then expects its offset (any of its offsets when it varies).
-    ``settings`` / ``thinking``: the chat settings the plan is made with; every model
-    request states them (``model_settings["extra_body"]["chat_template_kwargs"]``), so
-    the server renders what was planned. ``state_settings=False`` states nothing and
-    plans with the endpoint record's ``server_default`` instead.
+    The assembly arguments as :class:`~langchain_phaseaware.PhaseAwarePrompt`'s;
+    ``budget_tokens`` bounds the whole conversation. ``message_template``,
+    ``document_separator``, ``tool_names``, ``tool_role`` and ``tool_schemas``: the
+    kit's :class:`~phaseaware.integrate.AgentPolicy`. ``check_usage``: compare the
+    response's ``usage.prompt_tokens`` with the plan after an aligned call (``"warn"``,
+    ``"raise"``, ``"ignore"``; the endpoint record's offset is expected).
     """
 
     def __init__(
@@ -131,58 +116,27 @@ class PhaseAwareMiddleware(AgentMiddleware):
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
     ) -> None:
         super().__init__()
-        if not isinstance(message_template, str) or message_template.count("{context}") != 1:
-            raise InputError(
-                f"message_template must hold {{context}} exactly once, got {message_template!r}"
-            )
-        if tool_role not in ("tool", "user"):
-            raise InputError(f"tool_role must be 'tool' or 'user', got {tool_role!r}")
-        if tool_schemas not in ("rendered", "not_rendered"):
-            raise InputError(
-                f"tool_schemas must be 'rendered' or 'not_rendered', got {tool_schemas!r}"
-            )
-        if not isinstance(document_separator, str) or not document_separator:
-            raise InputError("document_separator must be a non-empty string")
+        self.policy = AgentPolicy(
+            message_template=message_template, document_separator=document_separator,
+            tool_names=frozenset(tool_names) if tool_names is not None else None,
+            tool_role=tool_role, tool_schemas=tool_schemas,
+        )  # fmt: skip
         self.check_usage = check_on_mismatch(check_usage, name="check_usage")
-        self.target = resolve_target(
+        request = AssemblyRequest(
             tokenizer=tokenizer, chat_format=chat_format, profile=profile,
             budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            endpoint=endpoint, thinking=thinking, settings=settings,
-            state_settings=state_settings,
+            thinking=thinking, settings=settings,
         )  # fmt: skip
+        self.target = resolve_target(request, endpoint=endpoint, state_settings=state_settings)
         if not self.target.require_format().chat:
             raise InputError(
                 "an agent sends messages: pass the chat format the server renders them with "
                 "(deepseek-v4, chatml, hf), not 'none'"
             )
-        self.tool_role = tool_role
-        self.tool_names = frozenset(tool_names) if tool_names is not None else None
-        self.document_separator = document_separator
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
-        self.message_template = message_template
-        self.tool_schemas = tool_schemas
-
-    # -- planning ---------------------------------------------------------------------------
-
-    def _target(self, messages: Sequence[BaseMessage]) -> ToolMessage | None:
-        last = messages[-1] if messages else None
-        if not isinstance(last, ToolMessage) or REPORT_KEY in last.response_metadata:
-            return None
-        if self.tool_names is not None and last.name not in self.tool_names:
-            return None
-        return last
-
-    def _documents(self, message: ToolMessage) -> list[Document]:
-        artifact = message.artifact
-        if (
-            isinstance(artifact, list)
-            and artifact
-            and all(isinstance(d, Document) for d in artifact)
-        ):
-            return list(artifact)
-        text = message_text(message, 0)
-        return [Document(page_content=t) for t in text.split(self.document_separator) if t]
+        self._warned = [False]
+        self._dicts = MessageMemo(message_dict, lambda m: m.content)
 
     def align(
         self,
@@ -191,54 +145,41 @@ class PhaseAwareMiddleware(AgentMiddleware):
         """The request to send, the aligned tool message (``None``: nothing to align)
         and its assembly. Pure: neither ``request`` nor its messages are changed."""
         messages = list(request.messages)
-        target = self._target(messages)
         settings = self.target.merged_kwargs(request.model_settings)
         unchanged = request.override(
-            messages=_model_view(messages, self.tool_role), model_settings=settings
+            messages=_model_view(messages, self.policy.tool_role), model_settings=settings
         )
-        if target is None:
+        system = [request.system_message] if request.system_message is not None else []
+        dicts = self._dicts.dicts([*system, *messages])
+        everything = [*system, *messages]
+        index = step_index(
+            dicts,
+            policy=self.policy,
+            aligned=lambda i: REPORT_KEY in everything[i].response_metadata,
+            warned=self._warned,
+        )
+        if index is None:
             return unchanged, None, None
-        plan_target = self.target
-        if self.tool_schemas == "rendered":
-            plan_target = self.target.with_tools(
-                tool_schemas(request.tools),
-                fix="; or pass tool_schemas='not_rendered' to PhaseAwareMiddleware if the "
-                "server writes no tool schemas into the prompt (the usage check verifies it)",
+        tool = cast(ToolMessage, everything[index])
+        documents = _documents(tool)
+        records = ids = None
+        if documents is not None:
+            records = document_records(
+                documents, score_keys=self.score_keys, evidence_key=self.evidence_key
             )
-        documents = self._documents(target)
-        history: list[BaseMessage] = (
-            [request.system_message] if request.system_message is not None else []
-        )
-        history += messages[:-1]
-        question = next(
-            (
-                message_text(m, i)
-                for i, m in reversed(list(enumerate(messages)))
-                if isinstance(m, HumanMessage)
-            ),
-            "",
-        )
-        new: dict[str, Any] = (
-            {"role": "tool", "content": self.message_template, "tool_call_id": target.tool_call_id}
-            if self.tool_role == "tool"
-            else {"role": "user", "content": self.message_template}
-        )
-        result = append_records(
-            document_records(documents, score_keys=self.score_keys, evidence_key=self.evidence_key),
-            target=plan_target,
-            sent=message_dicts(_model_view(history, self.tool_role)),
-            new=new,
-            question=question,
-        )
-        if result is None or result.messages is None:
+            ids = [d.id for d in documents]
+        step = align_step(
+            self.target, self.policy, messages=dicts, index=index, records=records, ids=ids,
+            tools=tool_schemas(request.tools),
+            fix="; or pass tool_schemas='not_rendered' to PhaseAwareMiddleware if the server "
+            "writes no tool schemas into the prompt (the usage check verifies it)",
+        )  # fmt: skip
+        if step is None:
             return unchanged, None, None
-        report = placement_report(result, documents)
-        report.pop("prompt")  # the whole conversation: the state holds it already
-        metadata = {**target.response_metadata, REPORT_KEY: report}
-        content = result.messages[-1]["content"]
-        aligned = target.model_copy(update={"content": content, "response_metadata": metadata})
-        view = _model_view([*messages[:-1], aligned], self.tool_role)
-        return request.override(messages=view, model_settings=settings), aligned, result
+        metadata = {**tool.response_metadata, REPORT_KEY: step.report}
+        aligned = tool.model_copy(update={"content": step.content, "response_metadata": metadata})
+        view = _model_view([*messages[:-1], aligned], self.policy.tool_role)
+        return request.override(messages=view, model_settings=settings), aligned, step.result
 
     def _finish(
         self,

@@ -31,9 +31,9 @@ from langchain_phaseaware.convert import (
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    AssemblyRequest,
     ChatFormat,
     ChatSettings,
-    EndpointRecord,
     EndpointRef,
     MissingSlotError,
     Tokenizer,
@@ -139,9 +139,12 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
             )
         self.prompt = prompt
         self.target = resolve_target(
-            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
-            budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            endpoint=endpoint, thinking=thinking, settings=settings,
+            AssemblyRequest(
+                tokenizer=tokenizer, chat_format=chat_format, profile=profile,
+                budget_tokens=budget_tokens, options=options, position_offset=position_offset,
+                thinking=thinking, settings=settings,
+            ),
+            endpoint=endpoint,
             state_settings=state_settings,
         ).with_tools(tool_schemas(tools))  # fmt: skip
         self.question_key = question_key
@@ -155,30 +158,6 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         (``{"extra_body": {"chat_template_kwargs": {...}}}``; ``{}`` for formats with no
         options or with ``state_settings=False``). A prompt cannot reach the model."""
         return self.target.request_kwargs()
-
-    @property
-    def tokenizer(self) -> Tokenizer:
-        return self.target.tokenizer
-
-    @property
-    def chat_format(self) -> ChatFormat:
-        return self.target.require_format()
-
-    @property
-    def profile(self) -> Profile | None:
-        return self.target.profile
-
-    @property
-    def options(self) -> AssemblyOptions:
-        return self.target.options
-
-    @property
-    def endpoint(self) -> EndpointRecord | None:
-        return self.target.endpoint
-
-    @property
-    def position_offset(self) -> int:
-        return self.target.options.position_offset
 
     @property
     def InputType(self) -> type[dict[str, Any]]:  # noqa: N802 (LangChain's name)
@@ -249,7 +228,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         :func:`placement_report` of the same assembly that made the prompt."""
         return PhaseAwarePromptWithReport(self)
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # the resolved tokenizer, format, profile, ...: ``.target``
         t = self.target
         return (
             f"PhaseAwarePrompt(tokenizer={t.tokenizer.spec!r}, "

@@ -28,13 +28,13 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_phaseaware.convert import message_dicts, served_identity, tool_schemas
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    AssemblyRequest,
     ChatFormat,
     ChatSettings,
     EndpointRef,
     Tokenizer,
     UsageCheck,
     check_on_mismatch,
-    check_position_offset,
     check_usage,
     rendered_tokens,
     resolve_target,
@@ -47,7 +47,7 @@ def planned_prompt_tokens(
     messages: Sequence[BaseMessage], *, tokenizer: Tokenizer, chat_format: ChatFormat
 ) -> int:
     """Tokens of ``messages`` as ``chat_format`` renders them (generation prompt included)."""
-    target = resolve_target(tokenizer=tokenizer, chat_format=chat_format)
+    target = resolve_target(AssemblyRequest(tokenizer=tokenizer, chat_format=chat_format))
     return rendered_tokens(target, message_dicts(messages))
 
 
@@ -79,12 +79,12 @@ def _identity(response: LLMResult) -> tuple[str | None, str | None]:
 class PhaseAwareUsageCheck(BaseCallbackHandler):
     """Compare ``usage.prompt_tokens`` with the rendered prompt on every chat model call.
 
-    ``offset``: tokens the endpoint is known to add before the prompt (the
+    ``position_offset``: tokens the endpoint is known to add before the prompt (the
     ``position_offset`` the prompt was planned with). ``endpoint``: an endpoint
     record (``EndpointRecord``, path or ``{"base_url", "model"}``) instead: its
     ``offset`` is expected, and for a varying record any of its ``offsets``; a
-    record probed with another tokenizer raises ``FingerprintMismatchError``, an
-    ``offset`` that disagrees with it ``InputError``. ``on_mismatch``: ``"warn"``
+    record probed with another tokenizer raises ``FingerprintMismatchError``, a
+    ``position_offset`` that disagrees with it ``InputError``. ``on_mismatch``: ``"warn"``
     (default), ``"raise"`` or ``"ignore"``. ``on_check``: called with each
     :class:`~phaseaware.endpoints.UsageCheck` (e.g. to log it). A response
     without usage is not checked; a streamed one is checked on its final usage
@@ -106,7 +106,7 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         *,
         tokenizer: str | Tokenizer,
         chat_format: str | ChatFormat,
-        offset: int | None = None,
+        position_offset: int | None = None,
         endpoint: EndpointRef = None,
         on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
         on_check: Callable[[UsageCheck], None] | None = None,
@@ -121,14 +121,18 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             )
         self.tool_schemas = tool_schemas
         self.on_mismatch = check_on_mismatch(on_mismatch)
-        if offset is not None:
-            offset = check_position_offset(offset, name="offset")
         self.target = resolve_target(
-            tokenizer=tokenizer, chat_format=chat_format, position_offset=offset,
-            endpoint=endpoint, thinking=thinking, settings=settings,
+            AssemblyRequest(
+                tokenizer=tokenizer,
+                chat_format=chat_format,
+                position_offset=position_offset,
+                thinking=thinking,
+                settings=settings,
+            ),
+            endpoint=endpoint,
             state_settings=state_settings,
-        )  # fmt: skip
-        self.offset, self.offsets = self.target.usage_offsets
+        )
+        self.position_offset, self.offsets = self.target.usage_offsets
         self.on_check = on_check
         self._planned: dict[UUID, int] = {}
         self._lock = threading.Lock()
@@ -170,7 +174,6 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
             planned_tokens=planned,
             reported_tokens=reported_prompt_tokens(response),
             on_mismatch=self.on_mismatch,
-            offset_name="offset",
             served_model=served_model,
             system_fingerprint=fingerprint,
         )

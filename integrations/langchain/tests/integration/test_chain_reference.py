@@ -122,7 +122,7 @@ def test_usage_check_raises_when_the_server_counts_other_tokens(
     )  # fmt: skip
     q = _questions(1)[0]
     wrong = PhaseAwareUsageCheck(
-        tokenizer=tokenizer, chat_format="hf", offset=1, on_mismatch="raise"
+        tokenizer=tokenizer, chat_format="hf", position_offset=1, on_mismatch="raise"
     )
     with pytest.raises(PromptTokenDriftError, match="drift -1"):
         (prompt | chat_model).invoke(

@@ -116,7 +116,7 @@ def test_usage_check_compares_with_the_rendered_prompt(o200k):
     with pytest.warns(PhaseawareWarning, match="drift \\+3"):
         _run(check, messages, _result({**usage, "input_tokens": planned + 3}))
     raising = PhaseAwareUsageCheck(
-        tokenizer=o200k, chat_format="chatml", offset=1, on_mismatch="raise"
+        tokenizer=o200k, chat_format="chatml", position_offset=1, on_mismatch="raise"
     )
     with pytest.raises(PromptTokenDriftError, match="offset 1"):
         _run(raising, messages, _result(usage))

@@ -74,9 +74,9 @@ def test_record_offset_equals_position_offset(o200k, make_documents, tmp_path: P
     # {"base_url", "model"} finds the stored record in the user's endpoint folder
     save_endpoint_record(_record(o200k))
     named = _prompt(o200k, endpoint={"base_url": "http://127.0.0.1:9/v1", "model": "m"})
-    assert named.position_offset == 1 and named.endpoint == _record(o200k)
+    assert named.target.options.position_offset == 1 and named.target.endpoint == _record(o200k)
     # an explicit offset that agrees is fine; one that disagrees names both
-    assert _prompt(o200k, endpoint=path, position_offset=1).position_offset == 1
+    assert _prompt(o200k, endpoint=path, position_offset=1).target.options.position_offset == 1
     with pytest.raises(InputError, match=r"offset 2.*offset 1"):
         _prompt(o200k, endpoint=str(path), position_offset=2)
 
@@ -128,7 +128,9 @@ def test_usage_check_expects_the_record_offset(o200k):
     warning = PhaseAwareUsageCheck(
         tokenizer=o200k, chat_format="chatml", endpoint=_record(o200k, (3,))
     )
-    with pytest.warns(PhaseawareWarning, match=r"set offset=4"):  # the parameter is offset=
+    with pytest.warns(
+        PhaseawareWarning, match=r"set position_offset=4"
+    ):  # the parameter is position_offset=
         _run(warning, messages, planned + 4)
     varying = PhaseAwareUsageCheck(
         tokenizer=o200k, chat_format="chatml", endpoint=_record(o200k, (1, 2, 3)),
@@ -140,7 +142,7 @@ def test_usage_check_expects_the_record_offset(o200k):
         _run(varying, messages, planned + 4)
     with pytest.raises(InputError, match="offset 2.*offset 3"):
         PhaseAwareUsageCheck(
-            tokenizer=o200k, chat_format="chatml", offset=2, endpoint=_record(o200k, (3,))
+            tokenizer=o200k, chat_format="chatml", position_offset=2, endpoint=_record(o200k, (3,))
         )
 
 

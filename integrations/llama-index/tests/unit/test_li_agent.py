@@ -1,4 +1,4 @@
-"""PhaseAwareAgentLLM.align without a server: pure, replays what it sent, refuses tools."""
+"""PhaseAwareAgentLLM.align without a server: pure, replays what it sent, renders tools."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from llama_index.postprocessor.phaseaware.agent import (  # noqa: E402
     message_dict,
 )
 
-from phaseaware.errors import UnsupportedRequestError  # noqa: E402
+from phaseaware.integrate import UnsupportedSettingError  # noqa: E402
 
 DOCS = [
     "The harbor ledger lists amber crates in the valley. The code of vault V1 is 4417-C.",
@@ -65,7 +65,9 @@ def test_align_is_pure_uses_registered_nodes_and_replays_what_it_sent():
     assert [m.model_dump() for m in first] == before  # the caller's messages are untouched
     assert result is not None and result.append_path in ("incremental", "full")
     assert len(result.placements) == 2
-    top = min(llm.last_report["placements"], key=lambda p: p["rank"])
+    report = sent[-1].additional_kwargs["phaseaware"]  # on the tool message sent
+    assert llm.report("c0") == report
+    top = min(report["placements"], key=lambda p: p["rank"])
     assert top["expected_accuracy"] is not None
     aligned = sent[-1].content
     # the next step: the same tool message (original text) is replayed as sent, a new one aligned
@@ -76,7 +78,21 @@ def test_align_is_pure_uses_registered_nodes_and_replays_what_it_sent():
     assert result2.append_path == "incremental"
 
 
-def test_bound_tools_are_refused_unless_not_rendered():
+TOOL = {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
+
+
+def test_bound_tools_are_rendered_where_the_format_can():
     llm = _llm(NodeRegistry())
-    with pytest.raises(UnsupportedRequestError, match="tool_schemas='not_rendered'"):
-        llm._prepare_chat_with_tools([object()], chat_history=_history(1))  # type: ignore[list-item]
+    sent, result = llm.align(_history(1), tools=[TOOL])
+    assert result is not None and "search" in result.prompt.split("<｜User｜>")[0]
+    chatml = PhaseAwareAgentLLM(
+        llm=llm.llm, tokenizer="tiktoken:o200k_base", chat_format="chatml", profile=None,
+        budget_tokens=8000,
+    )  # fmt: skip
+    with pytest.raises(UnsupportedSettingError, match="tool_schemas='not_rendered'"):
+        chatml.align(_history(1), tools=[TOOL])
+    quiet = PhaseAwareAgentLLM(
+        llm=llm.llm, tokenizer="tiktoken:o200k_base", chat_format="chatml", profile=None,
+        budget_tokens=8000, tool_schemas="not_rendered",
+    )  # fmt: skip
+    assert quiet.align(_history(1), tools=[TOOL])[1] is not None

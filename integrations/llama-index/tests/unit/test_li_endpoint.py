@@ -102,11 +102,11 @@ def test_record_offset_equals_position_offset(ref, reference_profile_path, tmp_p
     save_endpoint_record(_record(ref))  # the user's folder: found by (base_url, model)
     named = _post(reference_profile_path, endpoint={"base_url": "http://127.0.0.1:9/v1/",
                                                     "model": "m"})  # fmt: skip
-    assert named.config.options.position_offset == 1 and named.config.endpoint == _record(ref)
+    assert named.target.options.position_offset == 1 and named.target.endpoint == _record(ref)
     with pytest.raises(InputError, match=r"offset 2.*offset 1"):
         _post(reference_profile_path, endpoint=path, options={"position_offset": 2})
-    with pytest.raises(InputError, match="prompt_token_offset=0"):
-        _synth(ChatMock(), reference_profile_path, endpoint=path, prompt_token_offset=0)
+    with pytest.raises(InputError, match=r"offset 2.*offset 1"):
+        _synth(ChatMock(), reference_profile_path, endpoint=path, position_offset=2)
 
 
 def test_record_of_another_tokenizer_is_refused(reference_profile_path, tmp_path: Path):

@@ -1,42 +1,31 @@
 """Phase-aware tool results for LlamaIndex agents (``FunctionAgent``, ``AgentWorkflow``).
 
 :class:`PhaseAwareAgentLLM` wraps the agent's function-calling LLM (e.g. ``OpenAILike``).
-Before each chat call it aligns the newest tool results: each tool message after the
-last assistant turn has its documents placed into it by :func:`phaseaware.assemble_append`
-(through :func:`phaseaware.integrate.append_records`). The guarantees are the
-LangChain middleware's: the conversation already sent keeps its bytes (checked on
-the final prompt, so the server's prefix cache still hits), positions are absolute
-in the whole conversation, and after each aligned call the response's
-``usage.prompt_tokens`` is compared with the planned count (``check_usage``). Each
-step costs the new tool result, not the conversation: ``assemble_append`` re-uses
-the previous prompt's verified tokenization (its prefix cache).
+Before each chat call it aligns the newest tool result by the integration kit's agent
+step (:mod:`phaseaware.integrate.agent`: which message, its documents, the question,
+bound tools and the report are decided there, exactly as for LangChain's
+``PhaseAwareMiddleware``), through :func:`phaseaware.assemble_append`: what was sent
+keeps its bytes, positions are absolute in the whole conversation, and the response's
+``usage.prompt_tokens`` is checked against the plan.
 
-Why wrap the LLM. LlamaIndex has no public hook before each model call, and a
-tool wrapper cannot align: the positions of a tool result depend on everything the
-conversation holds before it, which a tool never sees, and the agent adds the
-tool's text to its history itself. The LLM, in contrast, receives the exact
-message list the server will render, on every step of every ``FunctionAgent``
-(alone or inside an ``AgentWorkflow``), streaming or not, so wrapping it is the one
-place that sees the whole prefix and can keep it byte-stable. The agent keeps the
-original tool messages in its scratchpad and memory; the wrapper remembers what it
-sent for each tool call id and sends that again on later steps (``aligned``), so
-earlier bytes never change. An agent subclass would have to re-implement
-``take_step`` for each agent class. ``ReActAgent`` does not fit: it renders its
-whole reasoning history (observations included) as text on every step, so there is
-no stable tool message to align; it is refused for now (use ``FunctionAgent``).
+Why wrap the LLM: LlamaIndex has no public hook before each model call, and a tool
+cannot align (its positions depend on everything before it, which it never sees). The
+LLM receives the exact message list the server renders, on every step of every
+``FunctionAgent``, streaming or not. The agent keeps its original tool messages; the
+wrapper remembers what it sent for each tool call id (the kit's bounded memory) and
+sends that again on later steps, so earlier bytes never change. ``ReActAgent`` renders
+its whole history as text each step (no stable tool message): use ``FunctionAgent``.
 
-Documents of a tool result: the nodes that :func:`retriever_tool` registered for
-that text (score, id, ``metadata["evidence"]``), else its text split on
-``document_separator`` (scoreless: retrieval order, the kit's one rule). Tool
-schemas: no chat format renders them yet, so the wrapper is for servers that
-write none into the prompt (``tool_schemas="not_rendered"``; the usage check
-confirms it on every call), and refuses bound tools otherwise.
+Documents of a tool result: the nodes that :func:`retriever_tool` registered for that
+text (score, id, ``metadata["evidence"]``), else its text split on
+``document_separator``. Bound tools are rendered into the plan where the chat format
+renders them (``deepseek-v4``); ``tool_schemas="not_rendered"`` for a server that
+writes none into the prompt.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -62,44 +51,36 @@ from llama_index.core.tools import BaseTool, FunctionTool
 from phaseaware import AssemblyOptions, AssemblyResult, Profile
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
+    REPORT_KEY,
+    AgentPolicy,
+    AssemblyRequest,
     ChatFormat,
     ChatSettings,
     EndpointRef,
+    MessageMemo,
+    SentMemory,
     SourceRecord,
+    Target,
     Tokenizer,
-    append_records,
+    align_step,
     check_on_mismatch,
     check_usage,
-    placement_report,
-    refuse_tools,
     reported_identity,
     reported_prompt_tokens,
     resolve_target,
+    step_index,
 )
 
 __all__ = ["AGENT_REPORT_KEY", "NodeRegistry", "PhaseAwareAgentLLM", "retriever_tool"]
 
-AGENT_REPORT_KEY = "phaseaware"
+AGENT_REPORT_KEY = REPORT_KEY  # the aligned tool message's additional_kwargs key
 
 
-class NodeRegistry:
-    """Tool output text -> the scored nodes it was made of (bounded, thread-safe)."""
+class NodeRegistry(SentMemory[list[NodeWithScore]]):
+    """Tool output text -> the scored nodes it was made of (the kit's bounded memory)."""
 
     def __init__(self, max_entries: int = 256) -> None:
-        self.max_entries = max_entries
-        self._nodes: dict[str, list[NodeWithScore]] = {}
-        self._lock = threading.Lock()
-
-    def put(self, text: str, nodes: Sequence[NodeWithScore]) -> None:
-        with self._lock:
-            self._nodes.pop(text, None)
-            self._nodes[text] = list(nodes)
-            while len(self._nodes) > self.max_entries:
-                self._nodes.pop(next(iter(self._nodes)))
-
-    def get(self, text: str) -> list[NodeWithScore] | None:
-        with self._lock:
-            return self._nodes.get(text)
+        super().__init__(max_entries)
 
 
 def retriever_tool(
@@ -172,28 +153,27 @@ def message_dict(message: ChatMessage) -> dict[str, Any]:
 
 
 class PhaseAwareAgentLLM(FunctionCallingLLM):
-    """The agent's LLM with its newest tool results aligned (see the module docstring).
+    """The agent's LLM with its newest tool result aligned (see the module docstring).
 
-    ``llm``: the function-calling LLM that talks to the server. Arguments as the
-    LangChain middleware: ``budget_tokens`` bounds the whole conversation;
-    ``check_usage`` compares the response's ``usage.prompt_tokens`` with the plan
-    after every aligned call (``"warn"``, ``"raise"`` or ``"ignore"``);
-    ``message_template`` is the aligned message's content (``{context}`` once).
-    ``last_report`` is the placement report of the newest alignment.
+    ``llm``: the function-calling LLM that talks to the server. The assembly arguments
+    and ``message_template``, ``document_separator``, ``tool_names``, ``tool_schemas``
+    and ``check_usage`` mean what they mean for LangChain's ``PhaseAwareMiddleware``
+    (the kit's :class:`~phaseaware.integrate.AgentPolicy`); ``budget_tokens`` bounds the
+    whole conversation. The aligned tool message sent carries its placement report in
+    ``additional_kwargs["phaseaware"]`` (:meth:`report` gives it by tool call id).
     """
 
     llm: FunctionCallingLLM = Field(description="the wrapped function-calling LLM")
-    document_separator: str = Field(default="\n\n")
-    message_template: str = Field(default="{context}")
-    usage_check: str = Field(default="warn", description="on a usage mismatch")
-    tool_schemas: str = Field(default="refuse")
+    check_usage: str = Field(
+        default="warn", description="on a usage mismatch after an aligned call: warn, raise, ignore"
+    )
 
-    _target: Any = PrivateAttr()
+    _target: Target = PrivateAttr()
+    _policy: AgentPolicy = PrivateAttr()
     _registry: NodeRegistry = PrivateAttr()
-    _aligned: dict[str, tuple[str, ChatMessage]] = PrivateAttr(default_factory=dict)
-    _dicts: dict[int, tuple[ChatMessage, dict[str, Any]]] = PrivateAttr(default_factory=dict)
-    _lock: Any = PrivateAttr(default_factory=threading.Lock)
-    _last: AssemblyResult | None = PrivateAttr(default=None)
+    _sent: SentMemory[tuple[str, ChatMessage]] = PrivateAttr()
+    _dicts: MessageMemo = PrivateAttr()
+    _warned: list[bool] = PrivateAttr()
 
     def __init__(
         self,
@@ -212,38 +192,29 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         registry: NodeRegistry | None = None,
         document_separator: str = "\n\n",
         message_template: str = "{context}",
+        tool_names: Sequence[str] | None = None,
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
-        tool_schemas: Literal["refuse", "not_rendered"] = "refuse",
+        tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
     ) -> None:
-        if not isinstance(message_template, str) or message_template.count("{context}") != 1:
-            raise InputError(
-                f"message_template must hold {{context}} exactly once, got {message_template!r}"
-            )
-        if tool_schemas not in ("refuse", "not_rendered"):
-            raise InputError(
-                f"tool_schemas must be 'refuse' or 'not_rendered', got {tool_schemas!r}"
-            )
-        if not isinstance(document_separator, str) or not document_separator:
-            raise InputError("document_separator must be a non-empty string")
-        super().__init__(
-            llm=llm,
-            document_separator=document_separator,
-            message_template=message_template,
-            usage_check=check_on_mismatch(check_usage, name="check_usage"),
+        policy = AgentPolicy(
+            message_template=message_template, document_separator=document_separator,
+            tool_names=frozenset(tool_names) if tool_names is not None else None,
             tool_schemas=tool_schemas,
-        )
-        self._target = resolve_target(
+        )  # fmt: skip
+        super().__init__(llm=llm, check_usage=check_on_mismatch(check_usage, name="check_usage"))
+        request = AssemblyRequest(
             tokenizer=tokenizer, chat_format=chat_format, profile=profile,
             budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            endpoint=endpoint, thinking=thinking, settings=settings,
-            state_settings=state_settings,
+            thinking=thinking, settings=settings,
         )  # fmt: skip
+        self._target = resolve_target(request, endpoint=endpoint, state_settings=state_settings)
         if not self._target.require_format().chat:
             raise InputError("an agent sends messages: pass its chat format (deepseek-v4, ...)")
+        self._policy = policy
         self._registry = registry if registry is not None else NodeRegistry()
-        self._aligned = {}
-        self._dicts = {}
-        self._lock = threading.Lock()
+        self._sent = SentMemory()
+        self._dicts = MessageMemo(lambda m, _: message_dict(m), _text)
+        self._warned = [False]
 
     @classmethod
     def class_name(cls) -> str:
@@ -253,83 +224,72 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
     def metadata(self) -> LLMMetadata:
         return self.llm.metadata
 
+    @property
+    def target(self) -> Target:
+        """The resolved tokenizer, chat format, profile, budget, options and endpoint."""
+        return self._target
+
+    def report(self, tool_call_id: str) -> dict[str, Any] | None:
+        """The placement report of the tool result sent for ``tool_call_id`` (``None``:
+        not aligned, or forgotten)."""
+        known = self._sent.get(tool_call_id)
+        return None if known is None else known[1].additional_kwargs.get(REPORT_KEY)
+
+    @property
+    def last_report(self) -> dict[str, Any] | None:
+        """The report on the newest aligned tool message (``None``: none yet)."""
+        newest = self._sent.newest()
+        return None if newest is None else newest[1].additional_kwargs.get(REPORT_KEY)
+
     # -- alignment --------------------------------------------------------------------------
 
-    def _records(self, text: str) -> list[SourceRecord]:
+    def _records(self, text: str) -> tuple[list[SourceRecord] | None, list[object] | None]:
         nodes = self._registry.get(text)
-        if nodes is not None:
-            return [
-                SourceRecord(
-                    text=n.node.get_content(),
-                    score=n.score,
-                    id=n.node.node_id,
-                    evidence=n.node.metadata.get("evidence"),
-                )
-                for n in nodes
-            ]
-        return [SourceRecord(text=t) for t in text.split(self.document_separator) if t]
+        if nodes is None:
+            return None, None
+        records = [
+            SourceRecord(text=n.node.get_content(), score=n.score, id=n.node.node_id,
+                         evidence=n.node.metadata.get("evidence"))
+            for n in nodes
+        ]  # fmt: skip
+        return records, [r.id for r in records]
+
+    def _replayed(self, message: ChatMessage) -> ChatMessage:
+        """The message as sent before (an aligned tool result), else ``message``."""
+        call_id = message.additional_kwargs.get("tool_call_id")
+        if str(message.role.value) != "tool" or not isinstance(call_id, str):
+            return message
+        known = self._sent.get(call_id)
+        return known[1] if known is not None and known[0] == _text(message) else message
 
     def align(
-        self, messages: Sequence[ChatMessage]
+        self, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] = ()
     ) -> tuple[list[ChatMessage], AssemblyResult | None]:
         """The messages to send (earlier aligned tool results as sent before, the newest
-        ones aligned now) and the newest alignment (``None``: nothing new). Pure for the
-        caller: its messages are never changed."""
-        out: list[ChatMessage] = []
-        result = None
-        last_assistant = max(
-            (i for i, m in enumerate(messages) if str(m.role.value) == "assistant"), default=-1
-        )
-        question = next((_text(m) for m in reversed(messages) if str(m.role.value) == "user"), "")
-        for index, message in enumerate(messages):
-            call_id = message.additional_kwargs.get("tool_call_id")
-            if str(message.role.value) != "tool" or not isinstance(call_id, str):
-                out.append(message)
-                continue
-            original = _text(message)
-            with self._lock:
-                known = self._aligned.get(call_id)
-            if known is not None and known[0] == original:
-                out.append(known[1])  # the message sent before, the same object each step
-                continue
-            if index < last_assistant:  # sent before, unaligned: keep its bytes
-                out.append(message)
-                continue
-            aligned = append_records(
-                self._records(original),
-                target=self._target,
-                sent=[self._dict(m) for m in out],
-                new={"role": "tool", "content": self.message_template, "tool_call_id": call_id},
-                question=question,
-            )
-            if aligned is None or aligned.messages is None:
-                out.append(message)
-                continue
-            sent_now = _with_text(message, str(aligned.messages[-1]["content"]))
-            with self._lock:
-                self._aligned[call_id] = (original, sent_now)
-            out.append(sent_now)
-            result = aligned
-            self._last = aligned
-        return out, result
-
-    def _dict(self, message: ChatMessage) -> dict[str, Any]:
-        """``message_dict(message)``, kept per message object (agents resend the same ones)."""
-        with self._lock:
-            known = self._dicts.get(id(message))
-            if (
-                known is not None
-                and known[0] is message
-                and known[1]["content"] == _text(message)  # not edited in place since
-                and len(known[1].get("tool_calls", ())) == len(_tool_calls(message))
-            ):
-                return known[1]
-        converted = message_dict(message)
-        with self._lock:
-            if len(self._dicts) > 8192:
-                self._dicts.clear()
-            self._dicts[id(message)] = (message, converted)  # the message kept: ids stay unique
-        return converted
+        one aligned now) and the newest alignment (``None``: nothing new). ``tools``: the
+        OpenAI schemas the request binds. Pure for the caller: its messages are unchanged."""
+        out = [self._replayed(m) for m in messages]
+        dicts = self._dicts.dicts(out)
+        index = step_index(
+            dicts, policy=self._policy, aligned=lambda i: REPORT_KEY in out[i].additional_kwargs,
+            warned=self._warned,
+        )  # fmt: skip
+        if index is None:
+            return out, None
+        original = out[index]
+        records, ids = self._records(_text(original))
+        step = align_step(
+            self._target, self._policy, messages=dicts, index=index, records=records, ids=ids,
+            tools=tools, fix="; or pass tool_schemas='not_rendered' to PhaseAwareAgentLLM if "
+            "the server writes no tool schemas into the prompt (the usage check verifies it)",
+        )  # fmt: skip
+        if step is None:
+            return out, None
+        kwargs = {**original.additional_kwargs, REPORT_KEY: step.report}
+        sent_now = ChatMessage(role=original.role, content=step.content, additional_kwargs=kwargs)
+        self._sent.put(str(original.additional_kwargs["tool_call_id"]), (_text(original), sent_now))
+        out[index] = sent_now
+        return out, step.result
 
     def _kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The call's kwargs with the chat settings the plan was made with stated."""
@@ -346,28 +306,19 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
             self._target,
             planned_tokens=result.token_count,
             reported_tokens=reported_prompt_tokens(response.raw),
-            on_mismatch=self.usage_check,  # type: ignore[arg-type]
+            on_mismatch=self.check_usage,  # type: ignore[arg-type]
             served_model=served_model,
             system_fingerprint=fingerprint,
         )
 
+    def _send(self, messages: Sequence[ChatMessage], kwargs: Mapping[str, Any]) -> Any:
+        sent, result = self.align(messages, tools=kwargs.get("tools") or ())
+        return sent, result, self._kwargs(kwargs)
+
     def reset(self) -> None:
         """Forget what was sent (a new conversation)."""
-        with self._lock:
-            self._aligned.clear()
-            self._dicts.clear()
-        self._last = None
-
-    @property
-    def last_report(self) -> dict[str, Any] | None:
-        """The placement report of the newest alignment (built when read: ``to_dict`` walks
-        the whole conversation), without the prompt; ``None`` before any."""
-        last = self._last
-        if last is None:
-            return None
-        report = placement_report(last, [None] * len(last.placements))
-        report.pop("prompt", None)
-        return report
+        self._sent.clear()
+        self._dicts.clear()
 
     # -- FunctionCallingLLM -----------------------------------------------------------------
 
@@ -381,13 +332,6 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         tool_required: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        if self.tool_schemas == "refuse":
-            refuse_tools(
-                self._target,
-                tools,
-                fix="pass tool_schemas='not_rendered' to PhaseAwareAgentLLM if the server "
-                "writes no tool schemas into the prompt (the usage check verifies it)",
-            )
         return self.llm._prepare_chat_with_tools(
             tools,
             user_msg=user_msg,
@@ -417,23 +361,23 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         )
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        sent, result = self.align(messages)
-        response = self.llm.chat(sent, **self._kwargs(kwargs))
+        sent, result, kwargs = self._send(messages, kwargs)
+        response = self.llm.chat(sent, **kwargs)
         self._check(response, result)
         return response
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        sent, result = self.align(messages)
-        response = await self.llm.achat(sent, **self._kwargs(kwargs))
+        sent, result, kwargs = self._send(messages, kwargs)
+        response = await self.llm.achat(sent, **kwargs)
         self._check(response, result)
         return response
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        sent, result = self.align(messages)
+        sent, result, kwargs = self._send(messages, kwargs)
 
         def gen() -> Generator[ChatResponse, None, None]:
             last = None
-            for last in self.llm.stream_chat(sent, **self._kwargs(kwargs)):
+            for last in self.llm.stream_chat(sent, **kwargs):
                 yield last
             if last is not None:
                 self._check(last, result)
@@ -443,8 +387,8 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
-        sent, result = self.align(messages)
-        stream = await self.llm.astream_chat(sent, **self._kwargs(kwargs))
+        sent, result, kwargs = self._send(messages, kwargs)
+        stream = await self.llm.astream_chat(sent, **kwargs)
 
         async def gen() -> AsyncGenerator[ChatResponse, None]:
             last = None

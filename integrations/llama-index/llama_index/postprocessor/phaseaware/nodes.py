@@ -19,7 +19,10 @@ from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 
 from phaseaware.errors import PhaseawareWarning
 
-__all__ = ["PhaseAwareNode", "REPACK_WARNING", "RepackWarning"]
+__all__ = ["ASSEMBLY_KEY", "PLACEMENT_KEY", "PhaseAwareNode", "REPACK_WARNING", "RepackWarning"]
+
+PLACEMENT_KEY = "phaseaware_placement"  # metadata: where this chunk landed (its report entry)
+ASSEMBLY_KEY = "phaseaware_assembly"  # metadata: the whole plan (one dict shared per call)
 
 REPACK_WARNING = (
     "nodes arranged by PhaseAwarePostprocessor are being read for a response mode that "
@@ -56,8 +59,6 @@ class PhaseAwareNode(TextNode):
         header included, when it had one), so every metadata key is hidden from the
         LLM view; the report keys are hidden from the embedding view too.
         """
-        from llama_index.postprocessor.phaseaware.plan import ASSEMBLY_KEY, PLACEMENT_KEY
-
         metadata = {
             k: copy.deepcopy(v)
             for k, v in original.metadata.items()

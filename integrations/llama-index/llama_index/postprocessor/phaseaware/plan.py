@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+from llama_index.postprocessor.phaseaware.nodes import ASSEMBLY_KEY, PLACEMENT_KEY, PhaseAwareNode
 
 from phaseaware import AssemblyResult
 from phaseaware.errors import InputError
@@ -32,9 +33,6 @@ from phaseaware.integrate import (
 )
 
 __all__ = ["ASSEMBLY_KEY", "PLACEMENT_KEY", "Planned", "assemble_nodes", "node_records"]
-
-PLACEMENT_KEY = "phaseaware_placement"
-ASSEMBLY_KEY = "phaseaware_assembly"
 
 
 def _node_text(node: BaseNode) -> str:
@@ -84,8 +82,6 @@ def assemble_nodes(
     The caller's nodes and their metadata are not touched: every returned node is
     a new :class:`PhaseAwareNode`.
     """
-    from llama_index.postprocessor.phaseaware.nodes import PhaseAwareNode
-
     records = node_records(nodes)
     layout = conversation(target, messages, question=question)
     result = assemble_records(

@@ -16,7 +16,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.postprocessor.phaseaware.conversation import default_text_qa_messages
 from llama_index.postprocessor.phaseaware.plan import Planned, assemble_nodes
 
-from phaseaware.integrate import Target, resolve_target
+from phaseaware.integrate import AssemblyRequest, Target, resolve_target
 
 __all__ = ["PhaseAwarePostprocessor"]
 
@@ -78,17 +78,19 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         ),
     )
 
-    _config: Target = PrivateAttr()
+    _target: Target = PrivateAttr()
     _messages: list[dict[str, str]] = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        self._config = resolve_target(
-            tokenizer=self.tokenizer,
-            chat_format=self.chat_format,
-            profile=self.profile,
-            budget_tokens=self.budget_tokens,
-            options=self.options,
+        self._target = resolve_target(
+            AssemblyRequest(
+                tokenizer=self.tokenizer,
+                chat_format=self.chat_format,
+                profile=self.profile,
+                budget_tokens=self.budget_tokens,
+                options=self.options,
+            ),
             endpoint=self.endpoint,
         )
         self._messages = (
@@ -102,9 +104,9 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         return "PhaseAwarePostprocessor"
 
     @property
-    def config(self) -> Target:
+    def target(self) -> Target:
         """The resolved tokenizer, chat format, profile, budget, options and endpoint."""
-        return self._config
+        return self._target
 
     @property
     def conversation(self) -> list[dict[str, str]]:
@@ -119,7 +121,7 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
             return None
         question = query_bundle.query_str if query_bundle is not None else ""
         return assemble_nodes(
-            nodes, target=self._config, messages=self._messages, question=question
+            nodes, target=self._target, messages=self._messages, question=question
         )
 
     def _postprocess_nodes(

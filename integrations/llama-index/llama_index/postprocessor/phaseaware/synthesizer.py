@@ -61,6 +61,7 @@ from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostpro
 from phaseaware import AssemblyOptions, Profile
 from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.integrate import (
+    AssemblyRequest,
     ChatSettings,
     EndpointRef,
     OnMismatch,
@@ -138,9 +139,8 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     ``text_qa_template`` is the LlamaIndex prompt whose fixed text frames the
     chunks (default: LlamaIndex's text-QA prompt). ``on_mismatch`` decides what a
     ``usage.prompt_tokens`` that differs from the plan does (``warn``, ``raise``:
-    ``PromptTokenDriftError``, ``ignore``); ``prompt_token_offset`` is the
-    tokens the endpoint adds before the prompt (default:
-    ``options.position_offset``). ``streaming``: see the module docstring. Each
+    ``PromptTokenDriftError``, ``ignore``); ``position_offset`` is the
+    tokens the endpoint adds before the prompt (planned with, and expected by the check). ``streaming``: see the module docstring. Each
     response's ``metadata["phaseaware"]`` is the :class:`PlanSent` of that call
     (``last_sent``: the latest call's; a stream's once it has ended).
     ``settings`` / ``thinking``: the chat settings the plan is made with; every chat
@@ -162,7 +162,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         llm: LLM | None = None,
         text_qa_template: BasePromptTemplate | None = None,
         on_mismatch: OnMismatch = "warn",
-        prompt_token_offset: int | None = None,
+        position_offset: int | None = None,
         endpoint: EndpointRef = None,
         callback_manager: CallbackManager | None = None,
         empty_response: str | None = None,
@@ -175,15 +175,23 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             llm=llm, callback_manager=callback_manager, empty_response=empty_response,
             streaming=streaming,
         )  # fmt: skip
-        self._config = resolve_target(
-            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
-            budget_tokens=budget_tokens, options=options, endpoint=endpoint,
-            thinking=thinking, settings=settings, state_settings=state_settings,
-        )  # fmt: skip
+        self._target = resolve_target(
+            AssemblyRequest(
+                tokenizer=tokenizer,
+                chat_format=chat_format,
+                profile=profile,
+                budget_tokens=budget_tokens,
+                options=options,
+                position_offset=position_offset,
+                thinking=thinking,
+                settings=settings,
+            ),
+            endpoint=endpoint,
+            state_settings=state_settings,
+        )
         # chat calls state the settings the plan was made with (completions render nothing)
-        self._request = self._config.request_kwargs()
-        self._offset = self._config.check_offset(prompt_token_offset, name="prompt_token_offset")
-        if is_chat_llm(self._llm) and not self._config.require_format().chat:
+        self._request = self._target.request_kwargs()
+        if is_chat_llm(self._llm) and not self._target.require_format().chat:
             raise InputError(
                 "a chat LLM (is_chat_model=True) receives messages; pass the chat format the "
                 "server renders them with (hf, chatml, deepseek-v4), or use a completion LLM"
@@ -200,10 +208,10 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
 
     def postprocessor(self) -> PhaseAwarePostprocessor:
         """A postprocessor configured exactly as this synthesizer plans."""
-        c = self._config
+        t = self._target
         return PhaseAwarePostprocessor(
-            tokenizer=c.tokenizer, chat_format=c.chat_format, profile=c.profile,
-            budget_tokens=c.budget_tokens, options=c.options, endpoint=c.endpoint,
+            tokenizer=t.tokenizer, chat_format=t.chat_format, profile=t.profile,
+            budget_tokens=t.budget_tokens, options=t.options, endpoint=t.endpoint,
             messages=self.conversation,
         )  # fmt: skip
 
@@ -219,7 +227,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         self, nodes: list[NodeWithScore], question: str
     ) -> tuple[PlanSent, list[NodeWithScore]]:
         node_records(nodes)  # None or ill-typed nodes and scores: InputError naming the index
-        key = self._config.plan_key(self._messages, question)
+        key = self._target.plan_key(self._messages, question)
         reason = _stale_reason(nodes, key)
         if reason is None:
             a = nodes[0].node.metadata[ASSEMBLY_KEY]
@@ -235,7 +243,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
                 stacklevel=3,
             )
         planned = assemble_nodes(
-            nodes, target=self._config, messages=self._messages, question=question
+            nodes, target=self._target, messages=self._messages, question=question
         )
         r = planned.result
         sent = PlanSent(r.messages, r.prompt, r.token_count, r.position_offset, True)
@@ -244,9 +252,8 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     def _check(self, sent: PlanSent, reported: int | None, reply: Reply | None) -> PlanSent:
         served_model, fingerprint = reported_identity(reply.raw if reply is not None else None)
         check = check_usage(
-            self._config, planned_tokens=sent.token_count, reported_tokens=reported,
-            on_mismatch=self._on_mismatch, offset=self._offset,
-            offset_name="options.position_offset", served_model=served_model,
+            self._target, planned_tokens=sent.token_count, reported_tokens=reported,
+            on_mismatch=self._on_mismatch, served_model=served_model,
             system_fingerprint=fingerprint,
         )  # fmt: skip
         self.last_sent = replace(sent, check=check)
