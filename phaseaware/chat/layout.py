@@ -42,10 +42,10 @@ from phaseaware.chat.messages import (
     simple_conversation,
 )
 from phaseaware.chat.settings import ChatSettings
-from phaseaware.chat.untrusted import check_settings_text, clean_template
-from phaseaware.errors import InputError
+from phaseaware.chat.untrusted import check_settings_text, clean_template, frame_template
+from phaseaware.errors import ControlTokenError, InputError
 from phaseaware.tokenizers.base import Tokenizer
-from phaseaware.tokenizers.control import Neutralized, scanner_for
+from phaseaware.tokenizers.control import BREAK, ControlScanner, Neutralized, scanner_for
 
 __all__ = [
     "RenderedPrompt",
@@ -102,6 +102,7 @@ class ConversationLayout:
         question: str | None = None,
         add_generation_prompt: bool = True,
         neutralized: tuple[Neutralized, ...] = (),
+        scanner: ControlScanner | None = None,
     ) -> None:
         if not isinstance(template, ConversationTemplate):
             raise InputError(
@@ -112,7 +113,13 @@ class ConversationLayout:
         self.question = question
         self.add_generation_prompt = add_generation_prompt
         self.neutralized = neutralized  # control strings broken in the messages
+        # message text is untrusted: cleaned again once the question is in (None: trusted)
+        self.scanner = scanner
         self._splits: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._frames: OrderedDict[str, tuple[ConversationTemplate, tuple[Neutralized, ...]]] = (
+            OrderedDict()
+        )
+        self._own_controls: int | None = None
 
     @property
     def name(self) -> str:
@@ -138,9 +145,44 @@ class ConversationLayout:
             )
         return _check_text("question", question)
 
+    def _framed(self, question: str) -> tuple[ConversationTemplate, tuple[Neutralized, ...]]:
+        """The template with ``question`` filled in and each message cleaned after the join
+        (:func:`~phaseaware.chat.untrusted.frame_template`), and what that broke."""
+        if self.scanner is None:
+            return self.template, ()
+        cached = self._frames.get(question)
+        if cached is None:
+            cached = frame_template(self.template, self.scanner, question=question)
+            self._frames[question] = cached
+            if len(self._frames) > _CACHE_SIZE:
+                self._frames.popitem(last=False)
+        return cached
+
+    def neutralized_for(self, question: str) -> tuple[Neutralized, ...]:
+        """``neutralized`` plus what was broken where ``question`` joins message text."""
+        return self.neutralized + self._framed(_check_text("question", question))[1]
+
     def filled(self, *, context: str, question: str) -> tuple[Message, ...]:
-        """The messages with the slot holding ``context`` and ``{question}`` replaced."""
-        return self.template.fill(context=context, question=question)
+        """The messages with the slot holding ``context`` and ``{question}`` replaced
+        (message text cleaned after the join when the layout holds a scanner)."""
+        return self._framed(question)[0].fill(context=context, question=question)
+
+    def _check_controls(self, prefix: str, suffix: str) -> None:
+        """Refuse a prefix and suffix holding more control strings than the template
+        rendered with stand-ins that join nothing (:data:`BREAK` for every placeholder)."""
+        if self.scanner is None:
+            return
+        if self._own_controls is None:
+            stand_in = self.render_text(self.template.fill(context=BREAK, question=BREAK))
+            self._own_controls = self.scanner.count(stand_in)
+        found = self.scanner.count(prefix) + self.scanner.count(suffix)
+        if found > self._own_controls:
+            raise ControlTokenError(
+                f"with this question the conversation renders {found} control tokens where "
+                f"its template has {self._own_controls}: message text and the question form "
+                "a control token with the chat format's own text; remove the partial "
+                "control string at the edge of the message or question"
+            )
 
     def messages_for(self, *, context: str, question: str) -> tuple[dict[str, Any], ...]:
         """OpenAI-style messages of the filled conversation (for APIs that take messages)."""
@@ -167,6 +209,7 @@ class ConversationLayout:
                 change="dropped" if copies == 0 else "repeated",
             )
         prefix, suffix = text.split(sentinel)
+        self._check_controls(prefix, suffix)
         self._splits[question] = (prefix, suffix)
         if len(self._splits) > _CACHE_SIZE:
             self._splits.popitem(last=False)
@@ -241,6 +284,7 @@ def conversation_layout(
         question=question,
         add_generation_prompt=add_generation_prompt,
         neutralized=neutralized,
+        scanner=scanner,
     )
 
 

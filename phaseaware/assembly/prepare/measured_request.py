@@ -114,7 +114,7 @@ def prepare(
         )  # fmt: skip
         system = None
     if isinstance(layout, ConversationLayout | DeltaLayout):  # message text, cleaned when built
-        neutralized = layout.neutralized + neutralized
+        neutralized = layout.neutralized_for(question) + neutralized
     if profile is not None and profile.period > MAX_PERIOD:
         raise InputError(
             f"profile {profile.model!r} has period {profile.period}; assembly supports "
