@@ -180,15 +180,16 @@ def frame_template(
         for k, segment in enumerate(segments):
             text, hits = scanner.clean(segment, where=where)
             found.extend(replace(h, offset=h.offset + offset) for h in hits)
-            if scanner.policy == "neutralize" and k == 0 and len(segments) > 1:
-                if opened := scanner.open_end(text):  # could be completed by the context
-                    at = offset + len(segment) - len(opened)
-                    found.append(Neutralized(where=where, offset=at, text=opened))
-                    text += BREAK
-            if scanner.policy == "neutralize" and k == 1:
-                if opened := scanner.open_start(text):  # could complete the context's end
-                    found.append(Neutralized(where=where, offset=offset, text=opened))
-                    text = BREAK + text
+            guard = scanner.policy == "neutralize" and len(segments) > 1
+            if guard and k == 0 and (opened := scanner.open_end(text)):
+                # the context could complete it: close it off at the slot
+                at = offset + len(segment) - len(opened)
+                found.append(Neutralized(where=where, offset=at, text=opened))
+                text += BREAK
+            if guard and k == 1 and (opened := scanner.open_start(text)):
+                # the context's end could begin it: close it off at the slot
+                found.append(Neutralized(where=where, offset=offset, text=opened))
+                text = BREAK + text
             if k:
                 cleaned.append(Placeholder.CONTEXT)
                 offset += len(Placeholder.CONTEXT.value)

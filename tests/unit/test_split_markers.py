@@ -69,7 +69,7 @@ CASES: dict[str, Case] = {
     "empty question": lambda a, b: ([{"role": "user", "content": f"hi {a}{{question}}{b} go\n{{context}}"}], "", "doc"),
     "context after": lambda a, b: ([{"role": "user", "content": f"hi {a}{{context}}\n{{question}}"}], "q", f"{b} doc"),
     "context before": lambda a, b: ([{"role": "user", "content": f"{{question}}\n{{context}}{b} go"}], "q", f"doc {a}"),
-    "question then context": lambda a, b: ([{"role": "user", "content": f"x {{question}}{{context}} y"}], f"q {a}", f"{b} doc"),
+    "question then context": lambda a, b: ([{"role": "user", "content": "x {question}{context} y"}], f"q {a}", f"{b} doc"),
     "message boundary": lambda a, b: ([{"role": "user", "content": f"x {a}"}, {"role": "assistant", "content": f"{b} y"}, {"role": "user", "content": "{context}\n{question}"}], "q", "doc"),
 }  # fmt: skip
 AT_SLOT = {"context after", "context before", "question then context"}  # pieces meet at {context}
