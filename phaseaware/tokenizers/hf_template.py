@@ -33,6 +33,7 @@ from functools import lru_cache
 from types import FrameType
 from typing import Any
 
+from phaseaware.caches import register_cache
 from phaseaware.errors import TemplateError, TemplateLimitError
 
 __all__ = ["TEMPLATE_CHARS", "TEMPLATE_SECONDS", "render_chat_template"]
@@ -171,6 +172,14 @@ def _bounded_environment() -> Any:
 @lru_cache(maxsize=16)
 def _compiled(source: str) -> Any:
     return _bounded_environment().from_string(source)
+
+
+register_cache(
+    "tokenizers.chat_templates",
+    size=lambda: (_compiled.cache_info().currsize, None),
+    clear=_compiled.cache_clear,
+    bound="LRU, 16 compiled chat templates",
+)
 
 
 class _Deadline:

@@ -277,3 +277,13 @@ def test_a_langchain_document_without_metadata():
     doc = Document.model_construct(page_content="text", metadata=None)  # past pydantic
     (record,) = document_records([doc])
     assert record.text == "text" and record.score is None
+
+
+def test_compiled_templates_are_a_listed_bounded_cache(tmp_path):
+    from phaseaware.caches import clear_caches, list_caches
+
+    load_tokenizer(_folder(tmp_path, "")).render_chat([{"role": "user", "content": "x"}])
+    listed = {c.name: c for c in list_caches()}["tokenizers.chat_templates"]
+    assert listed.entries >= 1 and "16" in listed.bound
+    clear_caches()
+    assert {c.name: c for c in list_caches()}["tokenizers.chat_templates"].entries == 0
