@@ -11,9 +11,9 @@ already: Jinja folds constant expressions).
 globals and extensions are taken from ``transformers``, so the text is the text
 ``apply_chat_template`` gives, which is what servers render) plus limits:
 
-- **time**: :data:`TEMPLATE_SECONDS` of wall time, checked on every line the
-  template's compiled code runs (a trace function on the rendering thread, for
-  template frames only; loops jump back, so every iteration is checked);
+- **time**: :data:`TEMPLATE_SECONDS` of wall time, checked on every item of every
+  ``{% for %}`` loop and on every call, filter and arithmetic operation (Jinja has
+  no other way to repeat work: recursion goes through calls);
 - **size**: :data:`TEMPLATE_CHARS` characters (or items) for any string or list
   the template builds with ``*``, ``+``, ``%``, ``**``, ``~``, a call or a filter,
   and for the output. Arithmetic is never folded at compile time; integer
@@ -26,11 +26,10 @@ Over a limit: :class:`~phaseaware.errors.TemplateLimitError` naming the template
 from __future__ import annotations
 
 import re
-import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from types import FrameType
 from typing import Any
 
 from phaseaware.caches import register_cache
@@ -42,7 +41,8 @@ __all__ = ["TEMPLATE_CHARS", "TEMPLATE_SECONDS", "render_chat_template"]
 TEMPLATE_SECONDS = 5.0
 #: size bound of any string or list a template builds, and of its output (characters)
 TEMPLATE_CHARS = 1 << 26
-_CHECK_EVERY = 64  # template lines between two clock reads
+_CHECK_EVERY = 64  # loop items between two clock reads
+_RENDER = threading.local()  # .until: the deadline of this thread's render (monotonic s)
 # a format width or precision of 8 digits or more: over the bound
 _WIDE_PERCENT = re.compile(r"%[-+ #0*]*(?:\d{8,}|\d*\.\d{8,})")
 _WIDE_BRACE = re.compile(r"\{[^{}]*:[^{}]*\d{8,}[^{}]*\}")
@@ -55,6 +55,20 @@ _SIZED = (str, bytes, list, tuple, dict)
 
 class _Limit(Exception):
     """Raised inside the render; turned into TemplateLimitError with the template's name."""
+
+
+def _tick() -> None:
+    if time.monotonic() > getattr(_RENDER, "until", float("inf")):
+        raise _Limit(f"it ran for more than {TEMPLATE_SECONDS:g} s")
+
+
+def _bounded_iter(iterable: Iterable[Any]) -> Iterator[Any]:
+    """``iterable``, with the deadline checked as a loop walks it."""
+    _tick()
+    for n, item in enumerate(iterable, 1):
+        if n % _CHECK_EVERY == 0:
+            _tick()
+        yield item
 
 
 def _check_size(value: Any, what: str) -> Any:
@@ -115,6 +129,18 @@ def _bounded_environment() -> Any:
             super().visit_Concat(node, frame)
             self.write(")")
 
+        def visit_For(self, node: Any, frame: Any) -> None:  # the loop's iterable: timed
+            self.__dict__.setdefault("loop_iterables", set()).add(id(node.iter))
+            super().visit_For(node, frame)
+
+        def visit(self, node: Any, *args: Any, **kwargs: Any) -> Any:
+            if id(node) not in self.__dict__.get("loop_iterables", ()):
+                return super().visit(node, *args, **kwargs)
+            self.write("environment.bounded_iter(")
+            super().visit(node, *args, **kwargs)
+            self.write(")")
+            return None
+
     base = _base_environment()
     env = base.overlay()
     env.code_generator_class = BoundedCodeGenerator
@@ -122,10 +148,12 @@ def _bounded_environment() -> Any:
     base_call = env.call
 
     def call_binop(context: Any, operator: str, left: Any, right: Any) -> Any:
+        _tick()
         _binop(left, operator, right)
         return _check_size(env.binop_table[operator](left, right), f"{operator!r}")
 
     def call(context: Any, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        _tick()  # macros recurse through calls
         what = f"{getattr(obj, '__name__', type(obj).__name__)}()"
         owner = getattr(obj, "__self__", None)
         if isinstance(owner, _SIZED):  # str.ljust(n), str.format(...), list.__mul__ ...
@@ -135,6 +163,7 @@ def _bounded_environment() -> Any:
 
     def bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, **kwargs: Any) -> Any:
+            _tick()
             if name in _SIZING_FILTERS:
                 _check_ints(args, kwargs, f"filter {name!r}")
             if name == "format":
@@ -165,6 +194,7 @@ def _bounded_environment() -> Any:
     env.call_binop = call_binop
     env.call = call
     env.bounded_concat = lambda value: _check_size(value, "'~'")
+    env.bounded_iter = _bounded_iter
     env.filters = {name: bounded_filter(name, f) for name, f in base.filters.items()}
     return env
 
@@ -180,25 +210,6 @@ register_cache(
     clear=_compiled.cache_clear,
     bound="LRU, 16 compiled chat templates",
 )
-
-
-class _Deadline:
-    """A trace function that raises once ``seconds`` have passed, for template frames only."""
-
-    def __init__(self, seconds: float) -> None:
-        self.until = time.monotonic() + seconds
-        self.lines = 0
-
-    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "call" and frame.f_code.co_filename == "<template>":
-            return self.line
-        return None
-
-    def line(self, frame: FrameType, event: str, arg: Any) -> Any:
-        self.lines += 1
-        if self.lines % _CHECK_EVERY == 0 and time.monotonic() > self.until:
-            raise _Limit(f"it ran for more than {TEMPLATE_SECONDS:g} s")
-        return self.line
 
 
 def _aliased(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -227,9 +238,7 @@ def render_chat_template(
     Raises :class:`TemplateLimitError` over a limit and :class:`TemplateError` for a
     template that fails (a Jinja error, ``raise_exception``).
     """
-    deadline = _Deadline(TEMPLATE_SECONDS)
-    previous = sys.gettrace()
-    sys.settrace(deadline)
+    _RENDER.until = time.monotonic() + TEMPLATE_SECONDS
     try:
         template = _compiled(source)
         variables = {**special_tokens, **kwargs}
@@ -263,5 +272,5 @@ def render_chat_template(
     except Exception as exc:  # jinja errors come in many types
         raise TemplateError(f"chat template of {name!r} failed: {exc}") from exc
     finally:
-        sys.settrace(previous)
+        _RENDER.until = float("inf")
     return "".join(pieces)
