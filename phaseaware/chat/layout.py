@@ -29,7 +29,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from phaseaware.chat.deepseek_encoding import DeepSeekFormat
@@ -168,20 +168,28 @@ class ConversationLayout:
         return self._framed(question)[0].fill(context=context, question=question)
 
     def _check_controls(self, prefix: str, suffix: str) -> None:
-        """Refuse a prefix and suffix holding more control strings than the template
-        rendered with stand-ins that join nothing (:data:`BREAK` for every placeholder)."""
+        """Refuse a prefix and suffix holding more control strings than the conversation
+        rendered with stand-ins that join nothing (:data:`BREAK` for every non-empty
+        message text and placeholder): a control string formed where message text meets
+        the question, another message or the chat format's own text."""
         if self.scanner is None:
             return
         if self._own_controls is None:
-            stand_in = self.render_text(self.template.fill(context=BREAK, question=BREAK))
-            self._own_controls = self.scanner.count(stand_in)
+            stand_ins = [
+                replace(
+                    m.with_content(BREAK if parts else ""),
+                    reasoning_content=BREAK if m.reasoning_content else m.reasoning_content,
+                )
+                for m, parts in zip(self.template.messages, self.template.parts, strict=True)
+            ]
+            self._own_controls = self.scanner.count(self.render_text(stand_ins))
         found = self.scanner.count(prefix) + self.scanner.count(suffix)
         if found > self._own_controls:
             raise ControlTokenError(
-                f"with this question the conversation renders {found} control tokens where "
-                f"its template has {self._own_controls}: message text and the question form "
-                "a control token with the chat format's own text; remove the partial "
-                "control string at the edge of the message or question"
+                f"the conversation renders {found} control tokens where its template has "
+                f"{self._own_controls}: message text forms a control token with the text "
+                "next to it (the question, another message or the chat format's own text); "
+                "remove the partial control string at the edge of the message or question"
             )
 
     def messages_for(self, *, context: str, question: str) -> tuple[dict[str, Any], ...]:
