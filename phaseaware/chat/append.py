@@ -141,6 +141,10 @@ class TailLayout:
     def name(self) -> str:
         return self.inner.name
 
+    def neutralized_for(self, question: str) -> tuple[Neutralized, ...]:
+        """The inner layout's (the new message's control strings and joins)."""
+        return self.inner.neutralized_for(question)
+
     def split(self, *, system: str | None, question: str) -> tuple[str, str]:
         key = (system, question)
         if key not in self._splits:

@@ -27,7 +27,7 @@ from phaseaware.assembly.prepare.filler import (
 from phaseaware.assembly.prepare.measure import MeasuredChunk, measure_chunks
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
-from phaseaware.chat.append import DeltaLayout
+from phaseaware.chat.append import DeltaLayout, TailLayout
 from phaseaware.chat.formats import ChatFormat, chat_format_names, get_chat_format
 from phaseaware.chat.layout import ConversationLayout, PromptLayout, conversation_layout
 from phaseaware.errors import BudgetError, InputError
@@ -113,7 +113,7 @@ def prepare(
             control_tokens=options.control_tokens,
         )  # fmt: skip
         system = None
-    if isinstance(layout, ConversationLayout | DeltaLayout):  # message text, cleaned when built
+    if isinstance(layout, ConversationLayout | DeltaLayout | TailLayout):  # message text
         neutralized = layout.neutralized_for(question) + neutralized
     if profile is not None and profile.period > MAX_PERIOD:
         raise InputError(
