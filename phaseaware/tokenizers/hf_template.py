@@ -113,11 +113,13 @@ def _base_environment() -> Any:
     """transformers' own chat-template environment (filters, globals, extensions)."""
     try:
         from transformers.utils.chat_template_utils import _compile_jinja_template
-    except ImportError as exc:  # pragma: no cover - transformers is this module's extra
+
+        return _compile_jinja_template("").environment
+    except (ImportError, AttributeError) as exc:  # pragma: no cover - another transformers
         raise TemplateError(
-            "rendering a chat template needs transformers (pip install 'phaseaware[hf]')"
+            "rendering a chat template needs transformers' chat-template environment "
+            f"({exc}); install transformers>=4.45 (pip install 'phaseaware[hf]')"
         ) from exc
-    return _compile_jinja_template("").environment
 
 
 def _bounded_environment() -> Any:
