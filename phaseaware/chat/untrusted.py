@@ -173,6 +173,9 @@ def frame_template(
     found: list[Neutralized] = []
     all_parts: list[list[Part]] = []
     for index, parts in enumerate(template.parts):
+        if not any(isinstance(part, Placeholder) for part in parts):
+            all_parts.append(list(parts))  # cleaned when the template was: nothing joins
+            continue
         where = f"messages[{index}]"
         segments = _segments(parts, question)
         cleaned: list[Part] = []
