@@ -72,7 +72,9 @@ class Neutralized:
 
     ``where``: ``"chunk <id>"``, ``"chunk <id> evidence[k]"``, ``"question"``,
     ``"system"`` or ``"messages[i]"``; ``offset``: its character offset in the
-    caller's original string; ``text``: the control string found.
+    caller's original string; ``text``: the control string found (for a message's
+    text at the ``{context}`` slot: the part of one that the context could complete,
+    closed off with :data:`BREAK` at the slot).
     """
 
     where: str
