@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from phaseaware.chat.errors import TemplateRewriteError
 from phaseaware.chat.messages import COMMON_ROLES, Message, check_roles, check_tool_results
-from phaseaware.errors import TemplateError
+from phaseaware.errors import TemplateError, TemplateLimitError
 from phaseaware.tokenizers.base import ChatTemplateTokenizer
 
 __all__ = ["HFChatFormat"]
@@ -55,6 +55,8 @@ class HFChatFormat:
                 enable_thinking=self.thinking,
                 thinking=self.thinking,
             )
+        except TemplateLimitError:  # the template itself, whatever the messages
+            raise
         except TemplateError:
             check_tool_results(messages)  # the usual cause: a tool result answering no call
             raise
