@@ -12,6 +12,7 @@ __all__ = [
     "ControlTokenError",
     "TokenizerError",
     "TemplateError",
+    "TemplateLimitError",
     "ProfileError",
     "ProfileNotFoundError",
     "FingerprintMismatchError",
@@ -49,6 +50,10 @@ class TokenizerError(PhaseawareError):
 
 class TemplateError(PhaseawareError):
     """A prompt template/layout cannot be rendered."""
+
+
+class TemplateLimitError(TemplateError):
+    """A chat template went over the time or size limit of a render."""
 
 
 class ProfileError(PhaseawareError, ValueError):

@@ -320,7 +320,7 @@ def assemble_append_after(
         budget_tokens=budget_tokens - prefix_tokens,
         options=replace(opts, position_offset=opts.position_offset + prefix_tokens),
     )
-    filled = layout.template.fill(context=result.context, question=question)
+    filled = layout.filled(context=result.context, question=question)
     messages = tuple(m.to_openai() for m in filled) if fmt.chat else None
     return _shifted(result, prefix_tokens, opts.position_offset, messages)
 

@@ -44,10 +44,15 @@ from phaseaware.chat.messages import (
     parse_message,
     parse_messages,
 )
-from phaseaware.chat.untrusted import check_sent, check_settings_text, clean_template
+from phaseaware.chat.untrusted import (
+    check_sent,
+    check_settings_text,
+    clean_template,
+    frame_template,
+)
 from phaseaware.errors import InputError, TemplateError
 from phaseaware.tokenizers.base import Tokenizer
-from phaseaware.tokenizers.control import Neutralized, scanner_for
+from phaseaware.tokenizers.control import ControlScanner, Neutralized, scanner_for
 
 __all__ = [
     "drops_sent_reasoning",
@@ -117,8 +122,11 @@ class AppendLayout(ConversationLayout):
         self, template: ConversationTemplate, chat_format: ChatFormat, *, sent_text: str,
         question: str | None = None, neutralized: tuple[Neutralized, ...] = (),
         strict: bool = True,
+        scanner: ControlScanner | None = None,
     ) -> None:  # fmt: skip
-        super().__init__(template, chat_format, question=question, neutralized=neutralized)
+        super().__init__(
+            template, chat_format, question=question, neutralized=neutralized, scanner=scanner
+        )
         self.sent_text = sent_text
         self.strict = strict
 
@@ -159,6 +167,10 @@ class TailLayout:
     @property
     def name(self) -> str:
         return self.inner.name
+
+    def neutralized_for(self, question: str) -> tuple[Neutralized, ...]:
+        """The inner layout's (the new message's control strings and joins)."""
+        return self.inner.neutralized_for(question)
 
     def split(self, *, system: str | None, question: str) -> tuple[str, str]:
         key = (system, question)
@@ -209,8 +221,9 @@ def append_layout(
     sent_messages = parse_messages(sent)
     message, parts = _new_message_parts(new, len(sent_messages))
     neutralized: tuple[Neutralized, ...] = ()
+    scanner = None
     if tokenizer is not None:
-        message, parts, neutralized = _clean_new(
+        message, parts, neutralized, scanner = _clean_new(
             message, parts, chat_format, tokenizer, control_tokens, sent=sent_messages
         )
     template = ConversationTemplate.from_parts(
@@ -223,6 +236,7 @@ def append_layout(
         question=question,
         neutralized=neutralized,
         strict=strict or not drops_sent_reasoning(chat_format),
+        scanner=scanner,
     )
     layout.split(system=None, question=question or "")
     return layout
@@ -236,8 +250,8 @@ def _clean_new(
     policy: str,
     *,
     sent: Sequence[Message],
-) -> tuple[Message, list[Part], tuple[Neutralized, ...]]:
-    """The new message with its control strings broken (sent ones refused)."""
+) -> tuple[Message, list[Part], tuple[Neutralized, ...], ControlScanner]:
+    """The new message with its control strings broken (sent ones refused), and the scanner."""
     scanner = scanner_for(tokenizer, markers=markers_of(chat_format), policy=policy)
     check_sent(sent, scanner)
     if isinstance(chat_format, DeepSeekFormat | HFChatFormat):  # they render tools
@@ -247,7 +261,7 @@ def _clean_new(
     found = tuple(
         replace(h, where=h.where.replace("messages[0]", f"messages[{len(sent)}]", 1)) for h in found
     )
-    return template.messages[0], list(template.parts[0]), found
+    return template.messages[0], list(template.parts[0]), found, scanner
 
 
 def _stand_ins(new: Message, thinking: bool) -> tuple[tuple[Message, ...], ...]:
@@ -281,10 +295,24 @@ class DeltaLayout:
     offset_tokens: int
     tokenizer: Tokenizer
     neutralized: tuple[Neutralized, ...] = ()  # control strings broken in the new message
+    scanner: ControlScanner | None = None  # cleans the new message again once filled
 
     @property
     def name(self) -> str:
         return self.chat_format.name
+
+    def _framed(self, question: str) -> tuple[ConversationTemplate, tuple[Neutralized, ...]]:
+        if self.scanner is None:
+            return self.template, ()
+        return frame_template(self.template, self.scanner, question=question)
+
+    def neutralized_for(self, question: str) -> tuple[Neutralized, ...]:
+        """``neutralized`` plus what was broken where ``question`` joins the message."""
+        return self.neutralized + self._framed(question)[1]
+
+    def filled(self, *, context: str, question: str) -> tuple[Message, ...]:
+        """The new message with the slot holding ``context`` and ``{question}`` replaced."""
+        return self._framed(question)[0].fill(context=context, question=question)
 
     def split(self, *, system: str | None, question: str) -> tuple[str, str]:
         if system:
@@ -299,7 +327,7 @@ class DeltaLayout:
             stand_in = ConversationTemplate.from_parts(
                 [*history, new], [*([m.content] for m in history), self.template.parts[0]]
             )
-            probe = ConversationLayout(stand_in, self.chat_format)
+            probe = ConversationLayout(stand_in, self.chat_format, scanner=self.scanner)
             prefix, suffix = probe.split(system=None, question=question)
             if not prefix.startswith(sent):
                 raise _rewrite_error(self.chat_format, sent, prefix + suffix, "a message")
@@ -353,7 +381,7 @@ def append_from_count(
     if isinstance(prefix_tokens, bool) or not isinstance(prefix_tokens, int) or prefix_tokens < 1:
         raise InputError(f"prefix_tokens must be a positive int, got {prefix_tokens!r}")
     message, parts = _new_message_parts(new, 0)
-    message, parts, neutralized = _clean_new(
+    message, parts, neutralized, scanner = _clean_new(
         message, parts, chat_format, tokenizer, control_tokens, sent=()
     )
     layout = DeltaLayout(
@@ -362,6 +390,7 @@ def append_from_count(
         offset_tokens=prefix_tokens,
         tokenizer=tokenizer,
         neutralized=neutralized,
+        scanner=scanner,
     )
     layout.split(system=None, question="")
     return layout

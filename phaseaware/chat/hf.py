@@ -21,7 +21,7 @@ from phaseaware.chat.errors import TemplateRewriteError
 from phaseaware.chat.hf_tools import template_tools
 from phaseaware.chat.messages import COMMON_ROLES, Message, check_roles, check_tool_results
 from phaseaware.chat.settings import ChatSettings
-from phaseaware.errors import TemplateError
+from phaseaware.errors import TemplateError, TemplateLimitError
 from phaseaware.tokenizers.base import ChatTemplateTokenizer
 
 __all__ = ["HFChatFormat"]
@@ -69,6 +69,8 @@ class HFChatFormat:
                 thinking=self.thinking,
                 tools=self._tools,
             )
+        except TemplateLimitError:  # the template itself, whatever the messages
+            raise
         except TemplateError:
             check_tool_results(messages)  # the usual cause: a tool result answering no call
             raise

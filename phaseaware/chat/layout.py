@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from phaseaware.caches import BoundedCache
@@ -43,10 +43,10 @@ from phaseaware.chat.messages import (
     simple_conversation,
 )
 from phaseaware.chat.settings import ChatSettings
-from phaseaware.chat.untrusted import check_settings_text, clean_template
-from phaseaware.errors import InputError
+from phaseaware.chat.untrusted import check_settings_text, clean_template, frame_template
+from phaseaware.errors import ControlTokenError, InputError
 from phaseaware.tokenizers.base import Tokenizer
-from phaseaware.tokenizers.control import Neutralized, scanner_for
+from phaseaware.tokenizers.control import BREAK, ControlScanner, Neutralized, scanner_for
 
 __all__ = [
     "RenderedPrompt",
@@ -103,6 +103,7 @@ class ConversationLayout:
         question: str | None = None,
         add_generation_prompt: bool = True,
         neutralized: tuple[Neutralized, ...] = (),
+        scanner: ControlScanner | None = None,
     ) -> None:
         if not isinstance(template, ConversationTemplate):
             raise InputError(
@@ -113,7 +114,13 @@ class ConversationLayout:
         self.question = question
         self.add_generation_prompt = add_generation_prompt
         self.neutralized = neutralized  # control strings broken in the messages
+        # message text is untrusted: cleaned again once the question is in (None: trusted)
+        self.scanner = scanner
         self._splits: BoundedCache[str, tuple[str, str]] = BoundedCache(max_entries=_CACHE_SIZE)
+        self._frames: BoundedCache[str, tuple[ConversationTemplate, tuple[Neutralized, ...]]] = (
+            BoundedCache(max_entries=_CACHE_SIZE)
+        )
+        self._own_controls: int | None = None
 
     @property
     def name(self) -> str:
@@ -139,9 +146,50 @@ class ConversationLayout:
             )
         return _check_text("question", question)
 
+    def _framed(self, question: str) -> tuple[ConversationTemplate, tuple[Neutralized, ...]]:
+        """The template with ``question`` filled in and each message cleaned after the join
+        (:func:`~phaseaware.chat.untrusted.frame_template`), and what that broke."""
+        if self.scanner is None:
+            return self.template, ()
+        cached = self._frames.get(question)
+        if cached is None:
+            cached = frame_template(self.template, self.scanner, question=question)
+            self._frames.put(question, cached)
+        return cached
+
+    def neutralized_for(self, question: str) -> tuple[Neutralized, ...]:
+        """``neutralized`` plus what was broken where ``question`` joins message text."""
+        return self.neutralized + self._framed(_check_text("question", question))[1]
+
     def filled(self, *, context: str, question: str) -> tuple[Message, ...]:
-        """The messages with the slot holding ``context`` and ``{question}`` replaced."""
-        return self.template.fill(context=context, question=question)
+        """The messages with the slot holding ``context`` and ``{question}`` replaced
+        (message text cleaned after the join when the layout holds a scanner)."""
+        return self._framed(question)[0].fill(context=context, question=question)
+
+    def _check_controls(self, prefix: str, suffix: str) -> None:
+        """Refuse a prefix and suffix holding more control strings than the conversation
+        rendered with stand-ins that join nothing (:data:`BREAK` for every non-empty
+        message text and placeholder): a control string formed where message text meets
+        the question, another message or the chat format's own text."""
+        if self.scanner is None:
+            return
+        if self._own_controls is None:
+            stand_ins = [
+                replace(
+                    m.with_content(BREAK if parts else ""),
+                    reasoning_content=BREAK if m.reasoning_content else m.reasoning_content,
+                )
+                for m, parts in zip(self.template.messages, self.template.parts, strict=True)
+            ]
+            self._own_controls = self.scanner.count(self.render_text(stand_ins))
+        found = self.scanner.count(prefix) + self.scanner.count(suffix)
+        if found > self._own_controls:
+            raise ControlTokenError(
+                f"the conversation renders {found} control tokens where its template has "
+                f"{self._own_controls}: message text forms a control token with the text "
+                "next to it (the question, another message or the chat format's own text); "
+                "remove the partial control string at the edge of the message or question"
+            )
 
     def messages_for(self, *, context: str, question: str) -> tuple[dict[str, Any], ...]:
         """OpenAI-style messages of the filled conversation (for APIs that take messages)."""
@@ -167,6 +215,7 @@ class ConversationLayout:
                 change="dropped" if copies == 0 else "repeated",
             )
         prefix, suffix = text.split(sentinel)
+        self._check_controls(prefix, suffix)
         self._splits.put(question, (prefix, suffix))
         return prefix, suffix
 
@@ -239,6 +288,7 @@ def conversation_layout(
         question=question,
         add_generation_prompt=add_generation_prompt,
         neutralized=neutralized,
+        scanner=scanner,
     )
 
 

@@ -12,6 +12,13 @@ text. Nothing else is a placeholder (``{foo}`` and single braces stay as they
 are), and replacing placeholders never rescans inserted text: a question that
 contains ``{context}`` is not a second slot.
 
+Literal braces: ``{{context}}`` and ``{{question}}`` are the text ``{context}``
+and ``{question}`` (:func:`escape_placeholders` writes any text so). Fetched text
+is never searched for placeholders: retrieved chunks fill the slot as they are,
+and a ``tool`` message (a tool's result) is read verbatim, escapes included,
+unless it holds the slot: when no other message holds ``{context}``, the last
+tool message that does is a template (e.g. ``"Result:\n{context}"``).
+
 Optional fields, as the chat formats need them: ``tool_calls`` (assistant, each
 ``{"id", "type": "function", "function": {"name", "arguments"}}`` with
 ``arguments`` a JSON object string), ``tool_call_id`` (tool), ``name``, and
@@ -21,6 +28,7 @@ Optional fields, as the chat formats need them: ``tool_calls`` (assistant, each
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -50,6 +58,7 @@ __all__ = [
     "check_tool_results",
     "check_roles",
     "COMMON_ROLES",
+    "escape_placeholders",
 ]
 
 Role = Literal["system", "user", "assistant", "tool", "developer", "latest_reminder"]
@@ -58,6 +67,8 @@ ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool", "developer", "
 COMMON_ROLES = frozenset({"system", "user", "assistant", "tool"})
 CONTEXT_PLACEHOLDER = "{context}"
 QUESTION_PLACEHOLDER = "{question}"
+# an escaped placeholder (group 1: literal text) or a placeholder (group 2), leftmost first
+_PLACEHOLDER = re.compile(r"\{\{(context|question)\}\}|\{(context|question)\}")
 _KNOWN_KEYS = frozenset(
     {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", "reasoning"}
 )
@@ -226,8 +237,9 @@ Part = str | Placeholder
 class ConversationTemplate:
     """Messages whose contents are ``parts``: text and placeholders, one ``CONTEXT`` in all.
 
-    ``messages[i].content`` is the template text of message ``i`` (placeholders
-    written out); ``parts[i]`` is the same content split into text and
+    ``messages[i].content`` is the template text of message ``i`` (as the caller
+    wrote it, from :func:`parse_conversation`; placeholders written out, from
+    :meth:`from_parts`); ``parts[i]`` is the same content split into text and
     :class:`Placeholder` items. ``slot_index`` is the message holding ``CONTEXT``.
     """
 
@@ -270,16 +282,41 @@ def simple_conversation(*, system: str | None) -> ConversationTemplate:
     return ConversationTemplate.from_parts(messages, parts)
 
 
+def escape_placeholders(text: str) -> str:
+    """``text`` written so that a message holding it renders it as it is: every
+    ``{context}`` and ``{question}`` in it doubled to ``{{context}}``/``{{question}}``."""
+    return text.replace(CONTEXT_PLACEHOLDER, "{{context}}").replace(
+        QUESTION_PLACEHOLDER, "{{question}}"
+    )
+
+
 def _split_placeholders(content: str) -> list[Part]:
     parts: list[Part] = []
-    for k, piece in enumerate(content.split(CONTEXT_PLACEHOLDER)):
-        if k:
-            parts.append(Placeholder.CONTEXT)
-        for j, text in enumerate(piece.split(QUESTION_PLACEHOLDER)):
-            if j:
-                parts.append(Placeholder.QUESTION)
-            parts.append(text)
+    text, last = "", 0
+    for match in _PLACEHOLDER.finditer(content):
+        text += content[last : match.start()]
+        last = match.end()
+        if match.group(1) is not None:  # escaped: the literal placeholder text
+            text += "{" + match.group(1) + "}"
+            continue
+        parts += [text, Placeholder(match.group(0))]
+        text = ""
+    parts.append(text + content[last:])
     return parts
+
+
+def _template_parts(messages: Sequence[Message]) -> list[list[Part]]:
+    """Each message split into text and placeholders; tool messages verbatim (fetched
+    text), but for the last one holding the slot when no other message holds one."""
+    parts = [_split_placeholders(m.content) for m in messages]
+    holds = [Placeholder.CONTEXT in p for p in parts]
+    tool_slot = None
+    if not any(h for m, h in zip(messages, holds, strict=True) if m.role != "tool"):
+        tool_slot = max((i for i, h in enumerate(holds) if h), default=None)
+    return [
+        [m.content] if m.role == "tool" and i != tool_slot else p
+        for i, (m, p) in enumerate(zip(messages, parts, strict=True))
+    ]
 
 
 def _check_slots(holders: Sequence[tuple[int, int]]) -> None:
@@ -294,23 +331,24 @@ def _check_slots(holders: Sequence[tuple[int, int]]) -> None:
         where = ", ".join(f"message {i} ({n}x)" for i, n in holders)
         raise DuplicateSlotError(
             f"the conversation holds {total} context slots ({where}); keep exactly one "
-            "{context} and write the other text out"
+            "{context} and write a literal one as {{context}} (escape_placeholders)"
         )
 
 
 def parse_conversation(raw: Sequence[Mapping[str, Any] | Message]) -> ConversationTemplate:
-    """Parse ``raw`` and locate its one ``{context}`` slot and its ``{question}`` placeholders.
+    """Parse ``raw`` and locate its one ``{context}`` slot and its ``{question}`` placeholders
+    (escapes and tool messages: see the module doc). ``messages`` of the result are the
+    messages as written.
 
     Raises :class:`MissingSlotError` (no slot) or :class:`DuplicateSlotError`
     (two or more, in one message or several), besides the errors of
     :func:`parse_messages`.
     """
     messages = parse_messages(raw)
-    counts = [(i, m.content.count(CONTEXT_PLACEHOLDER)) for i, m in enumerate(messages)]
+    parts = _template_parts(messages)
+    counts = [(i, p.count(Placeholder.CONTEXT)) for i, p in enumerate(parts)]
     _check_slots([(i, n) for i, n in counts if n])
-    return ConversationTemplate.from_parts(
-        messages, [_split_placeholders(m.content) for m in messages]
-    )
+    return replace(ConversationTemplate.from_parts(messages, parts), messages=messages)
 
 
 def check_tool_results(messages: Sequence[Message]) -> None:

@@ -22,6 +22,17 @@ e.g. DeepSeek's ``｜DSML｜`` and ``<tool_result>``). Per field:
 
 Offsets in the returned ``Neutralized`` records are character offsets in the
 field as written (for content: placeholders spelt out).
+
+**After the join.** Text parts are cleaned when the layout is built, and each
+message's text is cleaned again once every ``{question}`` is filled in
+(:func:`frame_template`), so a control string split across a placeholder
+(``<｜Us{question}`` with the question ``er｜>``) is broken too. The context is
+placed later, so the text on each side of the ``{context}`` slot is closed off
+instead: where it ends (before the slot) with the start of a control string, or
+begins (after the slot) with the end of one, :data:`~phaseaware.tokenizers.control.BREAK`
+is inserted at the slot, and the piece is listed in ``neutralized``. Under
+``control_tokens="refuse"`` nothing is inserted: a control string formed across a
+placeholder is refused (``ControlTokenError``), at the slot when the prompt is checked.
 """
 
 from __future__ import annotations
@@ -37,9 +48,9 @@ from phaseaware.caches import register_cache
 from phaseaware.chat.messages import ConversationTemplate, Message, Part, Placeholder, ToolCall
 from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import ControlTokenError
-from phaseaware.tokenizers.control import ControlScanner, Neutralized
+from phaseaware.tokenizers.control import BREAK, ControlScanner, Neutralized
 
-__all__ = ["clean_template", "check_settings_text", "check_sent"]
+__all__ = ["clean_template", "frame_template", "check_settings_text", "check_sent"]
 
 
 def _refuse(scanner: ControlScanner, text: str, *, where: str, what: str) -> None:
@@ -139,6 +150,60 @@ def clean_template(
     if not found:
         return template, ()
     return ConversationTemplate.from_parts(messages, all_parts), tuple(found)
+
+
+def _segments(parts: Sequence[Part], question: str) -> list[str]:
+    """The text of one message around its context slot (one piece without a slot),
+    every ``{question}`` filled in."""
+    segments = [""]
+    for part in parts:
+        if part is Placeholder.CONTEXT:
+            segments.append("")
+        else:
+            segments[-1] += question if part is Placeholder.QUESTION else part
+    return segments
+
+
+def frame_template(
+    template: ConversationTemplate, scanner: ControlScanner, *, question: str
+) -> tuple[ConversationTemplate, tuple[Neutralized, ...]]:
+    """``template`` with every ``{question}`` filled in and each message's text cleaned
+    after the join (only the ``{context}`` slot is left), and what was broken.
+
+    Offsets are in the message text with the question filled in and ``{context}``
+    written out. Raises :class:`ControlTokenError` under policy ``"refuse"``.
+    """
+    found: list[Neutralized] = []
+    all_parts: list[list[Part]] = []
+    for index, parts in enumerate(template.parts):
+        if not any(isinstance(part, Placeholder) for part in parts):
+            all_parts.append(list(parts))  # cleaned when the template was: nothing joins
+            continue
+        where = f"messages[{index}]"
+        segments = _segments(parts, question)
+        cleaned: list[Part] = []
+        offset = 0
+        for k, segment in enumerate(segments):
+            text, hits = scanner.clean(segment, where=where)
+            found.extend(replace(h, offset=h.offset + offset) for h in hits)
+            guard = scanner.policy == "neutralize" and len(segments) > 1
+            if guard and k == 0 and (opened := scanner.open_end(text)):
+                # the context could complete it: close it off at the slot
+                at = offset + len(segment) - len(opened)
+                found.append(Neutralized(where=where, offset=at, text=opened))
+                text += BREAK
+            if guard and k == 1 and (opened := scanner.open_start(text)):
+                # the context's end could begin it: close it off at the slot
+                found.append(Neutralized(where=where, offset=offset, text=opened))
+                text = BREAK + text
+            if k:
+                cleaned.append(Placeholder.CONTEXT)
+                offset += len(Placeholder.CONTEXT.value)
+            cleaned.append(text)
+            offset += len(segment)
+        all_parts.append(cleaned)
+    framed = ConversationTemplate.from_parts(template.messages, all_parts)
+    return framed, tuple(found)
 
 
 def check_settings_text(settings: ChatSettings, scanner: ControlScanner) -> None:

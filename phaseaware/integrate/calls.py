@@ -110,7 +110,9 @@ def conversation(
     template = ConversationTemplate.from_parts(parsed, parts)  # exactly one slot, checked
     scanner = scanner_for(target.tokenizer, markers=markers_of(fmt), policy=policy)
     template, neutralized = clean_template(template, scanner)
-    return ConversationLayout(template, fmt, question=question, neutralized=neutralized)
+    return ConversationLayout(
+        template, fmt, question=question, neutralized=neutralized, scanner=scanner
+    )
 
 
 def assemble_records(

@@ -69,7 +69,9 @@ class Neutralized:
 
     ``where``: ``"chunk <id>"``, ``"chunk <id> evidence[k]"``, ``"question"``,
     ``"system"`` or ``"messages[i]"``; ``offset``: its character offset in the
-    caller's original string; ``text``: the control string found.
+    caller's original string; ``text``: the control string found (for a message's
+    text at the ``{context}`` slot: the part of one that the context could complete,
+    closed off with :data:`BREAK` at the slot).
     """
 
     where: str
@@ -123,6 +125,33 @@ class ControlScanner:
         firsts = sorted({s[0] for s in self.strings})
         self._first = re.compile("[" + "".join(map(re.escape, firsts)) + "]") if firsts else None
         self._ids: dict[tuple[str, str], frozenset[int]] = {}
+        self._partials: tuple[frozenset[str], frozenset[str], int] | None = None
+
+    def _partial_sets(self) -> tuple[frozenset[str], frozenset[str], int]:
+        """(proper prefixes, proper suffixes, longest control string), built once."""
+        if self._partials is None:
+            heads = frozenset(s[:k] for s in self.strings for k in range(1, len(s)))
+            tails = frozenset(s[k:] for s in self.strings for k in range(1, len(s)))
+            self._partials = (heads, tails, max(map(len, self.strings), default=0))
+        return self._partials
+
+    def open_end(self, text: str) -> str:
+        """The longest end of ``text`` that a control string starts with but does not end
+        at (``""``: none): text after it could complete a control string."""
+        heads, _, longest = self._partial_sets()
+        for k in range(min(longest - 1, len(text)), 0, -1):
+            if text[-k:] in heads:
+                return text[-k:]
+        return ""
+
+    def open_start(self, text: str) -> str:
+        """The longest start of ``text`` that a control string ends with but does not
+        start with (``""``: none): text before it could begin that control string."""
+        _, tails, longest = self._partial_sets()
+        for k in range(min(longest - 1, len(text)), 0, -1):
+            if text[:k] in tails:
+                return text[:k]
+        return ""
 
     def ids(self, tokenizer: Tokenizer) -> frozenset[int]:
         """``control_ids`` of this scanner's strings under ``tokenizer`` (cached)."""

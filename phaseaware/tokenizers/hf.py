@@ -250,24 +250,25 @@ class HFTokenizer:
         add_generation_prompt: bool = True,
         **kwargs: Any,
     ) -> str:
-        """The chat template applied to ``messages`` as text (nothing tokenized)."""
+        """The chat template applied to ``messages`` as text (nothing tokenized), as
+        ``apply_chat_template`` renders it, within time and size limits
+        (:mod:`phaseaware.tokenizers.hf_template`: ``TemplateLimitError``)."""
         if self.chat_template is None:
             raise TemplateError(
                 f"tokenizer {self._spec!r} has no chat template; use chat_format "
                 "(--chat-format) chatml, deepseek-v4 or none"
             )
-        try:
-            rendered = self.hf_tokenizer.apply_chat_template(
-                [dict(m) for m in messages],
-                tokenize=False,
-                add_generation_prompt=add_generation_prompt,
-                **kwargs,
-            )
-        except Exception as exc:  # jinja errors come in many types
-            raise TemplateError(f"chat template of {self._spec!r} failed: {exc}") from exc
-        if not isinstance(rendered, str):
-            raise TemplateError(f"chat template of {self._spec!r} did not render to text")
-        return rendered
+        from phaseaware.tokenizers.hf_template import render_chat_template
+
+        # transformers' apply_chat_template, in its sandbox with time and size limits
+        return render_chat_template(
+            self.chat_template,
+            messages,
+            name=self._spec,
+            special_tokens=self.hf_tokenizer.special_tokens_map,
+            add_generation_prompt=add_generation_prompt,
+            **kwargs,
+        )
 
     def fingerprint(self) -> str:
         """sha256 over ``(id, token string)`` of the whole vocabulary plus the added tokens

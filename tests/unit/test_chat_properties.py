@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from phaseaware.chat import TemplateRewriteError, conversation_layout
 from phaseaware.chat.formats import format_markers
 from phaseaware.tokenizers import load_tokenizer
-from phaseaware.tokenizers.control import ControlScanner, scanner_for
+from phaseaware.tokenizers.control import BREAK, ControlScanner, scanner_for
 from tests.support.deepseek_reference import reference_render as deepseek_reference
 from tests.support.optional import SMOLLM2_GGUF, SMOLLM2_SPEC, needs_smollm2
 
@@ -144,11 +144,31 @@ def _clean_json(value: Any, scanner: ControlScanner) -> Any:
     return value
 
 
-def fill(messages: list[dict[str, Any]], context: str, question: str) -> list[dict[str, Any]]:
-    """The documented fill, written independently: slot, then ``{question}`` per piece."""
+def fill(
+    messages: list[dict[str, Any]],
+    context: str,
+    question: str,
+    scanner: ControlScanner | None = None,
+) -> list[dict[str, Any]]:
+    """The documented fill, written independently: slot, then ``{question}`` per piece; a
+    tool message without the slot is fetched text (verbatim). With ``scanner``, the text
+    on each side of the slot is cleaned again once the question is in, and closed off
+    at the slot where a control string could continue across it (brute force)."""
     out = []
     for message in messages:
-        pieces = [p.replace("{question}", question) for p in message["content"].split("{context}")]
+        content = message["content"]
+        if message["role"] == "tool" and "{context}" not in content:
+            out.append(message)
+            continue
+        pieces = [p.replace("{question}", question) for p in content.split("{context}")]
+        if scanner is not None:
+            pieces = [scanner.clean(p, where="")[0] for p in pieces]
+            if len(pieces) == 2:
+                strings = scanner.strings
+                if any(pieces[0].endswith(c[:k]) for c in strings for k in range(1, len(c))):
+                    pieces[0] += BREAK
+                if any(pieces[1].startswith(c[k:]) for c in strings for k in range(1, len(c))):
+                    pieces[1] = BREAK + pieces[1]
         out.append({**message, "content": context.join(pieces)})
     return out
 
@@ -199,7 +219,7 @@ def test_split_invariant_and_reference_render(spec, messages, context, question)
     tokenizer = load_tokenizer(spec)
     for name in ("none", "chatml", "deepseek-v4", "deepseek-v4.1"):
         scanner = scanner_for(tokenizer, markers=format_markers(name), policy="neutralize")
-        expected_messages = fill(neutralize(messages, scanner), context, question)
+        expected_messages = fill(neutralize(messages, scanner), context, question, scanner)
         for thinking in (False, True):
             layout = conversation_layout(
                 tokenizer=tokenizer, chat_format=name, messages=messages, thinking=thinking
@@ -257,7 +277,7 @@ def _check_hf(tokenizer, messages, context, question, thinking=False):
     # message text is untrusted: the layout breaks control strings in it (e.g. "<bos>"),
     # so the oracle renders the same cleaned text with the template itself
     scanner = scanner_for(tokenizer, markers=format_markers("hf"), policy="neutralize")
-    filled = fill(neutralize(messages, scanner), context, question)
+    filled = fill(neutralize(messages, scanner), context, question, scanner)
     try:
         prefix, suffix = layout.split(system=None, question=question)
         rendered = layout.render(system=None, context=context, question=question)

@@ -81,10 +81,11 @@ def hostile_conversation(draw: st.DrawFn, name: str) -> tuple[list[dict[str, Any
 
 
 def _plain(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The same conversation with every user string replaced by plain text."""
+    """The same conversation with every user string replaced by plain text (an empty
+    content stays empty: the V3 template drops an assistant's text beside tool calls)."""
     out = []
     for m in messages:
-        m = {**m, "content": "x"}
+        m = {**m, "content": "x" if m["content"] else ""}
         if "reasoning_content" in m:
             m["reasoning_content"] = "x"
         if "tool_calls" in m:

@@ -63,8 +63,13 @@ def document_records(
                 f"documents[{index}] is a {type(doc).__name__}; pass langchain_core Document "
                 "objects (a retriever's output)"
             )
-        score = next((doc.metadata[k] for k in score_keys if doc.metadata.get(k) is not None), None)
-        evidence = doc.metadata.get(evidence_key) if evidence_key is not None else None
+        metadata = {} if doc.metadata is None else doc.metadata  # None: forced past pydantic
+        if not isinstance(metadata, Mapping):
+            raise InputError(
+                f"documents[{index}].metadata is a {type(metadata).__name__}; pass a dict (or none)"
+            )
+        score = next((metadata[k] for k in score_keys if metadata.get(k) is not None), None)
+        evidence = metadata.get(evidence_key) if evidence_key is not None else None
         records.append(SourceRecord(doc.page_content, score, doc.id, evidence))
     return records
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.chat.formats import format_markers
-from phaseaware.errors import VerificationError
+from phaseaware.errors import ControlTokenError, VerificationError
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import ControlScanner, Neutralized, scanner_for
 
@@ -58,7 +58,8 @@ def clean_inputs(
 
 
 def confirm(scanner: ControlScanner, *, frame: str, prompt: str) -> None:
-    """Raise ``VerificationError`` if ``prompt`` holds control strings its frame does not.
+    """Raise ``VerificationError`` if ``prompt`` holds control strings its frame does not
+    (``ControlTokenError`` under policy ``"refuse"``: the input is refused, not a bug).
 
     Every adapter turns a special-token string into its id only where the string
     occurs in the text, so counting the strings in the final prompt (boundaries
@@ -66,6 +67,13 @@ def confirm(scanner: ControlScanner, *, frame: str, prompt: str) -> None:
     property test ``tests/unit/test_control_tokens.py`` checks the ids themselves.
     """
     expected, actual = scanner.count(frame), scanner.count(prompt)
+    if actual > expected and scanner.policy == "refuse":
+        raise ControlTokenError(
+            f"the assembled prompt holds {actual} control tokens where its template has "
+            f"{expected}: a control string forms where a chunk meets the text around the "
+            "context slot or another chunk; remove the partial control string at that edge, "
+            "or use control_tokens='neutralize' (the default) to break it"
+        )
     if actual > expected:
         raise VerificationError(
             f"the assembled prompt holds {actual} control tokens where its template has "

@@ -29,7 +29,7 @@ from phaseaware.assembly.prepare.filler import (
 from phaseaware.assembly.prepare.measure import MeasuredChunk, drop_oversize, measure_chunks
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, RepeatBlock, repeat_block
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
-from phaseaware.chat.append import DeltaLayout
+from phaseaware.chat.append import DeltaLayout, TailLayout
 from phaseaware.chat.formats import ChatFormat, chat_format_names, get_chat_format
 from phaseaware.chat.layout import ConversationLayout, PromptLayout, conversation_layout
 from phaseaware.errors import BudgetError, InputError
@@ -117,8 +117,8 @@ def prepare(
             control_tokens=options.control_tokens,
         )  # fmt: skip
         system = None
-    if isinstance(layout, ConversationLayout | DeltaLayout):  # message text, cleaned when built
-        neutralized = layout.neutralized + neutralized
+    if isinstance(layout, ConversationLayout | DeltaLayout | TailLayout):  # message text
+        neutralized = layout.neutralized_for(question) + neutralized
     if profile is not None and profile.period > MAX_PERIOD:
         raise InputError(
             f"profile {profile.model!r} has period {profile.period}; assembly supports "
