@@ -244,12 +244,15 @@ def render_chat_template(
     try:
         template = _compiled(source)
         variables = {**special_tokens, **kwargs}
+        # as transformers passes them: bound tools (None when there are none), no documents
+        tools = variables.pop("tools", None) or None
+        documents = variables.pop("documents", None) or None
         pieces: list[str] = []
         total = 0
         for piece in template.generate(
             messages=_aliased(messages),
-            tools=None,
-            documents=None,
+            tools=None if tools is None else list(tools),
+            documents=documents,
             add_generation_prompt=add_generation_prompt,
             **variables,
         ):

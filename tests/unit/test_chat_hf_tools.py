@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from phaseaware import AssemblyRequest
 from phaseaware.chat import ChatSettings, conversation_layout, get_chat_format, parse_messages
 from phaseaware.chat.hf_tools import template_tools
 from phaseaware.chat.settings import UnsupportedSettingError
@@ -77,7 +78,9 @@ def test_hf_renders_bound_tools_through_the_template(qwen_tokenizer):
 
 
 def test_a_target_binds_tools_on_hf_and_places_context_exactly(qwen_tokenizer):
-    target = resolve_target(tokenizer=qwen_tokenizer, chat_format="hf", budget_tokens=512)
+    target = resolve_target(
+        AssemblyRequest(tokenizer=qwen_tokenizer, chat_format="hf", budget_tokens=512)
+    )
     bound = target.with_tools([TOOL])
     assert bound.settings is not None and bound.settings.tools == (TOOL,)
     layout = conversation_layout(

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phaseaware import AssemblyOptions, assemble_append, assemble_conversation
+from phaseaware import AssemblyOptions, assemble, assemble_append
 from phaseaware.chat import escape_placeholders, parse_conversation
 from phaseaware.chat.messages import Placeholder
 from phaseaware.cli.main import main
@@ -23,6 +23,12 @@ from phaseaware.errors import ControlTokenError, TemplateError, TemplateLimitErr
 from phaseaware.tokenizers import hf_template, load_tokenizer
 from phaseaware.tokenizers.registry import REFERENCE_MODEL_DIR
 from tests.unit.test_chat_properties import _v3_tokenizer
+
+
+def assemble_conversation(messages: Any, chunks: Any, **kwargs: Any) -> Any:
+    """A message-list assembly through the one public door."""
+    return assemble(chunks, messages=messages, **kwargs)
+
 
 USER = "<｜User｜>"
 # (message text, question): the pieces of <｜User｜> (or </think>) meet at {question}

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware import AssemblyOptions, assemble_append, assemble_conversation
+from phaseaware import AssemblyOptions, assemble, assemble_append
 from phaseaware.chat import conversation_layout, get_chat_format, parse_messages
 from phaseaware.chat.deepseek_v4 import MARKERS as DEEPSEEK_MARKERS
 from phaseaware.chat.formats import markers_of
@@ -27,6 +27,12 @@ from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import ControlScanner, scanner_for
 from tests.unit.test_chat_properties import SMOLLM2, _v3_tokenizer
+
+
+def assemble_conversation(messages: Any, chunks: Any, **kwargs: Any) -> Any:
+    """A message-list assembly through the one public door."""
+    return assemble(chunks, messages=messages, **kwargs)
+
 
 FORMATS = ["deepseek-v4", "deepseek-v4.1", "chatml", "none", "hf"]
 _TOKENIZERS: dict[str, Tokenizer] = {}
