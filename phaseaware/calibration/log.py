@@ -265,6 +265,8 @@ def _open_locked(
 ) -> CalibrationLog:
     if fresh or not target.exists() or target.stat().st_size == 0:
         atomic_write_text(target, header_line)
+        # a new inode: lock it too, so a hard link made to it later shares this run's lock
+        lock.enter_context(hold_lock(target, what="calibration log"))
         return CalibrationLog(target, header, [], lock=lock)
     stored, records, good_end = _read(target)
     check_same_run(stored, header, target)

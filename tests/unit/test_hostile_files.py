@@ -1,0 +1,160 @@
+"""Files turned against the user: planted lock files, hard-linked logs, outputs over inputs.
+
+Each case runs the real CLI (``main``) with the callable backend, and checks that the
+run fails before any probe with a one-line typed error, and that no victim file changed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from phaseaware.cli.main import main
+
+CALLS: list[str] = []  # prompts the callable backend saw (a probe that ran)
+
+
+def _answer(prompt: str) -> str:
+    CALLS.append(prompt)
+    return "0"
+
+
+CAL = ["calibrate", "--backend", "callable", "--model", "hostile_files_backend:answer",
+       "--tokenizer", "tiktoken:cl100k_base", "--template", "chatml", "--context-tokens",
+       "160", "--base-prompts", "1", "--period", "2", "--sweeps", "key"]  # fmt: skip
+
+
+@pytest.fixture()
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    module = types.ModuleType("hostile_files_backend")
+    module.answer = _answer  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "hostile_files_backend", module)
+    CALLS.clear()
+    (tmp_path / "victim.txt").write_text("precious\n", encoding="utf-8")
+    (tmp_path / "lk").mkdir()
+    return tmp_path
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(args)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "this is a bug" not in err
+    if code == 1:
+        assert err.count("phaseaware: error: ") == 1, err
+    return code, err
+
+
+# --- locks -----------------------------------------------------------------------------
+
+
+def test_planted_lock_symlink_is_refused(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (folder / "lk" / ".c3.jsonl.lock").symlink_to("../victim.txt")
+    code, err = _run([*CAL, "--log", "lk/c3.jsonl", "--out", "lk/p3.json"], capsys)
+    assert code == 1
+    assert "lock file" in err and "is a symbolic link" in err and "remove the link" in err
+    assert (folder / "victim.txt").read_text(encoding="utf-8") == "precious\n"
+    assert not CALLS
+
+
+def test_dangling_lock_symlink_creates_nothing(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "lk" / ".c3.jsonl.lock").symlink_to("../created-by-the-lock")
+    code, err = _run([*CAL, "--log", "lk/c3.jsonl", "--out", "lk/p3.json"], capsys)
+    assert code == 1 and "is a symbolic link" in err
+    assert not (folder / "created-by-the-lock").exists() and not CALLS
+
+
+def test_hard_linked_lock_file_is_refused(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    os.link(folder / "victim.txt", folder / "lk" / ".c3.jsonl.lock")
+    code, err = _run([*CAL, "--log", "lk/c3.jsonl", "--out", "lk/p3.json"], capsys)
+    assert code == 1 and "has 2 names (a hard link to another file)" in err
+    assert (folder / "victim.txt").read_text(encoding="utf-8") == "precious\n"
+    assert not CALLS
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_lock_file_of_another_user_is_refused(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lock = folder / "lk" / ".c3.jsonl.lock"
+    lock.write_text("", encoding="utf-8")
+    os.chown(lock, 65534, 65534)
+    code, err = _run([*CAL, "--log", "lk/c3.jsonl", "--out", "lk/p3.json"], capsys)
+    assert code == 1 and "belongs to another user (uid 65534)" in err and not CALLS
+
+
+def test_lock_in_a_fifo_slot_is_refused(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    os.mkfifo(folder / "lk" / ".c3.jsonl.lock")
+    code, err = _run([*CAL, "--log", "lk/c3.jsonl", "--out", "lk/p3.json"], capsys)
+    assert code == 1 and "is not a regular file" in err and not CALLS
+
+
+LOCK_HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from phaseaware.filelock import hold_lock
+    with hold_lock(sys.argv[1], what="calibration log"):
+        print("held", flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def test_hard_linked_logs_share_one_lock(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*CAL, "--log", "c2.jsonl", "--out", "p2.json"]) == 0  # a real log
+    capsys.readouterr()
+    os.link(folder / "c2.jsonl", folder / "c2b.jsonl")
+    before = (folder / "c2.jsonl").read_bytes()
+    CALLS.clear()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(folder / "c2.jsonl")],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        code, err = _run(
+            [*CAL, "--base-prompts", "2", "--log", "c2b.jsonl", "--out", "p2b.json"], capsys
+        )
+        assert code == 1
+        assert "calibration log c2b.jsonl is in use by another process under another name" in err
+        assert not CALLS and (folder / "c2.jsonl").read_bytes() == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_fresh_log_is_locked_by_inode_too(folder: Path) -> None:
+    """A log created (or replaced by --fresh) under the name lock gets its inode locked."""
+    from phaseaware.calibration.log import LogHeader, open_log
+    from phaseaware.errors import FileBusyError
+    from phaseaware.filelock import hold_lock
+
+    header = LogHeader("f" * 20, {}, "t", "fp", "m", "callable", "now", "0")
+    with open_log(folder / "a.jsonl", header):
+        os.link(folder / "a.jsonl", folder / "b.jsonl")
+        failures: list[BaseException] = []
+
+        def other_thread() -> None:
+            try:
+                with hold_lock(folder / "b.jsonl"):
+                    pass
+            except FileBusyError as exc:
+                failures.append(exc)
+
+        import threading
+
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+        assert failures and "in use by another thread" in str(failures[0])
+    with hold_lock(folder / "b.jsonl"):  # released with the log
+        pass
