@@ -26,7 +26,7 @@ def _answer(prompt: str) -> str:
 
 
 CAL = ["calibrate", "--backend", "callable", "--model", "hostile_files_backend:answer",
-       "--tokenizer", "tiktoken:cl100k_base", "--template", "chatml", "--context-tokens",
+       "--tokenizer", "tiktoken:cl100k_base", "--chat-format", "chatml", "--context-tokens",
        "160", "--base-prompts", "1", "--period", "2", "--sweeps", "key"]  # fmt: skip
 
 
@@ -158,3 +158,99 @@ def test_fresh_log_is_locked_by_inode_too(folder: Path) -> None:
         assert failures and "in use by another thread" in str(failures[0])
     with hold_lock(folder / "b.jsonl"):  # released with the log
         pass
+
+
+# --- outputs over inputs ---------------------------------------------------------------
+
+OPENAI = ["calibrate", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
+          "--model", "m", "--tokenizer", "tiktoken:cl100k_base", "--chat-format", "chatml",
+          "--max-retries", "0"]  # fmt: skip
+
+
+def _hf_folder(folder: Path) -> Path:
+    from phaseaware.tokenizers.registry import REFERENCE_MODEL_DIR
+
+    tok = folder / "tok"
+    tok.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (tok / name).write_bytes((REFERENCE_MODEL_DIR / name).read_bytes())
+    (tok / "chat_template.jinja").write_text(
+        "{% for m in messages %}{{ m['content'] }}\n{% endfor %}", encoding="utf-8"
+    )
+    return tok
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--out", "{key}"], "--out {key} is the same file as --api-key-file {key}"),
+        (["--log", "{key}"], "--log {key} is the same file as --api-key-file {key}"),
+        (["--log", "{keylink}"], "--log {keylink} is the same file as --api-key-file {key}"),
+        (["--emit-batch", "{key}"], "--emit-batch {key} is the same file as --api-key-file"),
+    ],
+    ids=["--out key", "--log key", "--log hard link to key", "--emit-batch key"],
+)
+def test_outputs_never_replace_the_api_key_file(
+    folder: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    key = folder / "key.txt"
+    key.write_text("sk-test-0123456789\n", encoding="utf-8")
+    os.link(key, folder / "keylink.txt")
+    names = {"key": str(key), "keylink": str(folder / "keylink.txt")}
+    args = [*OPENAI, "--api-key-file", str(key), *[f.format(**names) for f in flags]]
+    if "--out" not in flags:
+        args += ["--out", str(folder / "p.json")]
+    before = _snapshot(folder)
+    code, err = _run(args, capsys)
+    assert code == 1 and message.format(**names) in err, err
+    assert "sk-test" not in err and _snapshot(folder) == before
+
+
+@pytest.mark.parametrize(
+    "target", ["tokenizer.json", "chat_template.jinja", "tokenizer_config.json"]
+)
+@pytest.mark.parametrize("flag", ["--out", "--log"])
+def test_outputs_never_replace_tokenizer_files(
+    folder: Path, capsys: pytest.CaptureFixture[str], target: str, flag: str
+) -> None:
+    tok = _hf_folder(folder)
+    other = "--log" if flag == "--out" else "--out"
+    args = [*CAL[:5], "--tokenizer", f"hf:{tok}", *CAL[7:], "--chat-format", "hf",
+            flag, str(tok / target), other, str(folder / "other.x")]  # fmt: skip
+    before = _snapshot(folder)
+    code, err = _run(args, capsys)
+    assert code == 1, err
+    assert f"{flag} {tok / target} is the same file as the tokenizer file {tok / target}" in err
+    assert _snapshot(folder) == before and not CALLS
+
+
+def test_outputs_never_replace_the_callables_module(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = folder / "my_probe_backend.py"
+    source.write_text("def answer(prompt):\n    return '0'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, "my_probe_backend", raising=False)
+    args = [*CAL, "--model", "my_probe_backend:answer", "--log", "./my_probe_backend.py"]
+    before = _snapshot(folder)
+    code, err = _run(args, capsys)
+    assert code == 1
+    assert "--log my_probe_backend.py is the same file as the callable's module" in err, err
+    assert _snapshot(folder) == before
+
+
+def test_outputs_never_replace_the_reference_model(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    from phaseaware.tokenizers.registry import REFERENCE_MODEL_DIR
+
+    target = REFERENCE_MODEL_DIR / "tokenizer.json"
+    before = target.read_bytes()
+    code, err = _run(["calibrate", "--out", str(target)], capsys)
+    assert code == 1 and "is the same file as the tokenizer file" in err, err
+    assert target.read_bytes() == before
