@@ -92,8 +92,16 @@ def _bad(message: str, param: str | None, code: str | None = None) -> RequestErr
     return RequestError(400, message, param=param, code=code)
 
 
-def parse_chat_request(body: Mapping[str, Any], *, model_name: str) -> CompletionParams:
-    """Validate a ``/v1/chat/completions`` body for the model ``model_name``."""
+def parse_chat_request(
+    body: Mapping[str, Any],
+    *,
+    model_name: str,
+    max_messages: int | None = None,
+    max_chars: int | None = None,
+) -> CompletionParams:
+    """Validate a ``/v1/chat/completions`` body for the model ``model_name``: at most
+    ``max_messages`` messages, whose contents hold at most ``max_chars`` characters
+    together (``None``: no bound)."""
     model = _model(body, model_name)
     if "messages" not in body:
         raise _bad(
@@ -102,7 +110,22 @@ def parse_chat_request(body: Mapping[str, Any], *, model_name: str) -> Completio
     raw = body["messages"]
     if not isinstance(raw, list) or not raw:
         raise _bad("'messages' must be a non-empty array of message objects.", "messages")
+    if max_messages is not None and len(raw) > max_messages:
+        raise _bad(
+            f"'messages' holds {len(raw)} messages; this server takes at most {max_messages} "
+            "per request.",
+            "messages",
+            "too_many_messages",
+        )
     messages = tuple(_message(m, i) for i, m in enumerate(raw))
+    chars = sum(len(m["content"]) for m in messages)
+    if max_chars is not None and chars > max_chars:
+        raise _bad(
+            f"the messages hold {chars} characters; this server takes at most {max_chars} "
+            "per request.",
+            "messages",
+            "context_length_exceeded",
+        )
     max_tokens = _max_tokens(body, ("max_completion_tokens", "max_tokens"))
     stream, include_usage = _stream(body)
     return CompletionParams(
@@ -110,8 +133,11 @@ def parse_chat_request(body: Mapping[str, Any], *, model_name: str) -> Completio
     )
 
 
-def parse_completion_request(body: Mapping[str, Any], *, model_name: str) -> CompletionParams:
-    """Validate a ``/v1/completions`` body for the model ``model_name``."""
+def parse_completion_request(
+    body: Mapping[str, Any], *, model_name: str, max_chars: int | None = None
+) -> CompletionParams:
+    """Validate a ``/v1/completions`` body for the model ``model_name`` (a prompt of at
+    most ``max_chars`` characters; ``None``: no bound)."""
     model = _model(body, model_name)
     if "prompt" not in body:
         raise _bad("Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter")
@@ -122,6 +148,13 @@ def parse_completion_request(body: Mapping[str, Any], *, model_name: str) -> Com
         raise _bad("'prompt' must be a string (or a list holding one string).", "prompt")
     if not prompt:  # no token to continue from: a client mistake, not a server fault
         raise _bad("'prompt' must not be empty: give at least one character to continue.", "prompt")
+    if max_chars is not None and len(prompt) > max_chars:
+        raise _bad(
+            f"'prompt' holds {len(prompt)} characters; this server takes at most {max_chars} "
+            "per request.",
+            "prompt",
+            "context_length_exceeded",
+        )
     max_tokens = _max_tokens(body, ("max_tokens",))
     stream, include_usage = _stream(body)
     return CompletionParams(
@@ -239,17 +272,29 @@ def error_body(
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-def decode_json_body(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[str, Any]:
+def decode_json_body(
+    raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH, max_items: int | None = None
+) -> dict[str, Any]:
     """The JSON object in ``raw``, or :class:`RequestError` (400, ``param=None``).
 
-    ``max_depth``: most nested arrays/objects (the top-level object counts as 1).
+    ``max_depth``: most nested arrays/objects (the top-level object counts as 1);
+    ``max_items``: most values in arrays and objects together (``None``: no bound),
+    counted in one pass over the bytes before any is decoded.
     """
     if not raw.strip():
         raise _bad("Invalid JSON in request: empty body.", None)
-    depth = _nesting_depth(raw)
+    outside = _JSON_STRING.sub(b"", raw)
+    depth = _nesting_depth(outside)
     if depth > max_depth:
         raise _bad(
             f"Invalid JSON in request: nested {depth} levels deep; at most {max_depth} allowed.",
+            None,
+        )
+    items = outside.count(b",") + outside.count(b"{") + outside.count(b"[")
+    if max_items is not None and items > max_items:
+        raise _bad(
+            f"Invalid JSON in request: about {items} values; this server takes at most "
+            f"{max_items} per request.",
             None,
         )
     try:
@@ -271,9 +316,10 @@ _BRACKET_STEP[[ord("["), ord("{")]] = 1
 _BRACKET_STEP[[ord("]"), ord("}")]] = -1
 
 
-def _nesting_depth(raw: bytes) -> int:
-    """Deepest bracket nesting outside JSON strings (linear time, no recursion)."""
-    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+def _nesting_depth(outside: bytes) -> int:
+    """Deepest bracket nesting of ``outside`` (a body with its JSON strings removed;
+    linear time, no recursion)."""
+    brackets = outside.translate(None, _NOT_BRACKETS)
     if not brackets:
         return 0
     steps = _BRACKET_STEP[np.frombuffer(brackets, dtype=np.uint8)]

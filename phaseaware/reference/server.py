@@ -35,6 +35,7 @@ import asyncio
 import hmac
 import json
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -161,6 +162,14 @@ async def send_sse(send: Send, events: list[dict[str, Any]]) -> None:
     await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
 
+async def _disconnected(receive: Receive) -> None:
+    """Return once the client has gone (the body was read: only ``http.disconnect`` is left)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
 class _Batcher:
     """Collects concurrent requests into ``generate_batch`` calls, one at a time."""
 
@@ -170,6 +179,7 @@ class _Batcher:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="phaseaware-batch")
         self._queue: asyncio.Queue[tuple[GenerationRequest, asyncio.Future[GenerationResult]]]
         self._task: asyncio.Task[None] | None = None
+        self._running: list[GenerationRequest] = []
 
     async def submit(self, request: GenerationRequest) -> GenerationResult:
         loop = asyncio.get_running_loop()
@@ -188,8 +198,11 @@ class _Batcher:
                 await asyncio.sleep(self._limits.batch_window_s)
             while len(batch) < self._limits.max_batch and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            live = [(r, f) for r, f in batch if not f.done()]
+            live = [(r, f) for r, f in batch if not f.done() and not r.cancelled]
             requests = [r for r, _ in live]
+            if not requests:
+                continue
+            self._running = requests
             try:
                 results = await loop.run_in_executor(
                     self._executor, self._engine.generate_batch, requests
@@ -204,6 +217,9 @@ class _Batcher:
                     future.set_result(result)
 
     def close(self) -> None:
+        for request in self._running:  # the batch in flight stops at its next step
+            if request.cancel is not None:
+                request.cancel.set()
         if self._task is not None:
             self._task.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -285,13 +301,23 @@ class OpenAIApp:
         if want == "GET":
             return 200, models_body(self.engine.model_name, self.created)
         raw = await read_body(receive, headers, self.limits)
-        doc = decode_json_body(raw, max_depth=self.limits.max_json_depth)
-        parse = (
-            parse_chat_request if path.endswith("/chat/completions") else parse_completion_request
+        doc = decode_json_body(
+            raw, max_depth=self.limits.max_json_depth, max_items=self.limits.max_json_items
         )
-        params = parse(doc, model_name=self.engine.model_name)
+        limits, name = self.limits, self.engine.model_name
+        if path.endswith("/chat/completions"):
+            params = parse_chat_request(
+                doc,
+                model_name=name,
+                max_messages=limits.max_messages,
+                max_chars=limits.max_prompt_chars,
+            )
+        else:
+            params = parse_completion_request(
+                doc, model_name=name, max_chars=limits.max_prompt_chars
+            )
         try:
-            prompt_tokens, result = await self._complete(params)
+            prompt_tokens, result = await self._until_disconnect(params, receive)
         except (RequestError, ClientDisconnected):
             raise
         except PromptError as exc:
@@ -304,7 +330,29 @@ class OpenAIApp:
             return 200, stream_chunks(params, result, prompt_tokens, self.created)
         return 200, dict(completion_body(params, result, prompt_tokens, self.created))
 
-    async def _complete(self, params: CompletionParams) -> tuple[int, GenerationResult]:
+    async def _until_disconnect(
+        self, params: CompletionParams, receive: Receive
+    ) -> tuple[int, GenerationResult]:
+        """:meth:`_complete`, abandoned (its engine row cancelled) as soon as the client
+        disconnects or the server cancels the request (shutdown); raises
+        :class:`ClientDisconnected` then."""
+        cancel = threading.Event()
+        work = asyncio.ensure_future(self._complete(params, cancel))
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not work.done():
+                cancel.set()
+                work.cancel()
+            gone.cancel()
+        if not work.done() or work.cancelled():
+            raise ClientDisconnected
+        return work.result()
+
+    async def _complete(
+        self, params: CompletionParams, cancel: threading.Event | None = None
+    ) -> tuple[int, GenerationResult]:
         loop = asyncio.get_running_loop()
         engine = self.engine
         if self._batcher is not None and isinstance(engine, BatchEngine):
@@ -315,7 +363,9 @@ class OpenAIApp:
             )
             ids = await loop.run_in_executor(self._workers, encode)
             self._check_context(len(ids), params)
-            request = GenerationRequest(tuple(ids), params.max_tokens, params.stop)
+            if cancel is not None and cancel.is_set():
+                raise ClientDisconnected
+            request = GenerationRequest(tuple(ids), params.max_tokens, params.stop, cancel)
             return len(ids), await self._batcher.submit(request)
         prompt, prompt_tokens = await loop.run_in_executor(self._workers, self._prompt, params)
         self._check_context(prompt_tokens, params)
