@@ -32,6 +32,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from phaseaware.errors import FilePathError
@@ -121,8 +122,8 @@ def refuse_same_file(
 
 
 def refuse_outputs_over_inputs(
-    outputs: dict[str, str | os.PathLike[str] | None],
-    inputs: dict[str, str | os.PathLike[str]],
+    outputs: Mapping[str, str | os.PathLike[str] | None],
+    inputs: Mapping[str, str | os.PathLike[str]],
 ) -> None:
     """Raise ``FilePathError`` if any of ``outputs`` (flag -> path) is one of ``inputs``
     (description -> path; many files, e.g. every file of a tokenizer folder).

@@ -63,7 +63,7 @@ def hold_lock(path: str | os.PathLike[str], *, what: str = "file") -> Iterator[P
     taken: list[tuple[object, ...]] = []
     try:
         with _GUARD:
-            key = ("name", str(lock))
+            key: tuple[object, ...] = ("name", str(lock))
             taken.append(_enter(key, me, path, what, lambda: _acquire(lock, path=path, what=what)))
         taken.extend(_lock_inode(path, what=what, me=me))
         yield lock

@@ -160,7 +160,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=seconds(),
         default=60.0,
-        help="--backend openai: seconds per HTTP attempt (default 60)",
+        help="--backend openai: seconds per HTTP attempt, connect to last byte (default 60)",
     )
     add(
         "--max-retries",

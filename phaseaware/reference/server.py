@@ -41,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Protocol, runtime_checkable
 
+from phaseaware.reference.batching import Batcher, disconnected
 from phaseaware.reference.engine import (
     BatchEngine,
     GenerationRequest,
@@ -51,14 +52,12 @@ from phaseaware.reference.engine import (
 from phaseaware.reference.openai_protocol import (
     CompletionParams,
     RequestError,
-    completion_body,
     decode_json_body,
     error_body,
-    models_body,
     parse_chat_request,
     parse_completion_request,
-    stream_chunks,
 )
+from phaseaware.reference.openai_responses import completion_body, models_body, stream_chunks
 from phaseaware.reference.uvicorn_serve import (
     Message,
     Receive,
@@ -162,69 +161,6 @@ async def send_sse(send: Send, events: list[dict[str, Any]]) -> None:
     await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
 
-async def _disconnected(receive: Receive) -> None:
-    """Return once the client has gone (the body was read: only ``http.disconnect`` is left)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
-class _Batcher:
-    """Collects concurrent requests into ``generate_batch`` calls, one at a time."""
-
-    def __init__(self, engine: BatchEngine, limits: ServerLimits) -> None:
-        self._engine = engine
-        self._limits = limits
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="phaseaware-batch")
-        self._queue: asyncio.Queue[tuple[GenerationRequest, asyncio.Future[GenerationResult]]]
-        self._task: asyncio.Task[None] | None = None
-        self._running: list[GenerationRequest] = []
-
-    async def submit(self, request: GenerationRequest) -> GenerationResult:
-        loop = asyncio.get_running_loop()
-        if self._task is None:
-            self._queue = asyncio.Queue()
-            self._task = loop.create_task(self._run())
-        future: asyncio.Future[GenerationResult] = loop.create_future()
-        self._queue.put_nowait((request, future))
-        return await future
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            batch = [await self._queue.get()]
-            if self._queue.empty():  # idle engine: give companions a moment to arrive
-                await asyncio.sleep(self._limits.batch_window_s)
-            while len(batch) < self._limits.max_batch and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            live = [(r, f) for r, f in batch if not f.done() and not r.cancelled]
-            requests = [r for r, _ in live]
-            if not requests:
-                continue
-            self._running = requests
-            try:
-                results = await loop.run_in_executor(
-                    self._executor, self._engine.generate_batch, requests
-                )
-            except Exception as exc:
-                for _, future in live:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            for (_, future), result in zip(live, results, strict=True):
-                if not future.done():
-                    future.set_result(result)
-
-    def close(self) -> None:
-        for request in self._running:  # the batch in flight stops at its next step
-            if request.cancel is not None:
-                request.cancel.set()
-        if self._task is not None:
-            self._task.cancel()
-        self._executor.shutdown(wait=False, cancel_futures=True)
-
-
 class OpenAIApp:
     """The ASGI application serving ``engine`` (see the module docstring for the rules).
 
@@ -248,7 +184,7 @@ class OpenAIApp:
         self._key = api_key.encode() if api_key is not None else None
         self._gate = asyncio.Semaphore(engine_parallelism) if engine_parallelism else None
         self._workers = ThreadPoolExecutor(64, thread_name_prefix="phaseaware-engine")
-        self._batcher = _Batcher(engine, self.limits) if isinstance(engine, BatchEngine) else None
+        self._batcher = Batcher(engine, self.limits) if isinstance(engine, BatchEngine) else None
         self.created = int(time.time())
 
     def close(self) -> None:
@@ -338,7 +274,7 @@ class OpenAIApp:
         :class:`ClientDisconnected` then."""
         cancel = threading.Event()
         work = asyncio.ensure_future(self._complete(params, cancel))
-        gone = asyncio.ensure_future(_disconnected(receive))
+        gone = asyncio.ensure_future(disconnected(receive))
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:

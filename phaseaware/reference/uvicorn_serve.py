@@ -61,7 +61,7 @@ class ServerLimits:
     backlog: int = 2048
     max_batch: int = 32
     batch_window_s: float = 0.003
-    shutdown_grace_s: float = 2.0
+    shutdown_grace_s: int = 2
 
 
 class _DeadlineH11Protocol(H11Protocol):
