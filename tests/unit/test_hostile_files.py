@@ -254,3 +254,30 @@ def test_outputs_never_replace_the_reference_model(
     code, err = _run(["calibrate", "--out", str(target)], capsys)
     assert code == 1 and "is the same file as the tokenizer file" in err, err
     assert target.read_bytes() == before
+
+
+# --- request sizes -----------------------------------------------------------------------
+
+
+def test_a_million_tiny_chunks_are_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    doc = json.loads((root / "examples" / "request.json").read_text(encoding="utf-8"))
+    doc.update(tokenizer="tiktoken:cl100k_base", profile=None, chunks=[{"text": "a"}] * 1_000_001)
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    code, err = _run(["assemble", str(path)], capsys)
+    assert code == 1
+    assert "chunks must be a list of length <= 100000, got a list of 1000001 items" in err
+
+
+def test_the_python_api_bounds_the_chunk_count(cl100k) -> None:
+    from phaseaware import assemble
+    from phaseaware.errors import InputError
+
+    with pytest.raises(InputError, match="chunks holds 100001 chunks; at most 100000"):
+        assemble(["a"] * 100_001, tokenizer=cl100k, chat_format="none", question="q",
+                 budget_tokens=100)  # fmt: skip
