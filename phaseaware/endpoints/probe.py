@@ -48,6 +48,7 @@ from phaseaware.chat import (
     conversation_layout,
     get_chat_format,
 )
+from phaseaware.credentials import api_key_from_env
 from phaseaware.endpoints.defaults import (
     TemplateMismatchError,
     compare_tokens,
@@ -134,7 +135,7 @@ def make_client(
 ) -> openai.OpenAI:
     """An official ``openai`` client (:func:`phaseaware.httpclient.openai_client`: a
     deadline per attempt, a size cap); the key from ``api_key`` or the environment."""
-    key = api_key or next((os.environ[v] for v in API_KEY_ENV_VARS if os.environ.get(v)), None)
+    key = api_key or api_key_from_env(API_KEY_ENV_VARS, error=EndpointError)
     return openai_client(base_url, api_key=key or "EMPTY", timeout=timeout, max_retries=2)
 
 

@@ -281,3 +281,43 @@ def test_the_python_api_bounds_the_chunk_count(cl100k) -> None:
     with pytest.raises(InputError, match="chunks holds 100001 chunks; at most 100000"):
         assemble(["a"] * 100_001, tokenizer=cl100k, chat_format="none", question="q",
                  budget_tokens=100)  # fmt: skip
+
+
+# --- a full disk -------------------------------------------------------------------------
+
+FULL_DISK = textwrap.dedent(
+    """
+    import resource, signal, sys
+    sys.path.insert(0, sys.argv[1])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail (EFBIG)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))  # the header and a line or two
+    from phaseaware.cli.main import main
+    sys.exit(main(sys.argv[2:]))
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX resource limits")
+def test_a_full_disk_during_calibrate_names_the_log_and_resumes(tmp_path: Path) -> None:
+    (tmp_path / "disk_backend.py").write_text("def answer(p):\n    return '0'\n", "utf-8")
+    args = [*CAL, "--model", "disk_backend:answer", "--base-prompts", "3",
+            "--log", "c.jsonl", "--out", "p.json"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    full = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(tmp_path), *args],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert full.returncode == 1, full.stderr
+    assert "phaseaware: error: cannot append to calibration log c.jsonl: File too large" in (
+        full.stderr
+    )
+    assert "run the same command again to resume" in full.stderr
+    assert "Traceback" not in full.stderr and "this is a bug" not in full.stderr
+    kept = (tmp_path / "c.jsonl").read_text(encoding="utf-8").count("\n")
+    again = subprocess.run(
+        [sys.executable, "-c", FULL_DISK.replace("(1000, 1000)", "(resource.RLIM_INFINITY,) * 2"), str(tmp_path),
+         *args], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert kept == 2  # the header and the one probe that fit (then a torn line)
+    assert (tmp_path / "c.jsonl").read_text(encoding="utf-8").count("\n") == 7  # header + 6
