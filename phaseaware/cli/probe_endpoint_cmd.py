@@ -56,6 +56,13 @@ def run(args: argparse.Namespace) -> int:
         if args.api_key_file is not None
         else None
     )
+    if key is not None and not args.no_save:  # the record must never replace the key file
+        from phaseaware.atomic import refuse_outputs_over_inputs
+
+        record = {"the endpoint record": record_path(args.base_url.strip(), args.model)}
+        refuse_outputs_over_inputs(
+            record, {f"--api-key-file {args.api_key_file}": args.api_key_file}
+        )
     record = probe_endpoint(
         base_url=args.base_url, model=args.model, tokenizer=args.tokenizer,
         chat_format=args.chat_format, api_key=key, mode=args.mode, rounds=args.rounds,

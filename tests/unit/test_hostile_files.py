@@ -321,3 +321,21 @@ def test_a_full_disk_during_calibrate_names_the_log_and_resumes(tmp_path: Path) 
     assert again.returncode == 0, again.stderr
     assert kept == 2  # the header and the one probe that fit (then a torn line)
     assert (tmp_path / "c.jsonl").read_text(encoding="utf-8").count("\n") == 7  # header + 6
+
+
+def test_probe_endpoint_record_never_replaces_the_key_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from phaseaware.endpoints.record import record_path
+
+    monkeypatch.setenv("PHASEAWARE_HOME", str(tmp_path / "home"))
+    key = record_path("http://127.0.0.1:9/v1", "m")
+    key.parent.mkdir(parents=True)
+    key.write_text("sk-test-0123456789\n", encoding="utf-8")
+    code, err = _run(["probe-endpoint", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                      "--tokenizer", "tiktoken:cl100k_base", "--chat-format", "chatml",
+                      "--api-key-file", str(key)], capsys)  # fmt: skip
+    assert (
+        code == 1 and "the endpoint record" in err and "is the same file as --api-key-file" in err
+    )
+    assert key.read_text(encoding="utf-8") == "sk-test-0123456789\n"
