@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     if key is not None and not args.no_save:  # the record must never replace the key file
         from phaseaware.atomic import refuse_outputs_over_inputs
 
-        record = {"the endpoint record": record_path(args.base_url.strip(), args.model)}
+        output = {"the endpoint record": record_path(args.base_url.strip(), args.model)}
         refuse_outputs_over_inputs(
-            record, {f"--api-key-file {args.api_key_file}": args.api_key_file}
+            output, {f"--api-key-file {args.api_key_file}": args.api_key_file}
         )
     record = probe_endpoint(
         base_url=args.base_url, model=args.model, tokenizer=args.tokenizer,
