@@ -108,8 +108,11 @@ def _leave(key: tuple[object, ...]) -> None:
 
 def _lock_inode(path: str | os.PathLike[str], *, what: str, me: int) -> list[tuple[object, ...]]:
     """Lock the file at ``path`` by device and inode (nothing while it does not exist)."""
+    real = os.path.realpath(path)
     try:
-        fd = os.open(os.path.realpath(path), os.O_RDONLY | _NONBLOCK)
+        if not stat.S_ISREG(os.stat(real).st_mode):
+            return []  # a device is never opened (the output checks refuse it)
+        fd = os.open(real, os.O_RDONLY | _NONBLOCK)
     except OSError:
         return []  # absent (created later, then locked again) or unreadable (the write fails later)
     try:
