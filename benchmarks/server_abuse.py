@@ -84,7 +84,7 @@ def _good_clients(port: int, clients: int, seconds: float) -> list[float]:
     return latencies
 
 
-def _abuser(port: int, seconds: float, seen: collections.Counter[str]) -> None:
+def _abuser(port: int, seconds: float, seen: collections.Counter[str], kinds: list[str]) -> None:
     many = {"model": MODEL, "messages": [{"role": "user", "content": ""}] * 250_000}
     huge = {"model": MODEL, "messages": [{"role": "user", "content": "a " * 500_000}]}
     long = {**GOOD, "max_tokens": 480}
@@ -92,8 +92,9 @@ def _abuser(port: int, seconds: float, seen: collections.Counter[str]) -> None:
     stop = time.monotonic() + seconds
     i = 0
     while time.monotonic() < stop:
+        kind = kinds[i % len(kinds)]
         i += 1
-        if i % 3 == 0:  # a long generation, abandoned
+        if kind == "abandon":  # a long generation, abandoned
             data = json.dumps(long).encode()
             head = (
                 f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
@@ -104,7 +105,7 @@ def _abuser(port: int, seconds: float, seen: collections.Counter[str]) -> None:
                 time.sleep(0.2)
             seen["abandoned"] += 1
             continue
-        seen[str(_post(port, bodies[i % 3 - 1]))] += 1
+        seen[f"{kind} {_post(port, bodies[kind == 'huge'])}"] += 1
 
 
 def _ms(values: list[float], q: float) -> str:
@@ -118,6 +119,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument(
+        "--abuse", default="many,huge,abandon", help="comma list of many, huge, abandon"
+    )
     args = parser.parse_args()
 
     print("encode_chat time by message count (one pass: linear)")
@@ -136,7 +140,7 @@ def main() -> None:
         port = int(line.split("/v1")[0].rsplit(":", 1)[1])
         alone = _good_clients(port, args.clients, args.seconds)
         seen: collections.Counter[str] = collections.Counter()
-        abuser = threading.Thread(target=_abuser, args=(port, args.seconds, seen))
+        abuser = threading.Thread(target=_abuser, args=(port, args.seconds, seen, args.abuse.split(",")))
         abuser.start()
         abused = _good_clients(port, args.clients, args.seconds)
         abuser.join()

@@ -76,9 +76,21 @@ def test_a_quarter_million_empty_messages_under_the_body_cap_are_refused() -> No
     with start_server(engine) as server:
         status, doc = _post(server, "/v1/chat/completions", raw)
         assert status == 400, doc  # counted before decoding: no 250,000 Python objects
-        assert "about 750003 values; this server takes at most 16384" in doc["error"]["message"]
+        assert "at least 500002 values; this server takes at most 16384" in doc["error"]["message"]
         assert engine.batch_sizes == [] and engine.prompts == []  # nothing was encoded or run
         assert _post(server, "/v1/chat/completions", _chat(1))[0] == 200
+
+
+def test_the_value_count_is_exact_where_the_cheap_bound_cannot_tell() -> None:
+    """Quotes and commas inside strings are no values: a long quoted content is served,
+    as many values outside strings are refused."""
+    from phaseaware.reference.openai_protocol import RequestError, decode_json_body
+
+    quoted = json.dumps({"messages": [{"content": 'say "a", "b", \\ ' * 5000}]}).encode()
+    assert decode_json_body(quoted, max_items=100)["messages"][0]["content"].count('"') == 20000
+    many = json.dumps({"x": [1] * 101}).encode()
+    with pytest.raises(RequestError, match="about 102 values; this server takes at most 100"):
+        decode_json_body(many, max_items=100)
 
 
 def _post_head(length: int) -> bytes:
