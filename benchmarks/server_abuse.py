@@ -138,6 +138,7 @@ def main() -> None:
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()
         port = int(line.split("/v1")[0].rsplit(":", 1)[1])
+        _good_clients(port, args.clients, 2.0)  # warm-up (first forward passes), not measured
         alone = _good_clients(port, args.clients, args.seconds)
         seen: collections.Counter[str] = collections.Counter()
         abuser = threading.Thread(target=_abuser, args=(port, args.seconds, seen, args.abuse.split(",")))
