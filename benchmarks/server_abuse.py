@@ -141,7 +141,9 @@ def main() -> None:
         _good_clients(port, args.clients, 2.0)  # warm-up (first forward passes), not measured
         alone = _good_clients(port, args.clients, args.seconds)
         seen: collections.Counter[str] = collections.Counter()
-        abuser = threading.Thread(target=_abuser, args=(port, args.seconds, seen, args.abuse.split(",")))
+        abuser = threading.Thread(
+            target=_abuser, args=(port, args.seconds, seen, args.abuse.split(","))
+        )
         abuser.start()
         abused = _good_clients(port, args.clients, args.seconds)
         abuser.join()
