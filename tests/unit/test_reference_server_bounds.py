@@ -181,3 +181,32 @@ def test_sigterm_stops_a_busy_server_promptly() -> None:
     grace = ServerLimits().shutdown_grace_s
     print(f"SIGTERM took {took:.1f} s")
     assert took < grace + 3.0, f"SIGTERM took {took:.1f} s"
+
+
+def test_other_clients_are_served_while_an_abusive_one_is_refused() -> None:
+    """What holds at any load (latency is measured in benchmarks/server_abuse.py): every
+    well-behaved request is answered 200 while an abusive client floods the server, and
+    every abusive request is refused with a 400."""
+    engine = BatchLookupEngine()
+    many = json.dumps(_chat(250_000, ""), separators=(",", ":")).encode()
+    huge = json.dumps(_chat(1, "a " * 200_000)).encode()
+    abusive: list[int] = []
+    with start_server(engine, limits=ServerLimits(max_prompt_chars=100_000)) as server:
+        stop = threading.Event()
+
+        def abuse() -> None:
+            i = 0
+            while not stop.is_set():
+                abusive.append(_post(server, "/v1/chat/completions", (many, huge)[i % 2])[0])
+                i += 1
+
+        flood = threading.Thread(target=abuse)
+        flood.start()
+        try:
+            good = [_post(server, "/v1/chat/completions", _chat(1))[0] for _ in range(10)]
+        finally:
+            stop.set()
+            flood.join()
+    assert good == [200] * 10
+    assert abusive and set(abusive) == {400}
+    assert all(size == 1 for size in engine.batch_sizes)  # nothing abusive reached the engine
