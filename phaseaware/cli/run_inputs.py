@@ -30,14 +30,12 @@ def files_of(path: str | os.PathLike[str], *, what: str) -> dict[str, Path]:
         return {f"{what} {given}": given} if given.exists() else {}
     found: dict[str, Path] = {}
     with contextlib.suppress(OSError):
-        for depth, pattern in enumerate(("*", "*/*")):
+        for pattern in ("*", "*/*"):
             for item in sorted(given.glob(pattern)):
                 if len(found) >= FOLDER_FILES_MAX:
                     return found
                 if item.is_file():
                     found[f"{what} {item}"] = item
-            if depth == 0 and len(found) >= FOLDER_FILES_MAX:
-                break
     return found
 
 
