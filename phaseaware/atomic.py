@@ -32,6 +32,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from phaseaware.errors import FilePathError
@@ -41,6 +42,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_output_path",
+    "refuse_outputs_over_inputs",
     "refuse_same_file",
     "remove_stale_temps",
 ]
@@ -116,6 +118,37 @@ def refuse_same_file(
             raise FilePathError(
                 f"{output_name} {output} is the same file as {name} {value}; writing it "
                 f"would destroy {name}: choose another {output_name}"
+            )
+
+
+def refuse_outputs_over_inputs(
+    outputs: Mapping[str, str | os.PathLike[str] | None],
+    inputs: Mapping[str, str | os.PathLike[str]],
+) -> None:
+    """Raise ``FilePathError`` if any of ``outputs`` (flag -> path) is one of ``inputs``
+    (description -> path; many files, e.g. every file of a tokenizer folder).
+
+    The same identity rule as :func:`refuse_same_file` (device and inode for files that
+    exist, resolved paths for those that do not), in one pass over the inputs.
+    """
+    by_inode: dict[tuple[int, int], str] = {}
+    by_path: dict[str, str] = {}
+    for name, value in inputs.items():
+        by_path.setdefault(os.path.realpath(value), name)
+        with contextlib.suppress(OSError):
+            info = os.stat(value)
+            by_inode.setdefault((info.st_dev, info.st_ino), name)
+    for flag, output in outputs.items():
+        if output is None:
+            continue
+        found = by_path.get(os.path.realpath(output))
+        with contextlib.suppress(OSError):
+            info = os.stat(output)
+            found = by_inode.get((info.st_dev, info.st_ino), found)
+        if found is not None:
+            raise FilePathError(
+                f"{flag} {output} is the same file as {found}, an input of this run; writing "
+                f"it would destroy that input: choose another {flag}"
             )
 
 

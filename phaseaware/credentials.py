@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from phaseaware.errors import InputError, PhaseawareError
 
-__all__ = ["api_key_problem", "check_api_key"]
+__all__ = ["api_key_from_env", "api_key_problem", "check_api_key"]
 
 
 def api_key_problem(key: str) -> str | None:
@@ -42,3 +42,17 @@ def check_api_key(key: str, *, source: str, error: type[PhaseawareError] = Input
             "remove it (a trailing newline often comes from `echo` or a copied line)"
         )
     return key
+
+
+def api_key_from_env(
+    names: tuple[str, ...], *, error: type[PhaseawareError] = InputError
+) -> str | None:
+    """The first non-empty environment variable of ``names``, checked (:func:`check_api_key`,
+    the variable named in the error); ``None`` when none is set."""
+    import os
+
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return check_api_key(value, source=f"${name}", error=error)
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "MAX_BUDGET_TOKENS",
+    "MAX_CHUNKS",
     "MAX_KEYS_PER_CHUNK",
     "MAX_PAD_COST",
     "MAX_PERIOD",
@@ -27,6 +28,9 @@ MAX_PERIOD = 512
 MAX_BUDGET_TOKENS = 100_000_000  # a prompt budget in tokens
 MAX_TOKENS = 100_000_000  # a context length or window in tokens (profiles, flags)
 MAX_KEYS_PER_CHUNK = 10_000
+# Chunks in one assembly: a prompt holds a few hundred; every chunk is measured (tokenized),
+# so a million tiny ones cost a minute and gigabytes before any answer.
+MAX_CHUNKS = 100_000
 MAX_REPEAT_CHARS = 1_000_000
 MAX_REPAIR_ROUNDS = 100
 MAX_PAD_COST = 1e6  # objective cost per padding token (relevance·reliability units)

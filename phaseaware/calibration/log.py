@@ -28,7 +28,7 @@ from typing import Any
 
 from phaseaware.atomic import atomic_write_text, check_output_path
 from phaseaware.calibration.backends.base import API_KEY_ENV_VARS
-from phaseaware.errors import LogError
+from phaseaware.errors import FilePathError, LogError
 from phaseaware.filelock import hold_lock
 from phaseaware.redact import redact
 from phaseaware.userfiles import LARGE_FILE, read_user_bytes
@@ -207,14 +207,22 @@ class CalibrationLog:
             raise LogError(
                 f"probe {record.probe_id} is already in {self.path}; it must not run twice"
             )
-        self._handle.write(record.to_line().encode("utf-8"))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        try:
+            self._handle.write(record.to_line().encode("utf-8"))
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        except OSError as exc:  # a full disk, a quota, a file-size limit, an I/O error
+            raise FilePathError(
+                f"cannot append to calibration log {self.path}: {exc.strerror or exc}; free "
+                "space (or fix the cause) and run the same command again to resume: the "
+                "probes logged so far are kept"
+            ) from None
         self.done[record.probe_id] = record
 
     def close(self) -> None:
         if not self._handle.closed:
-            self._handle.close()
+            with contextlib.suppress(OSError):  # a line a full disk refused: a torn tail
+                self._handle.close()
         self._lock.close()
 
     def __enter__(self) -> CalibrationLog:
@@ -265,6 +273,8 @@ def _open_locked(
 ) -> CalibrationLog:
     if fresh or not target.exists() or target.stat().st_size == 0:
         atomic_write_text(target, header_line)
+        # a new inode: lock it too, so a hard link made to it later shares this run's lock
+        lock.enter_context(hold_lock(target, what="calibration log"))
         return CalibrationLog(target, header, [], lock=lock)
     stored, records, good_end = _read(target)
     check_same_run(stored, header, target)

@@ -166,7 +166,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=seconds(),
         default=60.0,
-        help="--backend openai: seconds per HTTP attempt (default 60)",
+        help="--backend openai: seconds per HTTP attempt, connect to last byte (default 60)",
     )
     add(
         "--max-retries",
@@ -312,8 +312,9 @@ def _backend_options(args: argparse.Namespace) -> Any:
 
 
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
-    from phaseaware.atomic import refuse_same_file
+    from phaseaware.atomic import refuse_outputs_over_inputs, refuse_same_file
     from phaseaware.calibration.backends.factory import run_names
+    from phaseaware.cli.run_inputs import calibrate_inputs
     from phaseaware.errors import FilePathError
     from phaseaware.filelock import hold_lock
     from phaseaware.profiles.registry import profile_filename
@@ -327,10 +328,12 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
         default_model = reference_model_source()
     name, spec = run_names(options, tokenizer=args.tokenizer, default_model=default_model)
     template = args.chat_format or "hf"
-    tokenizer = load_tokenizer(spec)
     out = Path(args.out) if args.out else DEFAULT_FOLDER / profile_filename(name)
     log = Path(args.log) if args.log else out.with_name(out.stem + ".calibration.jsonl")
     refuse_same_file(out, {"--log": log}, output_name="--out")
+    outputs = {"--out": out, "--log": log, "--plot": args.plot, "--emit-batch": args.emit_batch}
+    refuse_outputs_over_inputs(outputs, calibrate_inputs(args, tokenizer_spec=spec))
+    tokenizer = load_tokenizer(spec)
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from phaseaware.cli.argtypes import seconds
+
 NAME = "probe-endpoint"
 HELP = "Find how an endpoint's token positions relate to phaseaware's (offset, stability)."
 
@@ -35,6 +37,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--api-key-file", metavar="FILE",
         help="read the API key from FILE (else PHASEAWARE_API_KEY / OPENAI_API_KEY)",
     )  # fmt: skip
+    parser.add_argument(
+        "--timeout", type=seconds(), default=30.0,
+        help="seconds per HTTP attempt, connect to last byte (default 30)",
+    )  # fmt: skip
     parser.add_argument("--no-save", action="store_true", help="do not write the record")
     parser.add_argument("--json", action="store_true", help="print the record as JSON")
 
@@ -50,10 +56,17 @@ def run(args: argparse.Namespace) -> int:
         if args.api_key_file is not None
         else None
     )
+    if key is not None and not args.no_save:  # the record must never replace the key file
+        from phaseaware.atomic import refuse_outputs_over_inputs
+
+        output = {"the endpoint record": record_path(args.base_url.strip(), args.model)}
+        refuse_outputs_over_inputs(
+            output, {f"--api-key-file {args.api_key_file}": args.api_key_file}
+        )
     record = probe_endpoint(
         base_url=args.base_url, model=args.model, tokenizer=args.tokenizer,
         chat_format=args.chat_format, api_key=key, mode=args.mode, rounds=args.rounds,
-        thinking=args.thinking, save=not args.no_save,
+        thinking=args.thinking, save=not args.no_save, timeout=args.timeout,
     )  # fmt: skip
     if args.json:
         print(json.dumps(record.to_dict(), indent=2))

@@ -25,6 +25,7 @@ import msgspec
 from phaseaware.errors import InputError
 from phaseaware.limits import (
     MAX_BUDGET_TOKENS,
+    MAX_CHUNKS,
     MAX_KEYS_PER_CHUNK,
     MAX_PAD_COST,
     MAX_PERIOD,
@@ -94,7 +95,7 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     tokenizer: str
     question: str
-    chunks: list[RequestChunk]
+    chunks: Annotated[list[RequestChunk], msgspec.Meta(max_length=MAX_CHUNKS)]
     budget_tokens: Annotated[int, msgspec.Meta(ge=1, le=MAX_BUDGET_TOKENS)]
     chat_format: str | None = None
     template: str | None = None  # deprecated name of chat_format
@@ -206,5 +207,7 @@ def _value_at(doc: Any, path: str) -> Any:
 def _shown(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
         return f"an integer of {len(str(abs(value)))} digits"
+    if isinstance(value, list | dict) and len(value) > 8:  # never the repr of a huge value
+        return f"{'a list' if isinstance(value, list) else 'an object'} of {len(value)} items"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

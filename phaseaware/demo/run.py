@@ -146,6 +146,7 @@ def run_demo(
     "compare"), probes or answers."""
     stage = on_stage or (lambda message: None)
     progress = on_progress or (lambda step, done, total: None)
+    _prepare_out(settings.out)  # before the model loads: a bad --out fails at once
     tokenizer = load_tokenizer("reference")
     backend = load_hf_backend(reference_model_source(), tokenizer, threads=1)
     try:
@@ -186,6 +187,26 @@ def _announce(
         progress(step, done, total)
 
     return report
+
+
+def _prepare_out(out: Path) -> None:
+    """Create the output folder ``out``; ``FilePathError`` naming it when it cannot be one."""
+    from phaseaware.atomic import check_output_path
+    from phaseaware.errors import FilePathError
+
+    if out.exists() and not out.is_dir():
+        raise FilePathError(
+            f"--out {out} is a file, not a folder: --out names the folder for the "
+            "calibration log and the profile; choose a folder (it is created if missing)"
+        )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FilePathError(
+            f"--out {out}: cannot create the folder ({exc.strerror or exc}); choose another"
+        ) from None
+    for name in (f"{MODEL_NAME}.calibration.jsonl", f"{MODEL_NAME}.json"):
+        check_output_path(out / name)
 
 
 def _calibrate(

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from phaseaware.chat import ChatSettings
+from phaseaware.credentials import api_key_from_env
 from phaseaware.endpoints.defaults import (
     TemplateMismatchError,
     compare_tokens,
@@ -66,6 +67,7 @@ from phaseaware.endpoints.settings import chat_template_kwargs
 from phaseaware.endpoints.tokenize import TokenizeUnavailable, server_token_ids
 from phaseaware.endpoints.usage import check_prompt_tokens
 from phaseaware.errors import EndpointError, InputError, PhaseawareWarning
+from phaseaware.httpclient import failure_message, openai_client
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.version import __version__
@@ -92,11 +94,10 @@ Mode = Literal["auto", "exact", "count"]
 def make_client(
     base_url: str, *, api_key: str | None = None, timeout: float = 30.0
 ) -> openai.OpenAI:
-    """An official ``openai`` client; the key from ``api_key`` or the environment."""
-    import openai
-
-    key = api_key or next((os.environ[v] for v in API_KEY_ENV_VARS if os.environ.get(v)), None)
-    return openai.OpenAI(base_url=base_url, api_key=key or "EMPTY", timeout=timeout, max_retries=2)
+    """An official ``openai`` client (:func:`phaseaware.httpclient.openai_client`: a
+    deadline per attempt, a size cap); the key from ``api_key`` or the environment."""
+    key = api_key or api_key_from_env(API_KEY_ENV_VARS, error=EndpointError)
+    return openai_client(base_url, api_key=key or "EMPTY", timeout=timeout, max_retries=2)
 
 
 @dataclass
@@ -137,9 +138,7 @@ def _send(
             "the API key (--api-key-file or PHASEAWARE_API_KEY)"
         ) from None
     except openai.APIError as exc:
-        raise EndpointError(
-            f"cannot reach {url} ({type(exc).__name__}): check --base-url and that the server runs"
-        ) from None
+        raise EndpointError(failure_message(exc, url)) from None
     if seen is not None:
         seen.model = _text(getattr(response, "model", None)) or seen.model
         seen.fingerprint = _text(getattr(response, "system_fingerprint", None)) or seen.fingerprint
@@ -250,12 +249,14 @@ def probe_endpoint(
     thinking: bool = False,
     save: bool = True,
     directory: str | os.PathLike[str] | None = None,
+    timeout: float = 30.0,
 ) -> EndpointRecord:
     """Discover the endpoint's offset; return (and by default save) its record.
 
     ``mode``: ``exact`` (server ids only: vLLM's render endpoint where enabled, else
     ``/tokenize``), ``count`` (usage counts only) or ``auto`` (exact where the server
-    shows ids and the chat route agrees, else count). Raises ``TemplateMismatchError`` when no constant offset explains
+    shows ids and the chat route agrees, else count). ``timeout``: seconds per HTTP
+    attempt, connect to last byte. Raises ``TemplateMismatchError`` when no constant offset explains
     what the server tokenized, ``EndpointError`` when the server cannot be probed.
     """
     if mode not in ("auto", "exact", "count"):
@@ -265,7 +266,7 @@ def probe_endpoint(
     tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     base = base_url.strip().rstrip("/")
     url = redact_url(base)
-    client = client if client is not None else make_client(base, api_key=api_key)
+    client = client if client is not None else make_client(base, api_key=api_key, timeout=timeout)
     prompts = probe_prompts(tok, chat_format, thinking=thinking)
     kwargs = chat_template_kwargs(chat_format=chat_format, thinking=thinking)
     identity = _Seen()

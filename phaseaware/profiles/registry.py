@@ -185,9 +185,11 @@ def find_profile(name: str) -> ProfileEntry:
 
 
 def _report_shadowing(entry: ProfileEntry) -> ProfileEntry:
-    """``entry``, with ``shadows`` set and a ``PhaseawareWarning`` when an env-path profile
-    hides a built-in of the same name (its expected accuracies replace the published ones)."""
-    if entry.origin != "env":
+    """``entry``, with ``shadows`` set and a ``PhaseawareWarning`` when a profile from
+    ``$PHASEAWARE_PROFILE_PATH`` or the user folder hides a built-in whose name normalises
+    the same (``DeepSeek_V4 Flash-Base.json`` too): its expected accuracies replace the
+    published ones, so it is never silent."""
+    if entry.origin == "builtin":
         return entry
     key = normalize_model_name(entry.name)
     hidden = [
@@ -196,10 +198,11 @@ def _report_shadowing(entry: ProfileEntry) -> ProfileEntry:
     if not hidden:
         return entry
     check_trusted(entry.path)  # an untrusted file is refused, not announced
+    where = f"${ENV_PROFILE_PATH}" if entry.origin == "env" else "the user profile folder"
     warnings.warn(
-        f"profile {entry.name!r} from ${ENV_PROFILE_PATH} ({entry.path}) shadows the "
+        f"profile {entry.name!r} from {where} ({entry.path}) shadows the "
         f"built-in profile of that name ({hidden[0].path}); remove it from "
-        f"${ENV_PROFILE_PATH} to use the built-in",
+        f"{where} to use the built-in",
         PhaseawareWarning,
         stacklevel=3,
     )
@@ -208,35 +211,38 @@ def _report_shadowing(entry: ProfileEntry) -> ProfileEntry:
 
 def _looks_like_path(text: str) -> bool:
     # Not "contains a slash": "deepseek-ai/DeepSeek-V4-Flash-Base" is a model name.
-    return text.endswith(".json") or text.startswith(("./", "../", "~", "/", os.sep))
+    starts = ("./", "../", "~", "/", "." + os.sep, ".." + os.sep, os.sep)
+    return text.lower().endswith(".json") or text.startswith(starts) or os.path.isabs(text)
 
 
 def get_profile(name_or_path: str | os.PathLike[str]) -> Profile:
-    """Load a profile from a ``.json`` file path, or look it up by model name.
+    """Load a profile from a file path, or look it up by model name.
 
-    A string naming an existing file is loaded directly; a string ending in
-    ``.json`` that names no file raises ``ProfileNotFoundError``; anything else
-    (``"deepseek-ai/DeepSeek-V4-Flash-Base"``) is looked up in the registry.
+    A path is a ``PathLike`` or a string written as one: ending in ``.json``, or starting
+    with ``./``, ``../``, ``~`` or the root. Any other string
+    (``"deepseek-ai/DeepSeek-V4-Flash-Base"``, ``"deepseek-v4-flash-base"``) is looked up
+    in the registry only, never as a file in the current folder (a cloned repository could
+    plant one there).
     """
     return _load_cached(profile_path(name_or_path))
 
 
 def profile_path(name_or_path: str | os.PathLike[str]) -> Path:
-    """The file ``get_profile(name_or_path)`` reads: an existing file as given, else the
-    registered file for the model name (``ProfileNotFoundError`` when there is none)."""
+    """The file ``get_profile(name_or_path)`` reads: the path as given, or the registered
+    file for a model name (``ProfileNotFoundError`` when there is none)."""
     text = os.fspath(name_or_path)
+    if isinstance(name_or_path, str) and not _looks_like_path(text):
+        return find_profile(text).path
     candidate = Path(text).expanduser()
     if candidate.is_file():
         return candidate
-    if os.path.lexists(candidate) and not os.path.isfile(candidate):
+    if os.path.lexists(candidate):
         # a folder, FIFO, device or symlink loop: say which (raises ProfileError)
         read_user_bytes(candidate, what="profile file", error=ProfileError)
-    if _looks_like_path(text) or not isinstance(name_or_path, str):
-        raise ProfileNotFoundError(
-            f"profile file {text} does not exist; check the path, or pass a model name "
-            "(see `phaseaware profile list`)"
-        )
-    return find_profile(text).path
+    raise ProfileNotFoundError(
+        f"profile file {text} does not exist; check the path, or pass a model name "
+        "(see `phaseaware profile list`)"
+    )
 
 
 def _load_cached(path: Path) -> Profile:

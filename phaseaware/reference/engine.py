@@ -25,10 +25,11 @@ Token counts come from the model's own tokenizer, so ``usage.prompt_tokens`` is 
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from phaseaware.reference.paths import MODEL_NAME
@@ -59,11 +60,17 @@ class GenerationResult:
 @dataclass(frozen=True)
 class GenerationRequest:
     """One row of a batch: prompt ``ids`` (tokens), at most ``max_tokens`` new tokens,
-    cut at the first of the ``stop`` strings."""
+    cut at the first of the ``stop`` strings. ``cancel``, once set (the client left, the
+    server stops), lets an engine drop the row at its next step; its result is then unused."""
 
     ids: tuple[int, ...]
     max_tokens: int
     stop: tuple[str, ...] = ()
+    cancel: threading.Event | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
 
 class PromptError(ValueError):
@@ -163,15 +170,16 @@ class ReferenceEngine:
         rendered = self.render_chat(
             [{**m, "content": h} for m, h in zip(messages, holders, strict=True)]
         )
+        # one pass over the rendered text (linear in its length, whatever the message count)
+        parts = re.split(f"\x00{tag}:(\\d+)\x00", rendered)
+        placed = [int(i) for i in parts[1::2]]
+        if placed != list(range(len(messages))):
+            raise PromptError("the chat template does not place each message's content once")
         ids: list[int] = []
-        rest = rendered
-        for message, holder in zip(messages, holders, strict=True):
-            head, found, rest = rest.partition(holder)
-            if not found or holder in rest:
-                raise PromptError("the chat template does not place each message's content once")
+        for head, message in zip(parts[0::2], messages, strict=False):
             ids += self.encode(head)
             ids += self._encode_content(message["content"])
-        return ids + self.encode(rest)
+        return ids + self.encode(parts[-1])
 
     def _encode_content(self, content: str) -> list[int]:
         with self._tokenizer_lock:
@@ -192,7 +200,8 @@ class ReferenceEngine:
         """Greedy continuations of every request in one forward pass per step.
 
         Rows are right-padded with ``<pad>``; a row stops at ``<eos>``, at one of its stop
-        strings, after its ``max_tokens`` or at the context limit, and then leaves the batch.
+        strings, after its ``max_tokens``, at the context limit or once cancelled, and then
+        leaves the batch.
         """
         import torch
 
@@ -202,7 +211,11 @@ class ReferenceEngine:
         limit = self.max_context_tokens  # tokens, prompt and completion together
         with self._model_lock, torch.no_grad():
             while active:
-                active = [i for i in active if len(requests[i].ids) + len(new[i]) < limit]
+                active = [
+                    i
+                    for i in active
+                    if len(requests[i].ids) + len(new[i]) < limit and not requests[i].cancelled
+                ]
                 if not active:
                     break
                 rows = [list(requests[i].ids) + new[i] for i in active]

@@ -13,37 +13,27 @@ message that names the bad field, the OpenAI ``param`` and ``code``. Unknown fie
 ignored (clients send many optional ones); fields the server cannot honour (``n > 1``) are
 rejected rather than silently ignored.
 
-:func:`stream_chunks` turns a finished completion into the OpenAI streaming chunks
-(``chat.completion.chunk`` / ``text_completion``) that the server sends as server-sent
-events: a role chunk (chat), the text in pieces, a chunk with ``finish_reason`` and, when
-``stream_options.include_usage`` is set, a last chunk with no choices and the ``usage``.
+The response bodies are :mod:`phaseaware.reference.openai_responses`.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from phaseaware.reference.engine import GenerationResult
-
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
     "CompletionParams",
     "RequestError",
-    "completion_body",
     "decode_json_body",
     "error_body",
-    "models_body",
     "parse_chat_request",
     "parse_completion_request",
-    "stream_chunks",
 ]
 
 DEFAULT_MAX_TOKENS = 16
@@ -92,8 +82,16 @@ def _bad(message: str, param: str | None, code: str | None = None) -> RequestErr
     return RequestError(400, message, param=param, code=code)
 
 
-def parse_chat_request(body: Mapping[str, Any], *, model_name: str) -> CompletionParams:
-    """Validate a ``/v1/chat/completions`` body for the model ``model_name``."""
+def parse_chat_request(
+    body: Mapping[str, Any],
+    *,
+    model_name: str,
+    max_messages: int | None = None,
+    max_chars: int | None = None,
+) -> CompletionParams:
+    """Validate a ``/v1/chat/completions`` body for the model ``model_name``: at most
+    ``max_messages`` messages, whose contents hold at most ``max_chars`` characters
+    together (``None``: no bound)."""
     model = _model(body, model_name)
     if "messages" not in body:
         raise _bad(
@@ -102,7 +100,22 @@ def parse_chat_request(body: Mapping[str, Any], *, model_name: str) -> Completio
     raw = body["messages"]
     if not isinstance(raw, list) or not raw:
         raise _bad("'messages' must be a non-empty array of message objects.", "messages")
+    if max_messages is not None and len(raw) > max_messages:
+        raise _bad(
+            f"'messages' holds {len(raw)} messages; this server takes at most {max_messages} "
+            "per request.",
+            "messages",
+            "too_many_messages",
+        )
     messages = tuple(_message(m, i) for i, m in enumerate(raw))
+    chars = sum(len(m["content"]) for m in messages)
+    if max_chars is not None and chars > max_chars:
+        raise _bad(
+            f"the messages hold {chars} characters; this server takes at most {max_chars} "
+            "per request.",
+            "messages",
+            "context_length_exceeded",
+        )
     max_tokens = _max_tokens(body, ("max_completion_tokens", "max_tokens"))
     stream, include_usage = _stream(body)
     return CompletionParams(
@@ -110,8 +123,11 @@ def parse_chat_request(body: Mapping[str, Any], *, model_name: str) -> Completio
     )
 
 
-def parse_completion_request(body: Mapping[str, Any], *, model_name: str) -> CompletionParams:
-    """Validate a ``/v1/completions`` body for the model ``model_name``."""
+def parse_completion_request(
+    body: Mapping[str, Any], *, model_name: str, max_chars: int | None = None
+) -> CompletionParams:
+    """Validate a ``/v1/completions`` body for the model ``model_name`` (a prompt of at
+    most ``max_chars`` characters; ``None``: no bound)."""
     model = _model(body, model_name)
     if "prompt" not in body:
         raise _bad("Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter")
@@ -122,6 +138,13 @@ def parse_completion_request(body: Mapping[str, Any], *, model_name: str) -> Com
         raise _bad("'prompt' must be a string (or a list holding one string).", "prompt")
     if not prompt:  # no token to continue from: a client mistake, not a server fault
         raise _bad("'prompt' must not be empty: give at least one character to continue.", "prompt")
+    if max_chars is not None and len(prompt) > max_chars:
+        raise _bad(
+            f"'prompt' holds {len(prompt)} characters; this server takes at most {max_chars} "
+            "per request.",
+            "prompt",
+            "context_length_exceeded",
+        )
     max_tokens = _max_tokens(body, ("max_tokens",))
     stream, include_usage = _stream(body)
     return CompletionParams(
@@ -239,19 +262,34 @@ def error_body(
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-def decode_json_body(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[str, Any]:
+def decode_json_body(
+    raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH, max_items: int | None = None
+) -> dict[str, Any]:
     """The JSON object in ``raw``, or :class:`RequestError` (400, ``param=None``).
 
-    ``max_depth``: most nested arrays/objects (the top-level object counts as 1).
+    ``max_depth``: most nested arrays/objects (the top-level object counts as 1);
+    ``max_items``: most values in arrays and objects together (``None``: no bound),
+    counted in one pass over the bytes before any is decoded.
     """
     if not raw.strip():
         raise _bad("Invalid JSON in request: empty body.", None)
-    depth = _nesting_depth(raw)
+    if max_items is not None:
+        # Cheap first (bytes.count, no regex): every string is a key or a value, so at
+        # least (unescaped quotes / 2) / 2 values; a body of a million tiny objects is
+        # refused here in milliseconds, before the string scan below costs a second.
+        strings = (raw.count(b'"') - raw.count(b'\\"')) // 2
+        if strings // 2 > max_items:
+            raise _too_many(f"at least {strings // 2}", max_items)
+    outside = _JSON_STRING.sub(b"", raw)
+    depth = _nesting_depth(outside)
     if depth > max_depth:
         raise _bad(
             f"Invalid JSON in request: nested {depth} levels deep; at most {max_depth} allowed.",
             None,
         )
+    items = outside.count(b",") + outside.count(b"{") + outside.count(b"[")
+    if max_items is not None and items > max_items:
+        raise _too_many(f"about {items}", max_items)
     try:
         value = json.loads(raw, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except RequestError:
@@ -264,16 +302,27 @@ def decode_json_body(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> 
     return value
 
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+def _too_many(count: str, max_items: int) -> RequestError:
+    return _bad(
+        f"Invalid JSON in request: {count} values; this server takes at most {max_items} "
+        "per request.",
+        None,
+    )
+
+
+# a JSON string, the loop unrolled (a run of plain bytes at a time, not one byte per
+# alternation): 20x faster on a long string
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _BRACKET_STEP = np.zeros(256, dtype=np.int32)
 _BRACKET_STEP[[ord("["), ord("{")]] = 1
 _BRACKET_STEP[[ord("]"), ord("}")]] = -1
 
 
-def _nesting_depth(raw: bytes) -> int:
-    """Deepest bracket nesting outside JSON strings (linear time, no recursion)."""
-    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+def _nesting_depth(outside: bytes) -> int:
+    """Deepest bracket nesting of ``outside`` (a body with its JSON strings removed;
+    linear time, no recursion)."""
+    brackets = outside.translate(None, _NOT_BRACKETS)
     if not brackets:
         return 0
     steps = _BRACKET_STEP[np.frombuffer(brackets, dtype=np.uint8)]
@@ -318,84 +367,3 @@ def _reject_lone_surrogates(value: Any, where: str) -> None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0][:200]
-
-
-def models_body(model_name: str, created: int) -> dict[str, Any]:
-    """The ``GET /v1/models`` list for one model."""
-    entry = {"id": model_name, "object": "model", "created": created, "owned_by": "phaseaware"}
-    return {"object": "list", "data": [entry]}
-
-
-_ids = itertools.count(1)
-
-
-def _usage(prompt_tokens: int, result: GenerationResult) -> dict[str, int]:
-    completion_tokens = int(result.completion_tokens)
-    return {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-    }
-
-
-_PIECES = re.compile(r"\s*\S+|\s+")
-
-
-def stream_chunks(
-    params: CompletionParams, result: GenerationResult, prompt_tokens: int, created: int
-) -> list[dict[str, Any]]:
-    """The streaming chunks of one finished completion, in order (without ``[DONE]``).
-
-    The text goes out word by word (each piece a run of whitespace and the word after it);
-    the pieces join to exactly ``result.text``."""
-    serial = next(_ids)
-    chat = params.messages is not None
-    kind, prefix = ("chat.completion.chunk", "chatcmpl") if chat else ("text_completion", "cmpl")
-    base = {"id": f"{prefix}-{created}-{serial}", "object": kind, "created": int(time.time())}
-    base["model"] = params.model
-
-    def chunk(delta: dict[str, Any] | str, finish: str | None) -> dict[str, Any]:
-        choice: dict[str, Any] = {"index": 0}
-        if chat:
-            choice["delta"] = delta
-        else:
-            choice["text"] = delta
-        choice["logprobs"] = None
-        choice["finish_reason"] = finish
-        out = {**base, "choices": [choice]}
-        if params.include_usage:
-            out["usage"] = None
-        return out
-
-    pieces = _PIECES.findall(result.text)
-    if chat:
-        chunks = [chunk({"role": "assistant", "content": ""}, None)]
-        chunks += [chunk({"content": piece}, None) for piece in pieces]
-        chunks.append(chunk({}, result.finish_reason))
-    else:
-        chunks = [chunk(piece, None) for piece in pieces] + [chunk("", result.finish_reason)]
-    if params.include_usage:
-        chunks.append({**base, "choices": [], "usage": _usage(prompt_tokens, result)})
-    return chunks
-
-
-def completion_body(
-    params: CompletionParams, result: GenerationResult, prompt_tokens: int, created: int
-) -> Mapping[str, Any]:
-    serial = next(_ids)
-    choice: dict[str, Any] = {"index": 0, "finish_reason": result.finish_reason}
-    if params.messages is not None:
-        choice["message"] = {"role": "assistant", "content": result.text}
-        kind, prefix = "chat.completion", "chatcmpl"
-    else:
-        choice["text"] = result.text
-        kind, prefix = "text_completion", "cmpl"
-    choice["logprobs"] = dict(result.logprobs) if result.logprobs is not None else None
-    return {
-        "id": f"{prefix}-{created}-{serial}",
-        "object": kind,
-        "created": int(time.time()),
-        "model": params.model,
-        "choices": [choice],
-        "usage": _usage(prompt_tokens, result),
-    }

@@ -35,11 +35,13 @@ import asyncio
 import hmac
 import json
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Protocol, runtime_checkable
 
+from phaseaware.reference.batching import Batcher, disconnected
 from phaseaware.reference.engine import (
     BatchEngine,
     GenerationRequest,
@@ -50,14 +52,12 @@ from phaseaware.reference.engine import (
 from phaseaware.reference.openai_protocol import (
     CompletionParams,
     RequestError,
-    completion_body,
     decode_json_body,
     error_body,
-    models_body,
     parse_chat_request,
     parse_completion_request,
-    stream_chunks,
 )
+from phaseaware.reference.openai_responses import completion_body, models_body, stream_chunks
 from phaseaware.reference.uvicorn_serve import (
     Message,
     Receive,
@@ -161,54 +161,6 @@ async def send_sse(send: Send, events: list[dict[str, Any]]) -> None:
     await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
 
-class _Batcher:
-    """Collects concurrent requests into ``generate_batch`` calls, one at a time."""
-
-    def __init__(self, engine: BatchEngine, limits: ServerLimits) -> None:
-        self._engine = engine
-        self._limits = limits
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="phaseaware-batch")
-        self._queue: asyncio.Queue[tuple[GenerationRequest, asyncio.Future[GenerationResult]]]
-        self._task: asyncio.Task[None] | None = None
-
-    async def submit(self, request: GenerationRequest) -> GenerationResult:
-        loop = asyncio.get_running_loop()
-        if self._task is None:
-            self._queue = asyncio.Queue()
-            self._task = loop.create_task(self._run())
-        future: asyncio.Future[GenerationResult] = loop.create_future()
-        self._queue.put_nowait((request, future))
-        return await future
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            batch = [await self._queue.get()]
-            if self._queue.empty():  # idle engine: give companions a moment to arrive
-                await asyncio.sleep(self._limits.batch_window_s)
-            while len(batch) < self._limits.max_batch and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            live = [(r, f) for r, f in batch if not f.done()]
-            requests = [r for r, _ in live]
-            try:
-                results = await loop.run_in_executor(
-                    self._executor, self._engine.generate_batch, requests
-                )
-            except Exception as exc:
-                for _, future in live:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            for (_, future), result in zip(live, results, strict=True):
-                if not future.done():
-                    future.set_result(result)
-
-    def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-        self._executor.shutdown(wait=False, cancel_futures=True)
-
-
 class OpenAIApp:
     """The ASGI application serving ``engine`` (see the module docstring for the rules).
 
@@ -232,7 +184,7 @@ class OpenAIApp:
         self._key = api_key.encode() if api_key is not None else None
         self._gate = asyncio.Semaphore(engine_parallelism) if engine_parallelism else None
         self._workers = ThreadPoolExecutor(64, thread_name_prefix="phaseaware-engine")
-        self._batcher = _Batcher(engine, self.limits) if isinstance(engine, BatchEngine) else None
+        self._batcher = Batcher(engine, self.limits) if isinstance(engine, BatchEngine) else None
         self.created = int(time.time())
 
     def close(self) -> None:
@@ -285,13 +237,23 @@ class OpenAIApp:
         if want == "GET":
             return 200, models_body(self.engine.model_name, self.created)
         raw = await read_body(receive, headers, self.limits)
-        doc = decode_json_body(raw, max_depth=self.limits.max_json_depth)
-        parse = (
-            parse_chat_request if path.endswith("/chat/completions") else parse_completion_request
+        doc = decode_json_body(
+            raw, max_depth=self.limits.max_json_depth, max_items=self.limits.max_json_items
         )
-        params = parse(doc, model_name=self.engine.model_name)
+        limits, name = self.limits, self.engine.model_name
+        if path.endswith("/chat/completions"):
+            params = parse_chat_request(
+                doc,
+                model_name=name,
+                max_messages=limits.max_messages,
+                max_chars=limits.max_prompt_chars,
+            )
+        else:
+            params = parse_completion_request(
+                doc, model_name=name, max_chars=limits.max_prompt_chars
+            )
         try:
-            prompt_tokens, result = await self._complete(params)
+            prompt_tokens, result = await self._until_disconnect(params, receive)
         except (RequestError, ClientDisconnected):
             raise
         except PromptError as exc:
@@ -304,7 +266,29 @@ class OpenAIApp:
             return 200, stream_chunks(params, result, prompt_tokens, self.created)
         return 200, dict(completion_body(params, result, prompt_tokens, self.created))
 
-    async def _complete(self, params: CompletionParams) -> tuple[int, GenerationResult]:
+    async def _until_disconnect(
+        self, params: CompletionParams, receive: Receive
+    ) -> tuple[int, GenerationResult]:
+        """:meth:`_complete`, abandoned (its engine row cancelled) as soon as the client
+        disconnects or the server cancels the request (shutdown); raises
+        :class:`ClientDisconnected` then."""
+        cancel = threading.Event()
+        work = asyncio.ensure_future(self._complete(params, cancel))
+        gone = asyncio.ensure_future(disconnected(receive))
+        try:
+            await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not work.done():
+                cancel.set()
+                work.cancel()
+            gone.cancel()
+        if not work.done() or work.cancelled():
+            raise ClientDisconnected
+        return work.result()
+
+    async def _complete(
+        self, params: CompletionParams, cancel: threading.Event | None = None
+    ) -> tuple[int, GenerationResult]:
         loop = asyncio.get_running_loop()
         engine = self.engine
         if self._batcher is not None and isinstance(engine, BatchEngine):
@@ -315,7 +299,9 @@ class OpenAIApp:
             )
             ids = await loop.run_in_executor(self._workers, encode)
             self._check_context(len(ids), params)
-            request = GenerationRequest(tuple(ids), params.max_tokens, params.stop)
+            if cancel is not None and cancel.is_set():
+                raise ClientDisconnected
+            request = GenerationRequest(tuple(ids), params.max_tokens, params.stop, cancel)
             return len(ids), await self._batcher.submit(request)
         prompt, prompt_tokens = await loop.run_in_executor(self._workers, self._prompt, params)
         self._check_context(prompt_tokens, params)

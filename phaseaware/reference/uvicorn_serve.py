@@ -43,9 +43,17 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """Bounds on what one client can make the server do (bytes, seconds, rows)."""
+    """Bounds on what one client can make the server do (bytes, seconds, rows).
+
+    ``max_json_items`` (values in the body, counted before decoding), ``max_messages`` and
+    ``max_prompt_chars`` (message contents together, or the raw prompt) bound the work one
+    request can ask for before any decoding or tokenizing (400 above them);
+    ``shutdown_grace_s``: how long SIGTERM waits for requests in flight."""
 
     max_body_bytes: int = 8 * 1024 * 1024
+    max_json_items: int = 16 * 1024
+    max_messages: int = 1024
+    max_prompt_chars: int = 256 * 1024
     max_json_depth: int = 32
     head_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
@@ -53,6 +61,7 @@ class ServerLimits:
     backlog: int = 2048
     max_batch: int = 32
     batch_window_s: float = 0.003
+    shutdown_grace_s: int = 2
 
 
 class _DeadlineH11Protocol(H11Protocol):
@@ -113,6 +122,9 @@ def _server(app: ASGIApp, limits: ServerLimits) -> uvicorn.Server:
         log_config=None,
         access_log=False,
         timeout_keep_alive=limits.keep_alive_s,
+        # SIGTERM: requests still running after the grace are cancelled (their engine
+        # work is dropped at its next step), so the process exits promptly
+        timeout_graceful_shutdown=limits.shutdown_grace_s,
         backlog=limits.backlog,
     )
     return uvicorn.Server(config)

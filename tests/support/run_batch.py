@@ -26,11 +26,11 @@ from phaseaware.atomic import atomic_write_text
 from phaseaware.reference.engine import ServerEngine
 from phaseaware.reference.openai_protocol import (
     RequestError,
-    completion_body,
     error_body,
     parse_chat_request,
     parse_completion_request,
 )
+from phaseaware.reference.openai_responses import completion_body
 
 __all__ = ["run_batch"]
 

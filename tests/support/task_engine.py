@@ -127,12 +127,16 @@ class TaskLookupEngine:
 class BatchLookupEngine(TaskLookupEngine):
     """A :class:`TaskLookupEngine` with the batch capability (word ids, one "pass" per batch).
 
-    ``delay_s`` is slept once per ``generate_batch`` call, as one forward pass would take;
-    ``batch_sizes`` lists the rows of each call, in order.
+    ``delay_s`` is slept once per ``generate_batch`` call, as one forward pass would take
+    (``steps`` times, as a generation of ``steps`` tokens would, leaving early once every
+    row is cancelled); ``batch_sizes`` lists the rows of each call, in order, and
+    ``cancelled_calls`` the calls that ended early because of cancellation.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, steps: int = 1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._steps = steps
+        self.cancelled_calls = 0
         self.max_context_tokens = kwargs.get("max_context_tokens") or 1_000_000
         self._vocab: dict[str, int] = {}
         self.batch_sizes: list[int] = []
@@ -148,8 +152,13 @@ class BatchLookupEngine(TaskLookupEngine):
         with self._lock:
             self.batch_sizes.append(len(requests))
             words = {i: w for w, i in self._vocab.items()}
-        if self._delay_s > 0:
-            time.sleep(self._delay_s)
+        for _ in range(self._steps):
+            if all(r.cancelled for r in requests):
+                with self._lock:
+                    self.cancelled_calls += 1
+                return [GenerationResult("", 0, "length") for _ in requests]
+            if self._delay_s > 0:
+                time.sleep(self._delay_s)
         prompts = [" ".join(words[i] for i in r.ids) for r in requests]
         with self._lock:
             self._prompts.extend(prompts)

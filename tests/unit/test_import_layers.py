@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     "atomic": 0,
     "userfiles": 0,
     "redact": 0,
+    "httpclient": 0,
     "intervals": 0,
     "serialize": 0,
     "version": 0,

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from phaseaware.errors import FingerprintMismatchError, PeriodMismatchError, ProfileNotFoundError
+from phaseaware.errors import (
+    FingerprintMismatchError,
+    PeriodMismatchError,
+    PhaseawareWarning,
+    ProfileNotFoundError,
+)
 from phaseaware.profiles import registry
 from phaseaware.profiles.io import save_profile
 from phaseaware.profiles.registry import (
@@ -74,7 +79,8 @@ def test_precedence_env_then_user_then_builtin(
     write_variant(user, "my-model", model="user-only")
     write_variant(second, "my-model", model="from-second")
     write_variant(first, "My-Model", model="from-first")  # names compare case-insensitively
-    assert get_profile("deepseek-v4-flash-base").model == "from-user"
+    with pytest.warns(PhaseawareWarning, match="from the user profile folder .* shadows"):
+        assert get_profile("deepseek-v4-flash-base").model == "from-user"
     assert get_profile("my-model").model == "user-only"
 
     monkeypatch.setenv("PHASEAWARE_PROFILE_PATH", os.pathsep.join([str(first), "", str(second)]))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from phaseaware.errors import InputError
+from phaseaware.limits import MAX_CHUNKS
 
 __all__ = ["Chunk", "make_chunk", "normalize_chunks", "chunks_from_request"]
 
@@ -147,6 +148,11 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
         raise InputError("chunks must be a list of Chunk objects (or strings)")
     if len(chunks) == 0:
         raise InputError("chunks is empty: pass at least one Chunk to assemble")
+    if len(chunks) > MAX_CHUNKS:
+        raise InputError(
+            f"chunks holds {len(chunks)} chunks; at most {MAX_CHUNKS} are assembled at once: "
+            "keep the best-ranked ones (a prompt holds a few hundred)"
+        )
     out: list[Chunk] = []
     seen: dict[str, int] = {}
     for index, chunk in enumerate(chunks):

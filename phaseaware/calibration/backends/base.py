@@ -19,6 +19,7 @@ __all__ = [
     "ProbeRequest",
     "Completion",
     "Backend",
+    "bad_token_count",
     "prompt_token_mismatch",
 ]
 
@@ -78,6 +79,25 @@ class Backend(Protocol):
         ...
 
 
+def bad_token_count(reported: object, *, source: str, probe_id: str) -> str | None:
+    """Why ``reported`` (a server's ``usage.prompt_tokens``) is no token count at all (NaN,
+    a float, a string, negative, beyond any context), or ``None`` for a usable one
+    (absent, or an integer in [0, MAX_TOKENS])."""
+    from phaseaware.limits import MAX_TOKENS
+
+    if reported is None or (type(reported) is int and 0 <= reported <= MAX_TOKENS):
+        return None  # (a bool is no count: type() is not isinstance())
+    if type(reported) is int and reported > MAX_TOKENS:
+        shown = f"an integer of {len(str(reported))} digits"
+    else:
+        shown = repr(reported)[:40]
+    return (
+        f"{source} reported usage.prompt_tokens = {shown} for probe {probe_id}, which is not "
+        f"a token count (an integer in [0, {MAX_TOKENS}]): the server's answer is broken; "
+        "check --base-url and the server"
+    )
+
+
 def prompt_token_mismatch(
     request: ProbeRequest, reported: int | None, offset: int, *, source: str
 ) -> str | None:
@@ -94,6 +114,9 @@ def prompt_token_mismatch(
             "phaseaware cannot confirm the server saw the same tokens; use a server that "
             "reports usage, or disable the check (--no-prompt-token-check) at your own risk"
         )
+    bad = bad_token_count(reported, source=source, probe_id=request.probe_id)
+    if bad is not None:
+        return bad
     check = check_prompt_tokens(
         planned_tokens=request.prompt_tokens,
         reported_tokens=int(reported),

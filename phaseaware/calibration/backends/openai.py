@@ -9,7 +9,8 @@ yielded as they finish.
 Retries are the client's own (``OpenAI(max_retries=..., timeout=...)``): it
 retries timeouts, connection errors, 408, 409, 429 and 5xx with exponential
 backoff and jitter, honouring ``Retry-After`` / ``retry-after-ms``. ``timeout``
-bounds each attempt. Every failure the client gives up on becomes a
+bounds each whole attempt, connect to last byte, and responses are capped in size
+(:mod:`phaseaware.httpclient`). Every failure the client gives up on becomes a
 :class:`~phaseaware.errors.BackendError` that names the flag to fix and how
 many attempts were made (read from the ``x-stainless-retry-count`` header the
 client puts on every attempt; an httpx request hook counts the retries).
@@ -44,6 +45,7 @@ from phaseaware.calibration.backends.base import (
     API_KEY_ENV_VARS,
     Completion,
     ProbeRequest,
+    bad_token_count,
     prompt_token_mismatch,
 )
 from phaseaware.errors import BackendError, PhaseawareError
@@ -222,6 +224,9 @@ class OpenAIBackend:
             text = getattr(choice, "text", None) or ""
         usage = getattr(response, "usage", None)
         reported = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        bad = bad_token_count(reported, source=redact_url(self.base_url), probe_id=request.probe_id)
+        if bad is not None:  # never logged, checked or not
+            raise BackendError(bad)
         if self.expected_prompt_tokens_check:
             problem = prompt_token_mismatch(
                 request, reported, self.prompt_token_offset, source=redact_url(self.base_url)
@@ -260,17 +265,15 @@ def _make_client(
     base_url: str, api_key: str, timeout: float, max_retries: int, *, on_request: Any
 ) -> Any:
     try:
-        import openai
+        import openai  # noqa: F401 (the client's package: a missing extra fails here)
     except ImportError as exc:
         raise BackendError(
             f"the HTTP backend needs the openai package: {install_line('openai')}"
         ) from exc
-    return openai.OpenAI(
-        base_url=base_url,
-        api_key=api_key,
-        timeout=timeout,
-        max_retries=max_retries,
-        http_client=openai.DefaultHttpxClient(event_hooks={"request": [on_request]}),
+    from phaseaware.httpclient import openai_client
+
+    return openai_client(
+        base_url, api_key=api_key, timeout=timeout, max_retries=max_retries, on_request=on_request
     )
 
 
@@ -338,6 +341,11 @@ def _describe(exc: BaseException, ctx: ErrorContext, request: ProbeRequest, atte
             "lower --concurrency, or check that the server is not overloaded"
         )
     if isinstance(exc, openai.APIConnectionError):
+        from phaseaware.httpclient import transport_problem
+
+        problem = transport_problem(exc)
+        if problem is not None:
+            return f"request for probe {probe} to {url} failed {tries}: {problem}"
         cause = exc.__cause__ or exc
         return (
             f"cannot reach the server at {url} ({tries}: {type(cause).__name__}): check "
