@@ -311,4 +311,7 @@ def _shifted(
         token_count=result.token_count + n,
         position_offset=position_offset,
         messages=messages,
+        # the sent n tokens are the server's (the caller's count), the delta's follow them
+        unchanged_prefix_tokens=result.unchanged_prefix_tokens + n,
+        unchanged_sent_tokens=n,
     )

@@ -39,6 +39,7 @@ from phaseaware.assembly.plan.planner import PadTables, Plan
 from phaseaware.assembly.prepare.measured_request import Setup, end_reserve, plan_pads, prepare
 from phaseaware.assembly.prepare.render import RepeatBlock, render_prompt, repeat_block
 from phaseaware.assembly.report.build import build_result
+from phaseaware.assembly.report.prefix import without_context_tokens
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.assembly.retokenize.windowed import (
     ChunkTokenCache,
@@ -256,8 +257,10 @@ def _finish(
     setup: Setup, verified: Verified | None, dropped: dict[int, str]
 ) -> tuple[AssemblyResult, TokenStarts | None]:
     result, measured = _build(setup, verified, dropped)
-    if setup.options.offsets:
-        return robust.add_copies(setup, result), None
+    if setup.options.offsets:  # copies rewrite the context: the shared prefix is re-measured
+        copied = robust.add_copies(setup, result)
+        kept = without_context_tokens(setup, copied.prompt, starts=None)
+        return dataclasses.replace(copied, unchanged_prefix_tokens=kept), None
     return result, measured
 
 

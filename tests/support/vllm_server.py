@@ -198,12 +198,13 @@ def start_server(
     model_name: str = "tiny",
     label: str = "vllm",
     tool_parser: str | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[VllmServer]:
     """Start ``vllm.entrypoints.openai.api_server`` on a free loopback port; stop it after.
 
     ``tool_parser``: enables automatic tool choice with that parser (a request with
     ``tools`` and the default ``tool_choice="auto"`` is refused without it), as a
-    deployment serving agents runs it.
+    deployment serving agents runs it. ``extra_args`` go to the server as given.
     """
     python = vllm_python()
     if python is None:
@@ -233,6 +234,7 @@ def start_server(
         cmd += ["--tokenizer-mode", tokenizer_mode]
     if tool_parser is not None:
         cmd += ["--enable-auto-tool-choice", "--tool-call-parser", tool_parser]
+    cmd += list(extra_args)  # e.g. prefix caching with per-request cached-token counts
     env = vllm_env()
     root = f"http://127.0.0.1:{port}"
     start = time.monotonic()

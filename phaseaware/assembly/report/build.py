@@ -18,6 +18,7 @@ from phaseaware.assembly.plan.baseline import naive_baseline
 from phaseaware.assembly.plan.planner import Plan
 from phaseaware.assembly.prepare.measured_request import Setup
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, RenderedContext
+from phaseaware.assembly.report.prefix import without_context_tokens
 from phaseaware.assembly.report.result import (
     AssemblyResult,
     Dropped,
@@ -106,6 +107,7 @@ def build_result(
         neutralized=setup.neutralized,
         tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,
         verification=measured.verification,
+        unchanged_prefix_tokens=without_context_tokens(setup, prompt.text, starts=measured.starts),
     )
 
 

@@ -59,6 +59,7 @@ def _server(
     *,
     mode: str | None,
     tokenizer_class: str | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[VllmServer]:
     parser = mode if mode in ("deepseek_v4", "deepseek_v41") else None
     if vllm_python() is None:
@@ -66,8 +67,9 @@ def _server(
     folder = tmp_path_factory.mktemp(f"vllm-{name}")
     model = build_model_dir(folder / "model", source, tokenizer_class=tokenizer_class)
     with start_server(
-        model, tokenizer_mode=mode, log=folder / "server.log", label=name, tool_parser=parser
-    ) as server:
+        model, tokenizer_mode=mode, log=folder / "server.log", label=name, tool_parser=parser,
+        extra_args=extra_args,
+    ) as server:  # fmt: skip
         TIMINGS[f"startup {name}"] = server.startup_s
         yield server
 
