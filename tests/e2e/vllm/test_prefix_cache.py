@@ -17,6 +17,7 @@ A fresh nonce starts every system prompt, so no other request shares a block.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -27,7 +28,7 @@ from phaseaware.assembly.conversation import assemble_append, assemble_conversat
 from phaseaware.assembly.report.prefix import common_prefix_ids
 from phaseaware.chat import conversation_layout, get_chat_format
 from phaseaware.tokenizers import load_tokenizer
-from tests.e2e.vllm.conftest import TIMINGS, _server
+from tests.e2e.vllm.conftest import _server
 from tests.support.vllm_server import VllmServer, deepseek_v4_files
 
 BLOCK = 32
@@ -64,11 +65,20 @@ def _warm(client: Any, server: VllmServer, ids: list[int]) -> None:
 
 def _cached(client: Any, server: VllmServer, messages: Any) -> tuple[int, int]:
     reply = client.chat.completions.create(
-        model=server.model, messages=list(messages), max_tokens=1, temperature=0
-    )
+        model=server.model, messages=list(messages), max_tokens=1, temperature=0,
+        extra_body={"chat_template_kwargs": {"thinking": False}},  # as planned: chat mode
+    )  # fmt: skip
     details = reply.usage.prompt_tokens_details
     assert details is not None, "start vLLM with --enable-prompt-tokens-details"
     return reply.usage.prompt_tokens, int(details.cached_tokens or 0)
+
+
+def _show(what: str, unchanged: int, prompt_tokens: int, cached: int) -> None:
+    print(
+        f"\nprefix cache ({what}): unchanged {unchanged} of {prompt_tokens} prompt tokens, "
+        f"vLLM cached_tokens {cached} (block {BLOCK})",
+        file=sys.stderr,
+    )
 
 
 def _system() -> str:
@@ -100,7 +110,7 @@ def test_unchanged_prefix_equals_vllm_cached_tokens(vllm_cache: VllmServer) -> N
     prompt_tokens, cached = _cached(client, vllm_cache, result.messages)
     assert prompt_tokens == result.token_count
     assert cached == BLOCK * (min(u, prompt_tokens - 1) // BLOCK), (u, cached)
-    TIMINGS["prefix cache: unchanged / cached (no context)"] = float(cached)
+    _show("without context", u, prompt_tokens, cached)
 
 
 def test_unchanged_sent_equals_vllm_cached_tokens(vllm_cache: VllmServer) -> None:
@@ -127,7 +137,7 @@ def test_unchanged_sent_equals_vllm_cached_tokens(vllm_cache: VllmServer) -> Non
     prompt_tokens, cached = _cached(client, vllm_cache, result.messages)
     assert prompt_tokens == result.token_count
     assert cached == BLOCK * (min(s, prompt_tokens - 1) // BLOCK), (s, cached)
-    TIMINGS["prefix cache: unchanged / cached (append)"] = float(cached)
+    _show("since sent", s, prompt_tokens, cached)
 
 
 def _sent_text(tok: Any, sent: list[dict[str, str]]) -> str:
