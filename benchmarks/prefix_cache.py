@@ -7,9 +7,11 @@ chat format, profile ``deepseek-v4-flash-base``, 5 documents per tool call), gro
 
 - append: ``assemble_append`` places each call's documents inside its new tool message;
   everything sent stays byte-identical;
-- re-assemble: every step re-assembles the whole conversation with ALL documents found
-  so far in one context slot at the top (the first user message), ordered and padded
-  anew by relevance, as a RAG loop that rebuilds its prompt each step does.
+- re-assemble, context at the end: every step re-assembles the conversation with ALL
+  documents found so far, ordered and padded anew, in one context slot in the newest
+  tool message (earlier tool messages hold a placeholder), as a RAG loop that rebuilds
+  its prompt each step does;
+- re-assemble, context at the top: the same, with the slot in the first user message.
 
 Per step: the prompt's tokens, the leading token ids it shares with the previous
 step's prompt (``unchanged_prefix_tokens``, exact, from the tokenizer's ids), the share,
@@ -41,16 +43,26 @@ def price(tokens: int, unchanged: int, *, unit: int, hit: float) -> float:
     return (cached * hit + (tokens - cached)) / tokens
 
 
+def _history(turns: list[str], *, top: bool) -> list[dict[str, Any]]:
+    """The re-assembled conversation after ``len(turns)`` tool calls, one ``{context}`` slot."""
+    messages = start()
+    slot = "Documents found so far:\n{context}"
+    if top:
+        messages[1] = {"role": "user", "content": slot + "\n\n" + messages[1]["content"]}
+    for turn, question in enumerate(turns):
+        last = turn == len(turns) - 1
+        content = slot if last and not top else "(documents: see the context)"
+        messages.append(tool_call(turn, question))
+        messages.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": content})
+    return messages
+
+
 def run(turns: int, seed: int, *, unit: int, hit: float) -> list[dict[str, Any]]:
     tokenizer = load_tokenizer("deepseek-v4")
     profile = get_profile(PROFILE)
     rng = random.Random(seed)
     appended = start()
-    history = start()
-    history[1] = {
-        "role": "user",
-        "content": "Documents found so far:\n{context}\n\n" + history[1]["content"],
-    }
+    questions: list[str] = []
     found: list[Chunk] = []
     rows: list[dict[str, Any]] = []
     last: dict[str, str] = {}
@@ -63,27 +75,34 @@ def run(turns: int, seed: int, *, unit: int, hit: float) -> list[dict[str, Any]]
         )  # fmt: skip
         appended = list(a.messages or ())
         found += chunks
-        history.append(tool_call(turn, question))
-        history.append(
-            {"role": "tool", "tool_call_id": f"call_{turn}", "content": "(documents added above)"}
-        )
-        b = assemble_conversation(
-            history, found, tokenizer=tokenizer, chat_format="deepseek-v4", question=question,
-            profile=profile, budget_tokens=BUDGET,
-        )  # fmt: skip
+        questions.append(question)
+        results = {"append": a}
+        for label, top in (("end", False), ("top", True)):
+            results[label] = assemble_conversation(
+                _history(questions, top=top), found, tokenizer=tokenizer,
+                chat_format="deepseek-v4", question=question, profile=profile,
+                budget_tokens=BUDGET,
+            )  # fmt: skip
         row: dict[str, Any] = {"turn": turn + 1}
-        for label, result in (("append", a), ("reassemble", b)):
+        for label, result in results.items():
             before = last.get(label)
             kept = (
                 0 if before is None else unchanged_prefix_tokens(tokenizer, result.prompt, before)
             )
             row[label] = (result.token_count, kept)
             row[f"{label}_price"] = price(result.token_count, kept, unit=unit, hit=hit)
+            row[f"{label}_no_context"] = result.unchanged_prefix_tokens
             last[label] = result.prompt
         row["append_sent"] = a.unchanged_sent_tokens
-        row["reassemble_no_context"] = b.unchanged_prefix_tokens
         rows.append(row)
     return rows
+
+
+LABELS = {
+    "append": "append alignment",
+    "end": "re-assembled, context at the end",
+    "top": "re-assembled, context at the top",
+}
 
 
 def main() -> None:
@@ -98,34 +117,32 @@ def main() -> None:
         f"prefix reuse per agent step ({args.turns} tool calls, seed {args.seed}, deepseek-v4, "
         f"profile {PROFILE}); price: cache unit {args.unit} tokens, hit {args.hit_price:.4f} x miss"
     )
-    print(
-        f"{'step':>4} | {'append: tokens':>14} {'unchanged':>9} {'share':>6} {'price':>6} | "
-        f"{'re-assemble: tokens':>19} {'unchanged':>9} {'share':>6} {'price':>6}"
+    print("unchanged: leading token ids shared with the previous step's prompt")
+    head = " | ".join(
+        f"{label:>6} {'tokens':>6} {'unch.':>6} {'share':>6} {'price':>5}" for label in LABELS
     )
-    totals = {"append": [0, 0.0], "reassemble": [0, 0.0]}
+    print(f"{'step':>4} | {head}")
+    totals = {label: [0, 0.0] for label in LABELS}
     for r in rows:
         cells = []
-        for label, width in (("append", 14), ("reassemble", 19)):
+        for label in LABELS:
             tokens, kept = r[label]
             totals[label][0] += tokens
             totals[label][1] += tokens * r[f"{label}_price"]
             cells.append(
-                f"{tokens:>{width}} {kept:>9} {kept / tokens:>6.1%} {r[f'{label}_price']:>6.3f}"
+                f"{'':>6} {tokens:>6} {kept:>6} {kept / tokens:>6.1%} {r[f'{label}_price']:>5.3f}"
             )
-        print(f"{r['turn']:>4} | {cells[0]} | {cells[1]}")
-    for label in ("append", "reassemble"):
+        print(f"{r['turn']:>4} | " + " | ".join(cells))
+    for label, name in LABELS.items():
         tokens, billed = totals[label]
         print(
-            f"{label}: {tokens} prompt tokens sent, billed as {billed:.0f} uncached "
-            f"({billed / tokens:.1%})"
+            f"{name}: {tokens} prompt tokens sent, billed as {billed:.0f} uncached "
+            f"({billed / tokens:.1%}); unchanged_prefix_tokens (vs no context) per step: "
+            + " ".join(str(r[f"{label}_no_context"]) for r in rows)
         )
     print(
-        "append: unchanged_sent_tokens (vs the sent conversation) per step: "
+        "append alignment: unchanged_sent_tokens (vs the sent conversation) per step: "
         + " ".join(str(r["append_sent"]) for r in rows)
-    )
-    print(
-        "re-assemble: unchanged_prefix_tokens (vs no context) per step: "
-        + " ".join(str(r["reassemble_no_context"]) for r in rows)
     )
 
 

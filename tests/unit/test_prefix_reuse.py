@@ -176,3 +176,15 @@ def test_single_call_has_no_sent_field() -> None:
     assert result.unchanged_sent_tokens is None
     assert "unchanged_sent_tokens" not in result.to_dict()
     assert result.to_dict()["unchanged_prefix_tokens"] == result.unchanged_prefix_tokens > 0
+
+
+def test_cli_report_names_the_unchanged_prefix() -> None:
+    from phaseaware.cli.assemble_cmd import format_report
+
+    t = tok("tiktoken:o200k_base")
+    result = assemble_conversation(
+        [{"role": "user", "content": "{context}\n\n{question}"}], CHUNKS, tokenizer=t,
+        chat_format="chatml", question=QUESTION, budget_tokens=2000,
+    )  # fmt: skip
+    line = f"unchanged prefix: {result.unchanged_prefix_tokens} of {result.token_count} tokens"
+    assert line in format_report(result)
