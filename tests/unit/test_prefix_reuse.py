@@ -188,3 +188,66 @@ def test_cli_report_names_the_unchanged_prefix() -> None:
     )  # fmt: skip
     line = f"unchanged prefix: {result.unchanged_prefix_tokens} of {result.token_count} tokens"
     assert line in format_report(result)
+
+
+def test_count_form_reports_the_same_counts_as_the_text_form() -> None:
+    from phaseaware.assembly.conversation import assemble_append_after
+    from phaseaware.chat.append import sent_text
+    from phaseaware.chat.messages import parse_messages
+
+    t = tok("deepseek-v4")
+    sent = [
+        {"role": "user", "content": "Where was the treaty signed?"},
+        {"role": "assistant", "content": "Let me search."},
+    ]
+    held = sent_text(sent=parse_messages(sent), chat_format=get_chat_format("deepseek-v4", t))
+    kwargs = dict(
+        new={"role": "user", "content": "Results:\n{context}\n\n{question}"}, chunks=CHUNKS,
+        tokenizer=t, chat_format="deepseek-v4", question=QUESTION, profile=PROFILE,
+        budget_tokens=4000,
+    )  # fmt: skip
+    full = assemble_append(sent=sent, prefix_cache=None, **kwargs)  # type: ignore[arg-type]
+    cheap = assemble_append_after(prefix_tokens=len(t.encode(held)), **kwargs)  # type: ignore[arg-type]
+    assert held + cheap.prompt == full.prompt
+    assert cheap.unchanged_prefix_tokens == full.unchanged_prefix_tokens
+    assert cheap.unchanged_sent_tokens == full.unchanged_sent_tokens == len(t.encode(held))
+
+
+def test_robust_copies_are_counted_on_the_final_prompt() -> None:
+    from phaseaware.assembly import AssemblyOptions
+
+    t = tok("deepseek-v4")
+    messages = [
+        {"role": "system", "content": "Answer from the documents. " * 10},
+        {"role": "user", "content": "{context}\n\n{question}"},
+    ]
+    result = assemble_conversation(
+        messages, CHUNKS, tokenizer=t, chat_format="deepseek-v4", question=QUESTION,
+        profile=PROFILE, budget_tokens=4000, options=AssemblyOptions(offsets=(0, 1, 2)),
+    )  # fmt: skip
+    assert result.robust is not None
+    fmt = get_chat_format("deepseek-v4", t)
+    layout = conversation_layout(tokenizer=t, chat_format=fmt, messages=messages, question=QUESTION)
+    empty = layout.render(system=None, context="", question=QUESTION).text
+    assert result.unchanged_prefix_tokens == oracle(t, result.prompt, empty) > 0
+
+
+def test_hf_template_without_a_cut_rule(reference_tokenizer: Tokenizer) -> None:
+    """A tokenizer with no proven cut: both texts encoded in full, same count."""
+    assert prefix_cut(reference_tokenizer, "Answer briefly. " * 8)[0] is None
+    messages = [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "Documents:\n{context}\n\nQuestion: {question}"},
+    ]
+    fmt = get_chat_format("hf", reference_tokenizer)
+    result = assemble_conversation(
+        messages, CHUNKS, tokenizer=reference_tokenizer, chat_format=fmt, question=QUESTION,
+        budget_tokens=4000,
+    )  # fmt: skip
+    layout = conversation_layout(
+        tokenizer=reference_tokenizer, chat_format=fmt, messages=messages, question=QUESTION
+    )
+    slot = len(layout.split(system=None, question=QUESTION)[0])
+    empty = layout.render(system=None, context="", question=QUESTION).text
+    assert result.prompt[:slot] == empty[:slot]
+    assert result.unchanged_prefix_tokens == oracle(reference_tokenizer, result.prompt, empty) > 0
