@@ -12,20 +12,23 @@ Each case warms the cache with the exact ids of the text phaseaware compares aga
 (``/v1/completions`` with a token-id prompt: the prompt rendered without context, or
 the sent conversation), then sends the assembled conversation as a user would
 (``/v1/chat/completions`` with ``result.messages``, the official ``openai`` client).
-A fresh nonce starts every system prompt, so no other request shares a block.
+A fresh nonce starts every system prompt, so no other request shares a block. Each
+count is tested at both edges of a block (``u % 32`` of 0 and of 31), where an off-by-one
+in either direction would move the server's figure by a whole block.
 """
 
 from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from phaseaware.assembly.conversation import assemble_append, assemble_conversation
 from phaseaware.assembly.report.prefix import common_prefix_ids
+from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat import conversation_layout, get_chat_format
 from phaseaware.tokenizers import load_tokenizer
 from tests.e2e.vllm.conftest import _server
@@ -81,27 +84,43 @@ def _show(what: str, unchanged: int, prompt_tokens: int, cached: int) -> None:
     )
 
 
-def _system() -> str:
-    return f"Session {uuid.uuid4().hex}. You answer from the documents given. " * 12
+def _system(nonce: str, extra: int) -> str:
+    return f"Session {nonce}. You answer from the documents given. " * 12 + " ok" * extra
 
 
-def test_unchanged_prefix_equals_vllm_cached_tokens(vllm_cache: VllmServer) -> None:
+def _at_edge(assemble: Callable[[str], tuple[AssemblyResult, int]], edge: int) -> tuple[Any, int]:
+    """The first (result, count) whose count sits at ``edge`` of a block, over longer
+    system prompts: at ``edge`` 0 one token too many shows as a whole block lost, at
+    ``BLOCK - 1`` one too few as a whole block gained."""
+    nonce = uuid.uuid4().hex  # no other request shares a block
+    for extra in range(3 * BLOCK):
+        result, count = assemble(_system(nonce, extra))
+        if count % BLOCK == edge and count < result.token_count - 1:
+            return result, count
+    raise AssertionError(f"no system prompt put the count at {edge} mod {BLOCK}")
+
+
+@pytest.mark.parametrize("edge", [0, BLOCK - 1])
+def test_unchanged_prefix_equals_vllm_cached_tokens(vllm_cache: VllmServer, edge: int) -> None:
     """Against the prompt rendered without context: what stays cached across retrievals."""
     tok = load_tokenizer("deepseek-v4")
-    messages = [
-        {"role": "system", "content": _system()},
-        {"role": "user", "content": "Documents:\n{context}\n\nQuestion: {question}"},
-    ]
-    result = assemble_conversation(
-        messages, CHUNKS, tokenizer=tok, chat_format="deepseek-v4", question=QUESTION,
-        profile=PROFILE, budget_tokens=3000,
-    )  # fmt: skip
+    user = {"role": "user", "content": "Documents:\n{context}\n\nQuestion: {question}"}
+
+    def assemble(system: str) -> tuple[AssemblyResult, int]:
+        messages = [{"role": "system", "content": system}, user]
+        result = assemble_conversation(
+            messages, CHUNKS, tokenizer=tok, chat_format="deepseek-v4", question=QUESTION,
+            profile=PROFILE, budget_tokens=3000,
+        )  # fmt: skip
+        return result, result.unchanged_prefix_tokens
+
+    result, u = _at_edge(assemble, edge)
+    system = result.messages[0]["content"] if result.messages else ""
     layout = conversation_layout(
         tokenizer=tok, chat_format=get_chat_format("deepseek-v4", tok),
-        messages=messages, question=QUESTION,
+        messages=[{"role": "system", "content": system}, user], question=QUESTION,
     )  # fmt: skip
     empty = layout.render(system=None, context="", question=QUESTION).text
-    u = result.unchanged_prefix_tokens
     assert u == common_prefix_ids(tok.encode(result.prompt), tok.encode(empty))
     assert u > 2 * BLOCK  # the system prompt is long: several blocks stay cached
     client = _client(vllm_cache)
@@ -109,42 +128,44 @@ def test_unchanged_prefix_equals_vllm_cached_tokens(vllm_cache: VllmServer) -> N
     assert result.messages is not None
     prompt_tokens, cached = _cached(client, vllm_cache, result.messages)
     assert prompt_tokens == result.token_count
-    assert cached == BLOCK * (min(u, prompt_tokens - 1) // BLOCK), (u, cached)
+    assert cached == BLOCK * (u // BLOCK), (u, cached)
     _show("without context", u, prompt_tokens, cached)
 
 
-def test_unchanged_sent_equals_vllm_cached_tokens(vllm_cache: VllmServer) -> None:
+@pytest.mark.parametrize("edge", [0, BLOCK - 1])
+def test_unchanged_sent_equals_vllm_cached_tokens(vllm_cache: VllmServer, edge: int) -> None:
     """``assemble_append``: against the sent conversation, the previous request's text."""
     tok = load_tokenizer("deepseek-v4")
-    sent = [
-        {"role": "system", "content": _system()},
+    new = {"role": "user", "content": "Archive results:\n{context}\n\nAnswer: {question}"}
+    turns = [
         {"role": "user", "content": "Find where the Zorbia treaty was signed."},
         {"role": "assistant", "content": "I will look it up in the archive."},
     ]
-    new = {"role": "user", "content": "Archive results:\n{context}\n\nAnswer: {question}"}
-    result = assemble_append(
-        sent=sent, new=new, chunks=CHUNKS, tokenizer=tok, chat_format="deepseek-v4",
-        question=QUESTION, profile=PROFILE, budget_tokens=3000,
-    )  # fmt: skip
-    sent_text = _sent_text(tok, sent)
+
+    def assemble(system: str) -> tuple[AssemblyResult, int]:
+        result = assemble_append(
+            sent=[{"role": "system", "content": system}, *turns], new=new, chunks=CHUNKS,
+            tokenizer=tok, chat_format="deepseek-v4", question=QUESTION, profile=PROFILE,
+            budget_tokens=3000,
+        )  # fmt: skip
+        assert result.unchanged_sent_tokens is not None
+        return result, result.unchanged_sent_tokens
+
+    result, s = _at_edge(assemble, edge)
+    assert result.messages is not None
+    sent_text = _sent_text(tok, list(result.messages[:3]))
     assert result.prompt.startswith(sent_text)
-    s = result.unchanged_sent_tokens
-    assert s is not None
     assert s == common_prefix_ids(tok.encode(result.prompt), tok.encode(sent_text))
     client = _client(vllm_cache)
     _warm(client, vllm_cache, tok.encode(sent_text))
-    assert result.messages is not None
     prompt_tokens, cached = _cached(client, vllm_cache, result.messages)
     assert prompt_tokens == result.token_count
-    assert cached == BLOCK * (min(s, prompt_tokens - 1) // BLOCK), (s, cached)
+    assert cached == BLOCK * (s // BLOCK), (s, cached)
     _show("since sent", s, prompt_tokens, cached)
 
 
-def _sent_text(tok: Any, sent: list[dict[str, str]]) -> str:
+def _sent_text(tok: Any, sent: list[dict[str, Any]]) -> str:
     from phaseaware.chat.append import sent_text
     from phaseaware.chat.messages import parse_messages
 
-    return sent_text(
-        sent=parse_messages(sent),
-        chat_format=get_chat_format("deepseek-v4", tok),
-    )
+    return sent_text(sent=parse_messages(sent), chat_format=get_chat_format("deepseek-v4", tok))
