@@ -139,32 +139,38 @@ def test_assembly_never_changes_a_byte_before_the_slot(
 
 
 def test_append_reports_tokens_unchanged_since_the_sent_conversation() -> None:
+    """Both counts equal the id oracle on the full path and on the incremental one."""
+    from phaseaware.assembly.retokenize.prefix import PrefixTokenCache
+    from phaseaware.chat.append import append_layout, sent_text
+    from phaseaware.chat.messages import parse_messages
+
     t = tok("deepseek-v4")
-    sent = [
+    fmt = get_chat_format("deepseek-v4", t)
+    cache = PrefixTokenCache()
+    sent: list[dict[str, str]] = [
         {"role": "system", "content": "You look things up. " * 20},
         {"role": "user", "content": "Where was the treaty signed?"},
         {"role": "assistant", "content": "Let me search."},
     ]
     new = {"role": "user", "content": "Results:\n{context}\n\n{question}"}
-    kwargs = dict(
-        sent=sent, new=new, chunks=CHUNKS, tokenizer=t, chat_format="deepseek-v4",
-        question=QUESTION, profile=PROFILE, budget_tokens=4000,
-    )  # fmt: skip
-    first = assemble_append(**kwargs)  # type: ignore[arg-type]
-    again = assemble_append(**kwargs)  # type: ignore[arg-type]  # cached prefix: incremental
-    fmt = get_chat_format("deepseek-v4", t)
-    from phaseaware.chat.append import sent_text
-    from phaseaware.chat.messages import parse_messages
-
-    held = sent_text(sent=parse_messages(sent), chat_format=fmt)
-    for result in (first, again):
-        assert result.unchanged_sent_tokens == oracle(t, result.prompt, held)
-        assert result.unchanged_sent_tokens > 0
+    paths = []
+    for step in range(2):
+        result = assemble_append(
+            sent=sent, new=new, chunks=CHUNKS, tokenizer=t, chat_format="deepseek-v4",
+            question=QUESTION, profile=PROFILE, budget_tokens=4000, prefix_cache=cache,
+        )  # fmt: skip
+        paths.append(result.append_path)
+        held = sent_text(sent=parse_messages(sent), chat_format=fmt)
+        layout = append_layout(sent=sent, new=new, chat_format=fmt, question=QUESTION, tokenizer=t)
+        empty = layout.render(system=None, context="", question=QUESTION).text
+        assert result.unchanged_sent_tokens == oracle(t, result.prompt, held) > 0
+        assert result.unchanged_prefix_tokens == oracle(t, result.prompt, empty)
         plain = result.to_dict()
         assert plain["unchanged_sent_tokens"] == result.unchanged_sent_tokens
         assert plain["unchanged_prefix_tokens"] == result.unchanged_prefix_tokens
-    assert first.unchanged_prefix_tokens == again.unchanged_prefix_tokens
-    assert first.unchanged_sent_tokens == again.unchanged_sent_tokens
+        assert result.messages is not None
+        sent = [*result.messages, {"role": "assistant", "content": f"Step {step} read."}]
+    assert paths == ["full", "incremental"]
 
 
 def test_single_call_has_no_sent_field() -> None:
