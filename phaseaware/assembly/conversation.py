@@ -340,4 +340,7 @@ def _shifted(
         shift_positions(result, tokens=n),
         position_offset=position_offset,
         messages=messages,
+        # the sent n tokens are the server's (the caller's count), the delta's follow them
+        unchanged_prefix_tokens=result.unchanged_prefix_tokens + n,
+        unchanged_sent_tokens=n,
     )

@@ -36,6 +36,7 @@ import numpy as np
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble_measured
+from phaseaware.assembly.report.prefix import unchanged_prefix_tokens
 from phaseaware.assembly.report.result import AssemblyResult, DroppedAfterMerge, shift_positions
 from phaseaware.assembly.retokenize.prefix import PrefixEntry, PrefixTokenCache, prefix_cut
 from phaseaware.chat.append import AppendLayout, TailLayout
@@ -75,14 +76,23 @@ def assemble_tail(
                 if done is not None:
                     result, starts = done
                     prefix_cache.put(fingerprint, PrefixEntry(result.prompt, starts))
-                    return result
+                    return _since_sent(result, tokenizer, layout, starts)
     result, measured = assemble_measured(
         chunks, tokenizer=tokenizer, chat_format=layout, question=question, profile=profile,
         budget_tokens=budget_tokens, options=options,
     )  # fmt: skip
     if prefix_cache is not None and measured is not None:
         prefix_cache.put(fingerprint, PrefixEntry(result.prompt, _compact(measured.starts)))
-    return replace(result, append_path="full", append_reason=why)
+    result = replace(result, append_path="full", append_reason=why)
+    return _since_sent(result, tokenizer, layout, None if measured is None else measured.starts)
+
+
+def _since_sent(
+    result: AssemblyResult, tokenizer: Tokenizer, layout: AppendLayout, starts: np.ndarray | None
+) -> AssemblyResult:
+    """``result`` with ``unchanged_sent_tokens``: its ids shared with the sent text's."""
+    kept = unchanged_prefix_tokens(tokenizer, result.prompt, layout.sent_text, starts=starts)
+    return replace(result, unchanged_sent_tokens=kept)
 
 
 def _incremental_blocker(
@@ -142,6 +152,7 @@ def _absolute(tail: AssemblyResult, head: str, k: int, position_offset: int) -> 
         shift_positions(tail, tokens=k, chars=len(head)),
         prompt=head + tail.prompt,
         position_offset=position_offset,
+        unchanged_prefix_tokens=tail.unchanged_prefix_tokens + k,  # k: tokens before the cut
         append_path="incremental",
         append_reason="",
     )

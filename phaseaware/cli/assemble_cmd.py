@@ -79,6 +79,7 @@ def format_report(result: AssemblyResult) -> str:
     lines.append(f"padding: {result.padding_tokens} tokens (end pad {result.end_padding_tokens})")
     if result.length_residue is not None:
         lines.append(f"length residue: {result.length_residue}")
+    lines.append(_prefix_line(result))
     lines.append(
         f"expected accuracy: naive {_fmt(result.naive_expected_accuracy)} -> "
         f"phase-aware {_fmt(result.expected_accuracy)}"
@@ -122,3 +123,14 @@ def _robust_lines(result: AssemblyResult) -> list[str]:
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+def _prefix_line(result: AssemblyResult) -> str:
+    """What a server's prefix cache can reuse (leading token ids left unchanged)."""
+    line = (
+        f"unchanged prefix: {result.unchanged_prefix_tokens} of {result.token_count} tokens "
+        "as without context"
+    )
+    if result.unchanged_sent_tokens is not None:
+        line += f", {result.unchanged_sent_tokens} as sent"
+    return line

@@ -199,13 +199,15 @@ def start_server(
     label: str = "vllm",
     tool_parser: str | None = None,
     scale_out: bool = False,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[VllmServer]:
     """Start ``vllm.entrypoints.openai.api_server`` on a free loopback port; stop it after.
 
     ``tool_parser``: enables automatic tool choice with that parser (a request with
     ``tools`` and the default ``tool_choice="auto"`` is refused without it), as a
     deployment serving agents runs it. ``scale_out``: ``--enable-scale-out``, which
-    registers ``POST /v1/chat/completions/render`` (off by default: HTTP 403).
+    registers ``POST /v1/chat/completions/render`` (off by default: HTTP 403). ``extra_args`` go to the
+    server as given.
     """
     python = vllm_python()
     if python is None:
@@ -237,6 +239,7 @@ def start_server(
         cmd += ["--enable-auto-tool-choice", "--tool-call-parser", tool_parser]
     if scale_out:
         cmd += ["--enable-scale-out"]
+    cmd += list(extra_args)  # e.g. prefix caching with per-request cached-token counts
     env = vllm_env()
     root = f"http://127.0.0.1:{port}"
     start = time.monotonic()

@@ -17,6 +17,7 @@ from phaseaware.assembly.plan.planner import PlanStart
 from phaseaware.assembly.plan.reliability import position_reliabilities, weighted_accuracy
 from phaseaware.assembly.prepare.measured_request import Setup
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.assembly.report.prefix import without_context_tokens
 from phaseaware.assembly.report.result import (
     AssemblyResult,
     Dropped,
@@ -106,6 +107,7 @@ def build_result(setup: Setup, planned: PlanStart, confirmed: Confirmed) -> Asse
         neutralized=setup.neutralized,
         tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,
         verification=measured.verification,
+        unchanged_prefix_tokens=without_context_tokens(setup, prompt.text, starts=measured.starts),
     )
     copies = confirmed.copies
     return robust_result(setup, planned, result, copies) if copies is not None else result

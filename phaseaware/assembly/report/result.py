@@ -160,6 +160,12 @@ class AssemblyResult:
     # Not in ``to_dict`` (how it was computed, not what: equal either way).
     append_path: str | None = None
     append_reason: str = ""
+    # Leading tokens a server's prefix cache can reuse (longest common prefix of token
+    # ids, ``report.prefix``): against this prompt rendered with an empty context (the
+    # system prompt and history before the slot), and, for assemble_append only,
+    # against the sent conversation (the previous request; None elsewhere).
+    unchanged_prefix_tokens: int = 0
+    unchanged_sent_tokens: int | None = None
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -184,6 +190,8 @@ class AssemblyResult:
         plain.pop("append_reason", None)
         if plain.get("robust") is None:  # only with options.offsets
             plain.pop("robust", None)
+        if plain.get("unchanged_sent_tokens") is None:  # only for assemble_append
+            plain.pop("unchanged_sent_tokens", None)
         return plain
 
 

@@ -64,6 +64,7 @@ def _server(
     mode: str | None,
     tokenizer_class: str | None = None,
     scale_out: bool = False,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[VllmServer]:
     parser = mode if mode in ("deepseek_v4", "deepseek_v41") else None
     if vllm_python() is None:
@@ -77,6 +78,7 @@ def _server(
         label=name,
         tool_parser=parser,
         scale_out=scale_out,
+        extra_args=extra_args,
     ) as server:
         TIMINGS[f"startup {name}"] = server.startup_s
         yield server

@@ -82,6 +82,12 @@ def test_align_places_the_newest_tool_result_and_keeps_the_sent_prefix(
     report = aligned.response_metadata[REPORT_KEY]
     measured = o200k.tokenize(text)
     assert report["token_count"] == len(measured)
+    # leading ids shared with the sent conversation, and with the prompt without context
+    ids, held = o200k.encode(text), o200k.encode(before)
+    pairs = enumerate(zip(ids, held, strict=False))
+    shared = next((i for i, (a, b) in pairs if a != b), min(len(ids), len(held)))
+    assert report["unchanged_sent_tokens"] == result.unchanged_sent_tokens == shared
+    assert 0 < report["unchanged_prefix_tokens"] == result.unchanged_prefix_tokens <= len(ids)
     for p in report["placements"]:
         for pos, char in zip(p["key_token_positions"], p["key_char_offsets"], strict=True):
             assert measured.token_at_char(char) == pos

@@ -76,6 +76,11 @@ def test_align_is_pure_uses_registered_nodes_and_replays_what_it_sent():
     assert sent2[2].content == aligned
     assert result2 is not None and result2.prompt.startswith(result.prompt)
     assert result2.append_path == "incremental"
+    # what the server's prefix cache can reuse, reported in the placement report
+    assert llm.last_report["unchanged_sent_tokens"] == result2.unchanged_sent_tokens
+    assert llm.last_report["unchanged_prefix_tokens"] == result2.unchanged_prefix_tokens
+    assert 0 < result2.unchanged_prefix_tokens <= result2.token_count
+    assert result.token_count - 1 <= result2.unchanged_sent_tokens < result2.token_count
 
 
 TOOL = {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
