@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.assembly.conversation import assemble_append, assemble_conversation
+from phaseaware import assemble, assemble_append
 from phaseaware.assembly.report.prefix import (
     common_prefix_chars,
     common_prefix_ids,
@@ -26,6 +27,12 @@ from phaseaware.assembly.retokenize.windowed import full_starts
 from phaseaware.chat import conversation_layout, get_chat_format
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
+
+
+def assemble_conversation(messages: Any, chunks: Any, **kwargs: Any) -> Any:
+    """A message-list assembly through the one public door."""
+    return assemble(chunks, messages=messages, **kwargs)
+
 
 SPECS = ("tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4")
 FORMATS = {
@@ -197,7 +204,6 @@ def test_cli_report_names_the_unchanged_prefix() -> None:
 
 
 def test_count_form_reports_the_same_counts_as_the_text_form() -> None:
-    from phaseaware.assembly.conversation import assemble_append_after
     from phaseaware.chat.append import sent_text
     from phaseaware.chat.messages import parse_messages
 
@@ -213,7 +219,7 @@ def test_count_form_reports_the_same_counts_as_the_text_form() -> None:
         budget_tokens=4000,
     )  # fmt: skip
     full = assemble_append(sent=sent, prefix_cache=None, **kwargs)  # type: ignore[arg-type]
-    cheap = assemble_append_after(prefix_tokens=len(t.encode(held)), **kwargs)  # type: ignore[arg-type]
+    cheap = assemble_append(prefix_tokens=len(t.encode(held)), **kwargs)  # type: ignore[arg-type]
     assert held + cheap.prompt == full.prompt
     assert cheap.unchanged_prefix_tokens == full.unchanged_prefix_tokens
     assert cheap.unchanged_sent_tokens == full.unchanged_sent_tokens == len(t.encode(held))
