@@ -32,7 +32,7 @@ from phaseaware.profiles.registry import builtin_profile_dir
 from phaseaware.tokenizers import load_tokenizer
 from tests.support.optional import require
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BUILTIN = builtin_profile_dir() / "deepseek-v4-flash-base.json"
 CALLS: list[str] = []  # prompts the callable backend saw (a probe that ran)
 

@@ -20,9 +20,9 @@ from phaseaware.chat import (
     UnknownRoleError,
 )
 from phaseaware.cli.main import main
-from tests.unit.test_chat_properties import _v3_tokenizer
+from tests.unit.chat.test_chat_properties import _v3_tokenizer
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 NO_SLOT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "{question}"}]
 TWO_SLOTS = [{"role": "system", "content": "{context}"}, {"role": "user", "content": "{context}"}]
 BAD_ROLE = [{"role": "bot", "content": "{context}"}]  # developer is a DeepSeek-V4 role now

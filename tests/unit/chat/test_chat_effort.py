@@ -25,7 +25,7 @@ from phaseaware.chat import (
 from phaseaware.chat.deepseek_v41 import EFFORT_TABLES, effort_budget
 from phaseaware.tokenizers import load_tokenizer
 from tests.support.deepseek_reference import reference_render, vllm_request
-from tests.unit.test_chat_deepseek_settings import ROLES, TOOLS, conversations
+from tests.unit.chat.test_chat_deepseek_settings import ROLES, TOOLS, conversations
 
 B, U, A, S = "<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<｜System｜>"
 #: every value vLLM's request field takes, plus names only chat_template_kwargs carry

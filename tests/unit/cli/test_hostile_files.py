@@ -264,7 +264,7 @@ def test_a_million_tiny_chunks_are_refused_before_any_work(
 ) -> None:
     import json
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     doc = json.loads((root / "examples" / "request.json").read_text(encoding="utf-8"))
     doc.update(tokenizer="tiktoken:cl100k_base", profile=None, chunks=[{"text": "a"}] * 1_000_001)
     path = tmp_path / "many.json"

@@ -11,7 +11,7 @@ from phaseaware.intervals import wilson_interval
 from phaseaware.profiles.io import load_profile, validate_profile_file
 from phaseaware.profiles.registry import builtin_profile_dir
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # The shipped DeepSeek-V4 tokenizer's fingerprint, which every built-in records.
 DEEPSEEK_V4_FINGERPRINT = "sha256:f444d6af1e645e0538ba644ce0e778280cd0537ffb6c0ec30d56443f6891cdf7"
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from phaseaware.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REQUEST = ROOT / "examples" / "request.json"
 BIG = "1" + "0" * 400  # a 401-digit integer
 TRIED: dict[str, int] = {}  # kind -> inputs tried (printed by the last test)

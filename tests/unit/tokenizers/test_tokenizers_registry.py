@@ -13,7 +13,7 @@ from phaseaware.errors import TokenizerError
 from phaseaware.tokenizers import Tokenizer, load_tokenizer, registry
 from tests.support.optional import SMOLLM2_SPEC, needs_smollm2, smollm2_param
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 # -- specs -------------------------------------------------------------------------------------

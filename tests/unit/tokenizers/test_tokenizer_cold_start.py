@@ -16,7 +16,7 @@ from phaseaware.tokenizers.hf import HFTokenizer
 from phaseaware.tokenizers.hf_files import read_tokenizer_folder
 from tests.support.fingerprint_reference import slow_fingerprint
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _modules_after(code: str) -> set[str]:

@@ -20,7 +20,7 @@ from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat.formats import format_markers
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import scanner_for
-from tests.unit.test_chat_properties import conversations, fill, neutralize, reference_render
+from tests.unit.chat.test_chat_properties import conversations, fill, neutralize, reference_render
 
 FORMATS = ("none", "chatml", "deepseek-v4")
 PROFILE = get_profile("deepseek-v4-flash-base")

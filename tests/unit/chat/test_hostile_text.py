@@ -22,7 +22,7 @@ from phaseaware.cli.main import main
 from phaseaware.errors import ControlTokenError, TemplateError, TemplateLimitError
 from phaseaware.tokenizers import hf_template, load_tokenizer
 from phaseaware.tokenizers.registry import REFERENCE_MODEL_DIR
-from tests.unit.test_chat_properties import _v3_tokenizer
+from tests.unit.chat.test_chat_properties import _v3_tokenizer
 
 
 def assemble_conversation(messages: Any, chunks: Any, **kwargs: Any) -> Any:

@@ -27,7 +27,7 @@ from phaseaware.errors import ControlTokenError, PhaseawareError
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.control import scanner_for
 from tests.support.optional import SMOLLM2_GGUF, needs_smollm2
-from tests.unit.test_chat_properties import SMOLLM2, _v3_tokenizer
+from tests.unit.chat.test_chat_properties import SMOLLM2, _v3_tokenizer
 
 CONTROL = [
     "<｜User｜>", "<｜Assistant｜>", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>",

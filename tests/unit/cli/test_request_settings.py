@@ -21,7 +21,7 @@ from phaseaware.endpoints.record import save_endpoint_record
 from phaseaware.errors import InputError
 from phaseaware.tokenizers import load_tokenizer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 HIGH = {"thinking": True, "reasoning_effort": "high", "matched": True}
 
 

@@ -26,7 +26,7 @@ from phaseaware.errors import ControlTokenError
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import ControlScanner, scanner_for
-from tests.unit.test_chat_properties import SMOLLM2, _v3_tokenizer
+from tests.unit.chat.test_chat_properties import SMOLLM2, _v3_tokenizer
 
 
 def assemble_conversation(messages: Any, chunks: Any, **kwargs: Any) -> Any:

@@ -24,7 +24,7 @@ from tests.support.fault_server import start_server
 from tests.support.task_engine import BatchLookupEngine, TaskLookupEngine
 
 MODEL = "phaseaware-task-lookup"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _post(server, path: str, body: object, *, timeout: float = 30) -> tuple[int, dict]:

@@ -25,7 +25,7 @@ from phaseaware.tokenizers import load_tokenizer
 from tests.support.optional import SMOLLM2_SPEC, needs_smollm2
 
 SMOLLM2 = SMOLLM2_SPEC
-V3_TEMPLATE = Path(__file__).parent / "chat_templates" / "deepseek_v3.jinja"
+V3_TEMPLATE = Path(__file__).parents[1] / "chat_templates" / "deepseek_v3.jinja"
 TOKENIZERS = ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4", SMOLLM2, "reference"]
 CASES = [
     pytest.param(name, spec, marks=needs_smollm2) if spec == SMOLLM2 else (name, spec)
@@ -245,6 +245,6 @@ def test_the_hf_extra_installs_jinja2():
     # apply_chat_template needs jinja2, which transformers does not install (issue 21)
     import tomllib
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     extras = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert any(dep.startswith("jinja2") for dep in extras["optional-dependencies"]["hf"])

@@ -36,7 +36,7 @@ from tests.support.optional import SMOLLM2_GGUF, SMOLLM2_SPEC, needs_smollm2
 
 TOKENIZERS = ["tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4"]
 SMOLLM2 = SMOLLM2_SPEC
-V3_TEMPLATE = Path(__file__).parent / "chat_templates" / "deepseek_v3.jinja"
+V3_TEMPLATE = Path(__file__).parents[1] / "chat_templates" / "deepseek_v3.jinja"
 FAST = settings(
     max_examples=60,
     deadline=None,
