@@ -87,6 +87,11 @@ from phaseaware.integrate.checks import (
     require_chat,
     tools_fix,
 )
+from phaseaware.integrate.inputs import (
+    CONTEXT_VARIABLE,
+    check_context_variable,
+    template_inputs,
+)
 from phaseaware.integrate.records import (
     CHUNK_ID_PREFIX,
     SourceRecord,
@@ -168,16 +173,19 @@ __all__ = [
     "resolve_settings",
     "resolve_target",
     "stale_reason",
+    "CONTEXT_VARIABLE",
     "PlanSent",
     "TargetArgs",
     "TargetOptions",
     "UsagePlans",
     "carried_plan",
+    "check_context_variable",
     "check_fixed_prompt",
     "check_raw_usage",
     "check_tool_schemas",
     "replan_warning",
     "require_chat",
     "target_of",
+    "template_inputs",
     "tools_fix",
 ]

@@ -26,17 +26,16 @@ from langchain_phaseaware.convert import (
 from phaseaware import AssemblyResult
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
-    MissingSlotError,
     TargetArgs,
     assemble_records,
+    check_context_variable,
     conversation,
     target_of,
+    template_inputs,
 )
 from phaseaware.integrate import placement_report as kit_report
 
 __all__ = ["PhaseAwarePrompt", "PhaseAwarePromptWithReport", "PlacedPrompt", "placement_report"]
-
-CONTEXT_VARIABLE = "context"
 
 
 def placement_report(result: AssemblyResult, documents: Sequence[Document]) -> dict[str, Any]:
@@ -90,12 +89,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
                 f"prompt must be a langchain ChatPromptTemplate, got {type(prompt).__name__}; "
                 "build one with ChatPromptTemplate.from_messages([...])"
             )
-        if CONTEXT_VARIABLE not in prompt.input_variables:
-            raise MissingSlotError(
-                f"the prompt template has no {{context}} variable (its variables: "
-                f"{sorted(prompt.input_variables)}); put {{context}} where the retrieved "
-                "documents go, in a system or human message"
-            )
+        check_context_variable(prompt.input_variables)
         self.prompt = prompt
         self.target = target_of(target).with_tools(tool_schemas(tools))
         self.question_key = question_key
@@ -116,38 +110,16 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
     def OutputType(self) -> type[ChatPromptValue]:  # noqa: N802
         return ChatPromptValue
 
-    def _variables(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        if not isinstance(inputs, Mapping):
-            raise InputError(
-                f"PhaseAwarePrompt takes a dict with {self.question_key!r}, "
-                f"{self.documents_key!r} and the template's variables, got "
-                f"{type(inputs).__name__}"
-            )
-        needed = set(self.prompt.input_variables) - {CONTEXT_VARIABLE}
-        missing = sorted(needed - set(inputs))
-        for key in (self.question_key, self.documents_key):
-            if key not in inputs and key not in missing:
-                missing.append(key)
-        if missing:
-            raise InputError(
-                f"the input lacks {missing}; pass them in the input dict (the template "
-                f"needs {sorted(needed)}, plus {self.question_key!r} and {self.documents_key!r})"
-            )
-        if CONTEXT_VARIABLE in inputs:
-            raise InputError(
-                "the input holds 'context': PhaseAwarePrompt writes the context itself; pass "
-                f"the retrieved documents as {self.documents_key!r} instead"
-            )
-        return {k: v for k, v in inputs.items() if k in needed}
-
     def place(self, inputs: Mapping[str, Any]) -> PlacedPrompt:
         """Assemble once; the messages and the assembly behind them."""
         sentinel = f"PHASEAWARE_CONTEXT_{uuid.uuid4().hex}"
-        formatted = self.prompt.format_messages(**self._variables(inputs), context=sentinel)
+        variables = template_inputs(
+            inputs, variables=self.prompt.input_variables, question_key=self.question_key,
+            documents_key=self.documents_key, who="PhaseAwarePrompt",
+        )  # fmt: skip
+        formatted = self.prompt.format_messages(**variables, context=sentinel)
         layout = conversation(self.target, message_dicts(formatted), slot_marker=sentinel)
         question = inputs[self.question_key]
-        if not isinstance(question, str):
-            raise InputError(f"{self.question_key!r} must be a string, got {question!r}")
         raw = inputs[self.documents_key]
         records = document_records(raw, score_keys=self.score_keys, evidence_key=self.evidence_key)
         result = assemble_records(records, target=self.target, layout=layout, question=question)
