@@ -48,11 +48,12 @@ def check_tool_schemas(value: object) -> ToolSchemas:
     return value  # type: ignore[return-value]
 
 
-def require_chat(target: Target, *, what: str = "an agent") -> None:
-    """``InputError`` unless the target's chat format renders messages (not ``none``)."""
+def require_chat(target: Target, *, who: str = "an agent sends messages") -> None:
+    """``InputError`` unless the target's chat format renders messages (not ``none``);
+    ``who`` says why messages are involved."""
     if not target.require_format().chat:
         raise InputError(
-            f"{what} sends messages: pass the chat format the server renders them with "
+            f"{who}: pass the chat format the server renders them with "
             "(deepseek-v4, chatml, hf), not 'none'"
         )
 

@@ -47,25 +47,28 @@ def carried_plan(
     key: str,
     ids: Sequence[object],
     texts: Sequence[str | None],
+    what: str = "records",
 ) -> tuple[Mapping[str, Any] | None, str | None]:
     """``(report, None)`` when the records (each one's carried whole-plan report and its
     placement entry, id and current text, in the order given) carry one intact plan for
-    conversation ``key``; else ``(None, why)``."""
+    conversation ``key``; else ``(None, why)`` (``what``: the adapter's word for them)."""
     report = assemblies[0] if assemblies else None
     if not isinstance(report, Mapping):
-        return None, "the records carry no phaseaware plan"
+        return None, f"the {what} carry no phaseaware plan"
     if report.get("conversation_key") != key:
-        return None, "the records were planned for another conversation, question or configuration"
+        return None, f"the {what} were planned for another conversation, question or configuration"
     if not all(isinstance(p, Mapping) for p in placements):
-        return None, "a record lost its placement report"
+        return None, f"one of the {what} lost its placement report"
     reason = stale_reason(report, ids=ids, texts=texts)
     return (report, None) if reason is None else (None, reason)
 
 
-def replan_warning(who: str, reason: str, *, fix: str, stacklevel: int = 3) -> None:
-    """Warn that ``who`` planned records carrying a plan again (``reason``), naming ``fix``."""
+def replan_warning(
+    who: str, reason: str, *, fix: str, what: str = "records", stacklevel: int = 3
+) -> None:
+    """Warn that ``who`` planned ``what`` carrying a plan again (``reason``), naming ``fix``."""
     warnings.warn(
-        f"{who} planned the records again: {reason}; {fix}",
+        f"{who} planned the {what} again: {reason}; {fix}",
         PhaseawareWarning,
         stacklevel=stacklevel + 1,
     )

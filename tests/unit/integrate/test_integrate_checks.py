@@ -138,6 +138,7 @@ def test_carried_plan_is_reused_only_while_intact(o200k):
     same = {"key": key, "ids": ids, "texts": texts}
     assert carried_plan([report] * 3, placed, **same) == (report, None)
     assert carried_plan([None], placed, **same)[1] == "the records carry no phaseaware plan"
+    assert "the nodes carry" in str(carried_plan([None], placed, **same, what="nodes")[1])
     assert "another conversation" in str(carried_plan([report], placed, **{**same, "key": "k"})[1])
     assert "placement" in str(carried_plan([report], [None, *placed[1:]], **same)[1])
     assert "reordered" in str(carried_plan([report], placed, **{**same, "ids": ids[::-1]})[1])

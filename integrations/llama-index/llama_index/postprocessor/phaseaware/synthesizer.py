@@ -123,7 +123,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         )  # fmt: skip
         self._request = self._target.request_kwargs()  # chat calls state the planned settings
         if is_chat_llm(self._llm):
-            require_chat(self._target, what="a chat LLM (is_chat_model=True)")
+            require_chat(self._target, who="a chat LLM (is_chat_model=True) receives messages")
         self._on_mismatch = check_on_mismatch(on_mismatch)
         self._text_qa_template = text_qa_template
         self._messages = text_qa_conversation(text_qa_template, llm=self._llm)
@@ -161,13 +161,15 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             key=self._target.plan_key(self._messages, question),
             ids=[n.node.node_id for n in nodes],
             texts=[n.node.text if isinstance(n.node, TextNode) else None for n in nodes],
+            what="nodes",
         )  # fmt: skip
         if report is not None:
             return PlanSent.of(report, replanned=False), nodes
-        if reason is not None and any(ASSEMBLY_KEY in m for m in metadata):
+        if any(ASSEMBLY_KEY in m for m in metadata):
             replan_warning(
-                "PhaseAwareSynthesizer", f"{reason} (by PhaseAwarePostprocessor)", fix=_FIX
-            )
+                "PhaseAwareSynthesizer", f"{reason} (by PhaseAwarePostprocessor)", fix=_FIX,
+                what="nodes",
+            )  # fmt: skip
         planned = assemble_nodes(
             nodes, target=self._target, messages=self._messages, question=question
         )
