@@ -85,6 +85,8 @@ from phaseaware.integrate.checks import (
     check_raw_usage,
     check_tool_schemas,
     require_chat,
+    then_last,
+    then_last_async,
     tools_fix,
 )
 from phaseaware.integrate.inputs import (
@@ -186,6 +188,8 @@ __all__ = [
     "replan_warning",
     "require_chat",
     "target_of",
+    "then_last",
+    "then_last_async",
     "template_inputs",
     "tools_fix",
 ]

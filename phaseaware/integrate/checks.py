@@ -8,8 +8,16 @@ mismatch does and when a response goes unchecked are :func:`check_usage`'s, once
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    Callable,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from typing import Any, TypeVar
 
 from phaseaware.endpoints import UsageCheck, reported_prompt_tokens
 from phaseaware.errors import InputError
@@ -29,8 +37,12 @@ __all__ = [
     "check_raw_usage",
     "check_tool_schemas",
     "require_chat",
+    "then_last",
+    "then_last_async",
     "tools_fix",
 ]
+
+_T = TypeVar("_T")
 
 
 def tools_fix(adapter: str) -> str:
@@ -170,3 +182,24 @@ class UsagePlans:
         if check is not None and self.on_check is not None:
             self.on_check(check)
         return check
+
+
+def then_last(items: Iterable[_T], done: Callable[[_T], object]) -> Generator[_T, None, None]:
+    """``items`` passed through, then ``done(last item)`` (a stream's usage comes last;
+    an empty stream calls nothing)."""
+    last: _T | None = None
+    for last in items:
+        yield last
+    if last is not None:
+        done(last)
+
+
+async def then_last_async(
+    items: AsyncIterable[_T], done: Callable[[_T], object]
+) -> AsyncGenerator[_T, None]:
+    """:func:`then_last` for an async stream."""
+    last: _T | None = None
+    async for last in items:
+        yield last
+    if last is not None:
+        done(last)

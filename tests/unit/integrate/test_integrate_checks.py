@@ -149,3 +149,22 @@ def test_carried_plan_is_reused_only_while_intact(o200k):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert carried_plan([report], placed, **same)[1] is None
+
+
+def test_then_last_runs_after_the_last_item_only():
+    import asyncio
+
+    from phaseaware.integrate import then_last, then_last_async
+
+    seen: list[int] = []
+    assert list(then_last(iter([1, 2, 3]), seen.append)) == [1, 2, 3] and seen == [3]
+    assert list(then_last(iter([]), seen.append)) == [] and seen == [3]
+
+    async def items() -> Any:
+        for i in (4, 5):
+            yield i
+
+    async def collect() -> list[int]:
+        return [i async for i in then_last_async(items(), seen.append)]
+
+    assert asyncio.run(collect()) == [4, 5] and seen == [3, 5]

@@ -14,7 +14,7 @@ text split on ``document_separator``. ``ReActAgent`` re-renders its history: use
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Unpack
 
 from llama_index.core.base.llms.types import (
@@ -50,6 +50,8 @@ from phaseaware.integrate import (
     require_chat,
     step_index,
     target_of,
+    then_last,
+    then_last_async,
     tools_fix,
 )
 
@@ -302,27 +304,11 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
         sent, result, kwargs = self._send(messages, kwargs)
-
-        def gen() -> Generator[ChatResponse, None, None]:
-            last = None
-            for last in self.llm.stream_chat(sent, **kwargs):
-                yield last
-            if last is not None:
-                self._check(last, result)
-
-        return gen()
+        return then_last(self.llm.stream_chat(sent, **kwargs), lambda r: self._check(r, result))
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
         sent, result, kwargs = self._send(messages, kwargs)
         stream = await self.llm.astream_chat(sent, **kwargs)
-
-        async def gen() -> AsyncGenerator[ChatResponse, None]:
-            last = None
-            async for last in stream:
-                yield last
-            if last is not None:
-                self._check(last, result)
-
-        return gen()
+        return then_last_async(stream, lambda r: self._check(r, result))
