@@ -2,7 +2,8 @@
 
 An adapter (LangChain, LlamaIndex, ...) calls, in order:
 
-1. :func:`resolve_target` once, in its constructor: its arguments as one
+1. :func:`resolve_target` once, in its constructor (:func:`target_of` over its
+   ``**target: Unpack[TargetArgs]``, the keyword family typed once): its arguments as one
    :class:`~phaseaware.AssemblyRequest` (tokenizer, chat format, profile, budget,
    options, settings) plus the endpoint record, checked, in one frozen :class:`Target`
    (every adapter names it ``target``).
@@ -16,12 +17,14 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    the one rule for missing scores and duplicate ids (see :mod:`.records`).
 4. :func:`placement_report` (``AssemblyResult.to_dict()`` plus each record's index
    and id) and :func:`placed_records` to map the result back to its framework objects.
-5. after the model call, :func:`check_usage` (planned vs reported prompt tokens; the
+5. after the model call, :func:`check_usage` (or :func:`check_raw_usage` on a raw
+   OpenAI-style response, :class:`UsagePlans` for a callback; see :mod:`.checks`) (planned vs reported prompt tokens; the
    fix names the adapter's own parameter) and :func:`rendered_tokens` for messages
    it did not plan; ``Target.with_tools`` for a request that binds tools (the format
    renders their schemas, or refuses them with ``UnsupportedSettingError``).
    ``Target.request_kwargs()`` on every model call: the chat settings the plan was
    made with (``extra_body.chat_template_kwargs``), so no server default renders it.
+   A synthesis step sends the plan its records carry (:func:`carried_plan`, :mod:`.sent`).
 
 Adapters import ``phaseaware`` (its ``__all__``), ``phaseaware.errors`` and this
 package only; the types their signatures name are re-exported here.
@@ -63,6 +66,7 @@ from phaseaware.integrate.agent import (
     step_index,
     step_report,
 )
+from phaseaware.integrate.args import TargetArgs, TargetOptions, target_of
 from phaseaware.integrate.calls import (
     FixedLayout,
     OnMismatch,
@@ -74,6 +78,21 @@ from phaseaware.integrate.calls import (
     refuse_tools,
     rendered_tokens,
     reported_identity,
+)
+from phaseaware.integrate.checks import (
+    UsagePlans,
+    check_fixed_prompt,
+    check_raw_usage,
+    check_tool_schemas,
+    require_chat,
+    then_last,
+    then_last_async,
+    tools_fix,
+)
+from phaseaware.integrate.inputs import (
+    CONTEXT_VARIABLE,
+    check_context_variable,
+    template_inputs,
 )
 from phaseaware.integrate.records import (
     CHUNK_ID_PREFIX,
@@ -89,6 +108,7 @@ from phaseaware.integrate.report import (
     placement_report,
     stale_reason,
 )
+from phaseaware.integrate.sent import PlanSent, carried_plan, replan_warning
 from phaseaware.integrate.target import (
     APPEND_OPTIONS,
     Target,
@@ -155,4 +175,21 @@ __all__ = [
     "resolve_settings",
     "resolve_target",
     "stale_reason",
+    "CONTEXT_VARIABLE",
+    "PlanSent",
+    "TargetArgs",
+    "TargetOptions",
+    "UsagePlans",
+    "carried_plan",
+    "check_context_variable",
+    "check_fixed_prompt",
+    "check_raw_usage",
+    "check_tool_schemas",
+    "replan_warning",
+    "require_chat",
+    "target_of",
+    "then_last",
+    "then_last_async",
+    "template_inputs",
+    "tools_fix",
 ]

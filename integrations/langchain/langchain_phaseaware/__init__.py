@@ -1,17 +1,9 @@
 """langchain-phaseaware: token-exact, phase-aware context assembly for LangChain.
 
-- :class:`PhaseAwarePrompt`: the exact path (a Runnable: documents + question ->
-  ``ChatPromptValue``); ``.with_report()`` adds the placement report per call.
-- :class:`PhaseAwareMiddleware`: ``create_agent`` middleware that aligns the newest
-  tool result by append alignment (needs the ``agents`` extra: ``langchain``).
-- :class:`PhaseAwareCompressor`: a ``BaseDocumentCompressor`` for
-  ``ContextualCompressionRetriever`` pipelines (exact only under stated conditions).
-- :class:`PhaseAwareUsageCheck`: a callback comparing ``usage.prompt_tokens`` with
-  the rendered prompt.
-- :class:`PhaseAwareReorder`: a drop-in for ``LongContextReorder`` (a document transformer).
-
-Names are imported lazily, so ``import langchain_phaseaware`` loads neither
-``langchain`` (agents) nor any tokenizer.
+:class:`PhaseAwarePrompt` (the exact path; ``.with_report()``), :class:`PhaseAwareMiddleware`
+(``create_agent``; extra ``agents``), :class:`PhaseAwareCompressor`,
+:class:`PhaseAwareUsageCheck` (a callback) and :class:`PhaseAwareReorder`. Names load
+lazily: ``import langchain_phaseaware`` loads neither ``langchain`` nor a tokenizer.
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
-"""LangChain types to and from phaseaware's; nothing here plans, scores or decides.
-
-- :func:`document_records`: ``Document`` objects as :class:`phaseaware.integrate.SourceRecord`
-  values (score from the first of ``score_keys`` present in the metadata, evidence
-  from ``evidence_key``); :func:`document_chunks` as ``Chunk`` objects, by the kit's
-  one rule for missing scores and ids (:mod:`phaseaware.integrate.records`).
-- :func:`message_dict` / :func:`message_dicts`: LangChain messages as the
-  OpenAI-style dicts phaseaware's chat formats parse (text content only).
-
-The caller's objects are never mutated.
-"""
+"""LangChain types to and from phaseaware's (documents as records, messages as OpenAI-style
+dicts, bound tools as schemas); nothing here plans or decides. Inputs are never mutated."""
 
 from __future__ import annotations
 
@@ -50,7 +41,7 @@ def document_records(
     score_keys: Sequence[str] = SCORE_KEYS,
     evidence_key: str | None = "evidence",
 ) -> list[SourceRecord]:
-    """One record per document, in input order (``InputError`` for anything else)."""
+    """One record per document (score: the first of ``score_keys`` in the metadata)."""
     if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
         raise InputError(
             f"documents must be a list of langchain Document objects, "
@@ -141,22 +132,19 @@ def message_dict(message: BaseMessage, index: int = 0) -> dict[str, Any]:
 
 
 def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
-    """Bound tools (``BaseTool`` objects, functions, OpenAI dicts) as the OpenAI tool
-    schemas the request sends (LangChain's own conversion)."""
+    """Bound tools as the OpenAI schemas the request sends (LangChain's own conversion)."""
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     return [convert_to_openai_tool(t) for t in tools or ()]
 
 
 def message_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """Every message as :func:`message_dict` gives it."""
     return [message_dict(m, i) for i, m in enumerate(messages)]
 
 
 def served_identity(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
-    """``(model, system_fingerprint)`` the server reported, from a message's
-    ``response_metadata`` or an ``LLMResult.llm_output`` (``ChatOpenAI`` writes
-    ``model_name`` and ``system_fingerprint``); ``None`` for what is absent or empty."""
+    """``(model, system_fingerprint)`` in a message's ``response_metadata`` or an
+    ``llm_output`` (``ChatOpenAI``'s ``model_name``); ``None`` for what is absent or empty."""
     if not isinstance(metadata, Mapping):
         return None, None
     model = metadata.get("model_name", metadata.get("model"))

@@ -1,24 +1,17 @@
 """``PhaseAwareMiddleware`` for ``langchain.agents.create_agent`` (extra ``agents``).
 
-Before each model call (``wrap_model_call``) the newest tool result is aligned by the
-integration kit's agent step (:mod:`phaseaware.integrate.agent`: which message, its
-documents, the question, bound tools and the report are decided there, the same as for
-LlamaIndex's ``PhaseAwareAgentLLM``): its documents (the tool's ``artifact`` when that
-is a list of ``Document`` objects, as ``response_format="content_and_artifact"`` tools
-return them) are placed into that one message by :func:`phaseaware.assemble_append`:
-what was sent keeps its bytes and the plan is for the residues the message keeps on
-every later call. The aligned message replaces the original in the agent state (same
-id, through a ``Command``), so every later call resends the planned bytes; its
-``response_metadata["phaseaware"]`` holds the placement report, and a message carrying
-it is never aligned again. Streaming goes through the same ``wrap_model_call``; the
-usage check reads the final usage chunk (``stream_usage=True``).
+Before each model call the kit's agent step (:mod:`phaseaware.integrate.agent`, the same
+as LlamaIndex's ``PhaseAwareAgentLLM``) aligns the newest tool result (its documents: the
+tool's ``artifact`` when that is a list of ``Document``) by
+:func:`phaseaware.assemble_append`. The aligned message replaces the original in the
+agent state (same id, via a ``Command``), so later calls resend its planned bytes; its
+``response_metadata["phaseaware"]`` holds the placement report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal, cast
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, Unpack, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -39,22 +32,19 @@ from langchain_phaseaware.convert import (
     served_identity,
     tool_schemas,
 )
-from phaseaware import AssemblyOptions, AssemblyResult, Profile
-from phaseaware.errors import InputError
+from phaseaware import AssemblyResult
 from phaseaware.integrate import (
     REPORT_KEY,
     AgentPolicy,
-    AssemblyRequest,
-    ChatFormat,
-    ChatSettings,
-    EndpointRef,
     MessageMemo,
-    Tokenizer,
+    TargetArgs,
     align_step,
     check_on_mismatch,
     check_usage,
-    resolve_target,
+    require_chat,
     step_index,
+    target_of,
+    tools_fix,
 )
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
@@ -85,27 +75,15 @@ def _documents(message: ToolMessage) -> list[Document] | None:
 class PhaseAwareMiddleware(AgentMiddleware):
     """Align the newest tool result before each model call (see the module docstring).
 
-    The assembly arguments as :class:`~langchain_phaseaware.PhaseAwarePrompt`'s;
-    ``budget_tokens`` bounds the whole conversation. ``message_template``,
-    ``document_separator``, ``tool_names``, ``tool_role`` and ``tool_schemas``: the
-    kit's :class:`~phaseaware.integrate.AgentPolicy`. ``check_usage``: compare the
-    response's ``usage.prompt_tokens`` with the plan after an aligned call (``"warn"``,
-    ``"raise"``, ``"ignore"``; the endpoint record's offset is expected).
+    The assembly arguments as ``PhaseAwarePrompt``'s (``budget_tokens``: the whole
+    conversation); ``message_template``, ``document_separator``, ``tool_names``,
+    ``tool_role``, ``tool_schemas``: the kit's ``AgentPolicy``. ``check_usage``: what a
+    usage mismatch after an aligned call does (``"warn"``, ``"raise"``, ``"ignore"``).
     """
 
     def __init__(
         self,
         *,
-        tokenizer: str | Tokenizer,
-        chat_format: str | ChatFormat,
-        profile: str | Path | Profile | None,
-        budget_tokens: int,
-        options: AssemblyOptions | Mapping[str, Any] | None = None,
-        position_offset: int | None = None,
-        endpoint: EndpointRef = None,
-        thinking: bool = False,
-        settings: ChatSettings | Mapping[str, Any] | None = None,
-        state_settings: bool = True,
         tool_role: Literal["tool", "user"] = "tool",
         tool_names: Sequence[str] | None = None,
         document_separator: str = "\n\n",
@@ -114,6 +92,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         message_template: str = "{context}",
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
+        **target: Unpack[TargetArgs],
     ) -> None:
         super().__init__()
         self.policy = AgentPolicy(
@@ -122,17 +101,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
             tool_role=tool_role, tool_schemas=tool_schemas,
         )  # fmt: skip
         self.check_usage = check_on_mismatch(check_usage, name="check_usage")
-        request = AssemblyRequest(
-            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
-            budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            thinking=thinking, settings=settings,
-        )  # fmt: skip
-        self.target = resolve_target(request, endpoint=endpoint, state_settings=state_settings)
-        if not self.target.require_format().chat:
-            raise InputError(
-                "an agent sends messages: pass the chat format the server renders them with "
-                "(deepseek-v4, chatml, hf), not 'none'"
-            )
+        self.target = target_of(target)
+        require_chat(self.target)
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
         self._warned = [False]
@@ -142,8 +112,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self,
         request: ModelRequest,
     ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:
-        """The request to send, the aligned tool message (``None``: nothing to align)
-        and its assembly. Pure: neither ``request`` nor its messages are changed."""
+        """The request to send, the aligned tool message (``None``: none) and its assembly;
+        ``request`` and its messages are unchanged."""
         messages = list(request.messages)
         settings = self.target.merged_kwargs(request.model_settings)
         unchanged = request.override(
@@ -170,9 +140,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
             ids = [d.id for d in documents]
         step = align_step(
             self.target, self.policy, messages=dicts, index=index, records=records, ids=ids,
-            tools=tool_schemas(request.tools),
-            fix="; or pass tool_schemas='not_rendered' to PhaseAwareMiddleware if the server "
-            "writes no tool schemas into the prompt (the usage check verifies it)",
+            tools=tool_schemas(request.tools), fix=tools_fix("PhaseAwareMiddleware"),
         )  # fmt: skip
         if step is None:
             return unchanged, None, None
@@ -192,20 +160,15 @@ class PhaseAwareMiddleware(AgentMiddleware):
         reply = next((m for m in response.result if isinstance(m, AIMessage)), None)
         usage = reply.usage_metadata if reply is not None else None
         if reply is not None and usage is not None and "input_tokens" in usage:
-            served_model, fingerprint = served_identity(reply.response_metadata)
+            model, fingerprint = served_identity(reply.response_metadata)
             check_usage(
-                self.target,
-                planned_tokens=result.token_count,
-                reported_tokens=int(usage["input_tokens"]),
-                on_mismatch=self.check_usage,
-                served_model=served_model,
-                system_fingerprint=fingerprint,
-            )
+                self.target, planned_tokens=result.token_count,
+                reported_tokens=int(usage["input_tokens"]), on_mismatch=self.check_usage,
+                served_model=model, system_fingerprint=fingerprint,
+            )  # fmt: skip
         return ExtendedModelResponse(
             model_response=response, command=Command(update={"messages": [aligned]})
         )
-
-    # -- AgentMiddleware --------------------------------------------------------------------
 
     def wrap_model_call(
         self,

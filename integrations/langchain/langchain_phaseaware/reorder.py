@@ -1,12 +1,6 @@
-"""``PhaseAwareReorder``: a drop-in for ``LongContextReorder`` (a document transformer).
-
-Same call shape as langchain-community's ``LongContextReorder``:
-``PhaseAwareReorder().transform_documents(docs)`` returns the same ``Document``
-objects in a new order (none dropped, none changed). The order is the kit's
-(:func:`phaseaware.integrate.reorder_records`): lost in the middle without a profile,
-phase-aware with one. Relevance is the first of ``score_keys`` in each document's
-metadata, else retrieval order (the first document is the most relevant).
-"""
+"""``PhaseAwareReorder``: a drop-in for ``LongContextReorder``: the same documents, none
+dropped or changed, in the kit's order (:func:`phaseaware.integrate.reorder_records`).
+Relevance: the first of ``score_keys`` in the metadata, else retrieval order."""
 
 from __future__ import annotations
 
@@ -29,14 +23,9 @@ class PhaseAwareReorder(BaseDocumentTransformer, BaseModel):
 
     profile: Any = Field(
         default=None,
-        description=(
-            "The model's residue profile (a model name, a profile .json path or a phaseaware "
-            "Profile); None: lost in the middle."
-        ),
+        description="a model name, profile path or Profile; None: lost in the middle",
     )
-    score_keys: tuple[str, ...] = Field(
-        default=SCORE_KEYS, description="Metadata keys read for a document's relevance score."
-    )
+    score_keys: tuple[str, ...] = Field(SCORE_KEYS, description="metadata keys of the score")
 
     _profile: Any = PrivateAttr(default=None)
 

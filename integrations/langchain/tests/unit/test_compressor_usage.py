@@ -121,7 +121,7 @@ def test_usage_check_compares_with_the_rendered_prompt(o200k):
     with pytest.raises(PromptTokenDriftError, match="offset 1"):
         _run(raising, messages, _result(usage))
     _run(raising, messages, _result(None))  # no usage: nothing to check
-    assert raising._planned == {}  # per-run state is dropped at the end
+    assert len(raising._plans) == 0  # per-run state is dropped at the end
     with pytest.raises(InputError, match="on_mismatch"):
         PhaseAwareUsageCheck(tokenizer=o200k, chat_format="chatml", on_mismatch="loud")  # type: ignore[arg-type]
 

@@ -1,34 +1,21 @@
 """Phase-aware tool results for LlamaIndex agents (``FunctionAgent``, ``AgentWorkflow``).
 
-:class:`PhaseAwareAgentLLM` wraps the agent's function-calling LLM (e.g. ``OpenAILike``).
-Before each chat call it aligns the newest tool result by the integration kit's agent
-step (:mod:`phaseaware.integrate.agent`: which message, its documents, the question,
-bound tools and the report are decided there, exactly as for LangChain's
-``PhaseAwareMiddleware``), through :func:`phaseaware.assemble_append`: what was sent
-keeps its bytes, positions are absolute in the whole conversation, and the response's
-``usage.prompt_tokens`` is checked against the plan.
-
-Why wrap the LLM: LlamaIndex has no public hook before each model call, and a tool
-cannot align (its positions depend on everything before it, which it never sees). The
-LLM receives the exact message list the server renders, on every step of every
-``FunctionAgent``, streaming or not. The agent keeps its original tool messages; the
-wrapper remembers what it sent for each tool call id (the kit's bounded memory) and
-sends that again on later steps, so earlier bytes never change. ``ReActAgent`` renders
-its whole history as text each step (no stable tool message): use ``FunctionAgent``.
-
-Documents of a tool result: the nodes that :func:`retriever_tool` registered for that
-text (score, id, ``metadata["evidence"]``), else its text split on
-``document_separator``. Bound tools are rendered into the plan where the chat format
-renders them (``deepseek-v4``); ``tool_schemas="not_rendered"`` for a server that
-writes none into the prompt.
+:class:`PhaseAwareAgentLLM` wraps the agent's function-calling LLM: LlamaIndex has no
+hook before a model call, and a tool never sees the positions before it. Before each
+chat call the kit's agent step (:mod:`phaseaware.integrate.agent`, the same as
+LangChain's ``PhaseAwareMiddleware``) aligns the newest tool result by
+:func:`phaseaware.assemble_append`; the wrapper remembers what it sent per tool call id
+(the kit's bounded memory) and resends it, so earlier bytes never change. A tool
+result's documents: the nodes :func:`retriever_tool` registered for its text, else the
+text split on ``document_separator``. ``ReActAgent`` re-renders its history: use
+``FunctionAgent``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Unpack
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -46,29 +33,26 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
-from llama_index.core.tools import BaseTool, FunctionTool
+from llama_index.core.tools import FunctionTool
 
-from phaseaware import AssemblyOptions, AssemblyResult, Profile
-from phaseaware.errors import InputError
+from phaseaware import AssemblyResult
 from phaseaware.integrate import (
     REPORT_KEY,
     AgentPolicy,
-    AssemblyRequest,
-    ChatFormat,
-    ChatSettings,
-    EndpointRef,
     MessageMemo,
     SentMemory,
     SourceRecord,
     Target,
-    Tokenizer,
+    TargetArgs,
     align_step,
     check_on_mismatch,
-    check_usage,
-    reported_identity,
-    reported_prompt_tokens,
-    resolve_target,
+    check_raw_usage,
+    require_chat,
     step_index,
+    target_of,
+    then_last,
+    then_last_async,
+    tools_fix,
 )
 
 __all__ = ["AGENT_REPORT_KEY", "NodeRegistry", "PhaseAwareAgentLLM", "retriever_tool"]
@@ -95,17 +79,16 @@ def retriever_tool(
     the nodes are registered under that text, so :class:`PhaseAwareAgentLLM` aligns them
     with their scores, ids and evidence."""
 
-    def search(query: str) -> str:
-        nodes = retriever.retrieve(query)
+    def found(nodes: list[NodeWithScore]) -> str:
         text = separator.join(n.node.get_content() for n in nodes)
         registry.put(text, nodes)
         return text
 
+    def search(query: str) -> str:
+        return found(retriever.retrieve(query))
+
     async def asearch(query: str) -> str:
-        nodes = await retriever.aretrieve(query)
-        text = separator.join(n.node.get_content() for n in nodes)
-        registry.put(text, nodes)
-        return text
+        return found(await retriever.aretrieve(query))
 
     return FunctionTool.from_defaults(
         fn=search, async_fn=asearch, name=name, description=description
@@ -155,12 +138,9 @@ def message_dict(message: ChatMessage) -> dict[str, Any]:
 class PhaseAwareAgentLLM(FunctionCallingLLM):
     """The agent's LLM with its newest tool result aligned (see the module docstring).
 
-    ``llm``: the function-calling LLM that talks to the server. The assembly arguments
-    and ``message_template``, ``document_separator``, ``tool_names``, ``tool_schemas``
-    and ``check_usage`` mean what they mean for LangChain's ``PhaseAwareMiddleware``
-    (the kit's :class:`~phaseaware.integrate.AgentPolicy`); ``budget_tokens`` bounds the
-    whole conversation. The aligned tool message sent carries its placement report in
-    ``additional_kwargs["phaseaware"]`` (:meth:`report` gives it by tool call id).
+    ``llm``: the wrapped LLM; the other arguments as for LangChain's
+    ``PhaseAwareMiddleware`` (``budget_tokens``: the whole conversation). The aligned
+    message carries its report in ``additional_kwargs["phaseaware"]`` (:meth:`report`).
     """
 
     llm: FunctionCallingLLM = Field(description="the wrapped function-calling LLM")
@@ -179,22 +159,13 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         self,
         *,
         llm: FunctionCallingLLM,
-        tokenizer: str | Tokenizer,
-        chat_format: str | ChatFormat,
-        profile: str | Path | Profile | None,
-        budget_tokens: int,
-        options: AssemblyOptions | Mapping[str, Any] | None = None,
-        position_offset: int | None = None,
-        endpoint: EndpointRef = None,
-        thinking: bool = False,
-        settings: ChatSettings | Mapping[str, Any] | None = None,
-        state_settings: bool = True,
         registry: NodeRegistry | None = None,
         document_separator: str = "\n\n",
         message_template: str = "{context}",
         tool_names: Sequence[str] | None = None,
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
+        **target: Unpack[TargetArgs],
     ) -> None:
         policy = AgentPolicy(
             message_template=message_template, document_separator=document_separator,
@@ -202,14 +173,8 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
             tool_schemas=tool_schemas,
         )  # fmt: skip
         super().__init__(llm=llm, check_usage=check_on_mismatch(check_usage, name="check_usage"))
-        request = AssemblyRequest(
-            tokenizer=tokenizer, chat_format=chat_format, profile=profile,
-            budget_tokens=budget_tokens, options=options, position_offset=position_offset,
-            thinking=thinking, settings=settings,
-        )  # fmt: skip
-        self._target = resolve_target(request, endpoint=endpoint, state_settings=state_settings)
-        if not self._target.require_format().chat:
-            raise InputError("an agent sends messages: pass its chat format (deepseek-v4, ...)")
+        self._target = target_of(target)
+        require_chat(self._target)
         self._policy = policy
         self._registry = registry if registry is not None else NodeRegistry()
         self._sent = SentMemory()
@@ -226,12 +191,10 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
     @property
     def target(self) -> Target:
-        """The resolved tokenizer, chat format, profile, budget, options and endpoint."""
         return self._target
 
     def report(self, tool_call_id: str) -> dict[str, Any] | None:
-        """The placement report of the tool result sent for ``tool_call_id`` (``None``:
-        not aligned, or forgotten)."""
+        """The report of the result sent for ``tool_call_id`` (``None``: none, forgotten)."""
         known = self._sent.get(tool_call_id)
         return None if known is None else known[1].additional_kwargs.get(REPORT_KEY)
 
@@ -240,8 +203,6 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         """The report on the newest aligned tool message (``None``: none yet)."""
         newest = self._sent.newest()
         return None if newest is None else newest[1].additional_kwargs.get(REPORT_KEY)
-
-    # -- alignment --------------------------------------------------------------------------
 
     def _records(self, text: str) -> tuple[list[SourceRecord] | None, list[object] | None]:
         nodes = self._registry.get(text)
@@ -265,9 +226,8 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
     def align(
         self, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] = ()
     ) -> tuple[list[ChatMessage], AssemblyResult | None]:
-        """The messages to send (earlier aligned tool results as sent before, the newest
-        one aligned now) and the newest alignment (``None``: nothing new). ``tools``: the
-        OpenAI schemas the request binds. Pure for the caller: its messages are unchanged."""
+        """The messages to send (earlier tool results as sent before, the newest aligned)
+        and the new alignment (``None``: none); ``tools``: the bound OpenAI schemas."""
         out = [self._replayed(m) for m in messages]
         dicts = self._dicts.dicts(out)
         index = step_index(
@@ -280,8 +240,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         records, ids = self._records(_text(original))
         step = align_step(
             self._target, self._policy, messages=dicts, index=index, records=records, ids=ids,
-            tools=tools, fix="; or pass tool_schemas='not_rendered' to PhaseAwareAgentLLM if "
-            "the server writes no tool schemas into the prompt (the usage check verifies it)",
+            tools=tools, fix=tools_fix("PhaseAwareAgentLLM"),
         )  # fmt: skip
         if step is None:
             return out, None
@@ -291,74 +250,45 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         out[index] = sent_now
         return out, step.result
 
-    def _kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """The call's kwargs with the chat settings the plan was made with stated."""
-        merged: dict[str, Any] = self._target.merged_kwargs(
-            kwargs, fix="; state them on PhaseAwareAgentLLM (settings=, thinking=)"
-        )
-        return merged
-
-    def _check(self, response: ChatResponse, result: AssemblyResult | None) -> None:
-        if result is None:
-            return
-        served_model, fingerprint = reported_identity(response.raw)
-        check_usage(
-            self._target,
-            planned_tokens=result.token_count,
-            reported_tokens=reported_prompt_tokens(response.raw),
-            on_mismatch=self.check_usage,  # type: ignore[arg-type]
-            served_model=served_model,
-            system_fingerprint=fingerprint,
-        )
-
     def _send(self, messages: Sequence[ChatMessage], kwargs: Mapping[str, Any]) -> Any:
         sent, result = self.align(messages, tools=kwargs.get("tools") or ())
-        return sent, result, self._kwargs(kwargs)
+        fix = "; state them on PhaseAwareAgentLLM (settings=, thinking=)"
+        return sent, result, self._target.merged_kwargs(kwargs, fix=fix)
+
+    def _check(self, response: ChatResponse, result: AssemblyResult | None) -> None:
+        if result is not None:
+            check_raw_usage(
+                self._target, planned_tokens=result.token_count, raw=response.raw,
+                on_mismatch=self.check_usage,  # type: ignore[arg-type]
+            )  # fmt: skip
 
     def reset(self) -> None:
         """Forget what was sent (a new conversation)."""
         self._sent.clear()
         self._dicts.clear()
 
-    # -- FunctionCallingLLM -----------------------------------------------------------------
+    # the wrapped LLM's own tool handling and completions, passed through unchanged
 
-    def _prepare_chat_with_tools(
-        self,
-        tools: Sequence[BaseTool],
-        user_msg: str | ChatMessage | None = None,
-        chat_history: list[ChatMessage] | None = None,
-        verbose: bool = False,
-        allow_parallel_tool_calls: bool = False,
-        tool_required: bool = False,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        return self.llm._prepare_chat_with_tools(
-            tools,
-            user_msg=user_msg,
-            chat_history=chat_history,
-            verbose=verbose,
-            allow_parallel_tool_calls=allow_parallel_tool_calls,
-            tool_required=tool_required,
-            **kwargs,
-        )
+    def _prepare_chat_with_tools(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return self.llm._prepare_chat_with_tools(*args, **kwargs)
 
-    def _validate_chat_with_tools_response(
-        self,
-        response: ChatResponse,
-        tools: Sequence[BaseTool],
-        allow_parallel_tool_calls: bool = False,
-        **kwargs: Any,
-    ) -> ChatResponse:
-        return self.llm._validate_chat_with_tools_response(
-            response, tools, allow_parallel_tool_calls=allow_parallel_tool_calls, **kwargs
-        )
+    def _validate_chat_with_tools_response(self, *args: Any, **kwargs: Any) -> ChatResponse:
+        return self.llm._validate_chat_with_tools_response(*args, **kwargs)
 
-    def get_tool_calls_from_response(
-        self, response: ChatResponse, error_on_no_tool_call: bool = True, **kwargs: Any
-    ) -> Any:
-        return self.llm.get_tool_calls_from_response(
-            response, error_on_no_tool_call=error_on_no_tool_call, **kwargs
-        )
+    def get_tool_calls_from_response(self, *args: Any, **kwargs: Any) -> Any:
+        return self.llm.get_tool_calls_from_response(*args, **kwargs)
+
+    def complete(self, *args: Any, **kwargs: Any) -> CompletionResponse:
+        return self.llm.complete(*args, **kwargs)
+
+    async def acomplete(self, *args: Any, **kwargs: Any) -> CompletionResponse:
+        return await self.llm.acomplete(*args, **kwargs)
+
+    def stream_complete(self, *args: Any, **kwargs: Any) -> CompletionResponseGen:
+        return self.llm.stream_complete(*args, **kwargs)
+
+    async def astream_complete(self, *args: Any, **kwargs: Any) -> CompletionResponseAsyncGen:
+        return await self.llm.astream_complete(*args, **kwargs)
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         sent, result, kwargs = self._send(messages, kwargs)
@@ -374,52 +304,11 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
         sent, result, kwargs = self._send(messages, kwargs)
-
-        def gen() -> Generator[ChatResponse, None, None]:
-            last = None
-            for last in self.llm.stream_chat(sent, **kwargs):
-                yield last
-            if last is not None:
-                self._check(last, result)
-
-        return gen()
+        return then_last(self.llm.stream_chat(sent, **kwargs), lambda r: self._check(r, result))
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
         sent, result, kwargs = self._send(messages, kwargs)
         stream = await self.llm.astream_chat(sent, **kwargs)
-
-        async def gen() -> AsyncGenerator[ChatResponse, None]:
-            last = None
-            async for last in stream:
-                yield last
-            if last is not None:
-                self._check(last, result)
-
-        return gen()
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return self.llm.complete(prompt, formatted=formatted, **kwargs)
-
-    async def acomplete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponse:
-        return await self.llm.acomplete(prompt, formatted=formatted, **kwargs)
-
-    def stream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseGen:
-        return self.llm.stream_complete(prompt, formatted=formatted, **kwargs)
-
-    async def astream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseAsyncGen:
-        return await self.llm.astream_complete(prompt, formatted=formatted, **kwargs)
-
-
-def _with_text(message: ChatMessage, text: str) -> ChatMessage:
-    """A copy of ``message`` whose content is ``text`` (same role and kwargs)."""
-    return ChatMessage(
-        role=message.role, content=text, additional_kwargs=dict(message.additional_kwargs)
-    )
+        return then_last_async(stream, lambda r: self._check(r, result))

@@ -1,12 +1,9 @@
 """The messages LlamaIndex would send for a text-QA template, as a phaseaware conversation.
 
-For a chat LLM, ``LLM.predict`` sends ``template.format_messages(llm=llm, ...)``,
-passed through the LLM's ``output_parser`` and with the LLM's ``system_prompt``
-prepended as a system message. For a completion LLM it sends one string:
-``system_prompt + "\\n\\n" + template.format(...)``, wrapped in the LLM's
-``query_wrapper_prompt``. :func:`text_qa_conversation` reproduces that, with the
-context slot written ``{context}`` and the query ``{question}``, so that the
-whole fixed text (system message, template text, wrappers) is in the plan.
+As ``LLM.predict`` does: a chat LLM gets ``template.format_messages(...)`` through its
+``output_parser`` with its ``system_prompt`` first; a completion LLM one string,
+``system_prompt + "\n\n" + template.format(...)`` in its ``query_wrapper_prompt``. The
+context slot is written ``{context}`` and the query ``{question}``.
 """
 
 from __future__ import annotations
@@ -59,11 +56,7 @@ def text_qa_conversation(
     template: BasePromptTemplate | None = None, *, llm: LLM | None = None
 ) -> list[dict[str, str]]:
     """The messages ``llm`` would get from ``template`` (default: LlamaIndex's text QA
-    prompt), with ``{context}`` where the context goes and ``{question}`` for the query.
-
-    Raises ``InputError`` when the template's own text holds ``{context}`` or
-    ``{question}`` literally (they would read as placeholders).
-    """
+    prompt); ``InputError`` when its own text holds ``{context}``/``{question}``."""
     if template is None:  # what DEFAULT_TEXT_QA_PROMPT_SEL selects for this LLM
         template = CHAT_TEXT_QA_PROMPT if is_chat_llm(llm) else DEFAULT_TEXT_QA_PROMPT
     tag = secrets.token_hex(8)

@@ -1,11 +1,8 @@
-"""``PhaseAwareNode``: a node arranged by phaseaware, which says so when a repacker reads it.
+"""``PhaseAwareNode``: an arranged node that warns when a repacking response mode reads it.
 
-Every built-in response mode reads a node through ``get_content(MetadataMode.LLM)``
-and then changes the text before the LLM sees it (``compact`` and
-``tree_summarize`` strip, join and re-split; ``refine`` and ``accumulate``
-re-split; ``simple_summarize`` formats a list). ``PhaseAwareSynthesizer`` never
-reads nodes that way: it sends the planned messages. So an LLM-mode read of an
-arranged node means the placements are about to be lost, and the node warns.
+Built-in response modes read nodes with ``get_content(MetadataMode.LLM)`` and then change
+the text; ``PhaseAwareSynthesizer`` never reads them that way. So an LLM-mode read means
+the placements are about to be lost.
 """
 
 from __future__ import annotations
@@ -53,12 +50,8 @@ class PhaseAwareNode(TextNode):
         placement: Mapping[str, Any],
         assembly: Mapping[str, Any],
     ) -> PhaseAwareNode:
-        """A new node for ``original`` (same id, relationships and metadata, deep-copied).
-
-        ``text`` already holds what the LLM sees (the caller's LLM-visible metadata
-        header included, when it had one), so every metadata key is hidden from the
-        LLM view; the report keys are hidden from the embedding view too.
-        """
+        """A new node for ``original`` (same id, relationships, metadata deep-copied);
+        ``text`` is what the LLM sees, so all metadata is hidden from the LLM view."""
         metadata = {
             k: copy.deepcopy(v)
             for k, v in original.metadata.items()

@@ -1,15 +1,8 @@
 """LlamaIndex nodes to phaseaware records, and the nodes of one plan back.
 
-Planning, the missing-score rule, the report and the checks are
-:mod:`phaseaware.integrate`'s; this module converts types. :func:`assemble_nodes`
-returns new nodes (never the caller's) whose text is each chunk's rendered
-segment, pad included, in context order.
-
-Metadata keys written on every returned node (both hidden from the LLM and from
-embeddings): :data:`PLACEMENT_KEY` (where this chunk landed, measured: its entry
-of the placement report) and :data:`ASSEMBLY_KEY` (the whole report,
-``AssemblyResult.to_dict()`` with each node's index and id, plus the
-``conversation_key``; one shared dict per call).
+The kit plans, reports and checks; :func:`assemble_nodes` returns new nodes in context
+order, each carrying :data:`PLACEMENT_KEY` (its report entry) and :data:`ASSEMBLY_KEY`
+(the whole report plus ``conversation_key``; one dict shared per call).
 """
 
 from __future__ import annotations
@@ -46,8 +39,7 @@ def _node_text(node: BaseNode) -> str:
 
 
 def node_records(nodes: object) -> list[SourceRecord]:
-    """One record per node (its LLM view, its score or ``None``, its id); ``InputError``
-    for anything that is not a ``NodeWithScore`` over a node."""
+    """One record per node (its LLM view, score, id); ``InputError`` for a non-node."""
     if isinstance(nodes, str | bytes) or not isinstance(nodes, Sequence):
         raise InputError(f"nodes must be a list of NodeWithScore, got {type(nodes).__name__}")
     records = []
@@ -77,11 +69,8 @@ def assemble_nodes(
     messages: Sequence[Mapping[str, Any]],
     question: str,
 ) -> Planned:
-    """Assemble ``nodes`` into ``messages`` (one ``{context}``) and return new nodes.
-
-    The caller's nodes and their metadata are not touched: every returned node is
-    a new :class:`PhaseAwareNode`.
-    """
+    """Assemble ``nodes`` into ``messages`` (one ``{context}``); new nodes, the caller's
+    untouched."""
     records = node_records(nodes)
     layout = conversation(target, messages, question=question)
     result = assemble_records(

@@ -1,8 +1,7 @@
 """``PhaseAwarePostprocessor``: order and pad retrieved nodes as ``phaseaware.assemble`` plans.
 
-Use it with :class:`~llama_index.postprocessor.phaseaware.synthesizer.PhaseAwareSynthesizer`
-(or build both with ``phaseaware_query_engine``): every built-in response mode
-repacks node text and would move the placements (the nodes warn when that happens).
+Use it with ``PhaseAwareSynthesizer`` (or ``phaseaware_query_engine``): the built-in
+response modes repack node text and would move the placements (the nodes warn).
 """
 
 from __future__ import annotations
@@ -24,80 +23,35 @@ __all__ = ["PhaseAwarePostprocessor"]
 class PhaseAwarePostprocessor(BaseNodePostprocessor):
     """Arrange nodes so that their evidence key tokens land on reliable residues.
 
-    Returns new nodes, in context order, whose text is each chunk's rendered
-    segment (filler pad included) and whose metadata holds the placement report
-    under ``phaseaware_placement`` and the whole plan under
-    ``phaseaware_assembly`` (both hidden from the LLM and embedding views).
-    Chunks that do not fit the budget are left out. The caller's nodes are
-    never changed.
+    Returns new nodes in context order: text is each chunk's rendered segment (pad
+    included); metadata ``phaseaware_placement`` (its report entry) and
+    ``phaseaware_assembly`` (the plan), hidden from LLM and embedding views. Chunks the
+    budget cannot hold are left out; the caller's nodes are never changed.
     """
 
-    tokenizer: Any = Field(
-        description=(
-            "The model's tokenizer: a phaseaware spec ('reference', 'deepseek-v4', "
-            "'tiktoken:o200k_base', 'hf:/path/to/model') or a phaseaware Tokenizer."
-        )
-    )
-    chat_format: Any = Field(
-        description=(
-            "How the server renders the messages: 'hf' (the tokenizer's own chat template), "
-            "'chatml', 'deepseek-v4', 'none' (a plain completion), or a phaseaware ChatFormat."
-        )
-    )
-    profile: Any = Field(
-        default=None,
-        description=(
-            "The model's residue profile: a model name, a profile .json path or a "
-            "phaseaware Profile; None orders by relevance without padding for phase."
-        ),
-    )
-    budget_tokens: int = Field(
-        description="Most tokens the whole prompt may have (template and question included)."
-    )
-    options: Any = Field(
-        default=None,
-        description=(
-            "phaseaware.AssemblyOptions or a dict of its fields (strategy, pad, repeat, "
-            "position_offset for tokens the server adds before the prompt, ...)."
-        ),
-    )
-    endpoint: Any = Field(
-        default=None,
-        description=(
-            "What `phaseaware probe-endpoint` learned about the server: a phaseaware "
-            "EndpointRecord, a record path or {'base_url': ..., 'model': ...}. Sets the "
-            "offset (or, for a varying endpoint, the offset set: robust placement); a record "
-            "probed with another tokenizer is refused (FingerprintMismatchError)."
-        ),
-    )
+    tokenizer: Any = Field(description="a phaseaware tokenizer spec or Tokenizer")
+    chat_format: Any = Field(description="how the server renders messages: hf, chatml, ...")
+    profile: Any = Field(None, description="a model name, profile path, Profile or None")
+    budget_tokens: int = Field(description="most tokens of the whole prompt")
+    options: Any = Field(None, description="AssemblyOptions or a dict of its fields")
+    endpoint: Any = Field(None, description="a probe-endpoint record: its offset (set)")
     messages: list[dict[str, str]] | None = Field(
-        default=None,
-        description=(
-            "The conversation the synthesizer sends, OpenAI-style, with one {context} and "
-            "{question} for the query; default: LlamaIndex's chat text-QA prompt."
-        ),
-    )
+        None, description="the synthesizer's conversation ({context}, {question}); default: "
+        "LlamaIndex's chat text-QA prompt",
+    )  # fmt: skip
 
     _target: Target = PrivateAttr()
     _messages: list[dict[str, str]] = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        self._target = resolve_target(
-            AssemblyRequest(
-                tokenizer=self.tokenizer,
-                chat_format=self.chat_format,
-                profile=self.profile,
-                budget_tokens=self.budget_tokens,
-                options=self.options,
-            ),
-            endpoint=self.endpoint,
-        )
-        self._messages = (
-            [dict(m) for m in self.messages]
-            if self.messages is not None
-            else default_text_qa_messages()
-        )
+        request = AssemblyRequest(
+            tokenizer=self.tokenizer, chat_format=self.chat_format, profile=self.profile,
+            budget_tokens=self.budget_tokens, options=self.options,
+        )  # fmt: skip
+        self._target = resolve_target(request, endpoint=self.endpoint)
+        messages = self.messages
+        self._messages = [dict(m) for m in messages] if messages else default_text_qa_messages()
 
     @classmethod
     def class_name(cls) -> str:
@@ -105,7 +59,6 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
 
     @property
     def target(self) -> Target:
-        """The resolved tokenizer, chat format, profile, budget, options and endpoint."""
         return self._target
 
     @property
@@ -137,6 +90,5 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        # Planning is CPU work (tokenizing); keep the event loop free while it runs.
         planned = await asyncio.to_thread(self.plan, list(nodes), query_bundle)
         return list(planned.nodes) if planned is not None else []

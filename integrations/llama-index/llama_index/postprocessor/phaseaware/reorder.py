@@ -1,12 +1,6 @@
-"""``PhaseAwareReorder``: a drop-in for LlamaIndex's ``LongContextReorder``.
-
-A node postprocessor with the same call shape (``postprocess_nodes(nodes,
-query_bundle)``, as in ``node_postprocessors=[...]`` of a query engine): it returns
-the same ``NodeWithScore`` objects in a new order (none dropped, none changed). The
-order is the kit's (:func:`phaseaware.integrate.reorder_records`): lost in the middle
-without a profile, phase-aware with one. A node without a score ranks after every
-scored one, in retrieval order.
-"""
+"""``PhaseAwareReorder``: a drop-in for ``LongContextReorder`` (a node postprocessor): the
+same nodes, none dropped or changed, in the kit's order (lost in the middle without a
+profile, phase-aware with one; unscored nodes after scored ones, in retrieval order)."""
 
 from __future__ import annotations
 
@@ -27,10 +21,7 @@ class PhaseAwareReorder(BaseNodePostprocessor):
 
     profile: Any = Field(
         default=None,
-        description=(
-            "The model's residue profile (a model name, a profile .json path or a phaseaware "
-            "Profile); None: lost in the middle."
-        ),
+        description="a model name, profile path or Profile; None: lost in the middle",
     )
 
     _profile: Any = PrivateAttr(default=None)
