@@ -207,14 +207,15 @@ def phase_verdict(
     acc, worst, best = _extremes(s, k)
     measured = np.flatnonzero(k > 0)
     best_low = wilson_interval(int(s[best]), int(k[best]))[0]
-    typical = float(np.mean(acc[measured]))
+    # a mean lies between the extremes; rounding must not put it outside them
+    typical = min(max(float(np.mean(acc[measured])), float(acc[worst])), float(acc[best]))
     good = tuple(
         int(r)
         for r in measured
         if wilson_interval(int(s[r]), int(k[r]))[1] >= best_low and acc[r] >= typical
     )
     sensitive = p_value < alpha
-    aware = float(np.mean(acc[list(good)])) if sensitive else typical
+    aware = min(float(np.mean(acc[list(good)])), float(acc[best])) if sensitive else typical
     length = None
     if length_successes is not None and length_n is not None:
         ls, lk = _counts(length_successes, length_n, "total-length residues")

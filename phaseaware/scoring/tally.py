@@ -185,12 +185,15 @@ def tally(
     for sample in located:
         length_n[sample.prompt_tokens % period] += 1
         length_ok[sample.prompt_tokens % period] += int(sample.correct)
+    # one prompt length for every sample (a calibration sweep's exact-length probes):
+    # nothing to say about the total length's residue
+    varied = sum(1 for n in length_n if n) >= 2
     verdict = phase_verdict(
         successes=[r.correct for r in rows],
         n=[r.n for r in rows],
         period=period,
-        length_successes=length_ok,
-        length_n=length_n,
+        length_successes=length_ok if varied else None,
+        length_n=length_n if varied else None,
         p_value=test.p_value,
         test=test.test,
     )

@@ -43,7 +43,7 @@ def test_langchain_prompt_and_chat_openai_have_zero_drift(llamacpp: LlamaCppServ
     )
     checks: list[Any] = []
     check = PhaseAwareUsageCheck(
-        tokenizer=tokenizer, chat_format="hf", offset=0, on_mismatch="raise",
+        tokenizer=tokenizer, chat_format="hf", position_offset=0, on_mismatch="raise",
         on_check=checks.append,
     )  # fmt: skip
     chain = placed | _chat_openai(llamacpp).bind(**placed.model_kwargs())
@@ -64,7 +64,7 @@ def test_langchain_bound_tool_has_zero_drift(llamacpp_tools: LlamaCppServer) -> 
     # the check reads the bound tools from the call and plans them into the hf render
     checks: list[Any] = []
     check = PhaseAwareUsageCheck(
-        tokenizer=tokenizer, chat_format="hf", offset=0, on_mismatch="raise",
+        tokenizer=tokenizer, chat_format="hf", position_offset=0, on_mismatch="raise",
         on_check=checks.append,
     )  # fmt: skip
     model = _chat_openai(llamacpp_tools).bind_tools([WEATHER_TOOL])

@@ -26,13 +26,19 @@ from typing import Any
 
 import pytest
 
-from phaseaware.assembly.conversation import assemble_append, assemble_conversation
+from phaseaware import assemble, assemble_append
 from phaseaware.assembly.report.prefix import common_prefix_ids
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat import conversation_layout, get_chat_format
 from phaseaware.tokenizers import load_tokenizer
 from tests.e2e.vllm.conftest import _server
 from tests.support.vllm_server import VllmServer, deepseek_v4_files
+
+
+def assemble_conversation(messages: Any, chunks: Any, **kwargs: Any) -> Any:
+    """A message-list assembly through the one public door."""
+    return assemble(chunks, messages=messages, **kwargs)
+
 
 BLOCK = 32
 PROFILE = "deepseek-v4-flash-base"

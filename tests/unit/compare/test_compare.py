@@ -179,7 +179,7 @@ def test_plot_needs_matplotlib_and_says_so_before_any_request(setup, tmp_path, c
         pytest.skip("matplotlib is installed")
     questions, profile = setup
     assert main([*_argv(questions, profile, tmp_path), "--plot", str(tmp_path / "c.png")]) == 1
-    assert "pip install 'phaseaware[plot]'" in capsys.readouterr().err
+    assert "pip install -e '.[plot]'" in capsys.readouterr().err
     assert not (tmp_path / "log.jsonl").exists()
 
 
