@@ -97,6 +97,15 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         self.on_mismatch, self.tool_schemas = self._plans.on_mismatch, self._plans.tool_schemas
         self.position_offset, self.offsets = self.target.usage_offsets
 
+    @property
+    def on_check(self) -> Callable[[UsageCheck], None] | None:
+        """Called with each :class:`UsageCheck` (settable after construction)."""
+        return self._plans.on_check
+
+    @on_check.setter
+    def on_check(self, value: Callable[[UsageCheck], None] | None) -> None:
+        self._plans.on_check = value
+
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID,
         **kwargs: Any,
