@@ -151,6 +151,21 @@ def _locator(args: argparse.Namespace) -> Any:
     )
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Before any work: outputs are writable files, distinct, and none of the run's inputs
+    (``--profile-out LOG`` would replace the eval log it was built from)."""
+    from phaseaware.atomic import check_output_path, refuse_outputs_over_inputs, refuse_same_file
+    from phaseaware.cli.run_inputs import score_inputs
+
+    outputs = {"--profile-out": args.profile_out, "--plot": args.plot}
+    for value in outputs.values():
+        if value:
+            check_output_path(value)
+    if args.profile_out and args.plot:
+        refuse_same_file(args.plot, {"--profile-out": args.profile_out}, output_name="--plot")
+    refuse_outputs_over_inputs(outputs, score_inputs(args))
+
+
 def run(args: argparse.Namespace) -> int:
     from phaseaware.errors import InputError
     from phaseaware.scoring.formats import ReadOptions
@@ -165,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
         from phaseaware.extras import require_extra
 
         require_extra(modules=("matplotlib",), extra="plot", what="--plot")
+    _check_outputs(args)
     options = ReadOptions(
         needle_field=args.needle_field,
         correct_field=args.correct_field,
