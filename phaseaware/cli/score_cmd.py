@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from phaseaware.cli.argtypes import integer, number
+from phaseaware.cli.argtypes import integer, number, seconds
 from phaseaware.cli.flags import add_chat_format
 from phaseaware.limits import MAX_PERIOD
 
@@ -64,6 +64,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "http://127.0.0.1:8000/v1), for chats only the server renders; needs --model",
     )
     add("--model", help="model name: the served model (--server) and the profile's model")
+    add(
+        "--timeout",
+        type=seconds(),
+        default=30.0,
+        help="--server: seconds per /tokenize attempt, connect to last byte (default 30; "
+        "two retries)",
+    )
     add(
         "--server-bos",
         choices=("auto", "always", "none"),
@@ -116,7 +123,7 @@ def _server_ids(args: argparse.Namespace, settings: Any) -> Any:
     from phaseaware.endpoints.settings import chat_template_kwargs
     from phaseaware.endpoints.tokenize import server_token_ids
 
-    client = make_client(args.server)
+    client = make_client(args.server, timeout=args.timeout)
     kwargs = chat_template_kwargs(
         chat_format=args.chat_format or "hf",
         thinking=settings.thinking,
