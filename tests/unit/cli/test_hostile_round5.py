@@ -243,3 +243,17 @@ def test_score_timeout_bounds_a_trickling_tokenize(folder, capsys, trickling_ser
     )  # fmt: skip
     assert code == 1 and "/tokenize" in err
     assert time.monotonic() - start < 20  # 3 attempts of 1 s (the default is 30 s each)
+
+
+def test_emit_lm_eval_task_checks_both_files_before_writing_either(folder, capsys):
+    """A FIFO where the YAML goes: refused, and the JSONL beside it is not written either."""
+    (folder / "task").mkdir()
+    os.mkfifo(folder / "task" / "phaseaware_phase_sweep.yaml")
+    code, _, err = _run(
+        ["calibrate", "--backend", "callable", "--model", "round5_unused:answer", "--tokenizer",
+         TOKENIZER, "--chat-format", "chatml", "--context-tokens", "160", "--base-prompts", "1",
+         "--period", "2", "--emit-lm-eval-task", "task"],
+        capsys,
+    )  # fmt: skip
+    assert code == 1 and "FIFO" in err
+    assert sorted(p.name for p in (folder / "task").iterdir()) == ["phaseaware_phase_sweep.yaml"]
