@@ -9,6 +9,9 @@ records, plots) goes through :func:`atomic_write_bytes`, which keeps one rule:
   written (renaming over ``/dev/null`` as root would replace the device node).
 * **Symlinks are followed:** a link to a regular file writes that file (the link
   stays a link); a link to a device or folder is refused like the target itself.
+  A link that someone else planted in a shared sticky folder (``/tmp``: world-writable
+  with the sticky bit, the link owned by neither the folder's owner nor the user) is
+  refused, as the kernel's ``fs.protected_symlinks`` refuses to open through it.
 * **Never over an input:** :func:`refuse_same_file` compares an output with the
   command's inputs by identity (``os.path.samefile``: device and inode, so hard
   links and ``./x`` spellings count), or by resolved path where a file does not
@@ -81,6 +84,7 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
     does not exist. Nothing is written.
     """
     given = Path(path)
+    _refuse_planted_links(given)
     target = Path(os.path.realpath(given)) if given.is_symlink() else given
     try:
         mode = target.stat().st_mode
@@ -97,6 +101,30 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
             f"cannot write {given}: folder {folder} does not exist; create it first"
         )
     return target
+
+
+def _refuse_planted_links(given: Path) -> None:
+    """Refuse a symlink on the way to ``given`` that sits in a sticky, world-writable folder
+    and belongs to neither that folder's owner nor the user (the ``fs.protected_symlinks``
+    rule): another user planted it there to turn this write onto a file of ours."""
+    current = Path(os.path.abspath(given))
+    parts = [current, *current.parents]
+    user = os.geteuid()
+    for link in parts[:-1]:
+        try:
+            info = os.lstat(link)
+            if not stat.S_ISLNK(info.st_mode):
+                continue
+            folder = os.stat(link.parent)
+        except OSError:
+            continue
+        shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+        if shared and info.st_uid not in (user, folder.st_uid):
+            raise FilePathError(
+                f"cannot write {given}: {link} is a symlink another user (uid {info.st_uid}) "
+                f"left in the shared folder {link.parent}; it is not followed: remove it or "
+                "write to a folder of your own"
+            )
 
 
 def refuse_same_file(

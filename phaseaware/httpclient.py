@@ -207,13 +207,24 @@ def openai_client(
     on_request: Callable[[Any], None] | None = None,
 ) -> openai.OpenAI:
     """An ``openai.OpenAI`` client over :func:`make_http_client` (``timeout`` per attempt)."""
+    import httpx
     import openai
 
+    from phaseaware.errors import InputError
+    from phaseaware.redact import redact_url
+
     http = make_http_client(timeout=timeout, on_request=on_request)
-    return openai.OpenAI(
-        base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries,
-        http_client=http,
-    )  # fmt: skip
+    try:
+        return openai.OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries,
+            http_client=http,
+        )  # fmt: skip
+    except (httpx.InvalidURL, ValueError) as exc:  # a bad port, an unclosed [IPv6 host]
+        http.close()
+        raise InputError(
+            f"invalid server URL {redact_url(base_url)} ({exc}); check --base-url "
+            "(e.g. http://127.0.0.1:8000/v1)"
+        ) from None
 
 
 def transport_problem(exc: BaseException) -> str | None:

@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from phaseaware.atomic import atomic_write_text
+from phaseaware.atomic import atomic_write_text, check_output_path
 from phaseaware.calibration.probes import ProbeSettings, iter_groups
 from phaseaware.chat.layout import PromptLayout
 from phaseaware.errors import FilePathError
@@ -130,7 +130,8 @@ def emit_lm_eval_task(
             f"cannot create --emit-lm-eval-task folder {out}: {exc.strerror or exc}"
         ) from None
     data_path = (out / f"{task}.jsonl").resolve()
-    atomic_write_text(data_path, "\n".join(lines) + "\n")
     yaml_path = out / f"{task}.yaml"
+    check_output_path(yaml_path)  # both targets checked before either is written
+    atomic_write_text(data_path, "\n".join(lines) + "\n")
     atomic_write_text(yaml_path, _yaml(task, data_path, settings.max_tokens))
     return EmittedTask(task, yaml_path, data_path, len(lines))

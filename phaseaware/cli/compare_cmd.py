@@ -98,7 +98,8 @@ def _questions(args: argparse.Namespace) -> Any:
 
 def _check(args: argparse.Namespace) -> None:
     from phaseaware.assembly.inputs.options import check_position_offset
-    from phaseaware.atomic import check_output_path, refuse_same_file
+    from phaseaware.atomic import check_output_path, refuse_outputs_over_inputs, refuse_same_file
+    from phaseaware.cli.run_inputs import compare_inputs
     from phaseaware.errors import InputError
     from phaseaware.extras import require_extra
 
@@ -128,6 +129,8 @@ def _check(args: argparse.Namespace) -> None:
         if args.questions:
             others["questions file"] = args.questions
         refuse_same_file(value, others, output_name=flag)
+    log = args.log or None  # the default log lives in its own folder
+    refuse_outputs_over_inputs({"--log": log, "--plot": args.plot}, compare_inputs(args))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["FOLDER_FILES_MAX", "calibrate_inputs", "files_of"]
+__all__ = ["FOLDER_FILES_MAX", "calibrate_inputs", "compare_inputs", "files_of", "score_inputs"]
 
 #: Files listed per input folder (a model folder holds a handful; a huge tree is not a model).
 FOLDER_FILES_MAX = 10_000
@@ -74,7 +74,7 @@ def calibrate_inputs(args: argparse.Namespace, *, tokenizer_spec: str | None) ->
     inputs: dict[str, Path] = {}
     if args.api_key_file:
         inputs[f"--api-key-file {args.api_key_file}"] = Path(args.api_key_file)
-    if args.ingest:
+    if getattr(args, "ingest", None):
         inputs[f"--ingest {args.ingest}"] = Path(args.ingest)
     inputs.update(_tokenizer_files(tokenizer_spec))
     if args.backend == "hf":
@@ -89,4 +89,33 @@ def calibrate_inputs(args: argparse.Namespace, *, tokenizer_spec: str | None) ->
         module = _module_file(args.model.partition(":")[0])
         if module is not None:
             inputs[f"the callable's module {module}"] = module
+    return inputs
+
+
+def compare_inputs(args: argparse.Namespace) -> dict[str, Path]:
+    """Every file ``phaseaware compare`` reads: the questions, the profile, the grader's
+    module, and what ``calibrate`` with the same backend flags reads."""
+    from phaseaware.errors import PhaseawareError
+    from phaseaware.profiles.registry import profile_path
+
+    inputs = calibrate_inputs(args, tokenizer_spec=args.tokenizer)
+    if args.questions:
+        inputs[f"the questions file {args.questions}"] = Path(args.questions)
+    with contextlib.suppress(PhaseawareError, OSError):  # a bad --profile is reported later
+        found = profile_path(args.profile)
+        inputs[f"the profile {found}"] = found
+    if ":" in args.grader:
+        module = _module_file(args.grader.partition(":")[0])
+        if module is not None:
+            inputs[f"the grader's module {module}"] = module
+    return inputs
+
+
+def score_inputs(args: argparse.Namespace) -> dict[str, Path]:
+    """Every file ``phaseaware score`` reads: the eval log (or its folder's files), the NIAH
+    contexts folder and the tokenizer's files."""
+    inputs = files_of(args.log, what="the eval log")
+    if args.contexts:
+        inputs.update(files_of(args.contexts, what="the contexts file"))
+    inputs.update(_tokenizer_files(args.tokenizer))
     return inputs

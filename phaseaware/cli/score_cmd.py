@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from phaseaware.cli.argtypes import integer, number
+from phaseaware.cli.argtypes import integer, number, seconds
 from phaseaware.cli.flags import add_chat_format
 from phaseaware.limits import MAX_PERIOD
 
@@ -64,6 +64,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "http://127.0.0.1:8000/v1), for chats only the server renders; needs --model",
     )
     add("--model", help="model name: the served model (--server) and the profile's model")
+    add(
+        "--timeout",
+        type=seconds(),
+        default=30.0,
+        help="--server: seconds per /tokenize attempt, connect to last byte (default 30; "
+        "two retries)",
+    )
     add(
         "--server-bos",
         choices=("auto", "always", "none"),
@@ -116,7 +123,7 @@ def _server_ids(args: argparse.Namespace, settings: Any) -> Any:
     from phaseaware.endpoints.settings import chat_template_kwargs
     from phaseaware.endpoints.tokenize import server_token_ids
 
-    client = make_client(args.server)
+    client = make_client(args.server, timeout=args.timeout)
     kwargs = chat_template_kwargs(
         chat_format=args.chat_format or "hf",
         thinking=settings.thinking,
@@ -151,6 +158,21 @@ def _locator(args: argparse.Namespace) -> Any:
     )
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Before any work: outputs are writable files, distinct, and none of the run's inputs
+    (``--profile-out LOG`` would replace the eval log it was built from)."""
+    from phaseaware.atomic import check_output_path, refuse_outputs_over_inputs, refuse_same_file
+    from phaseaware.cli.run_inputs import score_inputs
+
+    outputs = {"--profile-out": args.profile_out, "--plot": args.plot}
+    for value in outputs.values():
+        if value:
+            check_output_path(value)
+    if args.profile_out and args.plot:
+        refuse_same_file(args.plot, {"--profile-out": args.profile_out}, output_name="--plot")
+    refuse_outputs_over_inputs(outputs, score_inputs(args))
+
+
 def run(args: argparse.Namespace) -> int:
     from phaseaware.errors import InputError
     from phaseaware.scoring.formats import ReadOptions
@@ -165,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
         from phaseaware.extras import require_extra
 
         require_extra(modules=("matplotlib",), extra="plot", what="--plot")
+    _check_outputs(args)
     options = ReadOptions(
         needle_field=args.needle_field,
         correct_field=args.correct_field,

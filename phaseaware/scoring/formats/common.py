@@ -44,8 +44,20 @@ def files_in(path: Path, pattern: str) -> list[Path]:
     raise EvalLogError(f"eval log {path} does not exist; check the path")
 
 
+#: The longest line (one sample's record) read; a longer one is skipped without being held.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+#: The largest single-document log (HELMET, NIAH) read whole.
+MAX_DOCUMENT_BYTES = 1024 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
 def _open_text(path: Path) -> str:
     try:
+        if path.stat().st_size > MAX_DOCUMENT_BYTES:
+            raise EvalLogError(
+                f"{path} is over {MAX_DOCUMENT_BYTES >> 20} MiB, more than one eval log "
+                "document holds; pass the log itself (JSONL logs are read line by line)"
+            )
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise EvalLogError(f"{path} is not UTF-8 text; pass the JSON/JSONL log") from None
@@ -53,16 +65,44 @@ def _open_text(path: Path) -> str:
         raise EvalLogError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def _lines(path: Path) -> Iterator[bytes | None]:
+    """The file's lines (split at ``\n`` only, as JSONL is), one at a time; ``None`` for a
+    line over :data:`MAX_LINE_BYTES` (skipped to its end, never held whole)."""
+    try:
+        with path.open("rb") as handle:
+            while line := handle.readline(MAX_LINE_BYTES + 1):
+                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                    while (rest := handle.readline(_CHUNK)) and not rest.endswith(b"\n"):
+                        pass
+                    yield None
+                    continue
+                yield line
+    except OSError as exc:
+        raise EvalLogError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
-    """``(line id, record)`` per non-blank line; a line that is no JSON object is a Skip."""
-    for number, line in enumerate(_open_text(path).splitlines(), start=1):
+    """``(line id, record)`` per non-blank line; a line that is no JSON object is a Skip.
+
+    The file is streamed: memory holds one line, not the log."""
+    for number, raw in enumerate(_lines(path), start=1):
+        where = f"{path.name}:{number}"
+        if raw is None:
+            yield where, Skip(where, "bad-record", f"line over {MAX_LINE_BYTES >> 20} MiB")
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EvalLogError(f"{where} is not UTF-8 text; pass the JSON/JSONL log") from None
         if not line.strip():
             continue
-        where = f"{path.name}:{number}"
         try:
             record = json.loads(line)
         except ValueError:
             yield where, Skip(where, "bad-record", "not JSON")
+            continue
+        except RecursionError:
+            yield where, Skip(where, "bad-record", "JSON nested too deep")
             continue
         if not isinstance(record, Mapping):
             yield where, Skip(where, "bad-record", "not a JSON object")
@@ -76,6 +116,10 @@ def read_json(path: Path) -> Any:
         return json.loads(_open_text(path))
     except ValueError as exc:
         raise EvalLogError(f"{path} is not a JSON document ({exc}); check --format") from None
+    except RecursionError:
+        raise EvalLogError(
+            f"{path} is JSON nested too deep to be an eval log; check --format"
+        ) from None
 
 
 def sample_from(
