@@ -52,7 +52,7 @@ def confirm(
     # before rendering
     scanner = scanner_for(tokenizer, markers=format_markers(chat_format))
     cleaned_question = scanner.clean(question, where="")[0]
-    filled = fill(neutralize(messages, scanner), result.context, cleaned_question)
+    filled = fill(neutralize(messages, scanner), result.context, cleaned_question, scanner)
     text = reference_render(chat_format, filled, tokenizer.bos_text, False)
     assert result.prompt == text
     if chat_format != "none":
