@@ -296,7 +296,7 @@ def single_turn_format(layout: object) -> ChatFormat | None:
     """The chat format of ``layout`` if it is the single-turn conversation without a
     system prompt (``conversation_layout`` with neither ``messages`` nor ``system``),
     else ``None``. Such a layout gives the same text as its format with ``system=``
-    per call; the deprecated ``assemble(layout=get_layout(...), system=...)`` uses that."""
+    per call; :func:`with_system` uses that."""
     if (
         isinstance(layout, ConversationLayout)
         and type(layout) is ConversationLayout

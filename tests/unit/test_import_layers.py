@@ -29,7 +29,6 @@ LAYERS: dict[str, int] = {
     "credentials": 0,
     "filelock": 0,
     "tokenizers": 1,
-    "templates": 2,
     "chat": 2,
     "profiles": 3,
     "assembly": 4,
