@@ -16,7 +16,7 @@ import time
 from phaseaware.calibration.backends.openai import OpenAIBackend
 from tests.support.fault_server import Fault, start_server
 from tests.support.task_engine import TaskLookupEngine
-from tests.unit.test_backend_openai import MODEL, make_probe
+from tests.unit.calibration.test_backend_openai import MODEL, make_probe
 
 
 def main() -> None:
