@@ -54,7 +54,7 @@ def format_report(result: AssemblyResult) -> str:
     """Human-readable placement table, naive vs phase-aware summary and dropped chunks."""
     lines = [
         f"prompt: {result.token_count} tokens  tokenizer {result.tokenizer}  "
-        f"layout {result.layout}  profile {result.profile or '(none)'}",
+        f"chat format {result.chat_format}  profile {result.profile or '(none)'}",
         "",
         f"{'#':>3}  {'chunk':<20} {'pad':>3}  {'key positions':<24} {'residues':<16} {'exp.acc':>7}",
     ]

@@ -146,7 +146,7 @@ class AssemblyResult:
     length_residue: int | None  # (token_count + offset) mod the profile's length-effect period
     tokenizer: str
     fingerprint: str
-    layout: str
+    chat_format: str  # the chat format's name (or the layout's)
     position_offset: int = 0  # tokens the server adds before the prompt (options)
     neutralized: tuple[Neutralized, ...] = ()  # control strings broken in user strings
     tokenizer_mismatch_allowed: bool = False  # profile fingerprint differs; caller opted in
