@@ -75,7 +75,7 @@ def emit_pending(
     requests, done = pending_requests(run)
     pending = [r for r in requests if r.probe_id not in done]
     kwargs = chat_template_kwargs(
-        chat_format=run.template, thinking=bool(getattr(run.layout, "thinking", False))
+        chat_format=run.chat_format, thinking=bool(getattr(run.layout, "thinking", False))
     )
     count = emit_batch(pending, path, model=model, endpoint=endpoint, chat_template_kwargs=kwargs)
     return EmitReport(path=str(path), written=count, already_logged=len(done))

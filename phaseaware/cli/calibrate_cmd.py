@@ -327,7 +327,7 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
 
         default_model = reference_model_source()
     name, spec = run_names(options, tokenizer=args.tokenizer, default_model=default_model)
-    template = args.chat_format or "hf"
+    chat_format = args.chat_format or "hf"
     out = Path(args.out) if args.out else DEFAULT_FOLDER / profile_filename(name)
     log = Path(args.log) if args.log else out.with_name(out.stem + ".calibration.jsonl")
     refuse_same_file(out, {"--log": log}, output_name="--out")
@@ -341,24 +341,24 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
             f"cannot create folder {log.parent} for the calibration log: {exc.strerror or exc}"
         ) from None
     with hold_lock(log, what="calibration log"):  # a second run on this log fails here
-        run = _run(args, settings, tokenizer, name, template, log)
+        run = _run(args, settings, tokenizer, name, chat_format, log)
         if args.emit_batch or args.ingest:
             return _batch(args, run, out)
         return _probe(args, run, options, default_model, out, log)
 
 
 def _run(
-    args: argparse.Namespace, settings: Any, tokenizer: Any, name: str, template: str, log: Path
+    args: argparse.Namespace, settings: Any, tokenizer: Any, name: str, chat_format: str, log: Path
 ) -> Any:
     from phaseaware.calibration.runner import CalibrationRun
     from phaseaware.chat.layout import conversation_layout
 
     return CalibrationRun(
         tokenizer=tokenizer,
-        layout=conversation_layout(tokenizer=tokenizer, chat_format=template),
+        layout=conversation_layout(tokenizer=tokenizer, chat_format=chat_format),
         settings=settings,
         model=name,
-        template=template,
+        chat_format=chat_format,
         log_path=log,
         period=args.period,
         fresh=args.fresh,
@@ -382,7 +382,7 @@ def _probe(
         options,
         run.tokenizer,
         default_model=default_model,
-        chat_template_kwargs=chat_template_kwargs(chat_format=run.template),
+        chat_template_kwargs=chat_template_kwargs(chat_format=run.chat_format),
     )
     from phaseaware.cli.calibrate_output import Progress
 

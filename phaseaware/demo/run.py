@@ -228,7 +228,7 @@ def _calibrate(
         layout=conversation_layout(tokenizer=tokenizer, chat_format=CHAT_FORMAT),
         settings=probes,
         model=MODEL_NAME,
-        template=CHAT_FORMAT,
+        chat_format=CHAT_FORMAT,
         log_path=log,
         period=8,
         out_path=settings.out / f"{MODEL_NAME}.json",

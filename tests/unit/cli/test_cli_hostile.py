@@ -53,7 +53,7 @@ def real_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         layout=conversation_layout(tokenizer=tok, chat_format="chatml"),
         settings=ProbeSettings(context_tokens=160, n_offsets=2, base_prompts=2, sweeps=("key",)),
         model="toy",
-        template="chatml",
+        chat_format="chatml",
         log_path=folder / "x.jsonl",
         period=2,
     )
