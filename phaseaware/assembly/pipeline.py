@@ -75,7 +75,7 @@ def assemble(
     built from one (``conversation_layout``, ``append_layout``; its system prompt
     is in its messages).
 
-    ``cache``: chunk tokenizations reused across calls (``stitch.ChunkTokenCache``,
+    ``cache``: chunk tokenizations reused across calls (``retokenize.cache.ChunkTokenCache``,
     LRU, capped in bytes; the process-wide 64 MiB one by default, ``None``: no
     cache, every prompt encoded in full). Caching never changes the result.
 

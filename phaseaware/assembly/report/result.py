@@ -152,7 +152,7 @@ class AssemblyResult:
     tokenizer_mismatch_allowed: bool = False  # profile fingerprint differs; caller opted in
     robust: RobustReport | None = None  # options.offsets: per-offset claims (residues empty)
     # How the final tokenization was confirmed: "windowed" (cached chunk tokens,
-    # junctions re-encoded, proven equal: ``assembly.stitch``) or "full" (one encode).
+    # junctions re-encoded, proven equal: ``assembly.retokenize.windowed``) or "full" (one encode).
     # Not in ``to_dict`` (the JSON report is unchanged by caching).
     verification: str = "full"
     # assemble_append only (else None): "incremental" (the sent prefix's cached tokens
