@@ -26,7 +26,7 @@ from phaseaware.calibration.backends.batch import (
 from phaseaware.calibration.log import logged_probe_ids
 from phaseaware.calibration.probes import iter_groups
 from phaseaware.calibration.runner import CalibrationResult, CalibrationRun
-from phaseaware.endpoints.settings import chat_template_kwargs
+from phaseaware.endpoints.request_settings import chat_template_kwargs
 from phaseaware.errors import CalibrationError
 
 __all__ = ["EmitReport", "IngestReport", "pending_requests", "emit_pending", "ingest_results"]

@@ -242,18 +242,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    """The probe settings: the flags, over the reference protocol for the reference model."""
+    """The probe settings: the flags, over the reference model's probe defaults."""
     from phaseaware.calibration.probes import ProbeSettings
 
     defaults: dict[str, Any] = {"context_tokens": 1024}
     if args.backend == "hf" and args.model is None:  # as in `phaseaware demo`
-        from phaseaware.reference import protocol
+        from phaseaware.reference import probe_defaults
 
         defaults = {
-            "context_tokens": protocol.CONTEXT_TOKENS,
-            "distractors": protocol.DISTRACTORS,
-            "depth": protocol.DEPTH,
-            "sweeps": protocol.SWEEPS,
+            "context_tokens": probe_defaults.CONTEXT_TOKENS,
+            "distractors": probe_defaults.DISTRACTORS,
+            "depth": probe_defaults.DEPTH,
+            "sweeps": probe_defaults.SWEEPS,
         }
     if args.sweeps is not None:
         defaults["sweeps"] = tuple(s.strip() for s in args.sweeps.split(",") if s.strip())
@@ -376,7 +376,7 @@ def _probe(
     args: argparse.Namespace, run: Any, options: Any, default_model: Any, out: Path, log: Path
 ) -> int:
     from phaseaware.calibration.backends.factory import make_backend
-    from phaseaware.endpoints.settings import chat_template_kwargs
+    from phaseaware.endpoints.request_settings import chat_template_kwargs
 
     backend = make_backend(
         options,

@@ -66,7 +66,7 @@ def _settings(
 ) -> ChatSettings | None:
     """The request's full chat settings when it names an effort or the server default
     (``None``: thinking alone decides, as before)."""
-    from phaseaware.endpoints.settings import record_settings
+    from phaseaware.endpoints.request_settings import record_settings
 
     if use_default:
         if record is None:

@@ -81,7 +81,7 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
     "calibration": {
         "task": 0,
         "backends": 1,
-        "settings": 1,
+        "probe_settings": 1,
         "haystack": 2,
         "log": 2,
         "probes": 3,
