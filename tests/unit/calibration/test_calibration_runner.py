@@ -129,7 +129,10 @@ def test_a_log_written_before_the_chat_format_rename_resumes(tmp_path):
     log.write_text(json.dumps(doc, sort_keys=True) + "\n" + "".join(rest))
     result = run(tmp_path, responder(), settings=small)
     assert result.n_skipped == 5 and result.n_run == 16 - 5
-    assert "chat format 'chatml'" in result.profile.provenance.protocol
+    # the old log's profile keeps its words (the same data builds the same profile)
+    assert "template 'chatml'" in result.profile.provenance.protocol
+    fresh = run(tmp_path / "new", responder(), settings=small)
+    assert "chat format 'chatml'" in fresh.profile.provenance.protocol
 
 
 def test_foreign_and_mismatched_logs(tmp_path):
