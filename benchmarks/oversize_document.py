@@ -26,7 +26,7 @@ huge = ("lorem ipsum dolor sit amet " * (mb * 1024 * 1024 // 27 + 1))[: mb * 102
 start = time.perf_counter()
 result = assemble(
     ["The access code for Alice is 123.", huge, "Bob likes tea."],
-    tokenizer=tok, layout="chatml", question="What is the access code for Alice?",
+    tokenizer=tok, chat_format="chatml", question="What is the access code for Alice?",
     budget_tokens=budget,
 )
 print(json.dumps({

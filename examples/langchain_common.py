@@ -163,7 +163,7 @@ def reference_profile(path: str | None) -> Profile:
             layout=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
             settings=DemoSettings(base_prompts=12).probe_settings(),
             model=MODEL,
-            template="hf",
+            chat_format="hf",
             log_path=out / "calibration.jsonl",
             period=8,
             out_path=out / f"{MODEL}.json",

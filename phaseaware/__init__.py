@@ -28,7 +28,6 @@ _EXPORTS: dict[str, str] = {
     "load_profile": "phaseaware.profiles.io",
     "save_profile": "phaseaware.profiles.io",
     "load_tokenizer": "phaseaware.tokenizers.registry",
-    "get_layout": "phaseaware.templates",
     "list_caches": "phaseaware.caches",
     "clear_caches": "phaseaware.caches",
     "ChatSettings": "phaseaware.chat.settings",
@@ -49,7 +48,6 @@ __all__ = [
     "audit_messages",
     "audit_prompt",
     "clear_caches",
-    "get_layout",
     "get_profile",
     "list_caches",
     "list_profiles",
@@ -70,7 +68,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.profiles.io import load_profile, save_profile
     from phaseaware.profiles.model import Profile
     from phaseaware.profiles.registry import get_profile, list_profiles
-    from phaseaware.templates import get_layout
     from phaseaware.tokenizers.registry import load_tokenizer
 
 

@@ -2,7 +2,7 @@
 
 The published per-residue counts are typed here once; accuracies are
 ``count / n`` and the 95% bounds come from ``phaseaware.stats.wilson_interval``
-(rounded to 6 decimals for readability). ``tests/unit/test_prof_builtins.py``
+(rounded to 6 decimals for readability). ``tests/unit/profiles/test_profiles_builtin.py``
 regenerates the documents and compares them with the shipped files, so the
 files can never drift from this table.
 

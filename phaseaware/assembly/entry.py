@@ -13,8 +13,6 @@ token count (``prefix_tokens=``). Everything else is orchestration below
 
 from __future__ import annotations
 
-import dataclasses
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,7 +30,6 @@ from phaseaware.assembly.pipeline import assemble_from_specs
 from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.assembly.retokenize.prefix import PrefixTokenCache, default_prefix_cache
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, default_cache
-from phaseaware.chat.layout import PromptLayout, single_turn_format
 from phaseaware.chat.messages import Message
 from phaseaware.errors import InputError
 from phaseaware.tokenizers.base import Tokenizer
@@ -100,7 +97,6 @@ def assemble(
     system: str | None = None,
     messages: Sequence[MessageLike] | None = None,
     cache: ChunkTokenCache | None = _CHUNK_CACHE,
-    layout: str | PromptLayout | None = None,
 ) -> AssemblyResult:
     """Assemble ``chunks`` into a prompt of at most ``budget_tokens`` tokens.
 
@@ -118,7 +114,6 @@ def assemble(
     ``position_offset``: tokens the server adds before the prompt. ``request``: all
     of these as one :class:`AssemblyRequest` instead. ``cache``: chunk tokenizations
     reused across calls (``None``: none); caching never changes the result.
-    ``layout=`` is the deprecated name of ``chat_format``.
 
     Raises ``InputError`` (empty chunk list, bad evidence, bad options),
     ``BudgetError`` (budget below the template + question),
@@ -134,23 +129,9 @@ def assemble(
     if messages is not None:
         if system:
             raise InputError("pass the system prompt inside messages, or system= without messages")
-        if layout is not None:
-            raise InputError("pass chat_format= (a name or a ChatFormat) with messages")
         return conversation.assemble_conversation(
             messages, chunks, request=req, question=question, cache=cache
         )
-    if layout is not None:  # the deprecated name of chat_format, warned at the caller's line
-        warnings.warn(
-            "the layout= keyword is deprecated; use chat_format= (a name, a ChatFormat or a "
-            "layout)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if req.chat_format not in (None, "none"):
-            raise InputError("pass chat_format= only (layout= is its deprecated name)")
-        # get_layout(name) was the single-turn layout taking system= per call: keep that
-        chosen = single_turn_format(layout) or layout
-        req = dataclasses.replace(req, chat_format=chosen)
     r = req.resolve()
     if r.budget_tokens is None:
         raise InputError("pass budget_tokens= (the most tokens of the whole prompt)")

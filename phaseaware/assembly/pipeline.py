@@ -27,7 +27,6 @@ caller objects are never mutated.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,7 +40,7 @@ from phaseaware.assembly.retokenize.windowed import ChunkTokenCache, TokenStarts
 from phaseaware.assembly.verify.final import confirm_prompt
 from phaseaware.assembly.verify.fixed_point import verify
 from phaseaware.chat.formats import ChatFormat, get_chat_format
-from phaseaware.chat.layout import PromptLayout, conversation_layout, single_turn_format
+from phaseaware.chat.layout import PromptLayout, conversation_layout
 from phaseaware.chat.messages import Message
 from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import InputError
@@ -66,7 +65,6 @@ def assemble(
     budget_tokens: int,
     options: AssemblyOptions | None = None,
     cache: ChunkTokenCache | None = _DEFAULT_CACHE,
-    layout: PromptLayout | None = None,
 ) -> AssemblyResult:
     """Assemble ``chunks`` into a prompt of at most ``budget_tokens`` tokens.
 
@@ -75,9 +73,9 @@ def assemble(
     ``[system?, user(context + "\\n\\n" + question)]``), a ``ChatFormat``
     (``phaseaware.chat.get_chat_format``, e.g. with ``thinking=True``), or a layout
     built from one (``conversation_layout``, ``append_layout``; its system prompt
-    is in its messages). ``layout=`` is the deprecated name of this parameter.
+    is in its messages).
 
-    ``cache``: chunk tokenizations reused across calls (``stitch.ChunkTokenCache``,
+    ``cache``: chunk tokenizations reused across calls (``retokenize.cache.ChunkTokenCache``,
     LRU, capped in bytes; the process-wide 64 MiB one by default, ``None``: no
     cache, every prompt encoded in full). Caching never changes the result.
 
@@ -90,8 +88,6 @@ def assemble(
     ``FingerprintMismatchError``/``PeriodMismatchError`` (profile vs tokenizer
     or ``options.period``) and ``VerificationError`` (placement not confirmed).
     """
-    if layout is not None:
-        chat_format = _deprecated_layout(layout, chat_format)
     return assemble_measured(
         chunks,
         tokenizer=load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer,
@@ -133,21 +129,6 @@ def assemble_measured(
     return result, confirmed.measured if confirmed.copies is None else None
 
 
-def _deprecated_layout(
-    layout: str | PromptLayout, chat_format: str | ChatFormat | PromptLayout
-) -> str | ChatFormat | PromptLayout:
-    """``chat_format`` for the deprecated ``layout=`` keyword (a one-line warning)."""
-    warnings.warn(
-        "the layout= keyword is deprecated; use chat_format= (a name, a ChatFormat or a layout)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    if not (isinstance(chat_format, str) and chat_format == "none"):
-        raise InputError("pass chat_format= only (layout= is its deprecated name)")
-    # get_layout(name) was the single-turn layout taking system= per call: keep that
-    return single_turn_format(layout) or layout
-
-
 def assemble_from_specs(
     chunks: Sequence[Chunk | str],
     *,
@@ -161,7 +142,6 @@ def assemble_from_specs(
     thinking: bool = False,
     messages: Sequence[Mapping[str, Any] | Message] | None = None,
     cache: ChunkTokenCache | None = _DEFAULT_CACHE,
-    layout: str | PromptLayout | None = None,
     settings: ChatSettings | None = None,
 ) -> AssemblyResult:
     """``assemble`` with a tokenizer spec, chat format name and profile name/path accepted.
@@ -169,12 +149,9 @@ def assemble_from_specs(
     ``thinking`` selects the thinking variant of a named chat format (``deepseek-v4``,
     ``hf``). ``messages`` (one ``{context}`` slot, ``{question}`` placeholders)
     replaces ``system``: the conversation is rendered by ``chat_format``.
-    ``layout=`` is the deprecated name of ``chat_format``.
     ``settings``: the full chat settings (reasoning effort, ...; e.g. an endpoint
     record's ``server_default``) for a chat format name; they replace ``thinking``.
     """
-    if layout is not None:
-        chat_format = _deprecated_layout(layout, chat_format)
     tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     if settings is not None:
         if not isinstance(settings, ChatSettings):

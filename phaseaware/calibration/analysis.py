@@ -95,10 +95,19 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
             f"phaseaware calibrate window sweep: target record last, "
             f"{settings['base_prompts']} base prompts x {settings['n_offsets']} offsets, "
             f"{settings['context_tokens']}-{settings['context_tokens'] + settings['n_offsets'] - 1}"
-            f"-token prompts, template {settings['template']!r}"
+            f"-token prompts, {_chat_format(settings)}"
         ),
     )
     return LogAnalysis(header, period, stats, length_stats, detection, len(records), window)
+
+
+def _chat_format(settings: dict[str, Any]) -> str:
+    """The run's chat format, for the profile's protocol text. Logs written before the
+    rename store it as ``template`` and keep their words, so the same log builds the
+    same profile (and a comparison keyed by that profile is reused)."""
+    if "chat_format" in settings:
+        return f"chat format {settings['chat_format']!r}"
+    return f"template {settings['template']!r}"
 
 
 def _length_effect(analysis: LogAnalysis, source: str) -> LengthResidueEffect | None:
@@ -125,7 +134,7 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
     protocol = (
         f"needle-in-a-haystack key sweep: {settings['base_prompts']} base prompts x "
         f"{settings['n_offsets']} key offsets, {settings['context_tokens']}-token prompts, "
-        f"{settings['distractors']} distractors, template {settings['template']!r}, "
+        f"{settings['distractors']} distractors, {_chat_format(settings)}, "
         f"seed {settings['seed']}; greedy answer judged by its first number"
     )
     extra: dict[str, Any] = {

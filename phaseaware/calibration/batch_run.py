@@ -26,7 +26,7 @@ from phaseaware.calibration.backends.batch import (
 from phaseaware.calibration.log import logged_probe_ids
 from phaseaware.calibration.probes import iter_groups
 from phaseaware.calibration.runner import CalibrationResult, CalibrationRun
-from phaseaware.endpoints.settings import chat_template_kwargs
+from phaseaware.endpoints.request_settings import chat_template_kwargs
 from phaseaware.errors import CalibrationError
 
 __all__ = ["EmitReport", "IngestReport", "pending_requests", "emit_pending", "ingest_results"]
@@ -75,7 +75,7 @@ def emit_pending(
     requests, done = pending_requests(run)
     pending = [r for r in requests if r.probe_id not in done]
     kwargs = chat_template_kwargs(
-        chat_format=run.template, thinking=bool(getattr(run.layout, "thinking", False))
+        chat_format=run.chat_format, thinking=bool(getattr(run.layout, "thinking", False))
     )
     count = emit_batch(pending, path, model=model, endpoint=endpoint, chat_template_kwargs=kwargs)
     return EmitReport(path=str(path), written=count, already_logged=len(done))

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from phaseaware.calibration import task
-from phaseaware.calibration.settings import ProbeSettings
+from phaseaware.calibration.probe_settings import ProbeSettings
 from phaseaware.chat.layout import PromptLayout, with_system
 from phaseaware.errors import CalibrationError
 from phaseaware.tokenizers.base import Tokenizer

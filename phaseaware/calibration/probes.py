@@ -51,7 +51,7 @@ from phaseaware.calibration.haystack import (
     pad_schemes,
     variants,
 )
-from phaseaware.calibration.settings import DEFAULT_SWEEPS, SWEEPS, ProbeSettings
+from phaseaware.calibration.probe_settings import DEFAULT_SWEEPS, SWEEPS, ProbeSettings
 from phaseaware.chat.layout import PromptLayout
 from phaseaware.errors import CalibrationError
 from phaseaware.tokenizers.base import Tokenizer

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from phaseaware.atomic import atomic_write_bytes
+from phaseaware.calibration.probe_settings import ProbeSettings
 from phaseaware.calibration.runner import CalibrationResult
-from phaseaware.calibration.settings import ProbeSettings
 from phaseaware.calibration.stats.plan import plan_calibration
 from phaseaware.calibration.stats.window import WindowSweep
 from phaseaware.calibration.verdict import Verdict, phase_verdict

@@ -60,9 +60,17 @@ __all__ = [
 
 ProgressFn = Callable[[int, int, ProbeRecord | None], None]
 
+# Settings keys hashed under their former name (old logs are data: they keep resuming).
+_LOGGED_AS = {"chat_format": "template"}
+
 
 def run_fingerprint(settings: dict[str, Any], *, tokenizer_fingerprint: str, model: str) -> str:
-    """``sha256:<hex>`` of the canonical settings + tokenizer + model: equal iff same run."""
+    """``sha256:<hex>`` of the canonical settings + tokenizer + model: equal iff same run.
+
+    The chat format is hashed under ``template``, the settings key that logs written
+    before the ``chat_format`` rename store: such a log is the same run, and resumes.
+    """
+    settings = {_LOGGED_AS.get(key, key): value for key, value in settings.items()}
     doc = {"settings": settings, "tokenizer": tokenizer_fingerprint, "model": model}
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -74,7 +82,7 @@ def make_header(
     tokenizer: Tokenizer,
     model: str,
     backend: str,
-    template: str,
+    chat_format: str,
     period: int | None,
     model_info: Mapping[str, Any] | None = None,
     position_offset: int = 0,
@@ -86,7 +94,7 @@ def make_header(
     doc = {
         **settings.to_dict(),
         "period": period if period is not None else "auto",
-        "template": template,
+        "chat_format": chat_format,
         "backend": backend,
         "position_offset": int(position_offset),
     }
@@ -115,7 +123,7 @@ class CalibrationRun:
     layout: PromptLayout
     settings: ProbeSettings
     model: str
-    template: str
+    chat_format: str
     log_path: Path
     period: int | None
     fresh: bool = False
@@ -128,7 +136,7 @@ class CalibrationRun:
             tokenizer=self.tokenizer,
             model=self.model,
             backend=backend,
-            template=self.template,
+            chat_format=self.chat_format,
             period=self.period,
             model_info=model_info,
             position_offset=self.position_offset,
@@ -149,7 +157,7 @@ class CalibrationRun:
             layout=self.layout,
             settings=self.settings,
             model=self.model,
-            template=self.template,
+            chat_format=self.chat_format,
             log_path=self.log_path,
             period=self.period,
             out_path=out_path,
@@ -177,7 +185,7 @@ def calibrate(
     layout: PromptLayout,
     settings: ProbeSettings,
     model: str,
-    template: str,
+    chat_format: str,
     log_path: str | os.PathLike[str],
     period: int | None,
     out_path: str | os.PathLike[str] | None = None,
@@ -220,7 +228,7 @@ def calibrate(
         tokenizer=tokenizer,
         model=model,
         backend=backend.name,
-        template=template,
+        chat_format=chat_format,
         period=period,
         model_info=getattr(backend, "model_info", None),
         position_offset=position_offset,

@@ -53,7 +53,6 @@ __all__ = [
     "PromptLayout",
     "ConversationLayout",
     "conversation_layout",
-    "single_turn_format",
     "with_system",
 ]
 
@@ -292,11 +291,11 @@ def conversation_layout(
     )
 
 
-def single_turn_format(layout: object) -> ChatFormat | None:
+def _single_turn_format(layout: object) -> ChatFormat | None:
     """The chat format of ``layout`` if it is the single-turn conversation without a
     system prompt (``conversation_layout`` with neither ``messages`` nor ``system``),
     else ``None``. Such a layout gives the same text as its format with ``system=``
-    per call; the deprecated ``assemble(layout=get_layout(...), system=...)`` uses that."""
+    per call; :func:`with_system` uses that."""
     if (
         isinstance(layout, ConversationLayout)
         and type(layout) is ConversationLayout
@@ -315,7 +314,7 @@ def with_system(layout: PromptLayout, system: str | None) -> PromptLayout:
     if not system:
         return layout
     _check_text("system", system)
-    fmt = single_turn_format(layout)
+    fmt = _single_turn_format(layout)
     if fmt is None:
         raise InputError(
             f"layout {layout.name!r} is not the single-turn conversation, so it cannot take a "

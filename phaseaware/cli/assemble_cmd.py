@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING
 
-from phaseaware.cli.common import add_trust_flag
+from phaseaware.cli.flags import add_trust_flag
 
 if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.assembly.report.result import AssemblyResult
@@ -40,8 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from phaseaware.assembly import assemble
     from phaseaware.cli.request import load_request
 
-    notices: list[str] = []
-    kwargs = load_request(args.request, notices=notices)
+    kwargs = load_request(args.request)
     if args.allow_tokenizer_mismatch:
         kwargs["options"] = dataclasses.replace(kwargs["options"], allow_tokenizer_mismatch=True)
     result = assemble(**kwargs)
@@ -49,8 +47,6 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
         print(format_report(result))
-    for notice in notices:
-        print(notice, file=sys.stderr)
     return 0
 
 
@@ -58,7 +54,7 @@ def format_report(result: AssemblyResult) -> str:
     """Human-readable placement table, naive vs phase-aware summary and dropped chunks."""
     lines = [
         f"prompt: {result.token_count} tokens  tokenizer {result.tokenizer}  "
-        f"layout {result.layout}  profile {result.profile or '(none)'}",
+        f"chat format {result.chat_format}  profile {result.profile or '(none)'}",
         "",
         f"{'#':>3}  {'chunk':<20} {'pad':>3}  {'key positions':<24} {'residues':<16} {'exp.acc':>7}",
     ]

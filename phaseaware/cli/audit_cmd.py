@@ -12,7 +12,7 @@ messages, or ``{"messages": [...], "evidence": [...]}``) is rendered by chat
 format F and every occurrence of every evidence string is reported with its
 message (index, role), absolute token position, residue and expected accuracy.
 PROMPT_FILE, if given, fills the conversation's ``{context}`` slot; ``--question``
-fills ``{question}``. (``--template`` is the deprecated name of ``--chat-format``.) ``--fail-under ACC`` makes audit a CI guard: exit 1 (one
+fills ``{question}``. ``--fail-under ACC`` makes audit a CI guard: exit 1 (one
 line on stderr) when a declared evidence occurrence lands below expected
 accuracy ACC, or does not occur at all.
 """
@@ -25,8 +25,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from phaseaware.cli.argtypes import fraction
-from phaseaware.cli.common import add_trust_flag
-from phaseaware.cli.flags import add_chat_format
+from phaseaware.cli.flags import add_chat_format, add_trust_flag
 
 if TYPE_CHECKING:  # pragma: no cover
     from phaseaware.audit import AuditResult, MessagesAudit

@@ -242,18 +242,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    """The probe settings: the flags, over the reference protocol for the reference model."""
+    """The probe settings: the flags, over the reference model's probe defaults."""
     from phaseaware.calibration.probes import ProbeSettings
 
     defaults: dict[str, Any] = {"context_tokens": 1024}
     if args.backend == "hf" and args.model is None:  # as in `phaseaware demo`
-        from phaseaware.reference import protocol
+        from phaseaware.reference import probe_defaults
 
         defaults = {
-            "context_tokens": protocol.CONTEXT_TOKENS,
-            "distractors": protocol.DISTRACTORS,
-            "depth": protocol.DEPTH,
-            "sweeps": protocol.SWEEPS,
+            "context_tokens": probe_defaults.CONTEXT_TOKENS,
+            "distractors": probe_defaults.DISTRACTORS,
+            "depth": probe_defaults.DEPTH,
+            "sweeps": probe_defaults.SWEEPS,
         }
     if args.sweeps is not None:
         defaults["sweeps"] = tuple(s.strip() for s in args.sweeps.split(",") if s.strip())
@@ -327,7 +327,7 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
 
         default_model = reference_model_source()
     name, spec = run_names(options, tokenizer=args.tokenizer, default_model=default_model)
-    template = args.chat_format or "hf"
+    chat_format = args.chat_format or "hf"
     out = Path(args.out) if args.out else DEFAULT_FOLDER / profile_filename(name)
     log = Path(args.log) if args.log else out.with_name(out.stem + ".calibration.jsonl")
     refuse_same_file(out, {"--log": log}, output_name="--out")
@@ -341,24 +341,24 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
             f"cannot create folder {log.parent} for the calibration log: {exc.strerror or exc}"
         ) from None
     with hold_lock(log, what="calibration log"):  # a second run on this log fails here
-        run = _run(args, settings, tokenizer, name, template, log)
+        run = _run(args, settings, tokenizer, name, chat_format, log)
         if args.emit_batch or args.ingest:
             return _batch(args, run, out)
         return _probe(args, run, options, default_model, out, log)
 
 
 def _run(
-    args: argparse.Namespace, settings: Any, tokenizer: Any, name: str, template: str, log: Path
+    args: argparse.Namespace, settings: Any, tokenizer: Any, name: str, chat_format: str, log: Path
 ) -> Any:
     from phaseaware.calibration.runner import CalibrationRun
     from phaseaware.chat.layout import conversation_layout
 
     return CalibrationRun(
         tokenizer=tokenizer,
-        layout=conversation_layout(tokenizer=tokenizer, chat_format=template),
+        layout=conversation_layout(tokenizer=tokenizer, chat_format=chat_format),
         settings=settings,
         model=name,
-        template=template,
+        chat_format=chat_format,
         log_path=log,
         period=args.period,
         fresh=args.fresh,
@@ -376,13 +376,13 @@ def _probe(
     args: argparse.Namespace, run: Any, options: Any, default_model: Any, out: Path, log: Path
 ) -> int:
     from phaseaware.calibration.backends.factory import make_backend
-    from phaseaware.endpoints.settings import chat_template_kwargs
+    from phaseaware.endpoints.request_settings import chat_template_kwargs
 
     backend = make_backend(
         options,
         run.tokenizer,
         default_model=default_model,
-        chat_template_kwargs=chat_template_kwargs(chat_format=run.template),
+        chat_template_kwargs=chat_template_kwargs(chat_format=run.chat_format),
     )
     from phaseaware.cli.calibrate_output import Progress
 

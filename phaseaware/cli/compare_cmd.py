@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
 def _backend(args: argparse.Namespace) -> tuple[Any, Any, str]:
     from phaseaware.calibration.backends.factory import BackendOptions, make_backend, run_names
     from phaseaware.cli.api_keys import api_key_from_args
-    from phaseaware.endpoints.settings import chat_template_kwargs
+    from phaseaware.endpoints.request_settings import chat_template_kwargs
     from phaseaware.errors import InputError
     from phaseaware.tokenizers import load_tokenizer
 

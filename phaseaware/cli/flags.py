@@ -1,51 +1,30 @@
-"""Flags shared by several commands, and renamed flags that keep working for now.
+"""Flags several commands share (one definition each).
 
 ``--chat-format F`` names the chat format (``none``, ``chatml``, ``hf``,
-``deepseek-v4``, ``deepseek-v4.1``, or a registered one) everywhere; ``--template
-F``, its former name, still works and prints one line on stderr: ``phaseaware:
-`--template` is deprecated; use `--chat-format```.
+``deepseek-v4``, ``deepseek-v4.1``, or a registered one) everywhere;
+``--trust-profiles`` accepts profile files other users can write.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
-from typing import Any
 
-__all__ = ["add_chat_format"]
-
-
-class _Renamed(argparse.Action):
-    """Stores into the new flag's ``dest`` after one deprecation line on stderr."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        self.new_flag = kwargs.pop("new_flag")
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        print(
-            f"phaseaware: `{option_string}` is deprecated; use `{self.new_flag}`", file=sys.stderr
-        )
-        setattr(namespace, self.dest, values)
+__all__ = ["add_chat_format", "add_trust_flag"]
 
 
 def add_chat_format(parser: argparse.ArgumentParser, *, help: str, required: bool = False) -> None:
-    """``--chat-format F`` (into ``args.chat_format``) and its deprecated alias ``--template``
-    (one of the two; ``required``: one must be given)."""
-    group = parser.add_mutually_exclusive_group(required=required)
-    group.add_argument("--chat-format", dest="chat_format", metavar="F", help=help)
-    group.add_argument(
-        "--template",
-        dest="chat_format",
-        metavar="F",
-        action=_Renamed,
-        new_flag="--chat-format",
-        help=argparse.SUPPRESS,
+    """``--chat-format F`` (into ``args.chat_format``; ``required``: it must be given)."""
+    parser.add_argument(
+        "--chat-format", dest="chat_format", metavar="F", required=required, help=help
+    )
+
+
+def add_trust_flag(parser: argparse.ArgumentParser) -> None:
+    """``--trust-profiles``: accept profile files other users can write (see
+    :mod:`phaseaware.profiles.trust`); the same as ``PHASEAWARE_TRUST_PROFILES=1``."""
+    parser.add_argument(
+        "--trust-profiles",
+        action="store_true",
+        help="use profile files that other users can write (group/world-writable file or "
+        "folder); same as PHASEAWARE_TRUST_PROFILES=1",
     )

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from phaseaware.cli.common import add_trust_flag
+from phaseaware.cli.flags import add_trust_flag
 
 if TYPE_CHECKING:
     from phaseaware.profiles.model import Profile

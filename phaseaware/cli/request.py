@@ -3,8 +3,7 @@
 One declared schema (:mod:`phaseaware.cli.request_schema`, msgspec) checks the
 document first: unknown keys are errors (with a "did you mean"), booleans must
 be JSON booleans, integers are range-checked. Keys: ``tokenizer`` (spec),
-``chat_format`` (none/chatml/hf/deepseek-v4/deepseek-v4.1, default none; ``template`` is its
-deprecated name and prints a notice), ``profile`` (name or path; optional),
+``chat_format`` (none/chatml/hf/deepseek-v4/deepseek-v4.1, default none), ``profile`` (name or path; optional),
 ``system`` (optional), ``messages`` (optional, in place of ``system``: a list of
 ``{"role", "content"}`` objects holding the literal ``{context}`` exactly once and
 ``{question}`` any number of times, see examples/request_messages.json),
@@ -20,7 +19,6 @@ names the file and points at the example.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from phaseaware.assembly.inputs.chunks import chunks_from_request
@@ -68,7 +66,7 @@ def _settings(
 ) -> ChatSettings | None:
     """The request's full chat settings when it names an effort or the server default
     (``None``: thinking alone decides, as before)."""
-    from phaseaware.endpoints.settings import record_settings
+    from phaseaware.endpoints.request_settings import record_settings
 
     if use_default:
         if record is None:
@@ -93,7 +91,7 @@ def _settings(
         _fail(f"{source}: options: {exc}")
 
 
-def load_request(path: str, *, notices: list[str] | None = None) -> dict[str, Any]:
+def load_request(path: str) -> dict[str, Any]:
     """Keyword arguments for ``phaseaware.assemble`` from a request file (InputError if bad).
 
     Only a regular file under the size cap is read (``phaseaware.userfiles``); duplicate
@@ -106,23 +104,17 @@ def load_request(path: str, *, notices: list[str] | None = None) -> dict[str, An
     doc = parse_json_document(
         text, source=f"request file {path}", hint=f"see {EXAMPLE} for a minimal valid request"
     )
-    return parse_request(doc, source=path, notices=notices)
+    return parse_request(doc, source=path)
 
 
-def parse_request(
-    doc: Any, *, source: str = "<request>", notices: list[str] | None = None
-) -> dict[str, Any]:
+def parse_request(doc: Any, *, source: str = "<request>") -> dict[str, Any]:
     """Keyword arguments for ``phaseaware.assemble`` from a parsed request document.
-
-    Notices (the deprecated ``template`` key) are appended to ``notices``, or printed on
-    stderr at once when it is ``None`` (the CLI prints them after a successful run, so a
-    failing run still prints one line).
 
     The document is checked against :mod:`phaseaware.cli.request_schema` first (unknown
     keys, JSON types, integer ranges); chunks, messages and the endpoint then go through
     the core's own validators. Every error is an ``InputError`` naming ``source``.
     """
-    from phaseaware.cli.request_schema import TEMPLATE_DEPRECATED, validate_request
+    from phaseaware.cli.request_schema import validate_request
 
     try:
         request = validate_request(doc, source=source)
@@ -132,17 +124,6 @@ def parse_request(
         chunks = chunks_from_request(doc["chunks"], source=source)
     except InputError as exc:
         _fail(str(exc))
-    if request.template is not None:
-        notice = f"phaseaware: warning: {source}: {TEMPLATE_DEPRECATED}"
-        if notices is None:
-            print(notice, file=sys.stderr)
-        else:
-            notices.append(notice)
-        if request.chat_format is not None and request.chat_format != request.template:
-            _fail(
-                f"{source}: 'chat_format' ({request.chat_format!r}) and the deprecated "
-                f"'template' ({request.template!r}) disagree; keep only 'chat_format'"
-            )
     messages = _messages(doc, source)
     option_values = request.option_values()
     stated = option_values.pop("thinking", None)
@@ -169,7 +150,7 @@ def parse_request(
     return {
         "chunks": chunks,
         "tokenizer": request.tokenizer,
-        "chat_format": request.chat_format or request.template or "none",
+        "chat_format": request.chat_format or "none",
         "question": request.question,
         "system": request.system,
         "profile": request.profile,

@@ -36,14 +36,14 @@ from phaseaware.limits import (
 __all__ = [
     "REQUEST_KEYS",
     "REQUEST_OPTION_KEYS",
-    "TEMPLATE_DEPRECATED",
     "Request",
     "RequestChunk",
     "RequestOptions",
     "validate_request",
 ]
 
-TEMPLATE_DEPRECATED = "`template` is deprecated; use `chat_format`"
+#: Keys a request document once had, by the key that replaced them (named in the error).
+RENAMED_KEYS: dict[str, str] = {"template": "chat_format"}
 
 Offset = Annotated[int, msgspec.Meta(ge=0, le=MAX_POSITION_OFFSET)]
 UNSET: Any = msgspec.UNSET
@@ -98,7 +98,6 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     chunks: Annotated[list[RequestChunk], msgspec.Meta(max_length=MAX_CHUNKS)]
     budget_tokens: Annotated[int, msgspec.Meta(ge=1, le=MAX_BUDGET_TOKENS)]
     chat_format: str | None = None
-    template: str | None = None  # deprecated name of chat_format
     profile: str | None = None
     system: str | None = None
     options: RequestOptions | None = None
@@ -187,6 +186,8 @@ def _unknown(path: str, name: str) -> str:
     struct = _STRUCT_AT.get(re.sub(r"\[\d+\]", "[]", path))
     known: tuple[str, ...] = struct.__struct_fields__ if struct is not None else ()
     near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if not path and name in RENAMED_KEYS:
+        near = [RENAMED_KEYS[name]]
     hint = f" (did you mean {near[0]!r}?)" if near else ""
     place = f" in {path}" if path else ""
     listed = f"; known keys: {', '.join(known)}" if known else ""

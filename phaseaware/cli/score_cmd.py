@@ -120,7 +120,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _server_ids(args: argparse.Namespace, settings: Any) -> Any:
     from phaseaware.endpoints.probe import make_client
-    from phaseaware.endpoints.settings import chat_template_kwargs
+    from phaseaware.endpoints.request_settings import chat_template_kwargs
     from phaseaware.endpoints.tokenize import server_token_ids
 
     client = make_client(args.server, timeout=args.timeout)

@@ -35,7 +35,7 @@ QUESTIONS_FILE = Path(__file__).resolve().parent / "data" / "rag_questions.jsonl
 SHIPPED_QUESTIONS = 400
 # The RAG questions: 5 retrieved chunks, each a sentence tail, 1..8 filler
 # sentences and one fact (about 280 tokens a prompt); the budget admits them all.
-# Calibration probes the same (phaseaware.reference.protocol).
+# Calibration probes the same (phaseaware.reference.probe_defaults).
 CHUNKS_PER_QUESTION = 5
 MAX_FILLER_SENTENCES = 8
 BUDGET_TOKENS = 512

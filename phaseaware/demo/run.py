@@ -39,7 +39,7 @@ from phaseaware.demo.questions_file import (
     demo_questions,
 )
 from phaseaware.errors import InputError
-from phaseaware.reference import protocol
+from phaseaware.reference import probe_defaults
 from phaseaware.reference.load import reference_model_source
 from phaseaware.reference.paths import MODEL_NAME
 from phaseaware.tokenizers import load_tokenizer
@@ -66,7 +66,7 @@ CHAT_FORMAT = "hf"
 class DemoSettings:
     """``questions``: held-out RAG questions; ``base_prompts``: calibration base prompts
     (x 8 residues x 2 sweeps); ``context_tokens``: calibration prompt size (``None``:
-    the reference protocol's 300); ``out``: folder for the logs and the profile;
+    the reference model's probe defaults: 300); ``out``: folder for the logs and the profile;
     ``fresh``: discard earlier calibration and answer logs; ``evidence_strings``: false
     drops the chunks' evidence strings, so assembly finds key tokens from the question alone."""
 
@@ -84,14 +84,14 @@ class DemoSettings:
 
     def probe_settings(self) -> ProbeSettings:
         return ProbeSettings(
-            context_tokens=self.context_tokens or protocol.CONTEXT_TOKENS,
+            context_tokens=self.context_tokens or probe_defaults.CONTEXT_TOKENS,
             n_offsets=8,
             base_prompts=self.base_prompts,
-            sweeps=protocol.SWEEPS,
+            sweeps=probe_defaults.SWEEPS,
             seed=self.seed,
             max_tokens=2,
-            distractors=protocol.DISTRACTORS,
-            depth=protocol.DEPTH,
+            distractors=probe_defaults.DISTRACTORS,
+            depth=probe_defaults.DEPTH,
         )
 
 
@@ -228,7 +228,7 @@ def _calibrate(
         layout=conversation_layout(tokenizer=tokenizer, chat_format=CHAT_FORMAT),
         settings=probes,
         model=MODEL_NAME,
-        template=CHAT_FORMAT,
+        chat_format=CHAT_FORMAT,
         log_path=log,
         period=8,
         out_path=settings.out / f"{MODEL_NAME}.json",

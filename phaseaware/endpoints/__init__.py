@@ -28,7 +28,7 @@ from phaseaware.endpoints.record import (
     resolve_endpoint,
     save_endpoint_record,
 )
-from phaseaware.endpoints.settings import chat_template_kwargs
+from phaseaware.endpoints.request_settings import chat_template_kwargs
 from phaseaware.endpoints.usage import (
     ON_MISMATCH,
     PROMPT_IDS_FIELDS,

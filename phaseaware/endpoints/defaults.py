@@ -1,6 +1,6 @@
 """What a server renders when a request names no chat settings, and why renders differ.
 
-Every request phaseaware builds states its settings (:mod:`phaseaware.endpoints.settings`),
+Every request phaseaware builds states its settings (:mod:`phaseaware.endpoints.request_settings`),
 but other clients of the same server may not, and a probe must tell a thinking or
 reasoning-effort difference from an offset. Three pure-ish helpers for
 :mod:`phaseaware.endpoints.probe`:

@@ -23,7 +23,7 @@ tokenizer and chat format and asks the server what it made of them:
   only: it assumes the server's extra tokens come before the context (a BOS, a
   hidden system preamble, a date line), which exact mode checks.
 
-Every probe request states its chat settings (:mod:`phaseaware.endpoints.settings`).
+Every probe request states its chat settings (:mod:`phaseaware.endpoints.request_settings`).
 Exact mode records what a request naming none gets (``server_default``) and, for
 ``deepseek-v4.1``, which effort table the server uses (``effort_budgets``: the
 budgets are one token each, so only the ids tell the tables apart, never a count);
@@ -62,8 +62,8 @@ from phaseaware.endpoints.probe_ids import (
 )
 from phaseaware.endpoints.prompts import PROBE_QUESTION, ProbePrompt, probe_prompts
 from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoint_record
+from phaseaware.endpoints.request_settings import chat_template_kwargs
 from phaseaware.endpoints.server import with_server
-from phaseaware.endpoints.settings import chat_template_kwargs
 from phaseaware.endpoints.tokenize import TokenizeUnavailable, server_token_ids
 from phaseaware.endpoints.usage import check_prompt_tokens
 from phaseaware.errors import EndpointError, InputError, PhaseawareWarning

@@ -25,7 +25,7 @@ from phaseaware.chat.layout import PromptLayout
 from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
 from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
 from phaseaware.endpoints import usage_offsets as _usage_offsets
-from phaseaware.endpoints.settings import SETTINGS_FREE_FORMATS, record_settings
+from phaseaware.endpoints.request_settings import SETTINGS_FREE_FORMATS, record_settings
 from phaseaware.errors import InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.tokenizers.base import Tokenizer

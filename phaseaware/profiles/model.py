@@ -55,6 +55,10 @@ class TokenizerRef:
 class Provenance:
     kind: Literal["measured", "published"]
     source: str
+    # How the figures were measured, in words (a calibration's sweep, or the paper's
+    # method). A stored profile field, so it keeps this name; it is not the Tokenizer
+    # protocols of ``tokenizers.base``. Older profiles say "template" in it for the
+    # chat format: free text, read as written.
     protocol: str
     created: str  # ISO 8601 date or datetime
     tool_version: str

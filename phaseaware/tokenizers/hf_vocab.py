@@ -27,7 +27,7 @@ token into both; a new token takes a fresh id above ``len(V)``, which check 1 ke
 clear of model ids). So ``get_vocab(True)`` holds exactly the pairs ``(token, i)`` with
 ``token = id_to_token(i)`` not ``None``, one per id: the list of those pairs by id is
 the one the slow path sorts. Anything else (another model type, a failed check)
-returns ``None`` and the caller takes ``get_vocab``. ``tests/unit/test_cold_start.py``
+returns ``None`` and the caller takes ``get_vocab``. ``tests/unit/tokenizers/test_tokenizer_cold_start.py``
 checks the equality on random tokenizers (duplicate ids, holes, added tokens over
 model tokens) with hypothesis.
 """

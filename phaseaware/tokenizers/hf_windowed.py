@@ -82,7 +82,7 @@ Joins (``joined``): pieces are joined by two-character stand-ins so that both
 seams are cut pairs of the original text; an added-token occurrence holding
 the stand-in's own pair is at least 3 characters long, so it would also hold
 a seam pair, which (A) excludes. So each joined encode is its pieces' encodes.
-The property test ``tests/unit/test_stitch_properties.py`` checks
+The property test ``tests/unit/assembly/test_stitch_properties.py`` checks
 ``stitched == full`` for this tokenizer on adversarial boundaries.
 """
 

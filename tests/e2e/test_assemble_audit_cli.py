@@ -128,18 +128,21 @@ def test_audit_template_wraps_raw_text(capsys, tmp_path) -> None:
     assert occ["token_position"] >= 2
 
 
-def test_template_flag_is_a_deprecated_alias_of_chat_format(capsys, tmp_path) -> None:
+def test_the_removed_template_names_are_refused_with_their_replacement(capsys, tmp_path) -> None:
     raw = tmp_path / "raw.txt"
     raw.write_text("The launch code is 4471. Other text follows here.", encoding="utf-8")
     base = ["audit", str(raw), "--tokenizer", "deepseek-v4", "--profile",
             "deepseek-v4-flash-base", "--evidence", "4471", "--json"]  # fmt: skip
-    code, new_out, new_err = run_main(capsys, [*base, "--chat-format", "deepseek-v4"])
-    assert code == 0 and new_err == ""
-    code, old_out, old_err = run_main(capsys, [*base, "--template", "deepseek-v4"])
-    assert code == 0 and old_out == new_out
-    assert old_err == "phaseaware: `--template` is deprecated; use `--chat-format`\n"
-    with pytest.raises(SystemExit):  # one of the two, not both
-        run_main(capsys, [*base, "--template", "chatml", "--chat-format", "chatml"])
+    with pytest.raises(SystemExit) as info:  # --template was renamed --chat-format
+        run_main(capsys, [*base, "--template", "deepseek-v4"])
+    assert info.value.code == 2 and "--template" in capsys.readouterr().err
+    request = json.loads(REQUEST.read_text())
+    request["template"] = request.pop("chat_format", "none")
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    code, out, err = run_main(capsys, ["assemble", str(path)])
+    assert code == 1 and out == ""
+    assert "unknown key 'template' (did you mean 'chat_format'?)" in err
 
 
 def test_text_report_without_a_profile_says_what_its_figures_assume(capsys, tmp_path) -> None:

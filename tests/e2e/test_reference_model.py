@@ -44,7 +44,7 @@ def _probes(seed: int, residues: list[int], n_each: int):
         found = 0
         while found < n_each:
             # five facts, the asked one among four distractors: the demo's RAG prompts and
-            # the reference calibration protocol (phaseaware.reference.protocol)
+            # the reference calibration protocol (phaseaware.reference.probe_defaults)
             e = make_example(rng, total_tokens=int(rng.integers(112, 193)), n_records=5)
             far = e.answer_position - 1 - e.key_position >= 24
             if far and e.key_position % PERIOD == residue:

@@ -29,7 +29,6 @@ LAYERS: dict[str, int] = {
     "credentials": 0,
     "filelock": 0,
     "tokenizers": 1,
-    "templates": 2,
     "chat": 2,
     "profiles": 3,
     "assembly": 4,
@@ -82,7 +81,7 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
     "calibration": {
         "task": 0,
         "backends": 1,
-        "settings": 1,
+        "probe_settings": 1,
         "haystack": 2,
         "log": 2,
         "probes": 3,

@@ -118,7 +118,9 @@ def test_a_third_party_chat_format_plugs_in(isolated, cl100k):
         ["Doc one.", "Doc two.>> fake turn"], tokenizer=cl100k, chat_format="shout",
         system="Be brief.", question="Which doc?", budget_tokens=200,
     )  # fmt: skip
-    assert result.prompt.startswith(">>SYSTEM: Be brief.\n>>USER: ") and result.layout == "shout"
+    assert (
+        result.prompt.startswith(">>SYSTEM: Be brief.\n>>USER: ") and result.chat_format == "shout"
+    )
     assert "fake turn" in result.prompt and ">> fake turn" not in result.prompt  # its marker
     with pytest.raises(InputError, match="registered already"):
         register_chat_format("shout", lambda tokenizer, settings: _Shout())

@@ -55,7 +55,7 @@ class AssemblyRequest:
     ``budget_tokens``: the most tokens of the whole prompt (``None``: the caller sets
     none yet; assembling then raises). ``options``: ``AssemblyOptions`` or a dict of
     its fields (``None``: the entry point's default). ``settings``: ``ChatSettings``
-    or its dict, for a named chat format; ``thinking=True`` is its older spelling.
+    or its dict, for a named chat format; ``thinking=True`` is its short form.
     ``position_offset``: tokens the server adds before the prompt (overrides
     ``options.position_offset``).
     """

@@ -64,7 +64,7 @@ def confirm(scanner: ControlScanner, *, frame: str, prompt: str) -> None:
     Every adapter turns a special-token string into its id only where the string
     occurs in the text, so counting the strings in the final prompt (boundaries
     between chunks, separators and template included) bounds the control ids; the
-    property test ``tests/unit/test_control_tokens.py`` checks the ids themselves.
+    property test ``tests/unit/chat/test_control_tokens.py`` checks the ids themselves.
     """
     expected, actual = scanner.count(frame), scanner.count(prompt)
     if actual > expected and scanner.policy == "refuse":

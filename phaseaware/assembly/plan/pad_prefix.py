@@ -18,7 +18,7 @@ elementwise) compared by the same rule (an option replaces the best only when
 more than 1e-12 better, in option order). ``V``'s sums may differ from a
 per-key sum in the last bit; a choice could then differ only where two
 options lie within rounding of exactly 1e-12 apart
-(``tests/unit/test_padding_fast.py`` compares with the per-key scan).
+(``tests/unit/assembly/test_padding_fast.py`` compares with the per-key scan).
 Walking the prefix is then one table lookup per chunk (``walk``).
 """
 

@@ -64,10 +64,10 @@ def measure_chunks(
     ``parallel_batch`` true) get one batch of ``SEP c_i SEP`` pieces; others get
     ONE call on ``SEP c0 SEP c1 ... SEP``. ``tokens`` counts the chunk plus its
     trailing separator; ``key_tokens`` are relative to the chunk's first token.
-    With a ``cache`` and a tokenizer ``stitch.windowed_support`` accepts, the
+    With a ``cache`` and a tokenizer ``retokenize.windowed.windowed_support`` accepts, the
     one call is stitched from cached chunk tokens (the same starts, proven); the
     pieces' encodes also fill the chunk-core cache that verification stitches
-    from (``stitch.seed_cores``), so a cold assemble encodes each chunk once.
+    from (``retokenize.windowed.seed_cores``), so a cold assemble encodes each chunk once.
     """
     key_chars = chunk_key_chars(chunks, terms=terms, max_keys=max_keys)
     full = [bool(c.text.strip()) for c in chunks]
@@ -178,7 +178,7 @@ def _measure_pieces(
 
     Each piece depends on its text alone, so with a ``cache`` the pieces of
     texts seen before come from it and only the others are tokenized; their
-    encodes also seed the chunk cores (``stitch.seed_cores``). ``key_chars``
+    encodes also seed the chunk cores (``retokenize.windowed.seed_cores``). ``key_chars``
     are looked up in one ``searchsorted`` over the pieces laid end to end.
     """
     sep = len(CHUNK_SEPARATOR)

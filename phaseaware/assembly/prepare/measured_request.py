@@ -40,7 +40,7 @@ from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
 __all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "repeat_offer"]
 
-# MAX_PERIOD (options.py): the largest profile period assembly accepts. Qualifying the
+# MAX_PERIOD (phaseaware.limits): the largest profile period assembly accepts. Qualifying the
 # filler for period P tokenizes pads of up to 2P units in real contexts: O(P^2)
 # characters, once per (tokenizer, period), then cached in memory; planning is
 # linear in P. Measured (benchmarks/assembly.py, o200k): first call about 1 s at
@@ -76,7 +76,9 @@ class Setup:
     neutralized: tuple[Neutralized, ...] = ()  # control strings broken in user strings
     scanner: ControlScanner | None = None
     tokenizer_mismatch_allowed: bool = False  # the profile's fingerprint differs; opted in
-    cache: ChunkTokenCache | None = None  # chunk tokens (``stitch``); None: encode in full
+    cache: ChunkTokenCache | None = (
+        None  # chunk tokens (``retokenize.cache``); None: encode in full
+    )
     # chunks dropped unread, before tokenizing: their length alone proves them over budget
     oversize: Mapping[int, str] = field(default_factory=dict)
 
@@ -122,7 +124,7 @@ def prepare(
     if profile is not None and profile.period > MAX_PERIOD:
         raise InputError(
             f"profile {profile.model!r} has period {profile.period}; assembly supports "
-            f"periods up to {MAX_PERIOD} (setup.MAX_PERIOD); re-calibrate with a shorter "
+            f"periods up to {MAX_PERIOD} (phaseaware.limits.MAX_PERIOD); re-calibrate with a shorter "
             "period or assemble without the profile"
         )
     mismatch_allowed = False

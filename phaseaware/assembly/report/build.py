@@ -102,7 +102,7 @@ def build_result(setup: Setup, planned: PlanStart, confirmed: Confirmed) -> Asse
         length_residue=(length + shift) % effect.period if effect is not None else None,
         tokenizer=setup.tokenizer.spec,
         fingerprint=setup.tokenizer.fingerprint(),
-        layout=setup.layout.name,
+        chat_format=setup.layout.name,
         position_offset=shift,
         neutralized=setup.neutralized,
         tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,

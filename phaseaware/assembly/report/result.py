@@ -146,13 +146,13 @@ class AssemblyResult:
     length_residue: int | None  # (token_count + offset) mod the profile's length-effect period
     tokenizer: str
     fingerprint: str
-    layout: str
+    chat_format: str  # the chat format's name (or the layout's)
     position_offset: int = 0  # tokens the server adds before the prompt (options)
     neutralized: tuple[Neutralized, ...] = ()  # control strings broken in user strings
     tokenizer_mismatch_allowed: bool = False  # profile fingerprint differs; caller opted in
     robust: RobustReport | None = None  # options.offsets: per-offset claims (residues empty)
     # How the final tokenization was confirmed: "windowed" (cached chunk tokens,
-    # junctions re-encoded, proven equal: ``assembly.stitch``) or "full" (one encode).
+    # junctions re-encoded, proven equal: ``assembly.retokenize.windowed``) or "full" (one encode).
     # Not in ``to_dict`` (the JSON report is unchanged by caching).
     verification: str = "full"
     # assemble_append only (else None): "incremental" (the sent prefix's cached tokens

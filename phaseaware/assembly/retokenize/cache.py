@@ -1,4 +1,4 @@
-"""The chunk-token cache and the token-starts result type of ``stitch``.
+"""The chunk-token cache and the token-starts result type of ``retokenize.windowed``.
 
 ``ChunkTokenCache`` is the bounded, thread-safe LRU that ``assemble`` keeps
 chunk cores (and measured pieces) in, keyed by tokenizer fingerprint and text;

@@ -1,7 +1,7 @@
-"""One tokenizer call for many cut-bounded pieces of a text (``stitch``'s encodes).
+"""One tokenizer call for many cut-bounded pieces of a text (``retokenize.windowed``'s encodes).
 
 ``joined_starts`` encodes pieces joined by two-character *stand-ins* chosen so
-that every seam is a cut pair of the original text (see ``stitch``'s soundness
+that every seam is a cut pair of the original text (see ``retokenize.windowed``'s soundness
 argument: a cut is decided by the two characters at it), then drops the
 stand-ins' tokens: the result equals encoding each piece alone. ``encode`` is
 the family's one-text encode (``WindowRecipe.encode``).

@@ -48,7 +48,7 @@ there. The junctions (the text between cores: chunk edges, separators, pads,
 template) are encoded whole on every call. Windows are thus whole
 pre-tokenizer pieces, W = the distance from a chunk's edge to its first cut
 (typically one word). The property test
-``tests/unit/test_stitch_properties.py`` checks ``stitched == full`` on
+``tests/unit/assembly/test_stitch_properties.py`` checks ``stitched == full`` on
 adversarial boundaries (whitespace runs, combining marks, ZWJ emoji, digit
 runs, CJK, contractions).
 
@@ -201,7 +201,7 @@ def _entry_from(family: WindowRecipe, chunk: str, start: int, starts: np.ndarray
 
     Both characters of each of the chunk's cuts lie in the chunk, so they are cuts
     of that text too: the tokens starting inside the core are the core's own, the
-    same entry ``_entries`` encodes (``tests/unit/test_stitch_measure.py``).
+    same entry ``_entries`` encodes (``tests/unit/assembly/test_stitch_measure.py``).
     """
     ab = _core(family, chunk)
     if ab is None:

@@ -66,7 +66,7 @@ def _forward(
     forward takes ``logits_to_keep`` (``num_logits_to_keep`` before transformers 4.50)
     runs only those hidden states through its LM head (about a fifth of a pass on
     SmolLM2-135M); other models' logits are sliced. The hidden states are those of the
-    full pass; ``tests/unit/test_backend_hf.py`` checks answers equal plain greedy.
+    full pass; ``tests/unit/calibration/test_backend_hf.py`` checks answers equal plain greedy.
     """
     params = inspect.signature(model.forward).parameters
     kwargs: dict[str, Any] = {}

@@ -84,7 +84,7 @@ class OpenAIBackend:
     (the client's backoff; see the module docstring). ``model_info``: what the
     server cannot tell about the model (``{"local_window": N}``), for the log header.
     ``chat_template_kwargs``: the chat settings every chat request states (see
-    :mod:`phaseaware.endpoints.settings`), so no server default renders the probes.
+    :mod:`phaseaware.endpoints.request_settings`), so no server default renders the probes.
     """
 
     name = "openai-http"

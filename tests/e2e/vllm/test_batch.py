@@ -20,7 +20,7 @@ from tests.support.vllm_server import VllmServer, build_model_dir, deepseek_v4_f
 def test_emit_batch_run_batch_ingest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "profile.json"
     base = [
-        "calibrate", "--model", "tiny", "--tokenizer", "deepseek-v4", "--template", "deepseek-v4",
+        "calibrate", "--model", "tiny", "--tokenizer", "deepseek-v4", "--chat-format", "deepseek-v4",
         "--context-tokens", "512", "--period", "8", "--base-prompts", "2", "--sweeps", "key",
         "--seed", "3", "--out", str(out),
     ]  # fmt: skip
@@ -50,7 +50,7 @@ def test_calibrate_http_backend_states_settings(
     out = tmp_path / "profile.json"
     code = main([
         "calibrate", "--backend", "openai", "--base-url", vllm_v4.base_url, "--model", "tiny",
-        "--tokenizer", "deepseek-v4", "--template", "deepseek-v4", "--context-tokens", "512",
+        "--tokenizer", "deepseek-v4", "--chat-format", "deepseek-v4", "--context-tokens", "512",
         "--period", "8", "--base-prompts", "2", "--sweeps", "key", "--seed", "3",
         "--out", str(out), "--timeout", "60",
     ])  # fmt: skip

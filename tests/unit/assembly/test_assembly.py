@@ -227,7 +227,7 @@ def test_from_specs_and_dict_keys() -> None:
     d = result.to_dict()
     for key in (
         "prompt", "messages", "token_count", "placements", "padding_tokens", "dropped",
-        "expected_accuracy", "naive_expected_accuracy", "tokenizer", "fingerprint", "layout",
+        "expected_accuracy", "naive_expected_accuracy", "tokenizer", "fingerprint", "chat_format",
     ):  # fmt: skip
         assert key in d
     assert d["messages"][0]["role"] == "user"

@@ -32,7 +32,7 @@ def test_an_oversize_chunk_is_dropped_unread(spec, monkeypatch):
     monkeypatch.setattr(measured_request, "measure_chunks", spy)
     result = assemble(
         ["The access code for Alice is 123.", huge, "Bob likes tea."],
-        tokenizer=tok, layout="chatml", question=QUESTION, budget_tokens=budget,
+        tokenizer=tok, chat_format="chatml", question=QUESTION, budget_tokens=budget,
     )  # fmt: skip
     assert max(seen) < 100  # the huge text never reached the tokenizer
     (dropped,) = result.dropped

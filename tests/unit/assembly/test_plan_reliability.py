@@ -54,7 +54,7 @@ def _result() -> AssemblyResult:
         repeat=repeat, padding_tokens=0, end_padding_tokens=0, repeated_tokens=1,
         dropped=(DroppedAfterMerge("b", "over budget"),), expected_accuracy=0.9,
         naive_expected_accuracy=0.5, profile=None, period=None, length_residue=None,
-        tokenizer="t", fingerprint="f", layout="none",
+        tokenizer="t", fingerprint="f", chat_format="none",
     )  # fmt: skip
 
 

@@ -53,7 +53,7 @@ def run(tmp_path, fn, *, backend=None, **kw):
         layout=LAYOUT,
         settings=settings,
         model="sim-model",
-        template="chatml",
+        chat_format="chatml",
         log_path=tmp_path / "run.jsonl",
         period=settings.n_offsets,
         out_path=tmp_path / "sim.json",
@@ -101,6 +101,38 @@ def test_resume_skips_done_and_tolerates_torn_line(tmp_path):
     assert len(ids) == len(set(ids)) == 24
     again = run(tmp_path, responder(log=seen), settings=small)  # complete: nothing re-runs
     assert again.n_run == 0 and len(seen) == 14
+
+
+def test_a_log_written_before_the_chat_format_rename_resumes(tmp_path):
+    """Old logs store the chat format as ``settings["template"]``; they are the same run."""
+    import hashlib
+
+    small = ProbeSettings(context_tokens=160, n_offsets=4, base_prompts=2)
+    calls: list[str] = []
+
+    def stop_after_five(prompt: str) -> str:
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        calls.append(prompt)
+        return "123"
+
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, stop_after_five, settings=small)
+    log = tmp_path / "run.jsonl"
+    header, *rest = log.read_text().splitlines(keepends=True)
+    doc = json.loads(header)
+    assert doc["settings"]["chat_format"] == "chatml"
+    doc["settings"]["template"] = doc["settings"].pop("chat_format")  # as the old code wrote
+    old = {"settings": doc["settings"], "tokenizer": TOK.fingerprint(), "model": "sim-model"}
+    canonical = json.dumps(old, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    assert doc["fingerprint"] == "sha256:" + hashlib.sha256(canonical).hexdigest()
+    log.write_text(json.dumps(doc, sort_keys=True) + "\n" + "".join(rest))
+    result = run(tmp_path, responder(), settings=small)
+    assert result.n_skipped == 5 and result.n_run == 16 - 5
+    # the old log's profile keeps its words (the same data builds the same profile)
+    assert "template 'chatml'" in result.profile.provenance.protocol
+    fresh = run(tmp_path / "new", responder(), settings=small)
+    assert "chat format 'chatml'" in fresh.profile.provenance.protocol
 
 
 def test_foreign_and_mismatched_logs(tmp_path):
@@ -323,7 +355,7 @@ def test_window_sweep_resumes(tmp_path):
         layout=LAYOUT,
         settings=WINDOW,
         model="sim-model",
-        template="chatml",
+        chat_format="chatml",
         log_path=tmp_path / "part" / "run.jsonl",
         period=8,
     )
@@ -385,7 +417,7 @@ def test_period_auto_finds_a_short_period_through_calibrate(tmp_path):
         layout=LAYOUT,
         settings=settings,
         model="sim-model",
-        template="chatml",
+        chat_format="chatml",
         log_path=tmp_path / "auto.jsonl",
         period=None,
     )

@@ -11,7 +11,7 @@ import pytest
 from phaseaware.calibration.probes import ProbeSettings, iter_groups
 from phaseaware.chat.layout import conversation_layout
 from phaseaware.cli.main import main
-from phaseaware.reference import protocol
+from phaseaware.reference import probe_defaults
 from phaseaware.tokenizers import load_tokenizer
 
 
@@ -25,8 +25,8 @@ def test_emitted_docs_are_the_calibration_probes(tmp_path, capsys):
     tok = load_tokenizer("reference")
     settings = ProbeSettings(
         n_offsets=8, base_prompts=2, seed=0, max_tokens=12, sweeps=("key",),
-        context_tokens=protocol.CONTEXT_TOKENS, distractors=protocol.DISTRACTORS,
-        depth=protocol.DEPTH,
+        context_tokens=probe_defaults.CONTEXT_TOKENS, distractors=probe_defaults.DISTRACTORS,
+        depth=probe_defaults.DEPTH,
     )  # fmt: skip
     layout = conversation_layout(tokenizer=tok, chat_format="hf")
     probes = [p for g in iter_groups(tokenizer=tok, layout=layout, settings=settings)

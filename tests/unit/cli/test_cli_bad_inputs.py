@@ -202,7 +202,7 @@ VALUES = (
 
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    key=st.sampled_from(["tokenizer", "template", "profile", "system", "question", "chunks",
+    key=st.sampled_from(["tokenizer", "chat_format", "profile", "system", "question", "chunks",
                          "budget_tokens", "options"]),
     value=VALUES,
     chunk_key=st.sampled_from(["text", "score", "id", "evidence"]),

@@ -53,7 +53,7 @@ def real_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         layout=conversation_layout(tokenizer=tok, chat_format="chatml"),
         settings=ProbeSettings(context_tokens=160, n_offsets=2, base_prompts=2, sweeps=("key",)),
         model="toy",
-        template="chatml",
+        chat_format="chatml",
         log_path=folder / "x.jsonl",
         period=2,
     )
@@ -127,14 +127,14 @@ def files(tmp_path: Path, real_log: Path, monkeypatch: pytest.MonkeyPatch) -> di
 
 
 CAL = ["calibrate", "--backend", "callable", "--model", "hostile_backend:answer",
-       "--tokenizer", "tiktoken:cl100k_base", "--template", "chatml", "--context-tokens",
+       "--tokenizer", "tiktoken:cl100k_base", "--chat-format", "chatml", "--context-tokens",
        "160", "--base-prompts", "1", "--period", "2", "--sweeps", "key"]  # fmt: skip
 OPENAI = ["calibrate", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
-          "--model", "m", "--tokenizer", "tiktoken:cl100k_base", "--template", "chatml",
+          "--model", "m", "--tokenizer", "tiktoken:cl100k_base", "--chat-format", "chatml",
           "--out", "{tmp}/o.json"]  # fmt: skip
 PLAN = ["calibrate", "--plan", "--sweeps", "key"]
 AUDIT = ["audit", "--tokenizer", "tiktoken:cl100k_base", "--profile", "deepseek-v4-flash-base",
-         "--evidence", "x", "--template", "chatml", "{tmp}/x.jsonl"]  # fmt: skip
+         "--evidence", "x", "--chat-format", "chatml", "{tmp}/x.jsonl"]  # fmt: skip
 
 # (id, args, environment, exit code, message on stderr (or stdout for `profile validate`))
 CASES = [
@@ -496,7 +496,7 @@ def test_any_option_value_is_accepted_or_a_typed_error(key: str, value: object) 
     doc = _request(**{key: value})
     doc["chunks"] = doc["chunks"][:1]
     try:
-        kwargs = parse_request(doc, source="req.json", notices=[])
+        kwargs = parse_request(doc, source="req.json")
     except InputError as exc:
         assert str(exc).startswith("req.json: ")
         return
@@ -517,4 +517,4 @@ def test_unknown_request_keys_are_refused(name: str) -> None:
     if name in Request.__struct_fields__:
         return
     with pytest.raises(InputError, match=f"unknown key '{name}'"):
-        parse_request({**_request(), name: 1}, source="req.json", notices=[])
+        parse_request({**_request(), name: 1}, source="req.json")

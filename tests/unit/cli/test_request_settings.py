@@ -54,7 +54,7 @@ def _preamble(settings: ChatSettings) -> str:
 
 def test_server_default_plans_with_the_records_default(tmp_path: Path) -> None:
     doc = {**_request(server_default=True), "endpoint": _record_path(tmp_path, server_default=HIGH)}
-    kwargs = parse_request(doc, source="req.json", notices=[])
+    kwargs = parse_request(doc, source="req.json")
     assert kwargs["settings"] == ChatSettings(thinking=True, reasoning_effort="high")
     result = assemble(**kwargs)
     preamble = _preamble(kwargs["settings"])
@@ -63,13 +63,13 @@ def test_server_default_plans_with_the_records_default(tmp_path: Path) -> None:
 
 
 def test_reasoning_effort_option(tmp_path: Path) -> None:
-    kwargs = parse_request(_request(thinking=True, reasoning_effort="max"), source="r", notices=[])
+    kwargs = parse_request(_request(thinking=True, reasoning_effort="max"), source="r")
     assert kwargs["settings"] == ChatSettings(thinking=True, reasoning_effort="max")
     result = assemble(**kwargs)
     assert result.prompt.startswith(_preamble(kwargs["settings"]))
     # thinking from the endpoint record, effort from the request
     doc = {**_request(reasoning_effort="max"), "endpoint": _record_path(tmp_path, thinking=True)}
-    assert parse_request(doc, source="r", notices=[])["settings"].reasoning_effort == "max"
+    assert parse_request(doc, source="r")["settings"].reasoning_effort == "max"
 
 
 @pytest.mark.parametrize(
@@ -86,14 +86,14 @@ def test_reasoning_effort_option(tmp_path: Path) -> None:
 def test_every_effort_the_server_takes_is_planned(
     options: dict[str, Any], preamble: bool, end: str
 ) -> None:
-    kwargs = parse_request(_request(**options), source="r", notices=[])
+    kwargs = parse_request(_request(**options), source="r")
     result = assemble(**kwargs)
     assert ("Reasoning Effort" in result.prompt) is preamble
     assert result.prompt.endswith(end)
 
 
 def test_thinking_alone_keeps_the_old_path() -> None:
-    kwargs = parse_request(_request(thinking=True), source="r", notices=[])
+    kwargs = parse_request(_request(thinking=True), source="r")
     assert "settings" not in kwargs and kwargs["thinking"] is True
     old = assemble(**kwargs)
     new = assemble(**{**kwargs, "settings": ChatSettings(thinking=True)})
@@ -116,5 +116,5 @@ def test_bad_settings_are_refused_with_the_fix(
     if endpoint is not None:
         doc["endpoint"] = _record_path(tmp_path, **endpoint)
     with pytest.raises(InputError, match=message) as info:
-        parse_request(doc, source="req.json", notices=[])
+        parse_request(doc, source="req.json")
     assert str(info.value).startswith("req.json: ")

@@ -25,7 +25,7 @@ from phaseaware.endpoints.defaults import SERVER_DEFAULTS, server_default_for
 from phaseaware.endpoints.probe_ids import IdsRoute, effort_table_of, server_ids
 from phaseaware.endpoints.prompts import probe_prompts
 from phaseaware.endpoints.render_route import RenderedIds, check_offsets, render_url
-from phaseaware.endpoints.settings import record_settings
+from phaseaware.endpoints.request_settings import record_settings
 from phaseaware.errors import PhaseawareWarning, PromptTokenDriftError
 from phaseaware.tokenizers import load_tokenizer
 from tests.support.deepseek_reference import reference_render

@@ -14,7 +14,7 @@ from phaseaware.calibration.backends.batch import batch_request_line
 from phaseaware.endpoints import EndpointRecord, check_identity, check_response
 from phaseaware.endpoints.defaults import discover_default, thinking_distinguished
 from phaseaware.endpoints.record import load_endpoint_record, save_endpoint_record
-from phaseaware.endpoints.settings import chat_template_kwargs
+from phaseaware.endpoints.request_settings import chat_template_kwargs
 from phaseaware.errors import PhaseawareWarning
 
 

@@ -75,7 +75,7 @@ def reference_profile(tmp_path_factory: pytest.TempPathFactory) -> Any:
             layout=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
             settings=DemoSettings(base_prompts=CALIBRATION_BASE_PROMPTS).probe_settings(),
             model=MODEL_NAME,
-            template="hf",
+            chat_format="hf",
             log_path=out / "calibration.jsonl",
             period=8,
             out_path=out / f"{MODEL_NAME}.json",

@@ -1,4 +1,4 @@
-"""The probe protocol of the shipped reference model, shared by ``calibrate`` and ``demo``.
+"""The probe defaults of the shipped reference model, shared by ``calibrate`` and ``demo``.
 
 The demo's RAG prompts hold five facts (the asked one among four distractors)
 in about 280 tokens (220-380); calibration probes the same: 300-token prompts,

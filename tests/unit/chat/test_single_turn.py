@@ -25,8 +25,6 @@ from phaseaware.errors import InputError, TemplateError
 from phaseaware.tokenizers import load_tokenizer
 from tests.support.optional import SMOLLM2_GGUF, SMOLLM2_SPEC, needs_smollm2
 
-LAYOUT_NAMES = CHAT_FORMAT_NAMES
-
 
 class _SingleTurn:
     """Test helper: each ``(system, ...)`` call goes to the conversation built for it."""
@@ -49,7 +47,7 @@ class _SingleTurn:
         return self._layout(system).render(system=None, context=context, question=question)
 
 
-def get_layout(name, tokenizer, *, thinking=False):
+def single_turn(name, tokenizer, *, thinking=False):
     return _SingleTurn(name, tokenizer, thinking=thinking)
 
 
@@ -62,7 +60,7 @@ TOKENIZERS = ["tiktoken:cl100k_base", "deepseek-v4", SMOLLM2]
 CASES = [
     pytest.param(name, spec, marks=needs_smollm2) if spec == SMOLLM2 else (name, spec)
     for spec in TOKENIZERS
-    for name in LAYOUT_NAMES
+    for name in CHAT_FORMAT_NAMES
     if not (name == "hf" and spec != SMOLLM2)  # only SmolLM2 has a chat template
 ]
 
@@ -78,7 +76,7 @@ def smollm2():
 @pytest.mark.parametrize("system", [None, "", "You answer briefly."])
 @pytest.mark.parametrize("context", ["", "Doc 1: the key is 42.\n\nDoc 2: 中文 🎉", " padded "])
 def test_split_invariant(name, spec, system, context):
-    layout = get_layout(name, load_tokenizer(spec))
+    layout = single_turn(name, load_tokenizer(spec))
     question = "What is the key?"
     prefix, suffix = layout.split(system=system, question=question)
     rendered = layout.render(system=system, context=context, question=question)
@@ -102,8 +100,8 @@ def test_split_invariant(name, spec, system, context):
 )
 @given(system=st.one_of(st.none(), st.text(max_size=20)), context=st.text(), question=st.text())
 def test_split_invariant_property(smollm2, system, context, question):
-    for name in LAYOUT_NAMES:
-        layout = get_layout(name, smollm2)
+    for name in CHAT_FORMAT_NAMES:
+        layout = single_turn(name, smollm2)
         prefix, suffix = layout.split(system=system, question=question)
         try:
             rendered = layout.render(system=system, context=context, question=question)
@@ -114,21 +112,21 @@ def test_split_invariant_property(smollm2, system, context, question):
 
 
 def test_plain_layout_exact_text(cl100k, deepseek_v4):
-    layout = get_layout("none", deepseek_v4)
+    layout = single_turn("none", deepseek_v4)
     rendered = layout.render(system="S", context="C", question="Q")
     assert rendered.text == "<｜begin▁of▁sentence｜>S\n\nC\n\nQ"
     assert (
-        get_layout("none", cl100k).render(system=None, context="C", question="Q").text == "C\n\nQ"
+        single_turn("none", cl100k).render(system=None, context="C", question="Q").text == "C\n\nQ"
     )
 
 
 def test_chatml_exact_text(o200k, deepseek_v4):
-    layout = get_layout("chatml", o200k)
+    layout = single_turn("chatml", o200k)
     assert layout.render(system="S", context="C", question="Q").text == (
         "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nC\n\nQ<|im_end|>\n"
         "<|im_start|>assistant\n"
     )
-    with_bos = get_layout("chatml", deepseek_v4)
+    with_bos = single_turn("chatml", deepseek_v4)
     assert with_bos.render(system=None, context="C", question="Q").text.startswith(
         "<｜begin▁of▁sentence｜><|im_start|>user\nC"
     )
@@ -136,14 +134,14 @@ def test_chatml_exact_text(o200k, deepseek_v4):
 
 def test_chatml_matches_smollm2_template(smollm2):
     """SmolLM2's own template is ChatML, so both layouts must agree given a system prompt."""
-    chatml = get_layout("chatml", smollm2).render(system="S", context="C", question="Q")
-    hf = get_layout("hf", smollm2).render(system="S", context="C", question="Q")
+    chatml = single_turn("chatml", smollm2).render(system="S", context="C", question="Q")
+    hf = single_turn("hf", smollm2).render(system="S", context="C", question="Q")
     assert chatml.text == hf.text
     assert chatml.messages == hf.messages
 
 
 def test_hf_layout_uses_the_template_default_system(smollm2):
-    rendered = get_layout("hf", smollm2).render(system=None, context="C", question="Q")
+    rendered = single_turn("hf", smollm2).render(system=None, context="C", question="Q")
     assert rendered.text.startswith(
         "<|im_start|>system\nYou are a helpful AI assistant named SmolLM"
     )
@@ -151,7 +149,7 @@ def test_hf_layout_uses_the_template_default_system(smollm2):
 
 
 def test_hf_layout_tokens_match_apply_chat_template(smollm2):
-    rendered = get_layout("hf", smollm2).render(system="S", context="Ctx 42", question="Q?")
+    rendered = single_turn("hf", smollm2).render(system="S", context="Ctx 42", question="Q?")
     ids = smollm2.hf_tokenizer.apply_chat_template(
         list(rendered.messages), tokenize=True, add_generation_prompt=True
     )
@@ -162,7 +160,7 @@ def test_hf_layout_tokens_match_apply_chat_template(smollm2):
 @pytest.mark.parametrize("spec", ["tiktoken:cl100k_base", "deepseek-v4"])
 def test_hf_layout_needs_a_chat_template(spec):
     with pytest.raises(TemplateError, match="no chat template"):
-        get_layout("hf", load_tokenizer(spec))
+        single_turn("hf", load_tokenizer(spec))
 
 
 class _FakeTemplate:
@@ -193,7 +191,7 @@ def test_hf_layout_rejects_a_template_that_repeats_content():
 
 @pytest.mark.parametrize("thinking, opener", [(False, "</think>"), (True, "<think>")])
 def test_deepseek_v4_exact_text(thinking, opener, deepseek_v4):
-    layout = get_layout("deepseek-v4", deepseek_v4, thinking=thinking)
+    layout = single_turn("deepseek-v4", deepseek_v4, thinking=thinking)
     assert layout.render(system="S", context="C", question="Q").text == (
         f"<｜begin▁of▁sentence｜>S<｜User｜>C\n\nQ<｜Assistant｜>{opener}"
     )
@@ -224,7 +222,7 @@ def test_deepseek_v4_markers_are_single_special_tokens(deepseek_v4):
     assert [added[ids[m]].special for m in markers[1:]] == [False] * 4
     for marker in markers:
         assert tokenizer.encode(f"x{marker}y")[1] == ids[marker]
-    rendered = get_layout("deepseek-v4", tokenizer).render(system="S", context="C", question="Q")
+    rendered = single_turn("deepseek-v4", tokenizer).render(system="S", context="C", question="Q")
     tokens = tokenizer.encode(rendered.text)
     assert tokens[0] == 0 and tokens[-2:] == [ids["<｜Assistant｜>"], ids["</think>"]]
 
@@ -232,7 +230,7 @@ def test_deepseek_v4_markers_are_single_special_tokens(deepseek_v4):
 def test_unknown_layout_lists_names(cl100k):
     with pytest.raises(TemplateError) as info:
         conversation_layout(tokenizer=cl100k, chat_format="llama")
-    assert all(name in str(info.value) for name in LAYOUT_NAMES)
+    assert all(name in str(info.value) for name in CHAT_FORMAT_NAMES)
 
 
 @pytest.mark.parametrize(
@@ -244,7 +242,7 @@ def test_unknown_layout_lists_names(cl100k):
     ],
 )
 def test_non_string_parts_are_input_errors(kwargs, cl100k):
-    layout = get_layout("chatml", cl100k)
+    layout = single_turn("chatml", cl100k)
     with pytest.raises(InputError):
         layout.render(**kwargs)
 
@@ -252,39 +250,13 @@ def test_non_string_parts_are_input_errors(kwargs, cl100k):
 def test_context_tokens_are_located_by_retokenizing(deepseek_v4):
     """Char offsets from render map onto tokens of the re-tokenized prompt (DeepSeek format)."""
     tokenizer = deepseek_v4
-    layout = get_layout("deepseek-v4", tokenizer)
+    layout = single_turn("deepseek-v4", tokenizer)
     rendered = layout.render(system="S", context="The key is 42.", question="Key?")
     tokenized = tokenizer.tokenize(rendered.text)
     first = tokenized.token_at_char(rendered.context_start)
     last = tokenized.token_at_char(rendered.context_end - 1)
     assert tokenizer.decode(list(tokenized.ids[first : last + 1])).startswith("The key is 42.")
     assert tokenized.ids[first - 1] == tokenizer.encode("<｜User｜>")[0]
-
-
-def test_deprecated_get_layout_is_the_single_turn_conversation(cl100k):
-    import phaseaware
-    from phaseaware.assembly import assemble
-
-    with pytest.warns(DeprecationWarning, match="get_layout is deprecated"):
-        old = phaseaware.get_layout("chatml", cl100k)
-    assert isinstance(old, ConversationLayout)
-    assert old.render(system=None, context="C", question="Q") == conversation_layout(
-        tokenizer=cl100k, chat_format="chatml"
-    ).render(system=None, context="C", question="Q")
-    with pytest.raises(InputError, match=r"conversation_layout\(system=\.\.\.\)"):
-        old.render(system="S", context="C", question="Q")
-    # assemble(layout=get_layout(...), system=...) keeps working, byte-identical
-    kw = dict(tokenizer=cl100k, question="Q?", system="Be brief.", budget_tokens=300)
-    new = assemble(["Doc one.", "Doc two."], chat_format="chatml", **kw)
-    with pytest.warns(DeprecationWarning, match="layout= keyword is deprecated"):
-        legacy = assemble(["Doc one.", "Doc two."], layout=old, **kw)
-    assert legacy == new and new.prompt.startswith("<|im_start|>system\nBe brief.<|im_end|>")
-    with pytest.warns(DeprecationWarning), pytest.raises(InputError, match="chat_format= only"):
-        assemble(["Doc."], layout=old, chat_format="chatml", **kw)
-    from phaseaware.templates import PromptLayout as OldPromptLayout
-    from phaseaware.templates import RenderedPrompt as OldRenderedPrompt
-
-    assert (OldPromptLayout, OldRenderedPrompt) == (PromptLayout, RenderedPrompt)
 
 
 def test_chat_format_argument_types(cl100k):
