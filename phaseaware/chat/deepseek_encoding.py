@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from phaseaware.caches import register_cache
+from phaseaware.caches import BoundedCache, register_cache
 from phaseaware.chat.errors import MessageContentError
 from phaseaware.chat.messages import Message, ToolCall, check_roles, check_tool_results
 from phaseaware.chat.settings import (
@@ -140,30 +140,46 @@ def _block(message: Message) -> tuple[str, str | None]:
     return message.content, None
 
 
-def _turns(messages: Sequence[Message], *, attach: bool) -> list[_Turn]:
-    first_system = next((i for i, m in enumerate(messages) if m.role == "system"), None)
+def _turns(
+    messages: Sequence[Message], *, attach: bool, first_system: int | None = None, start: int = 0
+) -> tuple[list[_Turn], list[int]]:
+    """The turns of ``messages[start:]`` (the whole list's ``first_system``), and the
+    index of the message each turn starts at."""
+    if start == 0:
+        first_system = next((i for i, m in enumerate(messages) if m.role == "system"), None)
     turns: list[_Turn] = []
+    firsts: list[int] = []
     if attach and first_system is None:
         turns.append(_Turn(role="system", schemas=True))
-    for i, message in enumerate(messages):
+        firsts.append(0)
+    for i in range(start, len(messages)):
+        message = messages[i]
         if message.role in ("user", "tool"):
             if turns and turns[-1].role == "user":
                 turns[-1] = replace(turns[-1], blocks=(*turns[-1].blocks, _block(message)))
             else:
                 turns.append(_Turn(role="user", blocks=(_block(message),)))
+                firsts.append(i)
         else:
             turns.append(
                 _Turn(role=message.role, message=message, schemas=attach and i == first_system)
             )
-    return _sort_tool_results(turns)
+            firsts.append(i)
+    return turns, firsts
 
 
-def _sort_tool_results(turns: list[_Turn]) -> list[_Turn]:
-    order: dict[str, int] = {}
+def _call_order(turn: _Turn, order: dict[str, int]) -> dict[str, int]:
+    """The tool-call order after ``turn`` (an assistant turn with calls sets it)."""
+    if turn.role == "assistant" and turn.message is not None and turn.message.tool_calls:
+        return {c.id: i for i, c in enumerate(turn.message.tool_calls) if c.id}
+    return order
+
+
+def _sort_tool_results(turns: list[_Turn], order: dict[str, int] | None = None) -> list[_Turn]:
+    order = {} if order is None else order
     out = []
     for turn in turns:
-        if turn.role == "assistant" and turn.message is not None and turn.message.tool_calls:
-            order = {c.id: i for i, c in enumerate(turn.message.tool_calls) if c.id}
+        order = _call_order(turn, order)
         results = [b for b in turn.blocks if b[1] is not None]
         if turn.role == "user" and len(results) > 1 and order:
             ranked = iter(sorted(results, key=lambda b: order.get(b[1] or "", 0)))
@@ -321,6 +337,13 @@ class DeepSeekFormat:
         Raises :class:`~phaseaware.chat.errors.ToolResultError` for a tool message
         that answers no tool call and :class:`MessageContentError` for an empty
         developer message (the encoder refuses it).
+
+        Incremental: where ``messages`` extend a conversation rendered recently with
+        the same settings (an agent's conversation, one message more each step), the
+        text up to that conversation's last turn is reused and only the turns from
+        there are rendered (the same text as a whole render: each turn's text
+        depends on the turn, the next turn's role and whether it closes the prompt;
+        where it depends on more, the whole conversation is rendered).
         """
         check_roles(messages, chat_format=self.name, roles=self.supported_roles)
         check_tool_results(messages)
@@ -332,22 +355,108 @@ class DeepSeekFormat:
                 )
         settings = self.settings
         attach = bool(settings.tools) or settings.response_format is not None
-        turns = _turns(messages, attach=attach)
-        if self.thinking and self.drop_thinking:
-            turns = _drop_thinking(turns, self.dialect)
-        last_user = _last_user(turns, self.dialect)
-        parts = [self.dialect.bos]
-        for i, turn in enumerate(turns):
-            if i == 0 and self.thinking:
-                preamble = self._preamble
-                if self.dialect.system is not None and (preamble or turn.role == "system"):
-                    parts.append(self.dialect.system)
-                parts.append(preamble)
-            elif i == 0 and turn.role == "system" and self.dialect.system is not None:
+        messages = tuple(messages)
+        if self.thinking and self.drop_thinking:  # the last user turn reaches back: whole
+            turns = _drop_thinking(
+                _sort_tool_results(_turns(messages, attach=attach)[0]), self.dialect
+            )
+            last_user = _last_user(turns, self.dialect)
+            pieces = [
+                self._piece(i, turns, add_generation_prompt, last_user) for i in range(len(turns))
+            ]
+            return self.dialect.bos + "".join(pieces)
+        key = self._render_key()
+        rendered = self._extend(key, messages, attach) or self._whole(messages, attach)
+        turns, firsts, starts, head, order = rendered
+        tail = [
+            self._piece(i, turns, add_generation_prompt, -1) for i in range(len(starts), len(turns))
+        ]
+        offsets = list(starts)
+        at = len(head)
+        for piece in tail[:-1]:
+            offsets.append(at)
+            at += len(piece)
+        text = head + "".join(tail)
+        if turns:  # kept for the next call: everything but the last turn's text
+            for turn in turns[len(starts) : -1]:
+                order = _call_order(turn, order)
+            _RENDERS.put(
+                (key, len(messages)),
+                _Rendered(messages, tuple(turns), tuple(firsts), tuple(offsets), text[:at], order),
+            )
+        return text
+
+    def _render_key(self) -> tuple[object, ...]:
+        return (type(self), self.dialect, self._preamble, self.thinking, self.drop_thinking,
+                self._schemas())  # fmt: skip
+
+    def _whole(
+        self, messages: tuple[Message, ...], attach: bool
+    ) -> tuple[list[_Turn], list[int], list[int], str, dict[str, int]]:
+        """Turns, their first messages, no piece reused, the head text (BOS)."""
+        turns, firsts = _turns(messages, attach=attach)
+        return _sort_tool_results(turns), firsts, [], self.dialect.bos, {}
+
+    def _extend(
+        self, key: tuple[object, ...], messages: tuple[Message, ...], attach: bool
+    ) -> tuple[list[_Turn], list[int], list[int], str, dict[str, int]] | None:
+        """A remembered render of a prefix of ``messages`` extended: its turns before its
+        last one (their text kept, ``head``), the turns from there recomputed."""
+        best: _Rendered | None = None
+        # the longest remembered prefix first (a tuple compares identical items fast)
+        keys = [k for k in _RENDERS.snapshot_keys() if k[0] == key and 1 < k[1] <= len(messages)]
+        for cached_key in sorted(keys, key=lambda k: -k[1]):
+            found = _RENDERS.get(cached_key)
+            if found is not None and messages[: len(found.messages)] == found.messages:
+                best = found
+                break
+        if best is None:
+            return None
+        last = len(best.turns) - 1  # rendered again: its text depends on what follows
+        first_system = next((i for i, m in enumerate(best.messages) if m.role == "system"), None)
+        if last < 1 or (attach and first_system is None):
+            return None  # the first turn's text, or schemas a later system message carries
+        order = best.order
+        tail, firsts = _turns(
+            messages, attach=attach, first_system=first_system, start=best.firsts[last]
+        )
+        turns = [*best.turns[:last], *_sort_tool_results(tail, order)]
+        return turns, [*best.firsts[:last], *firsts], list(best.starts), best.text, order
+
+    def _piece(
+        self, i: int, turns: Sequence[_Turn], add_generation_prompt: bool, last_user: int
+    ) -> str:
+        """Turn ``i``'s text: its head (the first turn's), body and any assistant opener."""
+        parts = []
+        turn = turns[i]
+        if i == 0 and self.thinking:
+            preamble = self._preamble
+            if self.dialect.system is not None and (preamble or turn.role == "system"):
                 parts.append(self.dialect.system)
-            parts.append(self._body(i, turn, not self.drop_thinking or i > last_user))
-            closing = i + 1 == len(turns)
-            if self._opens_turn(i, turns) and (add_generation_prompt or not closing):
-                thinks = self.thinking and (not self.drop_thinking or i >= last_user)
-                parts.append(self.dialect.assistant + (THINK_OPEN if thinks else THINK_CLOSE))
+            parts.append(preamble)
+        elif i == 0 and turn.role == "system" and self.dialect.system is not None:
+            parts.append(self.dialect.system)
+        parts.append(self._body(i, turn, not self.drop_thinking or i > last_user))
+        closing = i + 1 == len(turns)
+        if self._opens_turn(i, turns) and (add_generation_prompt or not closing):
+            thinks = self.thinking and (not self.drop_thinking or i >= last_user)
+            parts.append(self.dialect.assistant + (THINK_OPEN if thinks else THINK_CLOSE))
         return "".join(parts)
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """A render kept for the next call: ``text`` is every turn's but the last one's;
+    ``starts[i]``: where turn ``i``'s text starts (turns before the last)."""
+
+    messages: tuple[Message, ...]
+    turns: tuple[_Turn, ...]
+    firsts: tuple[int, ...]  # the message each turn starts at
+    starts: tuple[int, ...]
+    text: str
+    order: dict[str, int]  # the tool-call order before the last turn
+
+
+_RENDERS: BoundedCache[tuple[tuple[object, ...], int], _Rendered] = BoundedCache(
+    max_entries=16, name="chat.deepseek renders"
+)
