@@ -21,6 +21,7 @@ assistant where the dialect's rule says so.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -381,7 +382,7 @@ class DeepSeekFormat:
             for turn in turns[len(starts) : -1]:
                 order = _call_order(turn, order)
             _RENDERS.put(
-                (key, len(messages)),
+                (key, len(messages), hash(messages[-1])),
                 _Rendered(messages, tuple(turns), tuple(firsts), tuple(offsets), text[:at], order),
             )
         return text
@@ -407,7 +408,12 @@ class DeepSeekFormat:
         keys = [k for k in _RENDERS.snapshot_keys() if k[0] == key and 1 < k[1] <= len(messages)]
         for cached_key in sorted(keys, key=lambda k: -k[1]):
             found = _RENDERS.get(cached_key)
-            if found is not None and messages[: len(found.messages)] == found.messages:
+            n = cached_key[1]
+            if (
+                found is not None
+                and messages[n - 1] == found.messages[-1]  # the likeliest difference first
+                and messages[:n] == found.messages
+            ):
                 best = found
                 break
         if best is None:
@@ -457,6 +463,11 @@ class _Rendered:
     order: dict[str, int]  # the tool-call order before the last turn
 
 
-_RENDERS: BoundedCache[tuple[tuple[object, ...], int], _Rendered] = BoundedCache(
-    max_entries=16, name="chat.deepseek renders"
+# by settings, length and last message: a layout renders one conversation with several
+# contents in its last message (a sentinel, stand-ins, the context)
+_RENDERS: BoundedCache[tuple[tuple[object, ...], int, int], _Rendered] = BoundedCache(
+    max_entries=32,
+    max_bytes=64 << 20,
+    size_of=lambda _, entry: sys.getsizeof(entry.text),
+    name="chat.deepseek renders",
 )
