@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Literal, cast
 
+from phaseaware.caches import BoundedCache
 from phaseaware.chat.errors import (
     DuplicateSlotError,
     MessageContentError,
@@ -215,12 +216,63 @@ def parse_message(raw: Mapping[str, Any] | Message, *, index: int = 0) -> Messag
 
 
 def parse_messages(raw: Sequence[Mapping[str, Any] | Message]) -> tuple[Message, ...]:
-    """Every message of ``raw`` parsed (see :func:`parse_message`); at least one."""
+    """Every message of ``raw`` parsed (see :func:`parse_message`); at least one.
+
+    A dict parsed before (equal in every field that :func:`parse_message` reads) gives
+    the same :class:`Message` object again, without decoding its tool calls anew: an
+    agent resends the whole conversation each step."""
     if isinstance(raw, str | bytes | Mapping) or not isinstance(raw, Sequence) or not raw:
         raise MessageContentError(
             'messages must be a non-empty list of {"role": ..., "content": ...} objects'
         )
-    return tuple(parse_message(m, index=i) for i, m in enumerate(raw))
+    return tuple(_parse_known(m, i) for i, m in enumerate(raw))
+
+
+_PARSED: BoundedCache[tuple[object, ...], Message] = BoundedCache(
+    max_entries=4096, name="chat.parsed messages"
+)
+
+
+def _memo_key(raw: Mapping[str, Any]) -> tuple[object, ...] | None:
+    """Every field :func:`parse_message` reads, as a hashable key (``None``: a shape the
+    memo does not take; the message is parsed, and refused where it is wrong)."""
+    if not raw.keys() <= _KNOWN_KEYS:
+        return None
+    get = raw.get
+    key: tuple[object, ...] = (
+        get("role"), get("content"), get("tool_call_id"), get("name"),
+        get("reasoning_content"), get("reasoning"),
+    )  # fmt: skip
+    for value in key:
+        if value is not None and type(value) is not str:
+            return None
+    calls = get("tool_calls")
+    if calls:
+        if type(calls) is not list:
+            return None
+        for call in calls:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if not isinstance(function, Mapping):
+                return None
+            values = (call.get("id"), function.get("name"), function.get("arguments", "{}"))
+            for value in values:
+                if value is not None and type(value) is not str:
+                    return None
+            key += values
+    return key
+
+
+def _parse_known(raw: Mapping[str, Any] | Message, index: int) -> Message:
+    if isinstance(raw, Message) or not isinstance(raw, Mapping):
+        return parse_message(raw, index=index)
+    key = _memo_key(raw)
+    if key is None:
+        return parse_message(raw, index=index)
+    known = _PARSED.get(key)
+    if known is None:
+        known = parse_message(raw, index=index)
+        _PARSED.put(key, known)
+    return known
 
 
 class Placeholder(Enum):
