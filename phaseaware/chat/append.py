@@ -129,6 +129,17 @@ class AppendLayout(ConversationLayout):
         )
         self.sent_text = sent_text
         self.strict = strict
+        self._kept: object = None  # the last prefix found to start with the sent text
+
+    def keeps_sent(self, prefix: str) -> bool:
+        """Whether ``prefix`` (a split's, the same object while cached) starts with the
+        sent text; compared once per prefix object."""
+        if prefix is self._kept:
+            return True
+        if prefix.startswith(self.sent_text):
+            self._kept = prefix
+            return True
+        return False
 
     def rewritten_at(self, question: str) -> int | None:
         """The first character of the sent text this conversation's render changes
@@ -140,7 +151,7 @@ class AppendLayout(ConversationLayout):
 
     def split(self, *, system: str | None, question: str) -> tuple[str, str]:
         prefix, suffix = super().split(system=system, question=question)
-        if self.strict and not prefix.startswith(self.sent_text):
+        if self.strict and not self.keeps_sent(prefix):
             raise _rewrite_error(
                 self.chat_format, self.sent_text, prefix + suffix, "the new message"
             )
@@ -181,7 +192,10 @@ class TailLayout:
 
     def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
         whole = self.inner.render(system=system, context=context, question=question)
-        if not whole.text.startswith(self.inner.sent_text):
+        # the render is the split's prefix + context + suffix (checked): a prefix that
+        # keeps the sent text answers for the whole text
+        prefix = self.inner.split(system=system, question=question)[0]
+        if not self.inner.keeps_sent(prefix) and not whole.text.startswith(self.inner.sent_text):
             raise _rewrite_error(
                 self.inner.chat_format, self.inner.sent_text, whole.text, "the new message"
             )
