@@ -164,8 +164,9 @@ class TailLayout:
     ``render(...).text`` is the whole render's ``text[start:]`` (char offsets index
     into the tail); ``messages`` is the whole conversation. ``start`` must be a
     cut of the sent text (``retokenize.prefix.prefix_cut``), so the tail's tokens
-    are the whole prompt's from there. Each ``split`` is memoised: the render of
-    the whole conversation is string work proportional to its length.
+    are the whole prompt's from there. Each ``split`` and the last ``render`` are
+    memoised: the render of the whole conversation is string work proportional to
+    its length.
     """
 
     def __init__(self, inner: AppendLayout, start: int) -> None:
@@ -174,6 +175,8 @@ class TailLayout:
         self.inner = inner
         self.start = start
         self._splits: dict[tuple[str | None, str], tuple[str, str]] = {}
+        # the last render (the pipeline renders the verified context again to confirm it)
+        self._last: tuple[tuple[str | None, str, str], RenderedPrompt] | None = None
 
     @property
     def name(self) -> str:
@@ -191,6 +194,14 @@ class TailLayout:
         return self._splits[key]
 
     def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
+        key = (system, context, question)
+        if self._last is not None and self._last[0] == key:  # verified, then confirmed
+            return self._last[1]
+        rendered = self._render(system=system, context=context, question=question)
+        self._last = (key, rendered)
+        return rendered
+
+    def _render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
         whole = self.inner.render(system=system, context=context, question=question)
         # the render is the split's prefix + context + suffix (checked): a prefix that
         # keeps the sent text answers for the whole text
