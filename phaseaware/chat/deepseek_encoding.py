@@ -346,17 +346,23 @@ class DeepSeekFormat:
         depends on the turn, the next turn's role and whether it closes the prompt;
         where it depends on more, the whole conversation is rendered).
         """
-        check_roles(messages, chat_format=self.name, roles=self.supported_roles)
-        check_tool_results(messages)
-        for i, message in enumerate(messages):
-            if message.role == "developer" and not message.content:
+        settings = self.settings
+        attach = bool(settings.tools) or settings.response_format is not None
+        messages = tuple(messages)
+        incremental = not (self.thinking and self.drop_thinking)
+        key = self._render_key()
+        best = self._remembered(key, messages) if incremental else None
+        # a remembered prefix passed these checks: only the messages after it are checked
+        done = 0 if best is None else len(best.messages)
+        check_roles(messages, chat_format=self.name, roles=self.supported_roles, start=done)
+        since = next((i for i in range(done - 1, 0, -1) if messages[i].role != "tool"), 0)
+        check_tool_results(messages, start=since)
+        for i in range(done, len(messages)):
+            if messages[i].role == "developer" and not messages[i].content:
                 raise MessageContentError(
                     f"message {i}: a developer message needs content ({self.name} refuses an "
                     "empty one); write its text, or leave the message out"
                 )
-        settings = self.settings
-        attach = bool(settings.tools) or settings.response_format is not None
-        messages = tuple(messages)
         if self.thinking and self.drop_thinking:  # the last user turn reaches back: whole
             turns = _drop_thinking(
                 _sort_tool_results(_turns(messages, attach=attach)[0]), self.dialect
@@ -366,8 +372,7 @@ class DeepSeekFormat:
                 self._piece(i, turns, add_generation_prompt, last_user) for i in range(len(turns))
             ]
             return self.dialect.bos + "".join(pieces)
-        key = self._render_key()
-        rendered = self._extend(key, messages, attach) or self._whole(messages, attach)
+        rendered = (best and self._extend(best, messages, attach)) or self._whole(messages, attach)
         turns, firsts, starts, head, order = rendered
         tail = [
             self._piece(i, turns, add_generation_prompt, -1) for i in range(len(starts), len(turns))
@@ -398,26 +403,27 @@ class DeepSeekFormat:
         turns, firsts = _turns(messages, attach=attach)
         return _sort_tool_results(turns), firsts, [], self.dialect.bos, {}
 
-    def _extend(
-        self, key: tuple[object, ...], messages: tuple[Message, ...], attach: bool
-    ) -> tuple[list[_Turn], list[int], list[int], str, dict[str, int]] | None:
-        """A remembered render of a prefix of ``messages`` extended: its turns before its
-        last one (their text kept, ``head``), the turns from there recomputed."""
-        best: _Rendered | None = None
-        # the longest remembered prefix first (a tuple compares identical items fast)
+    def _remembered(
+        self, key: tuple[object, ...], messages: tuple[Message, ...]
+    ) -> _Rendered | None:
+        """The remembered render of the longest prefix of ``messages`` (2+ messages)."""
         keys = [k for k in _RENDERS.snapshot_keys() if k[0] == key and 1 < k[1] <= len(messages)]
-        for cached_key in sorted(keys, key=lambda k: -k[1]):
+        for cached_key in sorted(keys, key=lambda k: -k[1]):  # longest first
             found = _RENDERS.get(cached_key)
             n = cached_key[1]
             if (
                 found is not None
                 and messages[n - 1] == found.messages[-1]  # the likeliest difference first
-                and messages[:n] == found.messages
+                and messages[:n] == found.messages  # identical items compare fast
             ):
-                best = found
-                break
-        if best is None:
-            return None
+                return found
+        return None
+
+    def _extend(
+        self, best: _Rendered, messages: tuple[Message, ...], attach: bool
+    ) -> tuple[list[_Turn], list[int], list[int], str, dict[str, int]] | None:
+        """``best`` (a remembered render of a prefix of ``messages``) extended: its turns
+        before its last one (their text kept, ``head``), the turns from there recomputed."""
         last = len(best.turns) - 1  # rendered again: its text depends on what follows
         first_system = next((i for i, m in enumerate(best.messages) if m.role == "system"), None)
         if last < 1 or (attach and first_system is None):

@@ -403,15 +403,20 @@ def parse_conversation(raw: Sequence[Mapping[str, Any] | Message]) -> Conversati
     return replace(ConversationTemplate.from_parts(messages, parts), messages=messages)
 
 
-def check_tool_results(messages: Sequence[Message]) -> None:
+def check_tool_results(messages: Sequence[Message], *, start: int = 0) -> None:
     """Each tool message answers a call of the assistant turn before it.
 
     Consecutive tool messages answer that turn's calls in order, at most one per
     call. Raises :class:`ToolResultError` naming the message. Formats whose
-    encoders require this (``deepseek-v4``) call it before rendering.
+    encoders require this (``deepseek-v4``) call it before rendering. ``start``:
+    check from that message on (one that is not a tool message, after messages
+    checked before).
     """
+    if start and messages[start].role == "tool":
+        raise ValueError("start must be a message that is not a tool message")
     calls = 0  # calls of the current assistant turn not yet answered
-    for i, message in enumerate(messages):
+    for i in range(start, len(messages)):
+        message = messages[i]
         if message.role == "assistant":
             calls = len(message.tool_calls)
         elif message.role == "tool":
@@ -426,9 +431,13 @@ def check_tool_results(messages: Sequence[Message]) -> None:
             calls = 0
 
 
-def check_roles(messages: Sequence[Message], *, chat_format: str, roles: frozenset[str]) -> None:
-    """Raise :class:`UnknownRoleError` for a message whose role ``chat_format`` cannot render."""
-    for i, message in enumerate(messages):
+def check_roles(
+    messages: Sequence[Message], *, chat_format: str, roles: frozenset[str], start: int = 0
+) -> None:
+    """Raise :class:`UnknownRoleError` for a message whose role ``chat_format`` cannot render
+    (``start``: from that message on)."""
+    for i in range(start, len(messages)):
+        message = messages[i]
         if message.role not in roles:
             hint = "system" if message.role == "developer" else "user"
             raise UnknownRoleError(

@@ -44,23 +44,28 @@ def growing(draw: st.DrawFn) -> list[list[Message]]:
         extra = draw(st.sampled_from([None, "user", "system", "developer", "latest_reminder"]))
         if extra is not None:
             batch.append(Message(role=extra, content=draw(TEXT) or "d"))  # type: ignore[arg-type]
+        if draw(st.integers(0, 9)) == 0:  # refused: a stray tool result, an empty developer
+            batch.append(draw(st.sampled_from([
+                Message(role="tool", content="r", tool_call_id="none"),
+                Message(role="developer", content=""),
+            ])))  # fmt: skip
         batches.append(batch)
     return batches
 
 
-def _whole(fmt: Any, messages: list[Message], gen: bool) -> str | type[Exception]:
+def _whole(fmt: Any, messages: list[Message], gen: bool) -> str:
     deepseek_encoding._RENDERS.clear()
     try:
         return str(fmt.render(messages, add_generation_prompt=gen))
     except PhaseawareError as exc:
-        return type(exc)
+        return f"{type(exc).__name__}: {exc}"
 
 
-def _kept(fmt: Any, messages: list[Message], gen: bool) -> str | type[Exception]:
+def _kept(fmt: Any, messages: list[Message], gen: bool) -> str:
     try:
         return str(fmt.render(messages, add_generation_prompt=gen))
     except PhaseawareError as exc:
-        return type(exc)
+        return f"{type(exc).__name__}: {exc}"
 
 
 SETTINGS = [
