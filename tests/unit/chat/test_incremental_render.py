@@ -18,7 +18,9 @@ from phaseaware.tokenizers import load_tokenizer
 
 TOKENIZER = load_tokenizer("deepseek-v4")
 TOOLS = ({"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}},)
-TEXT = st.lists(st.sampled_from(["a", "中", " ", "\n", "|", "<", "x.", ""]), max_size=6).map("".join)
+TEXT = st.lists(st.sampled_from(["a", "中", " ", "\n", "|", "<", "x.", ""]), max_size=6).map(
+    "".join
+)
 
 
 @st.composite
