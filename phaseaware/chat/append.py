@@ -132,8 +132,7 @@ class AppendLayout(ConversationLayout):
         self._kept: object = None  # the last prefix found to start with the sent text
 
     def keeps_sent(self, prefix: str) -> bool:
-        """Whether ``prefix`` (a split's, the same object while cached) starts with the
-        sent text; compared once per prefix object."""
+        """Whether a split's ``prefix`` starts with the sent text (once per prefix object)."""
         if prefix is self._kept:
             return True
         if prefix.startswith(self.sent_text):
@@ -175,7 +174,6 @@ class TailLayout:
         self.inner = inner
         self.start = start
         self._splits: dict[tuple[str | None, str], tuple[str, str]] = {}
-        # the last render (the pipeline renders the verified context again to confirm it)
         self._last: tuple[tuple[str | None, str, str], RenderedPrompt] | None = None
 
     @property

@@ -23,10 +23,20 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from phaseaware.caches import BoundedCache, register_cache
+from phaseaware.chat.deepseek_turns import TOOL_RESULT_CLOSE as TOOL_RESULT_CLOSE
+from phaseaware.chat.deepseek_turns import TOOL_RESULT_OPEN as TOOL_RESULT_OPEN
+from phaseaware.chat.deepseek_turns import (
+    _call_order,
+    _drop_thinking,
+    _last_user,
+    _sort_tool_results,
+    _Turn,
+    _turns,
+)
 from phaseaware.chat.errors import MessageContentError
 from phaseaware.chat.messages import Message, ToolCall, check_roles, check_tool_results
 from phaseaware.chat.settings import (
@@ -39,8 +49,6 @@ __all__ = ["Dialect", "DeepSeekFormat", "tools_prompt", "to_json"]
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
-TOOL_RESULT_OPEN = "<tool_result>"
-TOOL_RESULT_CLOSE = "</tool_result>"
 DSML = "｜DSML｜"
 _ATTRIBUTE_BREAKERS = ('"', "<", ">", "\n")  # not allowed in DSML name="..." values
 
@@ -124,93 +132,6 @@ register_cache(
     clear=_CALL_TEXT.clear,
     bound=f"{_CALL_TEXT_MAX} entries, oldest dropped",
 )
-
-
-@dataclass(frozen=True)
-class _Turn:
-    role: str  # system, developer, user, assistant, latest_reminder
-    message: Message | None = None  # None: a user turn (blocks) or the synthesised system
-    blocks: tuple[tuple[str, str | None], ...] = ()  # (text, tool_call_id or None)
-    schemas: bool = False  # the tool schemas and response format attach here
-    reasoning: bool = True  # False: dropped by drop_thinking
-
-
-def _block(message: Message) -> tuple[str, str | None]:
-    if message.role == "tool":
-        return TOOL_RESULT_OPEN + message.content + TOOL_RESULT_CLOSE, message.tool_call_id or ""
-    return message.content, None
-
-
-def _turns(
-    messages: Sequence[Message], *, attach: bool, first_system: int | None = None, start: int = 0
-) -> tuple[list[_Turn], list[int]]:
-    """The turns of ``messages[start:]`` (the whole list's ``first_system``), and the
-    index of the message each turn starts at."""
-    if start == 0:
-        first_system = next((i for i, m in enumerate(messages) if m.role == "system"), None)
-    turns: list[_Turn] = []
-    firsts: list[int] = []
-    if attach and first_system is None:
-        turns.append(_Turn(role="system", schemas=True))
-        firsts.append(0)
-    for i in range(start, len(messages)):
-        message = messages[i]
-        if message.role in ("user", "tool"):
-            if turns and turns[-1].role == "user":
-                turns[-1] = replace(turns[-1], blocks=(*turns[-1].blocks, _block(message)))
-            else:
-                turns.append(_Turn(role="user", blocks=(_block(message),)))
-                firsts.append(i)
-        else:
-            turns.append(
-                _Turn(role=message.role, message=message, schemas=attach and i == first_system)
-            )
-            firsts.append(i)
-    return turns, firsts
-
-
-def _call_order(turn: _Turn, order: dict[str, int]) -> dict[str, int]:
-    """The tool-call order after ``turn`` (an assistant turn with calls sets it)."""
-    if turn.role == "assistant" and turn.message is not None and turn.message.tool_calls:
-        return {c.id: i for i, c in enumerate(turn.message.tool_calls) if c.id}
-    return order
-
-
-def _sort_tool_results(turns: list[_Turn], order: dict[str, int] | None = None) -> list[_Turn]:
-    order = {} if order is None else order
-    out = []
-    for turn in turns:
-        order = _call_order(turn, order)
-        results = [b for b in turn.blocks if b[1] is not None]
-        if turn.role == "user" and len(results) > 1 and order:
-            ranked = iter(sorted(results, key=lambda b: order.get(b[1] or "", 0)))
-            turn = replace(
-                turn, blocks=tuple(next(ranked) if b[1] is not None else b for b in turn.blocks)
-            )
-        out.append(turn)
-    return out
-
-
-def _last_user(turns: Sequence[_Turn], dialect: Dialect) -> int:
-    for i in range(len(turns) - 1, -1, -1):
-        role = turns[i].role
-        if role in ("user", "developer") or (
-            dialect.mid_system_opens_turn and role == "system" and i > 0
-        ):
-            return i
-    return -1
-
-
-def _drop_thinking(turns: list[_Turn], dialect: Dialect) -> list[_Turn]:
-    last = _last_user(turns, dialect)
-    out = []
-    for i, turn in enumerate(turns):
-        if i >= last or turn.role in ("user", "system", "latest_reminder"):
-            out.append(turn)
-        elif turn.role == "assistant":
-            out.append(replace(turn, reasoning=False))
-        # a developer turn before the last user turn is left out
-    return out
 
 
 class DeepSeekFormat:

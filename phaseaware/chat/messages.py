@@ -39,9 +39,10 @@ from phaseaware.chat.errors import (
     DuplicateSlotError,
     MessageContentError,
     MissingSlotError,
-    ToolResultError,
     UnknownRoleError,
 )
+from phaseaware.chat.message_checks import check_roles as check_roles
+from phaseaware.chat.message_checks import check_tool_results as check_tool_results
 
 __all__ = [
     "ROLES",
@@ -401,46 +402,3 @@ def parse_conversation(raw: Sequence[Mapping[str, Any] | Message]) -> Conversati
     counts = [(i, p.count(Placeholder.CONTEXT)) for i, p in enumerate(parts)]
     _check_slots([(i, n) for i, n in counts if n])
     return replace(ConversationTemplate.from_parts(messages, parts), messages=messages)
-
-
-def check_tool_results(messages: Sequence[Message], *, start: int = 0) -> None:
-    """Each tool message answers a call of the assistant turn before it.
-
-    Consecutive tool messages answer that turn's calls in order, at most one per
-    call. Raises :class:`ToolResultError` naming the message. Formats whose
-    encoders require this (``deepseek-v4``) call it before rendering. ``start``:
-    check from that message on (one that is not a tool message, after messages
-    checked before).
-    """
-    if start and messages[start].role == "tool":
-        raise ValueError("start must be a message that is not a tool message")
-    calls = 0  # calls of the current assistant turn not yet answered
-    for i in range(start, len(messages)):
-        message = messages[i]
-        if message.role == "assistant":
-            calls = len(message.tool_calls)
-        elif message.role == "tool":
-            if calls == 0:
-                raise ToolResultError(
-                    f"message {i} is a tool result, but no unanswered tool call precedes it; "
-                    "put it after an assistant message with tool_calls, or send the text as "
-                    'a "user" message'
-                )
-            calls -= 1
-        else:
-            calls = 0
-
-
-def check_roles(
-    messages: Sequence[Message], *, chat_format: str, roles: frozenset[str], start: int = 0
-) -> None:
-    """Raise :class:`UnknownRoleError` for a message whose role ``chat_format`` cannot render
-    (``start``: from that message on)."""
-    for i in range(start, len(messages)):
-        message = messages[i]
-        if message.role not in roles:
-            hint = "system" if message.role == "developer" else "user"
-            raise UnknownRoleError(
-                f"message {i} has role {message.role!r}, which chat format {chat_format!r} "
-                f"does not render; use role {hint}, or chat format deepseek-v4 or deepseek-v4.1"
-            )
