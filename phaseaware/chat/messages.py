@@ -230,7 +230,10 @@ def parse_messages(raw: Sequence[Mapping[str, Any] | Message]) -> tuple[Message,
 
 
 _PARSED: BoundedCache[tuple[object, ...], Message] = BoundedCache(
-    max_entries=4096, name="chat.parsed messages"
+    max_entries=4096,
+    max_bytes=64 << 20,
+    size_of=lambda key, _: sum(len(v) for v in key if isinstance(v, str)) + 200,
+    name="chat.parsed messages",
 )
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -52,6 +53,7 @@ __all__ = [
 BREAK = "\u00b7"
 _SCAN_MEMO_MIN = 4096  # texts this long: their scan is remembered to resume from
 _SCAN_MEMO_ENTRIES = 8
+_SCAN_MEMO_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,9 @@ class ControlScanner:
         # recent long scans, to resume a text that starts with one (keyed cheaply; the
         # prefix is checked on the text itself)
         self._scans: BoundedCache[tuple[int, str], _Scan] = BoundedCache(
-            max_entries=_SCAN_MEMO_ENTRIES
+            max_entries=_SCAN_MEMO_ENTRIES,
+            max_bytes=_SCAN_MEMO_BYTES,
+            size_of=lambda _, scan: sys.getsizeof(scan.text) + 16 * len(scan.starts),
         )
 
     def _partial_sets(self) -> tuple[frozenset[str], frozenset[str], int]:
