@@ -129,6 +129,16 @@ class AppendLayout(ConversationLayout):
         )
         self.sent_text = sent_text
         self.strict = strict
+        self._kept: object = None  # the last prefix found to start with the sent text
+
+    def keeps_sent(self, prefix: str) -> bool:
+        """Whether a split's ``prefix`` starts with the sent text (once per prefix object)."""
+        if prefix is self._kept:
+            return True
+        if prefix.startswith(self.sent_text):
+            self._kept = prefix
+            return True
+        return False
 
     def rewritten_at(self, question: str) -> int | None:
         """The first character of the sent text this conversation's render changes
@@ -140,7 +150,7 @@ class AppendLayout(ConversationLayout):
 
     def split(self, *, system: str | None, question: str) -> tuple[str, str]:
         prefix, suffix = super().split(system=system, question=question)
-        if self.strict and not prefix.startswith(self.sent_text):
+        if self.strict and not self.keeps_sent(prefix):
             raise _rewrite_error(
                 self.chat_format, self.sent_text, prefix + suffix, "the new message"
             )
@@ -153,8 +163,9 @@ class TailLayout:
     ``render(...).text`` is the whole render's ``text[start:]`` (char offsets index
     into the tail); ``messages`` is the whole conversation. ``start`` must be a
     cut of the sent text (``retokenize.prefix.prefix_cut``), so the tail's tokens
-    are the whole prompt's from there. Each ``split`` is memoised: the render of
-    the whole conversation is string work proportional to its length.
+    are the whole prompt's from there. Each ``split`` and the last ``render`` are
+    memoised: the render of the whole conversation is string work proportional to
+    its length.
     """
 
     def __init__(self, inner: AppendLayout, start: int) -> None:
@@ -163,6 +174,7 @@ class TailLayout:
         self.inner = inner
         self.start = start
         self._splits: dict[tuple[str | None, str], tuple[str, str]] = {}
+        self._last: tuple[tuple[str | None, str, str], RenderedPrompt] | None = None
 
     @property
     def name(self) -> str:
@@ -180,8 +192,19 @@ class TailLayout:
         return self._splits[key]
 
     def render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
+        key = (system, context, question)
+        if self._last is not None and self._last[0] == key:  # verified, then confirmed
+            return self._last[1]
+        rendered = self._render(system=system, context=context, question=question)
+        self._last = (key, rendered)
+        return rendered
+
+    def _render(self, *, system: str | None, context: str, question: str) -> RenderedPrompt:
         whole = self.inner.render(system=system, context=context, question=question)
-        if not whole.text.startswith(self.inner.sent_text):
+        # the render is the split's prefix + context + suffix (checked): a prefix that
+        # keeps the sent text answers for the whole text
+        prefix = self.inner.split(system=system, question=question)[0]
+        if not self.inner.keeps_sent(prefix) and not whole.text.startswith(self.inner.sent_text):
             raise _rewrite_error(
                 self.inner.chat_format, self.inner.sent_text, whole.text, "the new message"
             )

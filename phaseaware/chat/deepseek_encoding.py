@@ -21,11 +21,22 @@ assistant where the dialect's rule says so.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from phaseaware.caches import register_cache
+from phaseaware.caches import BoundedCache, register_cache
+from phaseaware.chat.deepseek_turns import TOOL_RESULT_CLOSE as TOOL_RESULT_CLOSE
+from phaseaware.chat.deepseek_turns import TOOL_RESULT_OPEN as TOOL_RESULT_OPEN
+from phaseaware.chat.deepseek_turns import (
+    _call_order,
+    _drop_thinking,
+    _last_user,
+    _sort_tool_results,
+    _Turn,
+    _turns,
+)
 from phaseaware.chat.errors import MessageContentError
 from phaseaware.chat.messages import Message, ToolCall, check_roles, check_tool_results
 from phaseaware.chat.settings import (
@@ -38,8 +49,6 @@ __all__ = ["Dialect", "DeepSeekFormat", "tools_prompt", "to_json"]
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
-TOOL_RESULT_OPEN = "<tool_result>"
-TOOL_RESULT_CLOSE = "</tool_result>"
 DSML = "｜DSML｜"
 _ATTRIBUTE_BREAKERS = ('"', "<", ">", "\n")  # not allowed in DSML name="..." values
 
@@ -123,77 +132,6 @@ register_cache(
     clear=_CALL_TEXT.clear,
     bound=f"{_CALL_TEXT_MAX} entries, oldest dropped",
 )
-
-
-@dataclass(frozen=True)
-class _Turn:
-    role: str  # system, developer, user, assistant, latest_reminder
-    message: Message | None = None  # None: a user turn (blocks) or the synthesised system
-    blocks: tuple[tuple[str, str | None], ...] = ()  # (text, tool_call_id or None)
-    schemas: bool = False  # the tool schemas and response format attach here
-    reasoning: bool = True  # False: dropped by drop_thinking
-
-
-def _block(message: Message) -> tuple[str, str | None]:
-    if message.role == "tool":
-        return TOOL_RESULT_OPEN + message.content + TOOL_RESULT_CLOSE, message.tool_call_id or ""
-    return message.content, None
-
-
-def _turns(messages: Sequence[Message], *, attach: bool) -> list[_Turn]:
-    first_system = next((i for i, m in enumerate(messages) if m.role == "system"), None)
-    turns: list[_Turn] = []
-    if attach and first_system is None:
-        turns.append(_Turn(role="system", schemas=True))
-    for i, message in enumerate(messages):
-        if message.role in ("user", "tool"):
-            if turns and turns[-1].role == "user":
-                turns[-1] = replace(turns[-1], blocks=(*turns[-1].blocks, _block(message)))
-            else:
-                turns.append(_Turn(role="user", blocks=(_block(message),)))
-        else:
-            turns.append(
-                _Turn(role=message.role, message=message, schemas=attach and i == first_system)
-            )
-    return _sort_tool_results(turns)
-
-
-def _sort_tool_results(turns: list[_Turn]) -> list[_Turn]:
-    order: dict[str, int] = {}
-    out = []
-    for turn in turns:
-        if turn.role == "assistant" and turn.message is not None and turn.message.tool_calls:
-            order = {c.id: i for i, c in enumerate(turn.message.tool_calls) if c.id}
-        results = [b for b in turn.blocks if b[1] is not None]
-        if turn.role == "user" and len(results) > 1 and order:
-            ranked = iter(sorted(results, key=lambda b: order.get(b[1] or "", 0)))
-            turn = replace(
-                turn, blocks=tuple(next(ranked) if b[1] is not None else b for b in turn.blocks)
-            )
-        out.append(turn)
-    return out
-
-
-def _last_user(turns: Sequence[_Turn], dialect: Dialect) -> int:
-    for i in range(len(turns) - 1, -1, -1):
-        role = turns[i].role
-        if role in ("user", "developer") or (
-            dialect.mid_system_opens_turn and role == "system" and i > 0
-        ):
-            return i
-    return -1
-
-
-def _drop_thinking(turns: list[_Turn], dialect: Dialect) -> list[_Turn]:
-    last = _last_user(turns, dialect)
-    out = []
-    for i, turn in enumerate(turns):
-        if i >= last or turn.role in ("user", "system", "latest_reminder"):
-            out.append(turn)
-        elif turn.role == "assistant":
-            out.append(replace(turn, reasoning=False))
-        # a developer turn before the last user turn is left out
-    return out
 
 
 class DeepSeekFormat:
@@ -321,33 +259,142 @@ class DeepSeekFormat:
         Raises :class:`~phaseaware.chat.errors.ToolResultError` for a tool message
         that answers no tool call and :class:`MessageContentError` for an empty
         developer message (the encoder refuses it).
+
+        Incremental: where ``messages`` extend a conversation rendered recently with
+        the same settings (an agent's conversation, one message more each step), the
+        text up to that conversation's last turn is reused and only the turns from
+        there are rendered (the same text as a whole render: each turn's text
+        depends on the turn, the next turn's role and whether it closes the prompt;
+        where it depends on more, the whole conversation is rendered).
         """
-        check_roles(messages, chat_format=self.name, roles=self.supported_roles)
-        check_tool_results(messages)
-        for i, message in enumerate(messages):
-            if message.role == "developer" and not message.content:
+        settings = self.settings
+        attach = bool(settings.tools) or settings.response_format is not None
+        messages = tuple(messages)
+        incremental = not (self.thinking and self.drop_thinking)
+        key = self._render_key()
+        best = self._remembered(key, messages) if incremental else None
+        # a remembered prefix passed these checks: only the messages after it are checked
+        done = 0 if best is None else len(best.messages)
+        check_roles(messages, chat_format=self.name, roles=self.supported_roles, start=done)
+        since = next((i for i in range(done - 1, 0, -1) if messages[i].role != "tool"), 0)
+        check_tool_results(messages, start=since)
+        for i in range(done, len(messages)):
+            if messages[i].role == "developer" and not messages[i].content:
                 raise MessageContentError(
                     f"message {i}: a developer message needs content ({self.name} refuses an "
                     "empty one); write its text, or leave the message out"
                 )
-        settings = self.settings
-        attach = bool(settings.tools) or settings.response_format is not None
-        turns = _turns(messages, attach=attach)
-        if self.thinking and self.drop_thinking:
-            turns = _drop_thinking(turns, self.dialect)
-        last_user = _last_user(turns, self.dialect)
-        parts = [self.dialect.bos]
-        for i, turn in enumerate(turns):
-            if i == 0 and self.thinking:
-                preamble = self._preamble
-                if self.dialect.system is not None and (preamble or turn.role == "system"):
-                    parts.append(self.dialect.system)
-                parts.append(preamble)
-            elif i == 0 and turn.role == "system" and self.dialect.system is not None:
+        if self.thinking and self.drop_thinking:  # the last user turn reaches back: whole
+            turns = _drop_thinking(
+                _sort_tool_results(_turns(messages, attach=attach)[0]), self.dialect
+            )
+            last_user = _last_user(turns, self.dialect)
+            pieces = [
+                self._piece(i, turns, add_generation_prompt, last_user) for i in range(len(turns))
+            ]
+            return self.dialect.bos + "".join(pieces)
+        rendered = (best and self._extend(best, messages, attach)) or self._whole(messages, attach)
+        turns, firsts, starts, head, order = rendered
+        tail = [
+            self._piece(i, turns, add_generation_prompt, -1) for i in range(len(starts), len(turns))
+        ]
+        offsets = list(starts)
+        at = len(head)
+        for piece in tail[:-1]:
+            offsets.append(at)
+            at += len(piece)
+        text = head + "".join(tail)
+        if turns:  # kept for the next call: everything but the last turn's text
+            for turn in turns[len(starts) : -1]:
+                order = _call_order(turn, order)
+            _RENDERS.put(
+                (key, len(messages), hash(messages[-1])),
+                _Rendered(messages, tuple(turns), tuple(firsts), tuple(offsets), text[:at], order),
+            )
+        return text
+
+    def _render_key(self) -> tuple[object, ...]:
+        return (type(self), self.dialect, self._preamble, self.thinking, self.drop_thinking,
+                self._schemas())  # fmt: skip
+
+    def _whole(
+        self, messages: tuple[Message, ...], attach: bool
+    ) -> tuple[list[_Turn], list[int], list[int], str, dict[str, int]]:
+        """Turns, their first messages, no piece reused, the head text (BOS)."""
+        turns, firsts = _turns(messages, attach=attach)
+        return _sort_tool_results(turns), firsts, [], self.dialect.bos, {}
+
+    def _remembered(
+        self, key: tuple[object, ...], messages: tuple[Message, ...]
+    ) -> _Rendered | None:
+        """The remembered render of the longest prefix of ``messages`` (2+ messages)."""
+        keys = [k for k in _RENDERS.snapshot_keys() if k[0] == key and 1 < k[1] <= len(messages)]
+        for cached_key in sorted(keys, key=lambda k: -k[1]):  # longest first
+            found = _RENDERS.get(cached_key)
+            n = cached_key[1]
+            if (
+                found is not None
+                and messages[n - 1] == found.messages[-1]  # the likeliest difference first
+                and messages[:n] == found.messages  # identical items compare fast
+            ):
+                return found
+        return None
+
+    def _extend(
+        self, best: _Rendered, messages: tuple[Message, ...], attach: bool
+    ) -> tuple[list[_Turn], list[int], list[int], str, dict[str, int]] | None:
+        """``best`` (a remembered render of a prefix of ``messages``) extended: its turns
+        before its last one (their text kept, ``head``), the turns from there recomputed."""
+        last = len(best.turns) - 1  # rendered again: its text depends on what follows
+        first_system = next((i for i, m in enumerate(best.messages) if m.role == "system"), None)
+        if last < 1 or (attach and first_system is None):
+            return None  # the first turn's text, or schemas a later system message carries
+        order = best.order
+        tail, firsts = _turns(
+            messages, attach=attach, first_system=first_system, start=best.firsts[last]
+        )
+        turns = [*best.turns[:last], *_sort_tool_results(tail, order)]
+        return turns, [*best.firsts[:last], *firsts], list(best.starts), best.text, order
+
+    def _piece(
+        self, i: int, turns: Sequence[_Turn], add_generation_prompt: bool, last_user: int
+    ) -> str:
+        """Turn ``i``'s text: its head (the first turn's), body and any assistant opener."""
+        parts = []
+        turn = turns[i]
+        if i == 0 and self.thinking:
+            preamble = self._preamble
+            if self.dialect.system is not None and (preamble or turn.role == "system"):
                 parts.append(self.dialect.system)
-            parts.append(self._body(i, turn, not self.drop_thinking or i > last_user))
-            closing = i + 1 == len(turns)
-            if self._opens_turn(i, turns) and (add_generation_prompt or not closing):
-                thinks = self.thinking and (not self.drop_thinking or i >= last_user)
-                parts.append(self.dialect.assistant + (THINK_OPEN if thinks else THINK_CLOSE))
+            parts.append(preamble)
+        elif i == 0 and turn.role == "system" and self.dialect.system is not None:
+            parts.append(self.dialect.system)
+        parts.append(self._body(i, turn, not self.drop_thinking or i > last_user))
+        closing = i + 1 == len(turns)
+        if self._opens_turn(i, turns) and (add_generation_prompt or not closing):
+            thinks = self.thinking and (not self.drop_thinking or i >= last_user)
+            parts.append(self.dialect.assistant + (THINK_OPEN if thinks else THINK_CLOSE))
         return "".join(parts)
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """A render kept for the next call: ``text`` is every turn's but the last one's;
+    ``starts[i]``: where turn ``i``'s text starts (turns before the last)."""
+
+    messages: tuple[Message, ...]
+    turns: tuple[_Turn, ...]
+    firsts: tuple[int, ...]  # the message each turn starts at
+    starts: tuple[int, ...]
+    text: str
+    order: dict[str, int]  # the tool-call order before the last turn
+
+
+# by settings, length and last message: a layout renders one conversation with several
+# contents in its last message (a sentinel, stand-ins, the context)
+_RENDERS: BoundedCache[tuple[tuple[object, ...], int, int], _Rendered] = BoundedCache(
+    max_entries=32,
+    max_bytes=64 << 20,
+    size_of=lambda _, entry: sys.getsizeof(entry.text),
+    name="chat.deepseek renders",
+)

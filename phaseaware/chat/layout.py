@@ -174,10 +174,7 @@ class ConversationLayout:
             return
         if self._own_controls is None:
             stand_ins = [
-                replace(
-                    m.with_content(BREAK if parts else ""),
-                    reasoning_content=BREAK if m.reasoning_content else m.reasoning_content,
-                )
+                _stand_in(m, bool(parts))
                 for m, parts in zip(self.template.messages, self.template.parts, strict=True)
             ]
             self._own_controls = self.scanner.count(self.render_text(stand_ins))
@@ -238,6 +235,27 @@ class ConversationLayout:
             context_end=len(prefix) + len(context),
             messages=tuple(m.to_openai() for m in filled) if self.chat_format.chat else None,
         )
+
+
+# stand-ins by message object (the entry holds it, so its id is not reused meanwhile): an
+# agent's conversation, parsed to the same objects each step, is not copied again
+_STAND_INS: BoundedCache[tuple[int, bool], tuple[Message, Message]] = BoundedCache(
+    max_entries=4096, name="chat.layout stand-in messages"
+)
+
+
+def _stand_in(message: Message, has_text: bool) -> Message:
+    """``message`` with :data:`BREAK` for its text and reasoning where they are non-empty."""
+    key = (id(message), has_text)
+    known = _STAND_INS.get(key)
+    if known is not None and known[0] is message:
+        return known[1]
+    stand_in = replace(
+        message.with_content(BREAK if has_text else ""),
+        reasoning_content=BREAK if message.reasoning_content else message.reasoning_content,
+    )
+    _STAND_INS.put(key, (message, stand_in))
+    return stand_in
 
 
 def conversation_layout(

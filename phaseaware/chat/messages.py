@@ -34,13 +34,15 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Literal, cast
 
+from phaseaware.caches import BoundedCache
 from phaseaware.chat.errors import (
     DuplicateSlotError,
     MessageContentError,
     MissingSlotError,
-    ToolResultError,
     UnknownRoleError,
 )
+from phaseaware.chat.message_checks import check_roles as check_roles
+from phaseaware.chat.message_checks import check_tool_results as check_tool_results
 
 __all__ = [
     "ROLES",
@@ -215,12 +217,66 @@ def parse_message(raw: Mapping[str, Any] | Message, *, index: int = 0) -> Messag
 
 
 def parse_messages(raw: Sequence[Mapping[str, Any] | Message]) -> tuple[Message, ...]:
-    """Every message of ``raw`` parsed (see :func:`parse_message`); at least one."""
+    """Every message of ``raw`` parsed (see :func:`parse_message`); at least one.
+
+    A dict parsed before (equal in every field that :func:`parse_message` reads) gives
+    the same :class:`Message` object again, without decoding its tool calls anew: an
+    agent resends the whole conversation each step."""
     if isinstance(raw, str | bytes | Mapping) or not isinstance(raw, Sequence) or not raw:
         raise MessageContentError(
             'messages must be a non-empty list of {"role": ..., "content": ...} objects'
         )
-    return tuple(parse_message(m, index=i) for i, m in enumerate(raw))
+    return tuple(_parse_known(m, i) for i, m in enumerate(raw))
+
+
+_PARSED: BoundedCache[tuple[object, ...], Message] = BoundedCache(
+    max_entries=4096,
+    max_bytes=64 << 20,
+    size_of=lambda key, _: sum(len(v) for v in key if isinstance(v, str)) + 200,
+    name="chat.parsed messages",
+)
+
+
+def _memo_key(raw: Mapping[str, Any]) -> tuple[object, ...] | None:
+    """Every field :func:`parse_message` reads, as a hashable key (``None``: a shape the
+    memo does not take; the message is parsed, and refused where it is wrong)."""
+    if not raw.keys() <= _KNOWN_KEYS:
+        return None
+    get = raw.get
+    key: tuple[object, ...] = (
+        get("role"), get("content"), get("tool_call_id"), get("name"),
+        get("reasoning_content"), get("reasoning"),
+    )  # fmt: skip
+    for value in key:
+        if value is not None and type(value) is not str:
+            return None
+    calls = get("tool_calls")
+    if calls:
+        if type(calls) is not list:
+            return None
+        for call in calls:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if not isinstance(function, Mapping):
+                return None
+            values = (call.get("id"), function.get("name"), function.get("arguments", "{}"))
+            for value in values:
+                if value is not None and type(value) is not str:
+                    return None
+            key += values
+    return key
+
+
+def _parse_known(raw: Mapping[str, Any] | Message, index: int) -> Message:
+    if isinstance(raw, Message) or not isinstance(raw, Mapping):
+        return parse_message(raw, index=index)
+    key = _memo_key(raw)
+    if key is None:
+        return parse_message(raw, index=index)
+    known = _PARSED.get(key)
+    if known is None:
+        known = parse_message(raw, index=index)
+        _PARSED.put(key, known)
+    return known
 
 
 class Placeholder(Enum):
@@ -349,37 +405,3 @@ def parse_conversation(raw: Sequence[Mapping[str, Any] | Message]) -> Conversati
     counts = [(i, p.count(Placeholder.CONTEXT)) for i, p in enumerate(parts)]
     _check_slots([(i, n) for i, n in counts if n])
     return replace(ConversationTemplate.from_parts(messages, parts), messages=messages)
-
-
-def check_tool_results(messages: Sequence[Message]) -> None:
-    """Each tool message answers a call of the assistant turn before it.
-
-    Consecutive tool messages answer that turn's calls in order, at most one per
-    call. Raises :class:`ToolResultError` naming the message. Formats whose
-    encoders require this (``deepseek-v4``) call it before rendering.
-    """
-    calls = 0  # calls of the current assistant turn not yet answered
-    for i, message in enumerate(messages):
-        if message.role == "assistant":
-            calls = len(message.tool_calls)
-        elif message.role == "tool":
-            if calls == 0:
-                raise ToolResultError(
-                    f"message {i} is a tool result, but no unanswered tool call precedes it; "
-                    "put it after an assistant message with tool_calls, or send the text as "
-                    'a "user" message'
-                )
-            calls -= 1
-        else:
-            calls = 0
-
-
-def check_roles(messages: Sequence[Message], *, chat_format: str, roles: frozenset[str]) -> None:
-    """Raise :class:`UnknownRoleError` for a message whose role ``chat_format`` cannot render."""
-    for i, message in enumerate(messages):
-        if message.role not in roles:
-            hint = "system" if message.role == "developer" else "user"
-            raise UnknownRoleError(
-                f"message {i} has role {message.role!r}, which chat format {chat_format!r} "
-                f"does not render; use role {hint}, or chat format deepseek-v4 or deepseek-v4.1"
-            )

@@ -27,7 +27,9 @@ Policy ``"refuse"`` raises :class:`ControlTokenError` instead.
 
 from __future__ import annotations
 
+import bisect
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -49,6 +51,23 @@ __all__ = [
 ]
 
 BREAK = "\u00b7"
+_SCAN_MEMO_MIN = 4096  # texts this long: their scan is remembered to resume from
+_SCAN_MEMO_ENTRIES = 8
+_SCAN_MEMO_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """A finished scan of ``text``: ``found`` matches; it started at ``resumed_at`` (the
+    matches before it not listed), then found the matches ``starts[i]:ends[i]``."""
+
+    text: str
+    found: int
+    resumed_at: int
+    starts: list[int]
+    ends: list[int]
+
+
 CONTROL_POLICIES = ("neutralize", "refuse")
 
 
@@ -126,6 +145,13 @@ class ControlScanner:
         self._first = re.compile("[" + "".join(map(re.escape, firsts)) + "]") if firsts else None
         self._ids: dict[tuple[str, str], frozenset[int]] = {}
         self._partials: tuple[frozenset[str], frozenset[str], int] | None = None
+        # recent long scans, to resume a text that starts with one (keyed cheaply; the
+        # prefix is checked on the text itself)
+        self._scans: BoundedCache[tuple[int, str], _Scan] = BoundedCache(
+            max_entries=_SCAN_MEMO_ENTRIES,
+            max_bytes=_SCAN_MEMO_BYTES,
+            size_of=lambda _, scan: sys.getsizeof(scan.text) + 16 * len(scan.starts),
+        )
 
     def _partial_sets(self) -> tuple[frozenset[str], frozenset[str], int]:
         """(proper prefixes, proper suffixes, longest control string), built once."""
@@ -174,14 +200,54 @@ class ControlScanner:
             pos = candidate.start() + 1
 
     def count(self, text: str) -> int:
-        """Non-overlapping occurrences of control strings in ``text`` (longest first)."""
+        """Non-overlapping occurrences of control strings in ``text`` (longest first).
+
+        A long text that starts with one counted recently (an agent's conversation,
+        resent with one more message each step) is scanned from near the end of that
+        one: the scan's state there is remembered (:meth:`_resume`), so the cost is
+        the new text's, and the count is the same as a scan from the start."""
         if self._pattern is None:
             return 0
-        found, pos = 0, 0
+        found, pos = self._resume(text)
+        resumed_at = pos
+        starts: list[int] = []
+        ends: list[int] = []
         while (match := self._search(text, pos)) is not None:
             found += 1
             pos = match.end()
+            starts.append(match.start())
+            ends.append(pos)
+        if len(text) >= _SCAN_MEMO_MIN:
+            self._scans.put((len(text), text[:64]), _Scan(text, found, resumed_at, starts, ends))
         return found
+
+    def _resume(self, text: str) -> tuple[int, int]:
+        """(matches so far, position) at which a scan of ``text`` may start instead of 0:
+        where a remembered scan of the longest remembered prefix of ``text`` stood at
+        ``limit`` = that prefix's length - the longest control string. Each match
+        decision before ``limit`` read characters of that prefix only, so a scan of
+        ``text`` makes the same ones; a match starting before ``limit`` may end after
+        it (the scan resumes at its end)."""
+        if len(text) < _SCAN_MEMO_MIN:
+            return 0, 0
+        best: _Scan | None = None
+        for key in self._scans.snapshot_keys():
+            scan = self._scans.get(key)
+            if (
+                scan is not None
+                and len(scan.text) <= len(text)
+                and (best is None or len(scan.text) > len(best.text))
+                and text.startswith(scan.text)
+            ):
+                best = scan
+        if best is None:
+            return 0, 0
+        limit = len(best.text) - self._partial_sets()[2]
+        if limit <= best.resumed_at:  # that scan's own starting state holds for text too
+            return best.found - len(best.starts), best.resumed_at
+        k = bisect.bisect_left(best.starts, limit)  # its matches starting before limit
+        found = best.found - len(best.starts) + k
+        return found, max(limit, best.ends[k - 1]) if k else limit
 
     def first(self, text: str, *, where: str) -> Neutralized | None:
         """The first control string in ``text`` (``None``: there is none); never raises."""
