@@ -13,6 +13,8 @@ def check_extras(args: argparse.Namespace) -> None:
     """Optional modules this run needs, checked before it starts (not after an hour)."""
     from phaseaware.extras import require_extra
 
+    if args.emit_lm_eval_task:  # writes probes for lm-eval to run: no model, no statistics
+        return
     if args.plot and not args.plan:
         require_extra(modules=("matplotlib",), extra="plot", what="--plot")
     if not args.emit_batch:  # the statistics (and --plan's power) come from scipy

@@ -75,6 +75,14 @@ def test_no_server_is_one_line(name, tmp_path):
     ],
 )
 def test_a_missing_package_is_one_line_naming_its_install(name, module, install, tmp_path):
+    # the example's other packages must be there, so the blocked one is the first it misses
+    needed = {
+        "langchain_rag": ("langchain_core", "langchain_openai", "rank_bm25"),
+        "langchain_agent": ("langchain.agents", "langchain_openai", "rank_bm25"),
+        "llama_index_rag": ("llama_index.core", "llama_index.llms.openai_like", "rank_bm25"),
+        "llama_index_agent": ("llama_index.core", "llama_index.postprocessor.phaseaware"),
+    }[name]
+    _needs(*(m for m in needed if m != module))
     code, err = _run(name, block=(module,), tmp_path=tmp_path)
     assert code == 1
     assert err.count("\n") == 1, err

@@ -26,6 +26,7 @@ from phaseaware.errors import ControlTokenError
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import ControlScanner, scanner_for
+from tests.support.optional import SMOLLM2_GGUF, needs_smollm2
 from tests.unit.chat.test_chat_properties import SMOLLM2, _v3_tokenizer
 
 
@@ -48,6 +49,8 @@ def _tokenizer(name: str) -> Tokenizer:
         if key == "hf":
             _TOKENIZERS[key] = _v3_tokenizer()
         elif key == "chatml":
+            if SMOLLM2_GGUF is None:
+                pytest.skip(needs_smollm2.kwargs["reason"])
             _TOKENIZERS[key] = load_tokenizer(SMOLLM2)
         else:
             _TOKENIZERS[key] = load_tokenizer("deepseek-v4")
