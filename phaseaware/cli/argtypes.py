@@ -13,12 +13,27 @@ import argparse
 import math
 from collections.abc import Callable
 
+from phaseaware.limits import MAX_PERIOD
+
 __all__ = [
     "fraction",
     "integer",
     "number",
+    "period_or_auto",
     "seconds",
 ]
+
+
+def period_or_auto(text: str) -> int | None:
+    """``--period``: an integer in ``[1, MAX_PERIOD]``, or ``auto`` (None: detect it)."""
+    if text == "auto":
+        return None
+    try:
+        return integer(1, MAX_PERIOD)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer in [1, {MAX_PERIOD}] or 'auto', got {text[:40]!r}"
+        ) from None
 
 
 def integer(low: int, high: int) -> Callable[[str], int]:

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from phaseaware.cli.argtypes import fraction, integer, number, seconds
+from phaseaware.cli.argtypes import fraction, integer, number, period_or_auto, seconds
 from phaseaware.cli.calibrate_checks import check_extras, check_paths
 from phaseaware.cli.flags import add_chat_format
 from phaseaware.limits import MAX_PERIOD, MAX_TOKENS
@@ -35,17 +35,6 @@ from phaseaware.limits import MAX_PERIOD, MAX_TOKENS
 NAME = "calibrate"
 HELP = "Measure a model's accuracy by key residue and write its profile."
 DEFAULT_FOLDER = Path("phaseaware-profiles")
-
-
-def _period(text: str) -> int | None:
-    if text == "auto":
-        return None
-    try:
-        return integer(1, MAX_PERIOD)(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer in [1, {MAX_PERIOD}] or 'auto', got {text[:40]!r}"
-        ) from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--period",
-        type=_period,
+        type=period_or_auto,
         default=8,
         help="residue period N, or 'auto' to detect it (default 8)",
     )

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from phaseaware.cli.argtypes import integer, number, seconds
+from phaseaware.cli.argtypes import integer, number, period_or_auto, seconds
 from phaseaware.cli.flags import add_chat_format
 from phaseaware.limits import MAX_PERIOD
 
@@ -25,17 +25,6 @@ NAME = "score"
 HELP = "Score an eval log (lm-eval, RULER, HELMET, NIAH, JSONL) by key residue."
 
 FORMAT_NAMES = ("lm-eval", "ruler", "helmet", "niah", "jsonl")
-
-
-def _period(text: str) -> int | None:
-    if text == "auto":
-        return None
-    try:
-        return integer(1, MAX_PERIOD)(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer in [1, {MAX_PERIOD}] or 'auto', got {text[:40]!r}"
-        ) from None
 
 
 def _regex(text: str) -> re.Pattern[str]:
@@ -97,7 +86,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--question", help="niah: the retrieval question asked (default: the harness's)")
     add(
         "--period",
-        type=_period,
+        type=period_or_auto,
         default=8,
         help="residue period, or 'auto' to detect it as calibrate does (default 8)",
     )
