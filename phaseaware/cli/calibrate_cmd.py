@@ -27,9 +27,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from phaseaware.cli.argtypes import fraction, integer, number, period_or_auto, seconds
+from phaseaware.cli.argtypes import fraction, integer, number, period_or_auto
 from phaseaware.cli.calibrate_checks import check_extras, check_paths
-from phaseaware.cli.flags import add_chat_format
+from phaseaware.cli.flags import add_chat_format, add_openai_backend
 from phaseaware.limits import MAX_PERIOD, MAX_TOKENS
 
 NAME = "calibrate"
@@ -137,32 +137,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "N offsets is found as period N (e.g. 2)",
     )
     add("--price-per-million", type=number(0.0, 1e6), help="--plan: price per million tokens")
-    add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
-    add(
-        "--api-key-file",
-        help="--backend openai: read the API key from this file (else PHASEAWARE_API_KEY "
-        "or OPENAI_API_KEY)",
-    )
-    add("--api-key", help="--backend openai: API key (visible to other users: prefer the env)")
-    add("--endpoint", choices=("chat", "completions"), default="chat", help="openai endpoint")
-    add(
-        "--concurrency",
-        type=integer(1, 1024),
-        default=4,
-        help="--backend openai: requests in flight",
-    )
-    add(
-        "--timeout",
-        type=seconds(),
-        default=60.0,
-        help="--backend openai: seconds per HTTP attempt, connect to last byte (default 60)",
-    )
-    add(
-        "--max-retries",
-        type=integer(0, 100),
-        default=5,
-        help="--backend openai: retries of 408/409/429/5xx/timeouts per request (default 5)",
-    )
+    add_openai_backend(parser, concurrency_help="--backend openai: requests in flight")
     add(
         "--prompt-token-offset",
         type=int,  # check_position_offset in run(): [0, MAX_POSITION_OFFSET], exit 1

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from phaseaware.cli.argtypes import fraction, integer, seconds
-from phaseaware.cli.flags import add_chat_format
+from phaseaware.cli.argtypes import fraction, integer
+from phaseaware.cli.flags import add_chat_format, add_openai_backend
 from phaseaware.limits import MAX_TOKENS
 
 NAME = "compare"
@@ -60,18 +60,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--fresh", action="store_true", help="discard the log and start over")
     add("--json", action="store_true", help="print one JSON document")
     add("--plot", help="save accuracy and evidence-residue charts (needs matplotlib)")
-    add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
-    add("--api-key-file", help="--backend openai: read the API key from this file")
-    add("--api-key", help="--backend openai: API key (visible to other users: prefer the env)")
-    add("--endpoint", choices=("chat", "completions"), default="chat", help="openai endpoint")
-    add(
-        "--concurrency",
-        type=integer(1, 1024),
-        default=4,
-        help="requests in flight (questions sent together; default 4)",
+    add_openai_backend(
+        parser, concurrency_help="requests in flight (questions sent together; default 4)"
     )
-    add("--timeout", type=seconds(), default=60.0, help="seconds per HTTP attempt")
-    add("--max-retries", type=integer(0, 100), default=5, help="HTTP retries per request")
     add(
         "--prompt-token-offset",
         type=int,

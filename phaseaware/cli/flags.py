@@ -2,14 +2,17 @@
 
 ``--chat-format F`` names the chat format (``none``, ``chatml``, ``hf``,
 ``deepseek-v4``, ``deepseek-v4.1``, or a registered one) everywhere;
-``--trust-profiles`` accepts profile files other users can write.
+``--trust-profiles`` accepts profile files other users can write; the HTTP backend's
+flags (``--base-url`` … ``--max-retries``) are the same on ``calibrate`` and ``compare``.
 """
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_chat_format", "add_trust_flag"]
+from phaseaware.cli.argtypes import integer, seconds
+
+__all__ = ["add_chat_format", "add_openai_backend", "add_trust_flag"]
 
 
 def add_chat_format(parser: argparse.ArgumentParser, *, help: str, required: bool = False) -> None:
@@ -27,4 +30,30 @@ def add_trust_flag(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="use profile files that other users can write (group/world-writable file or "
         "folder); same as PHASEAWARE_TRUST_PROFILES=1",
+    )
+
+
+def add_openai_backend(parser: argparse.ArgumentParser, *, concurrency_help: str) -> None:
+    """The flags of ``--backend openai`` (an OpenAI-compatible server, official client)."""
+    add = parser.add_argument
+    add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
+    add(
+        "--api-key-file",
+        help="--backend openai: read the API key from this file (else PHASEAWARE_API_KEY "
+        "or OPENAI_API_KEY)",
+    )
+    add("--api-key", help="--backend openai: API key (visible to other users: prefer the env)")
+    add("--endpoint", choices=("chat", "completions"), default="chat", help="openai endpoint")
+    add("--concurrency", type=integer(1, 1024), default=4, help=concurrency_help)
+    add(
+        "--timeout",
+        type=seconds(),
+        default=60.0,
+        help="--backend openai: seconds per HTTP attempt, connect to last byte (default 60)",
+    )
+    add(
+        "--max-retries",
+        type=integer(0, 100),
+        default=5,
+        help="--backend openai: retries of 408/409/429/5xx/timeouts per request (default 5)",
     )
