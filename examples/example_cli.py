@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from phaseaware.extras import install_line
+
 # import name -> the command that installs it, from a clone of the repository
 INSTALL = {
     "langchain": 'pip install -e "integrations/langchain[agents]"',
@@ -20,14 +22,9 @@ INSTALL = {
     "llama_index": "pip install -e integrations/llama-index",
     "llama_index.llms.openai_like": "pip install llama-index-llms-openai-like",
     "rank_bm25": "pip install rank-bm25",
-    "openai": 'pip install -e ".[openai]"',
-    "torch": (
-        "pip install --extra-index-url https://download.pytorch.org/whl/cpu torch==2.13.0 "
-        '-e ".[reference]"'
-    ),
-    "transformers": 'pip install -e ".[reference]"',
-    "safetensors": 'pip install -e ".[reference]"',
-    "uvicorn": 'pip install -e ".[reference]"',
+    # phaseaware's own extras: the command phaseaware itself prints for them
+    "openai": install_line("openai"),
+    **dict.fromkeys(("torch", "transformers", "safetensors", "uvicorn"), install_line("reference")),
 }
 
 
