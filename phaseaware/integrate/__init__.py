@@ -17,6 +17,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    the one rule for missing scores and duplicate ids (see :mod:`.records`).
 4. :func:`placement_report` (``AssemblyResult.to_dict()`` plus each record's index
    and id) and :func:`placed_records` to map the result back to its framework objects.
+   A compressor, which sees no messages, calls :func:`fixed_prompt` once and
+   :meth:`FixedPrompt.compress` per call instead (:mod:`.compress`).
 5. after the model call, :func:`check_usage` (or :func:`check_raw_usage` on a raw
    OpenAI-style response, :class:`UsagePlans` for a callback; see :mod:`.checks`) (planned vs reported prompt tokens; the
    fix names the adapter's own parameter) and :func:`rendered_tokens` for messages
@@ -88,6 +90,12 @@ from phaseaware.integrate.checks import (
     then_last,
     then_last_async,
     tools_fix,
+)
+from phaseaware.integrate.compress import (
+    SUMMARY_KEYS,
+    CompressedRecord,
+    FixedPrompt,
+    fixed_prompt,
 )
 from phaseaware.integrate.inputs import (
     CONTEXT_VARIABLE,
@@ -176,6 +184,10 @@ __all__ = [
     "resolve_target",
     "stale_reason",
     "CONTEXT_VARIABLE",
+    "SUMMARY_KEYS",
+    "CompressedRecord",
+    "FixedPrompt",
+    "fixed_prompt",
     "PlanSent",
     "TargetArgs",
     "TargetOptions",

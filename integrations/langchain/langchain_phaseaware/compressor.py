@@ -1,18 +1,9 @@
 """``PhaseAwareCompressor``: the drop-in path for ``ContextualCompressionRetriever``.
 
-A compressor sees documents and the query, never the prompt, so it is told what surrounds
-them: the text before (``prefix``, BOS and chat markers included) or its token count
-(``prefix_tokens``), the text after (``suffix``) and the separator. It returns NEW
-documents in the planned order: pad + original text (the last also carries the context's
-tail); ``metadata["phaseaware"]`` holds the placement and a summary.
-
-Exact when the final prompt is ``prefix + "\n\n".join(page_contents) + suffix`` byte for
-byte (documents inserted unchanged, in the returned order, ``document_prompt=
-"{page_content}"``), and with ``prefix_tokens`` the prefix's last token does not merge with
-the first document (true after a special token or newline). Otherwise (templates that
-add text per document, reordering, another chat format on the server) the order is still
-phase-aware and the positions are estimates; :class:`~langchain_phaseaware.PhaseAwarePrompt`
-is the exact path.
+It sees documents and the query, never the prompt, so it is told the text around them
+(:mod:`phaseaware.integrate.compress`). When the result is exact, and when positions are
+estimates, is in the package README; :class:`~langchain_phaseaware.PhaseAwarePrompt` is the
+exact path.
 """
 
 from __future__ import annotations
@@ -26,33 +17,16 @@ from langchain_core.documents.compressor import BaseDocumentCompressor
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from langchain_phaseaware.convert import SCORE_KEYS, document_records
-from langchain_phaseaware.prompt import placement_report
-from phaseaware.errors import PhaseawareError, VerificationError
+from phaseaware.errors import PhaseawareError
 from phaseaware.integrate import (
-    APPEND_OPTIONS,
     CHUNK_SEPARATOR,
     AssemblyRequest,
-    FixedLayout,
-    Target,
-    assemble_records,
+    FixedPrompt,
     check_fixed_prompt,
-    placed_records,
-    resolve_target,
+    fixed_prompt,
 )
 
 __all__ = ["PhaseAwareCompressor"]
-
-_SUMMARY_KEYS = (
-    "token_count",
-    "expected_accuracy",
-    "naive_expected_accuracy",
-    "padding_tokens",
-    "profile",
-    "period",
-    "position_offset",
-    "tokenizer",
-    "dropped",
-)
 
 
 class PhaseAwareCompressor(BaseDocumentCompressor):
@@ -74,8 +48,7 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
     evidence_key: str | None = Field("evidence", description="metadata key of the evidence")
     metadata_key: str = Field("phaseaware", description="metadata key of the report")
 
-    _target: Target = PrivateAttr()
-    _layout: FixedLayout = PrivateAttr()
+    _fixed: FixedPrompt = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         check_fixed_prompt(  # before pydantic, so the caller gets phaseaware's typed errors
@@ -89,21 +62,14 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             raise next((c for c in typed if isinstance(c, PhaseawareError)), exc) from None
 
     def model_post_init(self, context: Any) -> None:
-        target = resolve_target(
-            AssemblyRequest(
-                tokenizer=self.tokenizer,
-                chat_format=None,
-                profile=self.profile,
-                budget_tokens=self.budget_tokens,
-                options=self.options,
-            ),
-            endpoint=self.endpoint,
-            default_options=APPEND_OPTIONS,  # a restated block is no document's
-        )
-        if self.prefix_tokens is not None:  # the prefix's tokens come after the server's
-            target = target.after_prefix(self.prefix_tokens)
-        self._target = target
-        self._layout = FixedLayout(self.prefix or "", self.suffix)
+        request = AssemblyRequest(
+            tokenizer=self.tokenizer, chat_format=None, profile=self.profile,
+            budget_tokens=self.budget_tokens, options=self.options,
+        )  # fmt: skip
+        self._fixed = fixed_prompt(
+            request, endpoint=self.endpoint, prefix=self.prefix, prefix_tokens=self.prefix_tokens,
+            suffix=self.suffix, separator=self.separator,
+        )  # fmt: skip
 
     def compress_documents(
         self,
@@ -116,28 +82,11 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
         records = document_records(
             documents, score_keys=self.score_keys, evidence_key=self.evidence_key
         )
-        if not records:
-            return []
-        result = assemble_records(records, target=self._target, layout=self._layout, question=query)
-        report = placement_report(result, documents)
-        placed = placed_records(result, report)
-        texts = [p.segment.text for p in placed]
-        joined = CHUNK_SEPARATOR.join(texts)
-        if not result.context.startswith(joined):
-            raise VerificationError(
-                "the assembled context is not its documents joined by the separator; "
-                "report this as a phaseaware bug"
-            )
-        if texts:
-            texts[-1] += result.context[len(joined) :]  # end pad / restated evidence
-        summary = {key: report[key] for key in _SUMMARY_KEYS}
-        summary["exact_prefix"] = self.prefix is not None
-        if result.robust is not None:  # an offset set: no single residue is known
-            summary["robust"] = report["robust"]
+        ids = [d.id for d in documents]
         out = []
-        for text, p in zip(texts, placed, strict=True):
-            original = documents[p.index]
-            metadata = dict(original.metadata)
-            metadata[self.metadata_key] = {"placement": p.placement, "assembly": summary}
-            out.append(Document(page_content=text, metadata=metadata, id=original.id))
+        for c in self._fixed.compress(records, ids=ids, question=query):
+            original = documents[c.index]
+            report = {"placement": c.placement, "assembly": c.summary}
+            metadata = {**original.metadata, self.metadata_key: report}
+            out.append(Document(page_content=c.text, metadata=metadata, id=original.id))
         return out
