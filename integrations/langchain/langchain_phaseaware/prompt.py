@@ -17,12 +17,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 
-from langchain_phaseaware.convert import (
-    SCORE_KEYS,
-    document_records,
-    message_dicts,
-    tool_schemas,
-)
+from langchain_phaseaware.convert import SCORE_KEYS, document_records, message_dicts, tool_schemas
 from phaseaware import AssemblyResult
 from phaseaware.errors import InputError
 from phaseaware.integrate import (
@@ -58,19 +53,11 @@ class PlacedPrompt:
 class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
     """A prompt step that places retrieved documents where the model reads them reliably.
 
-    ``prompt``: a ``ChatPromptTemplate`` with ``{context}`` once; ``tokenizer``: a spec or
-    object; ``chat_format``: how the server renders messages (``deepseek-v4``, ``chatml``,
-    ``hf``, ``none``); ``profile``: a model name, profile path, ``Profile`` or ``None``;
-    ``budget_tokens``: the whole prompt. ``position_offset``: tokens the server adds
-    before the prompt; ``endpoint``: a ``probe-endpoint`` record (its offset, or offset set).
-    ``tools``: the tools the model is bound with (planned where the format renders them).
-    ``settings``/``thinking``: the chat settings planned with (bind them:
-    ``llm.bind(**prompt.model_kwargs())``); ``state_settings=False``: the record's default.
-
-    Input: ``question``, ``documents`` (``Document`` list; score from ``score_keys``,
-    evidence from ``evidence_key``) and the template's variables. Output: a
-    ``ChatPromptValue`` that renders to exactly the verified prompt. Async runs the
-    CPU-bound assembly in LangChain's default executor.
+    ``prompt``: a ``ChatPromptTemplate`` with ``{context}`` once; ``tools``: the tools the
+    model is bound with; the target arguments: :class:`phaseaware.integrate.TargetArgs`.
+    Input: ``question``, ``documents`` (score from ``score_keys``, evidence from
+    ``evidence_key``) and the template's variables. Output: a ``ChatPromptValue`` that
+    renders to exactly the verified prompt (details: the package README).
     """
 
     def __init__(

@@ -1,9 +1,7 @@
 """``PhaseAwareUsageCheck``: the server's prompt token count against the rendered prompt.
 
-A callback handler: on a chat model's start it hands the messages (and bound tools) to
-the kit's :class:`~phaseaware.integrate.UsagePlans`, on its end the server's count
-(``usage_metadata["input_tokens"]``, else ``llm_output["token_usage"]["prompt_tokens"]``)
-and identity; the kit checks them (:func:`phaseaware.integrate.check_usage`).
+A callback: the kit's :class:`~phaseaware.integrate.UsagePlans` renders each chat model
+call's messages (and bound tools) at its start and checks the count the response reports.
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ from phaseaware.integrate import (
     rendered_tokens,
     resolve_target,
 )
+from phaseaware.integrate import reported_prompt_tokens as usage_prompt_tokens
 
 __all__ = ["PhaseAwareUsageCheck", "reported_prompt_tokens", "planned_prompt_tokens"]
 
@@ -45,27 +44,24 @@ def _messages(response: LLMResult) -> list[BaseMessage]:
 
 
 def reported_prompt_tokens(response: LLMResult) -> int | None:
-    """The server's prompt token count in ``response`` (``None``: it sent none; a stream
-    reports it on its final chunk, merged into the message's usage)."""
+    """The server's prompt token count in ``response``: an ``AIMessage``'s
+    ``usage_metadata["input_tokens"]`` (a stream's final chunk, merged), else
+    ``llm_output["token_usage"]["prompt_tokens"]``; ``None``: it sent none."""
     for message in _messages(response):
         usage = message.usage_metadata if isinstance(message, AIMessage) else None
         if usage is not None and "input_tokens" in usage:
             return int(usage["input_tokens"])
-    value = ((response.llm_output or {}).get("token_usage") or {}).get("prompt_tokens")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return usage_prompt_tokens({"usage": (response.llm_output or {}).get("token_usage")})
 
 
 class PhaseAwareUsageCheck(BaseCallbackHandler):
     """Compare ``usage.prompt_tokens`` with the rendered prompt on every chat model call.
 
-    The target arguments as for ``PhaseAwarePrompt`` (``position_offset``, ``endpoint``,
-    ``thinking``/``settings``/``state_settings``): the offset (or a varying record's
-    offsets) is expected. ``on_mismatch``: ``"warn"`` (default), ``"raise"``
+    The target arguments as ``PhaseAwarePrompt``'s; the offset (or a varying record's
+    offsets) is expected. ``on_mismatch``: ``"warn"``, ``"raise"``
     (``PromptTokenDriftError``) or ``"ignore"``; ``on_check``: called with each
-    ``UsageCheck``. A response without usage is not checked (stream with
-    ``stream_usage=True``). Bound tools are planned where the format renders them, else
-    refused unless ``tool_schemas="not_rendered"``. Pass it as ``config={"callbacks":
-    [check]}``.
+    ``UsageCheck``; ``tool_schemas="not_rendered"``: the server writes no bound tools
+    into the prompt. Pass it as ``config={"callbacks": [check]}`` (details: the README).
     """
 
     raise_error = True  # let PromptTokenDriftError reach the caller when on_mismatch="raise"
@@ -118,10 +114,8 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         self._plans.drop(run_id)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        found = [served_identity(m.response_metadata) for m in _messages(response)]
-        model, fingerprint = next(
-            (f for f in found if f != (None, None)), served_identity(response.llm_output)
-        )
+        found = [*(m.response_metadata for m in _messages(response)), response.llm_output]
+        model, fingerprint = next((i for i in map(served_identity, found) if any(i)), (None, None))
         self._plans.end(
             run_id, reported_tokens=reported_prompt_tokens(response), served_model=model,
             system_fingerprint=fingerprint,
