@@ -1,9 +1,7 @@
 """langchain-phaseaware: token-exact, phase-aware context assembly for LangChain.
 
-:class:`PhaseAwarePrompt` (the exact path; ``.with_report()``), :class:`PhaseAwareMiddleware`
-(``create_agent``; extra ``agents``), :class:`PhaseAwareCompressor`,
-:class:`PhaseAwareUsageCheck` (a callback) and :class:`PhaseAwareReorder`. Names load
-lazily: ``import langchain_phaseaware`` loads neither ``langchain`` nor a tokenizer.
+Names load on first use: ``import langchain_phaseaware`` loads neither ``langchain`` nor a
+tokenizer. What each component does: the package README.
 """
 
 from __future__ import annotations
@@ -12,17 +10,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-
-_EXPORTS: dict[str, str] = {
-    "PhaseAwarePrompt": "langchain_phaseaware.prompt",
-    "PhaseAwarePromptWithReport": "langchain_phaseaware.prompt",
-    "placement_report": "langchain_phaseaware.prompt",
-    "PhaseAwareMiddleware": "langchain_phaseaware.middleware",
-    "PhaseAwareCompressor": "langchain_phaseaware.compressor",
-    "PhaseAwareReorder": "langchain_phaseaware.reorder",
-    "PhaseAwareUsageCheck": "langchain_phaseaware.usage",
-    "document_chunks": "langchain_phaseaware.convert",
-}
 
 __all__ = [
     "PhaseAwareCompressor",
@@ -36,24 +23,31 @@ __all__ = [
     "placement_report",
 ]
 
+_MODULES = {  # submodule -> the public names it defines
+    "convert": ("document_chunks",),
+    "documents": ("PhaseAwareCompressor", "PhaseAwareReorder"),
+    "middleware": ("PhaseAwareMiddleware",),
+    "prompt": ("PhaseAwarePrompt", "PhaseAwarePromptWithReport", "placement_report"),
+    "usage": ("PhaseAwareUsageCheck",),
+}
+
 if TYPE_CHECKING:  # pragma: no cover
-    from langchain_phaseaware.compressor import PhaseAwareCompressor
     from langchain_phaseaware.convert import document_chunks
+    from langchain_phaseaware.documents import PhaseAwareCompressor, PhaseAwareReorder
     from langchain_phaseaware.middleware import PhaseAwareMiddleware
     from langchain_phaseaware.prompt import (
         PhaseAwarePrompt,
         PhaseAwarePromptWithReport,
         placement_report,
     )
-    from langchain_phaseaware.reorder import PhaseAwareReorder
     from langchain_phaseaware.usage import PhaseAwareUsageCheck
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    module = next((m for m, names in _MODULES.items() if name in names), None)
     if module is None:
         raise AttributeError(f"module 'langchain_phaseaware' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 def __dir__() -> list[str]:

@@ -1,11 +1,9 @@
 """``PhaseAwareMiddleware`` for ``langchain.agents.create_agent`` (extra ``agents``).
 
-Before each model call the kit's agent step (:mod:`phaseaware.integrate.agent`, the same
-as LlamaIndex's ``PhaseAwareAgentLLM``) aligns the newest tool result (its documents: the
-tool's ``artifact`` when that is a list of ``Document``) by
-:func:`phaseaware.assemble_append`. The aligned message replaces the original in the
-agent state (same id, via a ``Command``), so later calls resend its planned bytes; its
-``response_metadata["phaseaware"]`` holds the placement report.
+Before each model call the kit's agent step (:mod:`phaseaware.integrate.agent`) aligns the
+newest tool result (its documents: the tool's ``artifact`` when that is a list of
+``Document``). The aligned message replaces the original in the agent state (same id, via
+a ``Command``); its ``response_metadata["phaseaware"]`` holds the placement report.
 """
 
 from __future__ import annotations
@@ -75,9 +73,8 @@ def _documents(message: ToolMessage) -> list[Document] | None:
 class PhaseAwareMiddleware(AgentMiddleware):
     """Align the newest tool result before each model call (see the module docstring).
 
-    The assembly arguments as ``PhaseAwarePrompt``'s (``budget_tokens``: the whole
-    conversation); ``message_template``, ``document_separator``, ``tool_names``,
-    ``tool_role``, ``tool_schemas``: the kit's ``AgentPolicy``. ``check_usage``: what a
+    The target arguments as ``PhaseAwarePrompt``'s (``budget_tokens``: the whole
+    conversation); the agent-step ones: the kit's ``AgentPolicy``. ``check_usage``: what a
     usage mismatch after an aligned call does (``"warn"``, ``"raise"``, ``"ignore"``).
     """
 

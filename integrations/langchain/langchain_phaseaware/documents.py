@@ -1,9 +1,12 @@
-"""``PhaseAwareCompressor``: the drop-in path for ``ContextualCompressionRetriever``.
+"""Drop-ins over a retrieved ``Document`` list: :class:`PhaseAwareCompressor` (for
+``ContextualCompressionRetriever``) and :class:`PhaseAwareReorder` (for ``LongContextReorder``).
 
-It sees documents and the query, never the prompt, so it is told the text around them
-(:mod:`phaseaware.integrate.compress`). When the result is exact, and when positions are
-estimates, is in the package README; :class:`~langchain_phaseaware.PhaseAwarePrompt` is the
-exact path.
+The compressor sees documents and the query, never the prompt, so it is told the text around
+them (:mod:`phaseaware.integrate.compress`); when it is exact, and when positions are only
+estimates: the package README (:class:`~langchain_phaseaware.PhaseAwarePrompt` is the exact
+path). The reorder returns the same documents, none dropped or changed, in the kit's order
+(:func:`phaseaware.integrate.reorder_records`); relevance: the first of ``score_keys`` in the
+metadata, else retrieval order.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
-from langchain_core.documents import Document
+from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from langchain_phaseaware.convert import SCORE_KEYS, document_records
 from phaseaware.errors import PhaseawareError
@@ -24,9 +27,11 @@ from phaseaware.integrate import (
     FixedPrompt,
     check_fixed_prompt,
     fixed_prompt,
+    reorder_profile,
+    reorder_records,
 )
 
-__all__ = ["PhaseAwareCompressor"]
+__all__ = ["PhaseAwareCompressor", "PhaseAwareReorder"]
 
 
 class PhaseAwareCompressor(BaseDocumentCompressor):
@@ -90,3 +95,29 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             metadata = {**original.metadata, self.metadata_key: report}
             out.append(Document(page_content=c.text, metadata=metadata, id=original.id))
         return out
+
+
+class PhaseAwareReorder(BaseDocumentTransformer, BaseModel):
+    """Reorder documents: lost in the middle without a profile, phase-aware with one."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    profile: Any = Field(
+        default=None,
+        description="a model name, profile path or Profile; None: lost in the middle",
+    )
+    score_keys: tuple[str, ...] = Field(SCORE_KEYS, description="metadata keys of the score")
+
+    _profile: Any = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self._profile = reorder_profile(self.profile)  # a bad name fails here, not per call
+
+    def transform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
+        """``documents`` in context order, as a new list of the same objects."""
+        records = document_records(documents, score_keys=self.score_keys, evidence_key=None)
+        order = reorder_records(records, profile=self._profile, what="documents")
+        return [documents[i] for i in order]
