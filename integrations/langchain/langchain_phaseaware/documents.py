@@ -77,10 +77,7 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
         )  # fmt: skip
 
     def compress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """New documents in the planned order; those the budget cannot hold are left out
         (the summary's ``dropped``)."""
@@ -103,8 +100,7 @@ class PhaseAwareReorder(BaseDocumentTransformer, BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     profile: Any = Field(
-        default=None,
-        description="a model name, profile path or Profile; None: lost in the middle",
+        default=None, description="a model name, profile path or Profile; None: lost in the middle"
     )
     score_keys: tuple[str, ...] = Field(SCORE_KEYS, description="metadata keys of the score")
 

@@ -106,8 +106,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self._dicts = MessageMemo(message_dict, lambda m: m.content)
 
     def align(
-        self,
-        request: ModelRequest,
+        self, request: ModelRequest
     ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:
         """The request to send, the aligned tool message (``None``: none) and its assembly;
         ``request`` and its messages are unchanged."""
@@ -147,10 +146,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         return request.override(messages=view, model_settings=settings), aligned, step.result
 
     def _finish(
-        self,
-        response: ModelResponse,
-        aligned: ToolMessage | None,
-        result: AssemblyResult | None,
+        self, response: ModelResponse, aligned: ToolMessage | None, result: AssemblyResult | None
     ) -> ModelResponse | ExtendedModelResponse:
         if aligned is None or result is None:
             return response
@@ -168,17 +164,13 @@ class PhaseAwareMiddleware(AgentMiddleware):
         )
 
     def wrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], ModelResponse],
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
         sent, aligned, result = self.align(request)
         return self._finish(handler(sent), aligned, result)
 
     async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
         """As ``wrap_model_call``; the CPU-bound assembly runs in the default executor."""
         sent, aligned, result = await run_in_executor(None, self.align, request)
