@@ -102,6 +102,13 @@ from phaseaware.integrate.inputs import (
     check_context_variable,
     template_inputs,
 )
+from phaseaware.integrate.readers import (
+    EVIDENCE_KEY,
+    SCORE_KEYS,
+    content_text,
+    metadata_record,
+    tool_call_dict,
+)
 from phaseaware.integrate.records import (
     CHUNK_ID_PREFIX,
     SourceRecord,
@@ -184,6 +191,11 @@ __all__ = [
     "resolve_target",
     "stale_reason",
     "CONTEXT_VARIABLE",
+    "EVIDENCE_KEY",
+    "SCORE_KEYS",
+    "content_text",
+    "metadata_record",
+    "tool_call_dict",
     "SUMMARY_KEYS",
     "CompressedRecord",
     "FixedPrompt",

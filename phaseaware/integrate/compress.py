@@ -68,7 +68,9 @@ class FixedPrompt:
         for the report. ``VerificationError`` if the context is not the texts joined."""
         if not records:
             return []
-        result = assemble_records(records, target=self.target, layout=self.layout, question=question)
+        result = assemble_records(
+            records, target=self.target, layout=self.layout, question=question
+        )
         report = placement_report(result, ids)
         placed = placed_records(result, report)
         texts = [p.segment.text for p in placed]

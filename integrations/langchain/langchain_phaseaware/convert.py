@@ -19,7 +19,17 @@ from langchain_core.messages import (
 
 from phaseaware import Chunk
 from phaseaware.errors import InputError
-from phaseaware.integrate import ROLES, SourceRecord, record_chunks
+from phaseaware.integrate import (
+    EVIDENCE_KEY,
+    ROLES,
+    SCORE_KEYS,
+    SourceRecord,
+    content_text,
+    metadata_record,
+    record_chunks,
+    reported_identity,
+    tool_call_dict,
+)
 
 __all__ = [
     "SCORE_KEYS",
@@ -32,14 +42,12 @@ __all__ = [
     "tool_schemas",
 ]
 
-SCORE_KEYS = ("score", "relevance_score")
-
 
 def document_records(
     documents: object,
     *,
     score_keys: Sequence[str] = SCORE_KEYS,
-    evidence_key: str | None = "evidence",
+    evidence_key: str | None = EVIDENCE_KEY,
 ) -> list[SourceRecord]:
     """One record per document (score: the first of ``score_keys`` in the metadata)."""
     if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
@@ -54,14 +62,16 @@ def document_records(
                 f"documents[{index}] is a {type(doc).__name__}; pass langchain_core Document "
                 "objects (a retriever's output)"
             )
-        metadata = {} if doc.metadata is None else doc.metadata  # None: forced past pydantic
-        if not isinstance(metadata, Mapping):
-            raise InputError(
-                f"documents[{index}].metadata is a {type(metadata).__name__}; pass a dict (or none)"
-            )
-        score = next((metadata[k] for k in score_keys if metadata.get(k) is not None), None)
-        evidence = metadata.get(evidence_key) if evidence_key is not None else None
-        records.append(SourceRecord(doc.page_content, score, doc.id, evidence))
+        records.append(
+            metadata_record(
+                doc.page_content,
+                doc.metadata,
+                id=doc.id,
+                score_keys=score_keys,
+                evidence_key=evidence_key,
+                where=f"documents[{index}]",
+            )  # fmt: skip
+        )
     return records
 
 
@@ -69,7 +79,7 @@ def document_chunks(
     documents: Sequence[Document],
     *,
     score_keys: Sequence[str] = SCORE_KEYS,
-    evidence_key: str | None = "evidence",
+    evidence_key: str | None = EVIDENCE_KEY,
 ) -> list[Chunk]:
     """One chunk per document, ids ``doc-<index>`` (the kit's rules)."""
     records = document_records(documents, score_keys=score_keys, evidence_key=evidence_key)
@@ -78,33 +88,14 @@ def document_chunks(
 
 def message_text(message: BaseMessage, index: int) -> str:
     """The message's text; list content must consist of text parts only."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    texts: list[str] = []
-    for part in content:
-        if isinstance(part, str):
-            texts.append(part)
-        elif isinstance(part, Mapping) and part.get("type") == "text":
-            texts.append(str(part.get("text", "")))
-        else:
-            raise InputError(
-                f"message {index} holds a non-text content part ({part!r}); only text can be "
-                "placed exactly: send images and files in a message without {context}"
-            )
-    return "".join(texts)
+    return content_text(message.content, where=f"message {index}")
 
 
 def _tool_calls(message: AIMessage) -> list[dict[str, Any]]:
     return [
-        {
-            "id": call.get("id"),
-            "type": "function",
-            "function": {
-                "name": call["name"],
-                "arguments": json.dumps(call.get("args", {}), ensure_ascii=False),
-            },
-        }
+        tool_call_dict(
+            call.get("id"), call["name"], json.dumps(call.get("args", {}), ensure_ascii=False)
+        )
         for call in message.tool_calls
     ]
 
@@ -148,8 +139,4 @@ def served_identity(metadata: Mapping[str, Any] | None) -> tuple[str | None, str
     if not isinstance(metadata, Mapping):
         return None, None
     model = metadata.get("model_name", metadata.get("model"))
-    fingerprint = metadata.get("system_fingerprint")
-    return (
-        model if isinstance(model, str) and model else None,
-        fingerprint if isinstance(fingerprint, str) and fingerprint else None,
-    )
+    return reported_identity({**metadata, "model": model})
