@@ -12,8 +12,10 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    :class:`AgentPolicy` (see :mod:`.agent`: the whole agent-step policy).
 3. per call, its retrieved items as :class:`SourceRecord` values (text, score or
    ``None``, its own id, evidence), then :func:`conversation` (its messages as a
-   layout) and :func:`assemble_records`, or, in agent loops, :func:`append_records`
-   (which is :func:`phaseaware.assemble_append` itself). :func:`record_chunks` holds
+   layout; a framework that formats its own template: :func:`slot_marker` and
+   :func:`fill_slot`, :mod:`.slot`) and :func:`assemble_records`, or, in agent loops,
+   :func:`append_records` (which is :func:`phaseaware.assemble_append` itself);
+   :mod:`.readers` reads message content, tool calls and metadata. :func:`record_chunks` holds
    the one rule for missing scores and duplicate ids (see :mod:`.records`).
 4. :func:`placement_report` (``AssemblyResult.to_dict()`` plus each record's index
    and id) and :func:`placed_records` to map the result back to its framework objects.
@@ -124,6 +126,7 @@ from phaseaware.integrate.report import (
     stale_reason,
 )
 from phaseaware.integrate.sent import PlanSent, carried_plan, replan_warning
+from phaseaware.integrate.slot import FilledSlot, fill_slot, slot_marker
 from phaseaware.integrate.target import (
     APPEND_OPTIONS,
     Target,
@@ -191,6 +194,9 @@ __all__ = [
     "resolve_target",
     "stale_reason",
     "CONTEXT_VARIABLE",
+    "FilledSlot",
+    "fill_slot",
+    "slot_marker",
     "EVIDENCE_KEY",
     "SCORE_KEYS",
     "content_text",

@@ -19,6 +19,7 @@ from collections.abc import (
 )
 from typing import Any, TypeVar
 
+from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
 from phaseaware.endpoints import UsageCheck, reported_prompt_tokens
 from phaseaware.errors import InputError
 from phaseaware.integrate.agent import TOOL_SCHEMA_POLICIES, ToolSchemas
@@ -71,7 +72,11 @@ def require_chat(target: Target, *, who: str = "an agent sends messages") -> Non
 
 
 def check_fixed_prompt(
-    *, prefix: str | None, prefix_tokens: int | None, separator: str, chunk_separator: str
+    *,
+    prefix: str | None,
+    prefix_tokens: int | None,
+    separator: str,
+    chunk_separator: str = CHUNK_SEPARATOR,
 ) -> None:
     """A caller that sees no messages states the text around the documents: exactly one of
     ``prefix`` / ``prefix_tokens``, and phaseaware's own separator (else not exact)."""

@@ -105,10 +105,7 @@ def fixed_prompt(
     resolved once. ``request`` has no chat format; without its ``options`` nothing is
     restated (a restated block is no record's); the endpoint record's offset comes
     before ``prefix_tokens`` (:meth:`Target.after_prefix`)."""
-    check_fixed_prompt(
-        prefix=prefix, prefix_tokens=prefix_tokens, separator=separator,
-        chunk_separator=CHUNK_SEPARATOR,
-    )  # fmt: skip
+    check_fixed_prompt(prefix=prefix, prefix_tokens=prefix_tokens, separator=separator)
     target = resolve_target(request, endpoint=endpoint, default_options=APPEND_OPTIONS)
     if prefix_tokens is not None:  # the prefix's tokens come after the server's
         target = target.after_prefix(prefix_tokens)

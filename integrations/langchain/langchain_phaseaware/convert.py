@@ -17,19 +17,11 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+import phaseaware.integrate as kit
 from phaseaware import Chunk
 from phaseaware.errors import InputError
-from phaseaware.integrate import (
-    EVIDENCE_KEY,
-    ROLES,
-    SCORE_KEYS,
-    SourceRecord,
-    content_text,
-    metadata_record,
-    record_chunks,
-    reported_identity,
-    tool_call_dict,
-)
+
+SCORE_KEYS = kit.SCORE_KEYS  # metadata keys of the score, first found wins
 
 __all__ = [
     "SCORE_KEYS",
@@ -47,8 +39,8 @@ def document_records(
     documents: object,
     *,
     score_keys: Sequence[str] = SCORE_KEYS,
-    evidence_key: str | None = EVIDENCE_KEY,
-) -> list[SourceRecord]:
+    evidence_key: str | None = kit.EVIDENCE_KEY,
+) -> list[kit.SourceRecord]:
     """One record per document (score: the first of ``score_keys`` in the metadata)."""
     if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
         raise InputError(
@@ -63,7 +55,7 @@ def document_records(
                 "objects (a retriever's output)"
             )
         records.append(
-            metadata_record(
+            kit.metadata_record(
                 doc.page_content,
                 doc.metadata,
                 id=doc.id,
@@ -79,21 +71,21 @@ def document_chunks(
     documents: Sequence[Document],
     *,
     score_keys: Sequence[str] = SCORE_KEYS,
-    evidence_key: str | None = EVIDENCE_KEY,
+    evidence_key: str | None = kit.EVIDENCE_KEY,
 ) -> list[Chunk]:
     """One chunk per document, ids ``doc-<index>`` (the kit's rules)."""
     records = document_records(documents, score_keys=score_keys, evidence_key=evidence_key)
-    return record_chunks(records, what="documents")
+    return kit.record_chunks(records, what="documents")
 
 
 def message_text(message: BaseMessage, index: int) -> str:
     """The message's text; list content must consist of text parts only."""
-    return content_text(message.content, where=f"message {index}")
+    return kit.content_text(message.content, where=f"message {index}")
 
 
 def _tool_calls(message: AIMessage) -> list[dict[str, Any]]:
     return [
-        tool_call_dict(
+        kit.tool_call_dict(
             call.get("id"), call["name"], json.dumps(call.get("args", {}), ensure_ascii=False)
         )
         for call in message.tool_calls
@@ -114,7 +106,7 @@ def message_dict(message: BaseMessage, index: int = 0) -> dict[str, Any]:
         return out
     if isinstance(message, ToolMessage):
         return {"role": "tool", "content": text, "tool_call_id": message.tool_call_id}
-    if isinstance(message, ChatMessage) and message.role in ROLES:
+    if isinstance(message, ChatMessage) and message.role in kit.ROLES:
         return {"role": message.role, "content": text}
     raise InputError(
         f"message {index} is a {type(message).__name__} (type {message.type!r}); use system, "
@@ -139,4 +131,4 @@ def served_identity(metadata: Mapping[str, Any] | None) -> tuple[str | None, str
     if not isinstance(metadata, Mapping):
         return None, None
     model = metadata.get("model_name", metadata.get("model"))
-    return reported_identity({**metadata, "model": model})
+    return kit.reported_identity({**metadata, "model": model})

@@ -19,17 +19,9 @@ from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+import phaseaware.integrate as kit
 from langchain_phaseaware.convert import SCORE_KEYS, document_records
 from phaseaware.errors import PhaseawareError
-from phaseaware.integrate import (
-    CHUNK_SEPARATOR,
-    AssemblyRequest,
-    FixedPrompt,
-    check_fixed_prompt,
-    fixed_prompt,
-    reorder_profile,
-    reorder_records,
-)
 
 __all__ = ["PhaseAwareCompressor", "PhaseAwareReorder"]
 
@@ -46,19 +38,19 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
     prefix: str | None = Field(None, description="the exact prompt text before the documents")
     prefix_tokens: int | None = Field(None, description="or only its token count")
     suffix: str = Field("", description="the exact prompt text after the documents")
-    separator: str = Field(CHUNK_SEPARATOR, description="what joins the documents")
+    separator: str = Field(kit.CHUNK_SEPARATOR, description="what joins the documents")
     options: Any = Field(None, description="AssemblyOptions or a dict of its fields")
     endpoint: Any = Field(None, description="an endpoint record: its offset (set) is used")
     score_keys: tuple[str, ...] = Field(SCORE_KEYS, description="metadata keys of the score")
     evidence_key: str | None = Field("evidence", description="metadata key of the evidence")
     metadata_key: str = Field("phaseaware", description="metadata key of the report")
 
-    _fixed: FixedPrompt = PrivateAttr()
+    _fixed: kit.FixedPrompt = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
-        check_fixed_prompt(  # before pydantic, so the caller gets phaseaware's typed errors
+        kit.check_fixed_prompt(  # before pydantic, so the caller gets phaseaware's typed errors
             prefix=data.get("prefix"), prefix_tokens=data.get("prefix_tokens"),
-            separator=data.get("separator", CHUNK_SEPARATOR), chunk_separator=CHUNK_SEPARATOR,
+            separator=data.get("separator", kit.CHUNK_SEPARATOR),
         )  # fmt: skip
         try:
             super().__init__(**data)
@@ -67,11 +59,11 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             raise next((c for c in typed if isinstance(c, PhaseawareError)), exc) from None
 
     def model_post_init(self, context: Any) -> None:
-        request = AssemblyRequest(
+        request = kit.AssemblyRequest(
             tokenizer=self.tokenizer, chat_format=None, profile=self.profile,
             budget_tokens=self.budget_tokens, options=self.options,
         )  # fmt: skip
-        self._fixed = fixed_prompt(
+        self._fixed = kit.fixed_prompt(
             request, endpoint=self.endpoint, prefix=self.prefix, prefix_tokens=self.prefix_tokens,
             suffix=self.suffix, separator=self.separator,
         )  # fmt: skip
@@ -108,12 +100,12 @@ class PhaseAwareReorder(BaseDocumentTransformer, BaseModel):
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        self._profile = reorder_profile(self.profile)  # a bad name fails here, not per call
+        self._profile = kit.reorder_profile(self.profile)  # a bad name fails here, not per call
 
     def transform_documents(
         self, documents: Sequence[Document], **kwargs: Any
     ) -> Sequence[Document]:
         """``documents`` in context order, as a new list of the same objects."""
         records = document_records(documents, score_keys=self.score_keys, evidence_key=None)
-        order = reorder_records(records, profile=self._profile, what="documents")
+        order = kit.reorder_records(records, profile=self._profile, what="documents")
         return [documents[i] for i in order]

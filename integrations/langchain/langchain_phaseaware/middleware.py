@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.runnables.config import run_in_executor
 from langgraph.types import Command
 
+import phaseaware.integrate as kit
 from langchain_phaseaware.convert import (
     SCORE_KEYS,
     document_records,
@@ -31,21 +32,10 @@ from langchain_phaseaware.convert import (
     tool_schemas,
 )
 from phaseaware import AssemblyResult
-from phaseaware.integrate import (
-    REPORT_KEY,
-    AgentPolicy,
-    MessageMemo,
-    TargetArgs,
-    align_step,
-    check_on_mismatch,
-    check_usage,
-    require_chat,
-    step_index,
-    target_of,
-    tools_fix,
-)
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
+
+REPORT_KEY = kit.REPORT_KEY  # the aligned tool message's metadata key holding its report
 
 
 def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[AnyMessage]:
@@ -89,21 +79,21 @@ class PhaseAwareMiddleware(AgentMiddleware):
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         message_template: str = "{context}",
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
-        **target: Unpack[TargetArgs],
+        **target: Unpack[kit.TargetArgs],
     ) -> None:
         super().__init__()
-        self.policy = AgentPolicy(
+        self.policy = kit.AgentPolicy(
             message_template=message_template, document_separator=document_separator,
             tool_names=frozenset(tool_names) if tool_names is not None else None,
             tool_role=tool_role, tool_schemas=tool_schemas,
         )  # fmt: skip
-        self.check_usage = check_on_mismatch(check_usage, name="check_usage")
-        self.target = target_of(target)
-        require_chat(self.target)
+        self.check_usage = kit.check_on_mismatch(check_usage, name="check_usage")
+        self.target = kit.target_of(target)
+        kit.require_chat(self.target)
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
         self._warned = [False]
-        self._dicts = MessageMemo(message_dict, lambda m: m.content)
+        self._dicts = kit.MessageMemo(message_dict, lambda m: m.content)
 
     def align(
         self, request: ModelRequest
@@ -118,7 +108,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         system = [request.system_message] if request.system_message is not None else []
         dicts = self._dicts.dicts([*system, *messages])
         everything = [*system, *messages]
-        index = step_index(
+        index = kit.step_index(
             dicts,
             policy=self.policy,
             aligned=lambda i: REPORT_KEY in everything[i].response_metadata,
@@ -134,9 +124,9 @@ class PhaseAwareMiddleware(AgentMiddleware):
                 documents, score_keys=self.score_keys, evidence_key=self.evidence_key
             )
             ids = [d.id for d in documents]
-        step = align_step(
+        step = kit.align_step(
             self.target, self.policy, messages=dicts, index=index, records=records, ids=ids,
-            tools=tool_schemas(request.tools), fix=tools_fix("PhaseAwareMiddleware"),
+            tools=tool_schemas(request.tools), fix=kit.tools_fix("PhaseAwareMiddleware"),
         )  # fmt: skip
         if step is None:
             return unchanged, None, None
@@ -154,7 +144,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         usage = reply.usage_metadata if reply is not None else None
         if reply is not None and usage is not None and "input_tokens" in usage:
             model, fingerprint = served_identity(reply.response_metadata)
-            check_usage(
+            kit.check_usage(
                 self.target, planned_tokens=result.token_count,
                 reported_tokens=int(usage["input_tokens"]), on_mismatch=self.check_usage,
                 served_model=model, system_fingerprint=fingerprint,

@@ -6,7 +6,6 @@ random sentinel for ``context`` where the kit splits it (braces in variables sta
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack, cast
@@ -17,25 +16,17 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 
+import phaseaware.integrate as kit
 from langchain_phaseaware.convert import SCORE_KEYS, document_records, message_dicts, tool_schemas
 from phaseaware import AssemblyResult
 from phaseaware.errors import InputError
-from phaseaware.integrate import (
-    TargetArgs,
-    assemble_records,
-    check_context_variable,
-    conversation,
-    target_of,
-    template_inputs,
-)
-from phaseaware.integrate import placement_report as kit_report
 
 __all__ = ["PhaseAwarePrompt", "PhaseAwarePromptWithReport", "PlacedPrompt", "placement_report"]
 
 
 def placement_report(result: AssemblyResult, documents: Sequence[Document]) -> dict[str, Any]:
     """:func:`phaseaware.integrate.placement_report` with each placement's ``Document.id``."""
-    return kit_report(result, [d.id for d in documents])
+    return kit.placement_report(result, [d.id for d in documents])
 
 
 @dataclass(frozen=True)
@@ -69,16 +60,16 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         score_keys: Sequence[str] = SCORE_KEYS,
         evidence_key: str | None = "evidence",
         tools: Sequence[Any] | None = None,
-        **target: Unpack[TargetArgs],
+        **target: Unpack[kit.TargetArgs],
     ) -> None:
         if not isinstance(prompt, ChatPromptTemplate):
             raise InputError(
                 f"prompt must be a langchain ChatPromptTemplate, got {type(prompt).__name__}; "
                 "build one with ChatPromptTemplate.from_messages([...])"
             )
-        check_context_variable(prompt.input_variables)
+        kit.check_context_variable(prompt.input_variables)
         self.prompt = prompt
-        self.target = target_of(target).with_tools(tool_schemas(tools))
+        self.target = kit.target_of(target).with_tools(tool_schemas(tools))
         self.question_key = question_key
         self.documents_key = documents_key
         self.score_keys = tuple(score_keys)
@@ -99,22 +90,21 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
 
     def place(self, inputs: Mapping[str, Any]) -> PlacedPrompt:
         """Assemble once; the messages and the assembly behind them."""
-        sentinel = f"PHASEAWARE_CONTEXT_{uuid.uuid4().hex}"
-        variables = template_inputs(
+        marker = kit.slot_marker()
+        variables = kit.template_inputs(
             inputs, variables=self.prompt.input_variables, question_key=self.question_key,
             documents_key=self.documents_key, who="PhaseAwarePrompt",
         )  # fmt: skip
-        formatted = self.prompt.format_messages(**variables, context=sentinel)
-        layout = conversation(self.target, message_dicts(formatted), slot_marker=sentinel)
-        question = inputs[self.question_key]
+        formatted = self.prompt.format_messages(**variables, context=marker)
+        layout = kit.conversation(self.target, message_dicts(formatted), slot_marker=marker)
         raw = inputs[self.documents_key]
         records = document_records(raw, score_keys=self.score_keys, evidence_key=self.evidence_key)
-        result = assemble_records(records, target=self.target, layout=layout, question=question)
-        slot = layout.slot_index
-        filled = layout.filled(context=result.context, question=question)
+        slot = kit.fill_slot(
+            layout, records, target=self.target, question=inputs[self.question_key]
+        )
         out = list(formatted)
-        out[slot] = formatted[slot].model_copy(update={"content": filled[slot].content})
-        return PlacedPrompt(ChatPromptValue(messages=out), result, tuple(raw))
+        out[slot.index] = formatted[slot.index].model_copy(update={"content": slot.content})
+        return PlacedPrompt(ChatPromptValue(messages=out), slot.result, tuple(raw))
 
     def invoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any

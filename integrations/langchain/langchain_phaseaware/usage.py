@@ -14,29 +14,18 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+import phaseaware.integrate as kit
 from langchain_phaseaware.convert import message_dicts, served_identity, tool_schemas
-from phaseaware.integrate import (
-    AssemblyRequest,
-    ChatFormat,
-    ChatSettings,
-    EndpointRef,
-    Tokenizer,
-    UsageCheck,
-    UsagePlans,
-    rendered_tokens,
-    resolve_target,
-)
-from phaseaware.integrate import reported_prompt_tokens as usage_prompt_tokens
 
 __all__ = ["PhaseAwareUsageCheck", "reported_prompt_tokens", "planned_prompt_tokens"]
 
 
 def planned_prompt_tokens(
-    messages: Sequence[BaseMessage], *, tokenizer: Tokenizer, chat_format: ChatFormat
+    messages: Sequence[BaseMessage], *, tokenizer: kit.Tokenizer, chat_format: kit.ChatFormat
 ) -> int:
     """Tokens of ``messages`` as ``chat_format`` renders them (generation prompt included)."""
-    target = resolve_target(AssemblyRequest(tokenizer=tokenizer, chat_format=chat_format))
-    return rendered_tokens(target, message_dicts(messages))
+    target = kit.resolve_target(kit.AssemblyRequest(tokenizer=tokenizer, chat_format=chat_format))
+    return kit.rendered_tokens(target, message_dicts(messages))
 
 
 def _messages(response: LLMResult) -> list[BaseMessage]:
@@ -51,7 +40,7 @@ def reported_prompt_tokens(response: LLMResult) -> int | None:
         usage = message.usage_metadata if isinstance(message, AIMessage) else None
         if usage is not None and "input_tokens" in usage:
             return int(usage["input_tokens"])
-    return usage_prompt_tokens({"usage": (response.llm_output or {}).get("token_usage")})
+    return kit.reported_prompt_tokens({"usage": (response.llm_output or {}).get("token_usage")})
 
 
 class PhaseAwareUsageCheck(BaseCallbackHandler):
@@ -69,23 +58,23 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     def __init__(
         self,
         *,
-        tokenizer: str | Tokenizer,
-        chat_format: str | ChatFormat,
+        tokenizer: str | kit.Tokenizer,
+        chat_format: str | kit.ChatFormat,
         position_offset: int | None = None,
-        endpoint: EndpointRef = None,
+        endpoint: kit.EndpointRef = None,
         on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
-        on_check: Callable[[UsageCheck], None] | None = None,
+        on_check: Callable[[kit.UsageCheck], None] | None = None,
         thinking: bool = False,
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
-        settings: ChatSettings | Mapping[str, Any] | None = None,
+        settings: kit.ChatSettings | Mapping[str, Any] | None = None,
         state_settings: bool = True,
     ) -> None:
-        request = AssemblyRequest(
+        request = kit.AssemblyRequest(
             tokenizer=tokenizer, chat_format=chat_format, position_offset=position_offset,
             thinking=thinking, settings=settings,
         )  # fmt: skip
-        self.target = resolve_target(request, endpoint=endpoint, state_settings=state_settings)
-        self._plans = UsagePlans(
+        self.target = kit.resolve_target(request, endpoint=endpoint, state_settings=state_settings)
+        self._plans = kit.UsagePlans(
             self.target, on_mismatch=on_mismatch, tool_schemas=tool_schemas, on_check=on_check,
             fix="; or pass tool_schemas='not_rendered' to PhaseAwareUsageCheck if the server "
             "writes no tool schemas into the prompt",
@@ -94,12 +83,12 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         self.position_offset, self.offsets = self.target.usage_offsets
 
     @property
-    def on_check(self) -> Callable[[UsageCheck], None] | None:
-        """Called with each :class:`UsageCheck` (settable after construction)."""
+    def on_check(self) -> Callable[[kit.UsageCheck], None] | None:
+        """Called with each ``UsageCheck`` (settable after construction)."""
         return self._plans.on_check
 
     @on_check.setter
-    def on_check(self, value: Callable[[UsageCheck], None] | None) -> None:
+    def on_check(self, value: Callable[[kit.UsageCheck], None] | None) -> None:
         self._plans.on_check = value
 
     def on_chat_model_start(
