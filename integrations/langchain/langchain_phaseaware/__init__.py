@@ -11,36 +11,24 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "PhaseAwareCompressor",
-    "PhaseAwareMiddleware",
-    "PhaseAwarePrompt",
-    "PhaseAwarePromptWithReport",
-    "PhaseAwareReorder",
-    "PhaseAwareUsageCheck",
-    "__version__",
-    "document_chunks",
-    "placement_report",
-]
-
-_MODULES = {  # submodule -> the public names it defines
+_MODULES = {  # submodule -> the public names it defines, imported on first use
     "convert": ("document_chunks",),
     "documents": ("PhaseAwareCompressor", "PhaseAwareReorder"),
     "middleware": ("PhaseAwareMiddleware",),
     "prompt": ("PhaseAwarePrompt", "PhaseAwarePromptWithReport", "placement_report"),
     "usage": ("PhaseAwareUsageCheck",),
 }
+__all__ = sorted(["__version__", *(name for names in _MODULES.values() for name in names)])
 
-if TYPE_CHECKING:  # pragma: no cover
-    from langchain_phaseaware.convert import document_chunks
-    from langchain_phaseaware.documents import PhaseAwareCompressor, PhaseAwareReorder
-    from langchain_phaseaware.middleware import PhaseAwareMiddleware
-    from langchain_phaseaware.prompt import (
-        PhaseAwarePrompt,
-        PhaseAwarePromptWithReport,
-        placement_report,
-    )
-    from langchain_phaseaware.usage import PhaseAwareUsageCheck
+if TYPE_CHECKING:  # pragma: no cover (the same names, for type checkers)
+    from langchain_phaseaware.convert import document_chunks as document_chunks
+    from langchain_phaseaware.documents import PhaseAwareCompressor as PhaseAwareCompressor
+    from langchain_phaseaware.documents import PhaseAwareReorder as PhaseAwareReorder
+    from langchain_phaseaware.middleware import PhaseAwareMiddleware as PhaseAwareMiddleware
+    from langchain_phaseaware.prompt import PhaseAwarePrompt as PhaseAwarePrompt
+    from langchain_phaseaware.prompt import PhaseAwarePromptWithReport as PhaseAwarePromptWithReport
+    from langchain_phaseaware.prompt import placement_report as placement_report
+    from langchain_phaseaware.usage import PhaseAwareUsageCheck as PhaseAwareUsageCheck
 
 
 def __getattr__(name: str) -> Any:
