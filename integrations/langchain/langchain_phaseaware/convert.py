@@ -54,16 +54,11 @@ def document_records(
                 f"documents[{index}] is a {type(doc).__name__}; pass langchain_core Document "
                 "objects (a retriever's output)"
             )
-        records.append(
-            kit.metadata_record(
-                doc.page_content,
-                doc.metadata,
-                id=doc.id,
-                score_keys=score_keys,
-                evidence_key=evidence_key,
-                where=f"documents[{index}]",
-            )  # fmt: skip
-        )
+        record = kit.metadata_record(
+            doc.page_content, doc.metadata, id=doc.id, where=f"documents[{index}]",
+            score_keys=score_keys, evidence_key=evidence_key,
+        )  # fmt: skip
+        records.append(record)
     return records
 
 

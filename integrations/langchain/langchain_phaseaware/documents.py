@@ -1,13 +1,4 @@
-"""Drop-ins over a retrieved ``Document`` list: :class:`PhaseAwareCompressor` (for
-``ContextualCompressionRetriever``) and :class:`PhaseAwareReorder` (for ``LongContextReorder``).
-
-The compressor sees documents and the query, never the prompt, so it is told the text around
-them (:mod:`phaseaware.integrate.compress`); when it is exact, and when positions are only
-estimates: the package README (:class:`~langchain_phaseaware.PhaseAwarePrompt` is the exact
-path). The reorder returns the same documents, none dropped or changed, in the kit's order
-(:func:`phaseaware.integrate.reorder_records`); relevance: the first of ``score_keys`` in the
-metadata, else retrieval order.
-"""
+"""Drop-ins that take and return a retrieved ``Document`` list: the compressor and the reorder."""
 
 from __future__ import annotations
 
@@ -27,8 +18,10 @@ __all__ = ["PhaseAwareCompressor", "PhaseAwareReorder"]
 
 
 class PhaseAwareCompressor(BaseDocumentCompressor):
-    """Order and pad documents for a known prompt: exactly one of ``prefix`` and
-    ``prefix_tokens``; an endpoint record's offset comes before ``prefix_tokens``."""
+    """For ``ContextualCompressionRetriever``: order and pad documents for a prompt it is
+    told about (exactly one of ``prefix`` and ``prefix_tokens``; an endpoint record's offset
+    comes before ``prefix_tokens``), with the kit's :mod:`~phaseaware.integrate.compress`.
+    When the result is exact: the README; ``PhaseAwarePrompt`` is the exact path."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -87,7 +80,10 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
 
 
 class PhaseAwareReorder(BaseDocumentTransformer, BaseModel):
-    """Reorder documents: lost in the middle without a profile, phase-aware with one."""
+    """For ``LongContextReorder``: the same documents, none dropped or changed, in the kit's
+    order (:func:`phaseaware.integrate.reorder_records`): lost in the middle without a
+    profile, phase-aware with one; relevance: the first of ``score_keys`` in the metadata,
+    else retrieval order."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

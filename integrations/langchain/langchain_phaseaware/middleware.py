@@ -1,10 +1,4 @@
-"""``PhaseAwareMiddleware`` for ``langchain.agents.create_agent`` (extra ``agents``).
-
-Before each model call the kit's agent step (:mod:`phaseaware.integrate.agent`) aligns the
-newest tool result (its documents: the tool's ``artifact`` when that is a list of
-``Document``). The aligned message replaces the original in the agent state (same id, via
-a ``Command``); its ``response_metadata["phaseaware"]`` holds the placement report.
-"""
+"""``PhaseAwareMiddleware`` for ``langchain.agents.create_agent`` (extra ``agents``)."""
 
 from __future__ import annotations
 
@@ -61,7 +55,10 @@ def _documents(message: ToolMessage) -> list[Document] | None:
 
 
 class PhaseAwareMiddleware(AgentMiddleware):
-    """Align the newest tool result before each model call (see the module docstring).
+    """Before each model call the kit's agent step (:mod:`phaseaware.integrate.agent`) aligns
+    the newest tool result (its documents: the tool's ``artifact`` when that is a list of
+    ``Document``); the aligned message replaces the original in the agent state (same id,
+    via a ``Command``), its ``response_metadata["phaseaware"]`` holding the report.
 
     The target arguments as ``PhaseAwarePrompt``'s (``budget_tokens``: the whole
     conversation); the agent-step ones: the kit's ``AgentPolicy``. ``check_usage``: what a

@@ -1,8 +1,4 @@
-"""``PhaseAwarePrompt``: the exact path from retrieved ``Document`` objects to chat messages.
-
-The template holds ``{context}`` once; LangChain formats every other variable, with a
-random sentinel for ``context`` where the kit splits it (braces in variables stay text).
-"""
+"""``PhaseAwarePrompt``: the exact path from retrieved ``Document`` objects to chat messages."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``PhaseAwareUsageCheck``: the server's prompt token count against the rendered prompt.
-
-A callback: the kit's :class:`~phaseaware.integrate.UsagePlans` renders each chat model
-call's messages (and bound tools) at its start and checks the count the response reports.
-"""
+"""``PhaseAwareUsageCheck``: the server's prompt token count against the rendered prompt."""
 
 from __future__ import annotations
 
@@ -44,13 +40,10 @@ def reported_prompt_tokens(response: LLMResult) -> int | None:
 
 
 class PhaseAwareUsageCheck(BaseCallbackHandler):
-    """Compare ``usage.prompt_tokens`` with the rendered prompt on every chat model call.
-
-    The target arguments as ``PhaseAwarePrompt``'s; the offset (or a varying record's
-    offsets) is expected. ``on_mismatch``: ``"warn"``, ``"raise"``
-    (``PromptTokenDriftError``) or ``"ignore"``; ``on_check``: called with each
-    ``UsageCheck``; ``tool_schemas="not_rendered"``: the server writes no bound tools
-    into the prompt. Pass it as ``config={"callbacks": [check]}`` (details: the README).
+    """A callback comparing each chat model call's reported prompt tokens with its messages
+    (and bound tools) as rendered, through the kit's ``UsagePlans``. The arguments as
+    ``PhaseAwarePrompt``'s target arguments, plus ``on_mismatch`` (``"warn"``, ``"raise"``:
+    ``PromptTokenDriftError``, ``"ignore"``), ``on_check`` and ``tool_schemas``: the README.
     """
 
     raise_error = True  # let PromptTokenDriftError reach the caller when on_mismatch="raise"
