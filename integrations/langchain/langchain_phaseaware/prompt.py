@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Unpack, cast
+from typing import Any, Unpack
 
 from langchain_core.documents import Document
 from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import run_in_executor
 
 import phaseaware.integrate as kit
 from langchain_phaseaware.convert import SCORE_KEYS, document_records, message_dicts, tool_schemas
@@ -109,11 +108,6 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
             lambda inputs: self.place(inputs).value, input, config, run_type="prompt"
         )
 
-    async def ainvoke(
-        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
-    ) -> ChatPromptValue:
-        return cast(ChatPromptValue, await run_in_executor(config, self.invoke, input, config))
-
     def with_report(self) -> PhaseAwarePromptWithReport:
         """A runnable returning ``{"prompt": ChatPromptValue, "report": dict}`` per call."""
         return PhaseAwarePromptWithReport(self)
@@ -141,8 +135,3 @@ class PhaseAwarePromptWithReport(Runnable[dict[str, Any], dict[str, Any]]):
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
         return self._call_with_config(self._run, input, config, run_type="prompt")
-
-    async def ainvoke(
-        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
-    ) -> dict[str, Any]:
-        return cast(dict[str, Any], await run_in_executor(config, self.invoke, input, config))
