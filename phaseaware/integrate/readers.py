@@ -9,6 +9,7 @@ with the errors that say what to pass instead. Inputs are never mutated.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,9 +42,13 @@ def content_text(content: str | Sequence[object], *, where: str) -> str:
     return "".join(texts)
 
 
-def tool_call_dict(call_id: object, name: str, arguments: str) -> dict[str, Any]:
-    """One assistant tool call as an OpenAI-style dict; ``arguments``: its JSON text, as
-    the framework's client serializes it."""
+def tool_call_dict(
+    call_id: object, name: str, arguments: str | Mapping[str, Any], *, ensure_ascii: bool = True
+) -> dict[str, Any]:
+    """One assistant tool call as an OpenAI-style dict. ``arguments``: its JSON text, or
+    a mapping serialized as the framework's client serializes it (``ensure_ascii``)."""
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=ensure_ascii)
     return {
         "id": call_id,
         "type": "function",

@@ -3,7 +3,6 @@ dicts, bound tools as schemas); nothing here plans or decides. Inputs are never 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -78,15 +77,6 @@ def message_text(message: BaseMessage, index: int) -> str:
     return kit.content_text(message.content, where=f"message {index}")
 
 
-def _tool_calls(message: AIMessage) -> list[dict[str, Any]]:
-    return [
-        kit.tool_call_dict(
-            call.get("id"), call["name"], json.dumps(call.get("args", {}), ensure_ascii=False)
-        )
-        for call in message.tool_calls
-    ]
-
-
 def message_dict(message: BaseMessage, index: int = 0) -> dict[str, Any]:
     """One LangChain message as an OpenAI-style dict (``role``, ``content``, tool fields)."""
     text = message_text(message, index)
@@ -96,8 +86,11 @@ def message_dict(message: BaseMessage, index: int = 0) -> dict[str, Any]:
         return {"role": "user", "content": text}
     if isinstance(message, AIMessage):
         out: dict[str, Any] = {"role": "assistant", "content": text}
-        if message.tool_calls:
-            out["tool_calls"] = _tool_calls(message)
+        if message.tool_calls:  # arguments serialized as ChatOpenAI sends them
+            out["tool_calls"] = [
+                kit.tool_call_dict(c.get("id"), c["name"], c.get("args", {}), ensure_ascii=False)
+                for c in message.tool_calls
+            ]
         return out
     if isinstance(message, ToolMessage):
         return {"role": "tool", "content": text, "tool_call_id": message.tool_call_id}

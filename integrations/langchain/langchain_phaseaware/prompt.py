@@ -76,12 +76,8 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         return self.target.request_kwargs()
 
     @property
-    def InputType(self) -> type[dict[str, Any]]:  # noqa: N802 (LangChain's name)
+    def InputType(self) -> type[dict[str, Any]]:  # noqa: N802 (OutputType is inferred)
         return dict
-
-    @property
-    def OutputType(self) -> type[ChatPromptValue]:  # noqa: N802
-        return ChatPromptValue
 
     def place(self, inputs: Mapping[str, Any]) -> PlacedPrompt:
         """Assemble once; the messages and the assembly behind them."""
