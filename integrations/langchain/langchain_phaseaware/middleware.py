@@ -47,11 +47,15 @@ def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[AnyMess
     return view
 
 
-def _documents(message: ToolMessage) -> list[Document] | None:
-    artifact = message.artifact
-    if isinstance(artifact, list) and artifact and all(isinstance(d, Document) for d in artifact):
-        return list(artifact)
-    return None
+def _artifact_records(
+    message: ToolMessage, score_keys: Sequence[str], evidence_key: str | None
+) -> tuple[list[kit.SourceRecord] | None, list[str | None] | None]:
+    """The records and ids of the tool's ``artifact`` when that is a list of ``Document``."""
+    docs = message.artifact
+    if not (isinstance(docs, list) and docs and all(isinstance(d, Document) for d in docs)):
+        return None, None
+    records = document_records(docs, score_keys=score_keys, evidence_key=evidence_key)
+    return records, [d.id for d in docs]
 
 
 class PhaseAwareMiddleware(AgentMiddleware):
@@ -99,34 +103,26 @@ class PhaseAwareMiddleware(AgentMiddleware):
         ``request`` and its messages are unchanged."""
         messages = list(request.messages)
         settings = self.target.merged_kwargs(request.model_settings)
-        unchanged = request.override(
-            messages=_model_view(messages, self.policy.tool_role), model_settings=settings
-        )
+        view = _model_view(messages, self.policy.tool_role)  # shown when nothing aligns
         system = [request.system_message] if request.system_message is not None else []
-        dicts = self._dicts.dicts([*system, *messages])
         everything = [*system, *messages]
+        dicts = self._dicts.dicts(everything)
         index = kit.step_index(
             dicts,
             policy=self.policy,
             aligned=lambda i: REPORT_KEY in everything[i].response_metadata,
             warned=self._warned,
         )
-        if index is None:
-            return unchanged, None, None
-        tool = cast(ToolMessage, everything[index])
-        documents = _documents(tool)
-        records = ids = None
-        if documents is not None:
-            records = document_records(
-                documents, score_keys=self.score_keys, evidence_key=self.evidence_key
-            )
-            ids = [d.id for d in documents]
-        step = kit.align_step(
-            self.target, self.policy, messages=dicts, index=index, records=records, ids=ids,
-            tools=tool_schemas(request.tools), fix=kit.tools_fix("PhaseAwareMiddleware"),
-        )  # fmt: skip
+        step = None
+        if index is not None:
+            tool = cast(ToolMessage, everything[index])
+            records, ids = _artifact_records(tool, self.score_keys, self.evidence_key)
+            step = kit.align_step(
+                self.target, self.policy, messages=dicts, index=index, records=records, ids=ids,
+                tools=tool_schemas(request.tools), fix=kit.tools_fix("PhaseAwareMiddleware"),
+            )  # fmt: skip
         if step is None:
-            return unchanged, None, None
+            return request.override(messages=view, model_settings=settings), None, None
         metadata = {**tool.response_metadata, REPORT_KEY: step.report}
         aligned = tool.model_copy(update={"content": step.content, "response_metadata": metadata})
         view = _model_view([*messages[:-1], aligned], self.policy.tool_role)
