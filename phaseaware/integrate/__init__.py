@@ -70,7 +70,7 @@ from phaseaware.integrate.agent import (
     step_index,
     step_report,
 )
-from phaseaware.integrate.args import TargetArgs, TargetOptions, target_of
+from phaseaware.integrate.args import TargetArgs, TargetOptions, target_keywords, target_of
 from phaseaware.integrate.calls import (
     FixedLayout,
     OnMismatch,
@@ -217,6 +217,7 @@ __all__ = [
     "check_tool_schemas",
     "replan_warning",
     "require_chat",
+    "target_keywords",
     "target_of",
     "then_last",
     "then_last_async",

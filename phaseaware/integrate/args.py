@@ -23,7 +23,7 @@ from phaseaware.endpoints import EndpointRef
 from phaseaware.integrate.target import Target, resolve_target
 from phaseaware.tokenizers.base import Tokenizer
 
-__all__ = ["TargetArgs", "TargetOptions", "target_of"]
+__all__ = ["TargetArgs", "TargetOptions", "target_keywords", "target_of"]
 
 
 class TargetOptions(TypedDict, total=False):
@@ -62,4 +62,14 @@ def target_of(args: Mapping[str, Any], *, default_options: AssemblyOptions | Non
         endpoint=endpoint,
         state_settings=state_settings,
         default_options=default_options,
+    )
+
+
+def target_keywords(target: Target) -> str:
+    """``target`` as the keywords of this family, resolved (``tokenizer=..., chat_format=...,
+    profile=..., budget_tokens=...``): what an adapter's ``repr`` shows."""
+    profile = target.profile
+    return (
+        f"tokenizer={target.tokenizer.spec!r}, chat_format={target.require_format().name!r}, "
+        f"profile={profile.model if profile else None!r}, budget_tokens={target.budget_tokens}"
     )

@@ -109,12 +109,7 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         return PhaseAwarePromptWithReport(self)
 
     def __repr__(self) -> str:  # the resolved tokenizer, format, profile, ...: ``.target``
-        t, profile = self.target, self.target.profile
-        return (
-            f"PhaseAwarePrompt(tokenizer={t.tokenizer.spec!r}, chat_format="
-            f"{t.require_format().name!r}, profile={profile.model if profile else None!r}, "
-            f"budget_tokens={t.budget_tokens})"
-        )
+        return f"PhaseAwarePrompt({kit.target_keywords(self.target)})"
 
 
 class PhaseAwarePromptWithReport(Runnable[dict[str, Any], dict[str, Any]]):

@@ -68,21 +68,13 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         )  # fmt: skip
         self.target = kit.resolve_target(request, endpoint=endpoint, state_settings=state_settings)
         self._plans = kit.UsagePlans(
-            self.target, on_mismatch=on_mismatch, tool_schemas=tool_schemas, on_check=on_check,
+            self.target, on_mismatch=on_mismatch, tool_schemas=tool_schemas,
             fix="; or pass tool_schemas='not_rendered' to PhaseAwareUsageCheck if the server "
             "writes no tool schemas into the prompt",
         )  # fmt: skip
+        self.on_check = on_check  # called with each UsageCheck (settable after construction)
         self.on_mismatch, self.tool_schemas = self._plans.on_mismatch, self._plans.tool_schemas
         self.position_offset, self.offsets = self.target.usage_offsets
-
-    @property
-    def on_check(self) -> Callable[[kit.UsageCheck], None] | None:
-        """Called with each ``UsageCheck`` (settable after construction)."""
-        return self._plans.on_check
-
-    @on_check.setter
-    def on_check(self, value: Callable[[kit.UsageCheck], None] | None) -> None:
-        self._plans.on_check = value
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID,
@@ -98,7 +90,9 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         found = [*(m.response_metadata for m in _messages(response)), response.llm_output]
         model, fingerprint = next((i for i in map(served_identity, found) if any(i)), (None, None))
-        self._plans.end(
+        check = self._plans.end(
             run_id, reported_tokens=reported_prompt_tokens(response), served_model=model,
             system_fingerprint=fingerprint,
         )  # fmt: skip
+        if check is not None and self.on_check is not None:
+            self.on_check(check)
