@@ -1,7 +1,6 @@
-"""langchain-phaseaware: token-exact, phase-aware context assembly for LangChain.
+"""langchain-phaseaware: token-exact, phase-aware context assembly for LangChain (README).
 
-Names load on first use: ``import langchain_phaseaware`` loads neither ``langchain`` nor a
-tokenizer. What each component does: the package README.
+Names load on first use: ``import langchain_phaseaware`` loads no ``langchain``, no tokenizer.
 """
 
 from __future__ import annotations

@@ -64,8 +64,7 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        """New documents in the planned order; those the budget cannot hold are left out
-        (the summary's ``dropped``)."""
+        """New documents in the planned order (those the budget cannot hold: left out)."""
         records = document_records(
             documents, score_keys=self.score_keys, evidence_key=self.evidence_key
         )

@@ -62,12 +62,10 @@ class PhaseAwareMiddleware(AgentMiddleware):
     """Before each model call the kit's agent step (:mod:`phaseaware.integrate.agent`) aligns
     the newest tool result (its documents: the tool's ``artifact`` when that is a list of
     ``Document``); the aligned message replaces the original in the agent state (same id,
-    via a ``Command``), its ``response_metadata["phaseaware"]`` holding the report.
-
-    The target arguments as ``PhaseAwarePrompt``'s (``budget_tokens``: the whole
-    conversation); the agent-step ones: the kit's ``AgentPolicy``. ``check_usage``: what a
-    usage mismatch after an aligned call does (``"warn"``, ``"raise"``, ``"ignore"``).
-    """
+    via a ``Command``), its ``response_metadata["phaseaware"]`` holding the report. The
+    target arguments as ``PhaseAwarePrompt``'s (``budget_tokens``: the whole conversation);
+    the agent-step ones: the kit's ``AgentPolicy``; ``check_usage``: on a usage mismatch
+    after an aligned call, ``"warn"``, ``"raise"`` or ``"ignore"``."""
 
     def __init__(
         self,
@@ -108,11 +106,9 @@ class PhaseAwareMiddleware(AgentMiddleware):
         everything = [*system, *messages]
         dicts = self._dicts.dicts(everything)
         index = kit.step_index(
-            dicts,
-            policy=self.policy,
+            dicts, policy=self.policy, warned=self._warned,
             aligned=lambda i: REPORT_KEY in everything[i].response_metadata,
-            warned=self._warned,
-        )
+        )  # fmt: skip
         step = None
         if index is not None:
             tool = cast(ToolMessage, everything[index])

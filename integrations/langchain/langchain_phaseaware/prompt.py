@@ -37,14 +37,12 @@ class PlacedPrompt:
 
 
 class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
-    """A prompt step that places retrieved documents where the model reads them reliably.
-
-    ``prompt``: a ``ChatPromptTemplate`` with ``{context}`` once; ``tools``: the tools the
+    """A prompt step that places retrieved documents where the model reads them reliably:
+    ``prompt``, a ``ChatPromptTemplate`` with ``{context}`` once; ``tools``, the tools the
     model is bound with; the target arguments: :class:`phaseaware.integrate.TargetArgs`.
     Input: ``question``, ``documents`` (score from ``score_keys``, evidence from
     ``evidence_key``) and the template's variables. Output: a ``ChatPromptValue`` that
-    renders to exactly the verified prompt (details: the package README).
-    """
+    renders to exactly the verified prompt (details: the package README)."""
 
     def __init__(
         self,
@@ -90,9 +88,8 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         layout = kit.conversation(self.target, message_dicts(formatted), slot_marker=marker)
         raw = inputs[self.documents_key]
         records = document_records(raw, score_keys=self.score_keys, evidence_key=self.evidence_key)
-        slot = kit.fill_slot(
-            layout, records, target=self.target, question=inputs[self.question_key]
-        )
+        question = inputs[self.question_key]
+        slot = kit.fill_slot(layout, records, target=self.target, question=question)
         out = list(formatted)
         out[slot.index] = formatted[slot.index].model_copy(update={"content": slot.content})
         return PlacedPrompt(ChatPromptValue(messages=out), slot.result, tuple(raw))
