@@ -46,11 +46,13 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-def tools_fix(adapter: str) -> str:
-    """The fix an adapter's bound-tools refusal names (its own ``tool_schemas`` parameter)."""
+def tools_fix(adapter: str, *, verified: bool = True) -> str:
+    """The fix an adapter's bound-tools refusal names (its own ``tool_schemas`` parameter);
+    ``verified``: whether the adapter's usage check confirms it (not the check itself)."""
+    verifies = " (the usage check verifies it)" if verified else ""
     return (
         f"; or pass tool_schemas='not_rendered' to {adapter} if the server writes no tool "
-        "schemas into the prompt (the usage check verifies it)"
+        f"schemas into the prompt{verifies}"
     )
 
 

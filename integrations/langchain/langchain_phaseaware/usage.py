@@ -69,8 +69,7 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         self.target = kit.resolve_target(request, endpoint=endpoint, state_settings=state_settings)
         self._plans = kit.UsagePlans(
             self.target, on_mismatch=on_mismatch, tool_schemas=tool_schemas,
-            fix="; or pass tool_schemas='not_rendered' to PhaseAwareUsageCheck if the server "
-            "writes no tool schemas into the prompt",
+            fix=kit.tools_fix("PhaseAwareUsageCheck", verified=False),
         )  # fmt: skip
         self.on_check = on_check  # called with each UsageCheck (settable after construction)
         self.on_mismatch, self.tool_schemas = self._plans.on_mismatch, self._plans.tool_schemas
