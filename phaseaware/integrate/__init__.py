@@ -6,7 +6,7 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    ``**target: Unpack[TargetArgs]``, the keyword family typed once): its arguments as one
    :class:`~phaseaware.AssemblyRequest` (tokenizer, chat format, profile, budget,
    options, settings) plus the endpoint record, checked, in one frozen :class:`Target`
-   (every adapter names it ``target``).
+   (every adapter names it ``target``; :func:`target_keywords` shows it in a ``repr``).
 2. in agent loops, per model call: :func:`step_index` (which message aligns) and
    :func:`align_step` (its documents, the question, bound tools, the report) under one
    :class:`AgentPolicy` (see :mod:`.agent`: the whole agent-step policy).
@@ -14,9 +14,10 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    ``None``, its own id, evidence), then :func:`conversation` (its messages as a
    layout; a framework that formats its own template: :func:`slot_marker` and
    :func:`fill_slot`, :mod:`.slot`) and :func:`assemble_records`, or, in agent loops,
-   :func:`append_records` (which is :func:`phaseaware.assemble_append` itself);
-   :mod:`.readers` reads message content, tool calls and metadata. :func:`record_chunks` holds
-   the one rule for missing scores and duplicate ids (see :mod:`.records`).
+   :func:`append_records` (which is :func:`phaseaware.assemble_append` itself).
+   :mod:`.readers` reads message content, tool calls and metadata one way;
+   :func:`record_chunks` holds the one rule for missing scores and duplicate ids (see
+   :mod:`.records`).
 4. :func:`placement_report` (``AssemblyResult.to_dict()`` plus each record's index
    and id) and :func:`placed_records` to map the result back to its framework objects.
    A compressor, which sees no messages, calls :func:`fixed_prompt` once and
