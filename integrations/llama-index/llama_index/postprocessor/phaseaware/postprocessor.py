@@ -1,7 +1,8 @@
-"""``PhaseAwarePostprocessor``: order and pad retrieved nodes as ``phaseaware.assemble`` plans.
+"""The node postprocessors: ``PhaseAwarePostprocessor`` (order and pad retrieved nodes as
+``phaseaware.assemble`` plans) and ``PhaseAwareReorder`` (order alone).
 
-Use it with ``PhaseAwareSynthesizer`` (or ``phaseaware_query_engine``): the built-in
-response modes repack node text and would move the placements (the nodes warn).
+Use the first with ``PhaseAwareSynthesizer`` (or ``phaseaware_query_engine``): the
+built-in response modes repack node text and would move the placements (the nodes warn).
 """
 
 from __future__ import annotations
@@ -12,12 +13,22 @@ from typing import Any
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.postprocessor.phaseaware.conversation import default_text_qa_messages
-from llama_index.postprocessor.phaseaware.plan import Planned, assemble_nodes
+from llama_index.postprocessor.phaseaware.nodes import (
+    Planned,
+    assemble_nodes,
+    default_text_qa_messages,
+    node_records,
+)
 
-from phaseaware.integrate import AssemblyRequest, Target, resolve_target
+from phaseaware.integrate import (
+    AssemblyRequest,
+    Target,
+    reorder_profile,
+    reorder_records,
+    resolve_target,
+)
 
-__all__ = ["PhaseAwarePostprocessor"]
+__all__ = ["PhaseAwarePostprocessor", "PhaseAwareReorder"]
 
 
 class PhaseAwarePostprocessor(BaseNodePostprocessor):
@@ -92,3 +103,32 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         planned = await asyncio.to_thread(self.plan, list(nodes), query_bundle)
         return list(planned.nodes) if planned is not None else []
+
+
+class PhaseAwareReorder(BaseNodePostprocessor):
+    """A drop-in for ``LongContextReorder``: the same nodes, none dropped or changed, in
+    the kit's order (lost in the middle without a profile, phase-aware with one; unscored
+    nodes after scored ones, in retrieval order)."""
+
+    profile: Any = Field(
+        default=None,
+        description="a model name, profile path or Profile; None: lost in the middle",
+    )
+
+    _profile: Any = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self._profile = reorder_profile(self.profile)  # a bad name fails here, not per call
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "PhaseAwareReorder"
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        order = reorder_records(node_records(nodes), profile=self._profile, what="nodes")
+        return [nodes[i] for i in order]

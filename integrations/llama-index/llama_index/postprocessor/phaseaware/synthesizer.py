@@ -3,11 +3,7 @@
 The plan covers the whole conversation the LLM receives: the text-QA template, the LLM's
 ``system_prompt`` (and a completion LLM's ``query_wrapper_prompt``) and the chunks as
 ``PhaseAwarePostprocessor`` arranged them. A chat LLM gets ``AssemblyResult.messages``,
-a completion LLM ``AssemblyResult.prompt`` (``formatted=True``). Nodes whose plan no
-longer holds are planned again, with a warning (the kit's :func:`carried_plan`); the
-response's ``usage.prompt_tokens`` is checked against the plan. ``streaming=True``
-streams the answer and checks the usage chunk at the end (an OpenAI-compatible server
-sends it with ``stream_options={"include_usage": True}``).
+a completion LLM ``AssemblyResult.prompt`` (``formatted=True``); see docs/frameworks.md.
 """
 
 from __future__ import annotations
@@ -34,17 +30,15 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers.base import BaseSynthesizer, QueryTextType
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from llama_index.postprocessor.phaseaware.conversation import (
-    is_chat_llm,
-    text_qa_conversation,
-    to_chat_messages,
-)
-from llama_index.postprocessor.phaseaware.plan import (
+from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.postprocessor.phaseaware.nodes import (
     ASSEMBLY_KEY,
     PLACEMENT_KEY,
     assemble_nodes,
+    is_chat_llm,
     node_records,
+    text_qa_conversation,
+    to_chat_messages,
 )
 from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
 
@@ -56,11 +50,10 @@ from phaseaware.integrate import (
     TargetArgs,
     TargetOptions,
     Tokenizer,
-    carried_plan,
     check_on_mismatch,
     check_raw_usage,
-    replan_warning,
-    reported_prompt_tokens,
+    plan_to_send,
+    reply_prompt_tokens,
     require_chat,
     target_of,
 )
@@ -76,11 +69,7 @@ _FIX = (
 
 
 def _reported(reply: Reply, before: int | None = None) -> int | None:
-    """``usage.prompt_tokens`` of the raw response, else ``additional_kwargs``, else
-    ``before`` (what a stream reported so far: its usage chunk comes last)."""
-    value = reported_prompt_tokens(reply.raw)
-    value = reply.additional_kwargs.get("prompt_tokens") if value is None else value
-    return value if isinstance(value, int) and not isinstance(value, bool) else before
+    return reply_prompt_tokens(reply.raw, reply.additional_kwargs.get("prompt_tokens"), before)
 
 
 def _text(reply: Reply) -> str:
@@ -154,26 +143,25 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     def _plan(
         self, nodes: list[NodeWithScore], question: str
     ) -> tuple[PlanSent, list[NodeWithScore]]:
+        """The plan the nodes carry, else a new one (with a warning when one was lost)."""
         node_records(nodes)  # None or ill-typed nodes and scores: InputError naming the index
         metadata = [n.node.metadata for n in nodes]
-        report, reason = carried_plan(
+
+        def replan() -> tuple[Any, list[NodeWithScore]]:
+            planned = assemble_nodes(
+                nodes, target=self._target, messages=self._messages, question=question
+            )
+            return planned.result, list(planned.nodes)
+
+        return plan_to_send(
             [m.get(ASSEMBLY_KEY) for m in metadata], [m.get(PLACEMENT_KEY) for m in metadata],
             key=self._target.plan_key(self._messages, question),
             ids=[n.node.node_id for n in nodes],
             texts=[n.node.text if isinstance(n.node, TextNode) else None for n in nodes],
+            carried=any(ASSEMBLY_KEY in m for m in metadata), replan=replan, kept=nodes,
+            who="PhaseAwareSynthesizer", planner="PhaseAwarePostprocessor", fix=_FIX,
             what="nodes",
         )  # fmt: skip
-        if report is not None:
-            return PlanSent.of(report, replanned=False), nodes
-        if any(ASSEMBLY_KEY in m for m in metadata):
-            replan_warning(
-                "PhaseAwareSynthesizer", f"{reason} (by PhaseAwarePostprocessor)", fix=_FIX,
-                what="nodes",
-            )  # fmt: skip
-        planned = assemble_nodes(
-            nodes, target=self._target, messages=self._messages, question=question
-        )
-        return PlanSent.of(planned.result, replanned=True), list(planned.nodes)
 
     def _check(self, sent: PlanSent, reply: Reply | None, reported: int | None) -> PlanSent:
         check = check_raw_usage(
@@ -214,19 +202,24 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         metadata[SENT_KEY] = self._check(sent, last, reported)
 
     def _respond(
-        self, sent: PlanSent, nodes: list[NodeWithScore], extra: Sequence[NodeWithScore],
-        text: Any = None, aio: bool = False,
+        self, event: Any, sent: PlanSent, nodes: list[NodeWithScore],
+        called: tuple[str, PlanSent] | None, aio: bool = False,
     ) -> RESPONSE_TYPE:  # fmt: skip
-        nodes = [*nodes, *extra]
-        if text is not None:
-            response = self._prepare_response_output(text, nodes)
-            response.metadata = {**(response.metadata or {}), SENT_KEY: sent}
-            return response
-        metadata: dict[str, Any] = {n.node.node_id: n.node.metadata for n in nodes}
-        metadata[SENT_KEY] = sent  # replaced by the checked PlanSent when the stream ends
-        if aio:
-            return AsyncStreamingResponse(self._astream(sent, metadata), nodes, metadata)
-        return StreamingResponse(self._stream(sent, metadata), nodes, metadata)
+        """The response (``called``: the answer and the checked plan; ``None``: a stream
+        whose metadata gets the checked plan when it ends), reported to ``event``."""
+        response: RESPONSE_TYPE
+        if called is not None:
+            response = self._prepare_response_output(called[0], nodes)
+            response.metadata = {**(response.metadata or {}), SENT_KEY: called[1]}
+        else:
+            metadata: dict[str, Any] = {n.node.node_id: n.node.metadata for n in nodes}
+            metadata[SENT_KEY] = sent  # replaced by the checked PlanSent when the stream ends
+            if aio:
+                response = AsyncStreamingResponse(self._astream(sent, metadata), nodes, metadata)
+            else:
+                response = StreamingResponse(self._stream(sent, metadata), nodes, metadata)
+        event.on_end(payload={EventPayload.RESPONSE: response})
+        return response
 
     def synthesize(
         self, query: QueryTextType, nodes: list[NodeWithScore],
@@ -236,18 +229,12 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             if self._streaming:
                 return StreamingResponse(self._empty_response_generator())
             return Response(self._empty_response)
-        bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
-        payload: dict[str, Any] = {EventPayload.QUERY_STR: bundle.query_str}
+        question = query if isinstance(query, str) else query.query_str
+        payload: dict[str, Any] = {EventPayload.QUERY_STR: question}
         with self._callback_manager.event(CBEventType.SYNTHESIZE, payload=payload) as event:
-            sent, arranged = self._plan(list(nodes), bundle.query_str)
-            extra = additional_source_nodes or ()
-            if self._streaming:
-                response = self._respond(sent, arranged, extra)
-            else:
-                text, sent = self._call(sent)
-                response = self._respond(sent, arranged, extra, text)
-            event.on_end(payload={EventPayload.RESPONSE: response})
-        return response
+            sent, arranged = self._plan(list(nodes), question)
+            called = None if self._streaming else self._call(sent)
+            return self._respond(event, sent, [*arranged, *(additional_source_nodes or ())], called)
 
     async def asynthesize(
         self, query: QueryTextType, nodes: list[NodeWithScore],
@@ -257,18 +244,13 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             if self._streaming:
                 return AsyncStreamingResponse(self._empty_response_agenerator())
             return Response(self._empty_response)
-        bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
-        payload: dict[str, Any] = {EventPayload.QUERY_STR: bundle.query_str}
+        question = query if isinstance(query, str) else query.query_str
+        payload: dict[str, Any] = {EventPayload.QUERY_STR: question}
         with self._callback_manager.event(CBEventType.SYNTHESIZE, payload=payload) as event:
-            sent, arranged = await asyncio.to_thread(self._plan, list(nodes), bundle.query_str)
+            sent, arranged = await asyncio.to_thread(self._plan, list(nodes), question)
+            called = None if self._streaming else await self._acall(sent)
             extra = additional_source_nodes or ()
-            if self._streaming:
-                response = self._respond(sent, arranged, extra, aio=True)
-            else:
-                text, sent = await self._acall(sent)
-                response = self._respond(sent, arranged, extra, text)
-            event.on_end(payload={EventPayload.RESPONSE: response})
-        return response
+            return self._respond(event, sent, [*arranged, *extra], called, aio=True)
 
     def _text_nodes(self, text_chunks: Sequence[str]) -> list[NodeWithScore]:
         return [
