@@ -26,7 +26,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    ``Target.request_kwargs()`` on every model call: the chat settings the plan was
    made with (``extra_body.chat_template_kwargs``), so no server default renders it.
    A synthesis step sends the plan its records carry (:func:`carried_plan`, :mod:`.sent`;
-   :func:`plan_to_send` and the template's placeholders: :mod:`.synthesis`).
+   :func:`assemble_carried`, :func:`plan_to_send`, the template's placeholders:
+   :mod:`.synthesis`).
 
 Adapters import ``phaseaware`` (its ``__all__``), ``phaseaware.errors`` and this
 package only; the types their signatures name are re-exported here.
@@ -113,7 +114,14 @@ from phaseaware.integrate.report import (
 from phaseaware.integrate.sent import PlanSent, carried_plan, replan_warning
 from phaseaware.integrate.stepper import AgentStepper
 from phaseaware.integrate.synthesis import (
+    ASSEMBLY_KEY,
+    CARRIED_KEYS,
     PLACEHOLDERS,
+    PLACEMENT_KEY,
+    CarriedAssembly,
+    assemble_carried,
+    carried_metadata,
+    carried_text,
     plan_to_send,
     reply_prompt_tokens,
     tagged_conversation,
@@ -203,7 +211,14 @@ __all__ = [
     "tools_fix",
     # one adapter's agent-step state; a synthesis step's conversation, plan and count
     "AgentStepper",
+    "ASSEMBLY_KEY",
+    "CARRIED_KEYS",
+    "CarriedAssembly",
     "PLACEHOLDERS",
+    "PLACEMENT_KEY",
+    "assemble_carried",
+    "carried_metadata",
+    "carried_text",
     "plan_to_send",
     "reply_prompt_tokens",
     "tagged_conversation",

@@ -81,6 +81,28 @@ class AgentStepper(Generic[_M]):
             tools=tools, fix=self._fix,
         )  # fmt: skip
 
+    def align(
+        self,
+        messages: Sequence[_M],
+        *,
+        call_id: Callable[[_M], object],
+        aligned: Callable[[_M], bool],
+        rebuild: Callable[[_M, AgentStep], _M],
+        records: Callable[[_M], Sequence[SourceRecord] | None] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> tuple[list[_M], AgentStep | None]:
+        """:meth:`step` for a framework that resends its own unaligned messages: each tool
+        result sent aligned before is replaced by what was sent (:meth:`resent`), the new
+        one by ``rebuild(original, step)`` (remembered). ``call_id(message)``: its tool call
+        id (``None``: not a tool result); ``aligned(message)``: it carries a report."""
+        out = [self.resent(call_id(m), m) for m in messages]
+        step = self.step(out, aligned=lambda i: aligned(out[i]), records=records, tools=tools)
+        if step is not None:
+            original = out[step.index]
+            out[step.index] = rebuild(original, step)
+            self.remember(str(call_id(original)), original, out[step.index], step.report)
+        return out, step
+
     def resent(self, call_id: object, message: _M) -> _M:
         """The message sent for tool call ``call_id`` while ``message`` still has the text
         it had then; else ``message``."""

@@ -5,16 +5,14 @@ from llama_index.postprocessor.phaseaware.agent import (
     PhaseAwareAgentLLM,
     retriever_tool,
 )
-from llama_index.postprocessor.phaseaware.nodes import (
+from llama_index.postprocessor.phaseaware.postprocessor import (
     ASSEMBLY_KEY,
     PLACEMENT_KEY,
     PhaseAwareNode,
-    RepackWarning,
-    text_qa_conversation,
-)
-from llama_index.postprocessor.phaseaware.postprocessor import (
     PhaseAwarePostprocessor,
     PhaseAwareReorder,
+    RepackWarning,
+    text_qa_conversation,
 )
 from llama_index.postprocessor.phaseaware.synthesizer import (
     SENT_KEY,

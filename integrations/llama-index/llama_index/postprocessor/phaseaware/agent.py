@@ -33,6 +33,7 @@ from phaseaware import AssemblyResult
 from phaseaware.integrate import (
     REPORT_KEY,
     AgentPolicy,
+    AgentStep,
     AgentStepper,
     SentMemory,
     SourceRecord,
@@ -105,6 +106,17 @@ def _tool_calls(message: ChatMessage) -> list[dict[str, Any]]:
     return calls
 
 
+def _tool_call_id(message: ChatMessage) -> object:
+    """A tool result's tool call id (``None``: not a tool result)."""
+    is_tool = str(message.role.value) == "tool"
+    return message.additional_kwargs.get("tool_call_id") if is_tool else None
+
+
+def _aligned(original: ChatMessage, step: AgentStep) -> ChatMessage:
+    kwargs = {**original.additional_kwargs, REPORT_KEY: step.report}
+    return ChatMessage(role=original.role, content=step.content, additional_kwargs=kwargs)
+
+
 def message_dict(message: ChatMessage) -> dict[str, Any]:
     """The OpenAI-style dict phaseaware renders for ``message`` (as OpenAI clients send it)."""
     role = str(message.role.value if hasattr(message.role, "value") else message.role)
@@ -138,17 +150,13 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
     _registry: NodeRegistry = PrivateAttr()
 
     def __init__(
-        self,
-        *,
-        llm: FunctionCallingLLM,
-        registry: NodeRegistry | None = None,
-        document_separator: str = "\n\n",
-        message_template: str = "{context}",
+        self, *, llm: FunctionCallingLLM, registry: NodeRegistry | None = None,
+        document_separator: str = "\n\n", message_template: str = "{context}",
         tool_names: Sequence[str] | None = None,
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
         **target: Unpack[TargetArgs],
-    ) -> None:
+    ) -> None:  # fmt: skip
         policy = AgentPolicy(
             message_template=message_template, document_separator=document_separator,
             tool_names=frozenset(tool_names) if tool_names is not None else None,
@@ -194,31 +202,16 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
             for n in nodes
         ]  # fmt: skip
 
-    def _resent(self, message: ChatMessage) -> ChatMessage:
-        """The message as sent before (an aligned tool result), else ``message``."""
-        if str(message.role.value) != "tool":
-            return message
-        return self._step.resent(message.additional_kwargs.get("tool_call_id"), message)
-
     def align(
         self, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] = ()
     ) -> tuple[list[ChatMessage], AssemblyResult | None]:
         """The messages to send (earlier tool results as sent before, the newest aligned)
         and the new alignment (``None``: none); ``tools``: the bound OpenAI schemas."""
-        out = [self._resent(m) for m in messages]
-        step = self._step.step(
-            out, aligned=lambda i: REPORT_KEY in out[i].additional_kwargs,
-            records=self._records, tools=tools,
+        out, step = self._step.align(
+            messages, call_id=_tool_call_id, aligned=lambda m: REPORT_KEY in m.additional_kwargs,
+            rebuild=_aligned, records=self._records, tools=tools,
         )  # fmt: skip
-        if step is None:
-            return out, None
-        original = out[step.index]
-        kwargs = {**original.additional_kwargs, REPORT_KEY: step.report}
-        aligned = ChatMessage(role=original.role, content=step.content, additional_kwargs=kwargs)
-        call_id = str(original.additional_kwargs["tool_call_id"])
-        self._step.remember(call_id, original, aligned, step.report)
-        out[step.index] = aligned
-        return out, step.result
+        return out, step.result if step is not None else None
 
     def _send(self, messages: Sequence[ChatMessage], kwargs: Mapping[str, Any]) -> Any:
         sent, result = self.align(messages, tools=kwargs.get("tools") or ())

@@ -1,10 +1,5 @@
-"""``PhaseAwareSynthesizer``: send the assembled prompt to the LLM exactly as planned.
-
-The plan covers the whole conversation the LLM receives: the text-QA template, the LLM's
-``system_prompt`` (and a completion LLM's ``query_wrapper_prompt``) and the chunks as
-``PhaseAwarePostprocessor`` arranged them. A chat LLM gets ``AssemblyResult.messages``,
-a completion LLM ``AssemblyResult.prompt`` (``formatted=True``); see docs/frameworks.md.
-"""
+"""``PhaseAwareSynthesizer``: send the assembled prompt to the LLM exactly as planned (the
+whole conversation: template, system prompt, the arranged chunks; see docs/frameworks.md)."""
 
 from __future__ import annotations
 
@@ -31,16 +26,14 @@ from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers.base import BaseSynthesizer, QueryTextType
 from llama_index.core.schema import NodeWithScore, TextNode
-from llama_index.postprocessor.phaseaware.nodes import (
-    ASSEMBLY_KEY,
-    PLACEMENT_KEY,
+from llama_index.postprocessor.phaseaware.postprocessor import (
+    PhaseAwarePostprocessor,
     assemble_nodes,
     is_chat_llm,
     node_records,
     text_qa_conversation,
     to_chat_messages,
 )
-from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
 
 from phaseaware import Profile
 from phaseaware.integrate import (
@@ -76,6 +69,12 @@ def _text(reply: Reply) -> str:
     return (reply.message.content or "") if isinstance(reply, ChatResponse) else reply.text
 
 
+def _chunk_nodes(text_chunks: Sequence[str]) -> list[NodeWithScore]:
+    return [
+        NodeWithScore(node=TextNode(text=t, id_=f"chunk-{i}")) for i, t in enumerate(text_chunks)
+    ]
+
+
 class PhaseAwareSynthesizer(BaseSynthesizer):
     """A response synthesizer that sends phaseaware's verified prompt unchanged.
 
@@ -88,20 +87,12 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     """
 
     def __init__(
-        self,
-        *,
-        tokenizer: str | Tokenizer,
-        chat_format: str | ChatFormat,
-        budget_tokens: int,
-        profile: str | os.PathLike[str] | Profile | None = None,
-        llm: LLM | None = None,
-        text_qa_template: BasePromptTemplate | None = None,
-        on_mismatch: OnMismatch = "warn",
-        callback_manager: CallbackManager | None = None,
-        empty_response: str | None = None,
-        streaming: bool = False,
-        **target: Unpack[TargetOptions],
-    ) -> None:
+        self, *, tokenizer: str | Tokenizer, chat_format: str | ChatFormat, budget_tokens: int,
+        profile: str | os.PathLike[str] | Profile | None = None, llm: LLM | None = None,
+        text_qa_template: BasePromptTemplate | None = None, on_mismatch: OnMismatch = "warn",
+        callback_manager: CallbackManager | None = None, empty_response: str | None = None,
+        streaming: bool = False, **target: Unpack[TargetOptions],
+    ) -> None:  # fmt: skip
         super().__init__(
             llm=llm, callback_manager=callback_manager, empty_response=empty_response,
             streaming=streaming,
@@ -145,7 +136,6 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     ) -> tuple[PlanSent, list[NodeWithScore]]:
         """The plan the nodes carry, else a new one (with a warning when one was lost)."""
         node_records(nodes)  # None or ill-typed nodes and scores: InputError naming the index
-        metadata = [n.node.metadata for n in nodes]
 
         def replan() -> tuple[Any, list[NodeWithScore]]:
             planned = assemble_nodes(
@@ -154,13 +144,11 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             return planned.result, list(planned.nodes)
 
         return plan_to_send(
-            [m.get(ASSEMBLY_KEY) for m in metadata], [m.get(PLACEMENT_KEY) for m in metadata],
-            key=self._target.plan_key(self._messages, question),
-            ids=[n.node.node_id for n in nodes],
+            [n.node.metadata for n in nodes], target=self._target, messages=self._messages,
+            question=question, ids=[n.node.node_id for n in nodes],
             texts=[n.node.text if isinstance(n.node, TextNode) else None for n in nodes],
-            carried=any(ASSEMBLY_KEY in m for m in metadata), replan=replan, kept=nodes,
-            who="PhaseAwareSynthesizer", planner="PhaseAwarePostprocessor", fix=_FIX,
-            what="nodes",
+            replan=replan, kept=nodes, who="PhaseAwareSynthesizer",
+            planner="PhaseAwarePostprocessor", fix=_FIX, what="nodes",
         )  # fmt: skip
 
     def _check(self, sent: PlanSent, reply: Reply | None, reported: int | None) -> PlanSent:
@@ -252,40 +240,30 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             extra = additional_source_nodes or ()
             return self._respond(event, sent, [*arranged, *extra], called, aio=True)
 
-    def _text_nodes(self, text_chunks: Sequence[str]) -> list[NodeWithScore]:
-        return [
-            NodeWithScore(node=TextNode(text=t, id_=f"chunk-{i}"))
-            for i, t in enumerate(text_chunks)
-        ]
-
     def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> Any:
         """Plan ``text_chunks`` (retrieval order) and answer; prefer :meth:`synthesize`."""
-        sent, _ = self._plan(self._text_nodes(text_chunks), query_str)
+        sent, _ = self._plan(_chunk_nodes(text_chunks), query_str)
         return self._stream(sent, {}) if self._streaming else self._call(sent)[0]
 
     async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> Any:
-        sent, _ = self._plan(self._text_nodes(text_chunks), query_str)
+        sent, _ = self._plan(_chunk_nodes(text_chunks), query_str)
         return self._astream(sent, {}) if self._streaming else (await self._acall(sent))[0]
 
 
 def phaseaware_query_engine(
-    retriever: BaseRetriever,
-    *,
-    llm: LLM,
-    text_qa_template: BasePromptTemplate | None = None,
-    node_postprocessors: Sequence[BaseNodePostprocessor] = (),
-    on_mismatch: OnMismatch = "warn",
-    streaming: bool = False,
-    **target: Unpack[TargetArgs],
-) -> RetrieverQueryEngine:
+    retriever: BaseRetriever, *, llm: LLM, text_qa_template: BasePromptTemplate | None = None,
+    node_postprocessors: Sequence[BaseNodePostprocessor] = (), on_mismatch: OnMismatch = "warn",
+    streaming: bool = False, **target: Unpack[TargetArgs],
+) -> RetrieverQueryEngine:  # fmt: skip
     """``RetrieverQueryEngine`` with a ``PhaseAwareSynthesizer`` (the arguments as its) and
     its ``postprocessor()`` last, after ``node_postprocessors``."""
     synthesizer = PhaseAwareSynthesizer(
         llm=llm, text_qa_template=text_qa_template, on_mismatch=on_mismatch,
         streaming=streaming, **target,
     )  # fmt: skip
+    last = synthesizer.postprocessor()
     return RetrieverQueryEngine(
         retriever,
         response_synthesizer=synthesizer,
-        node_postprocessors=[*node_postprocessors, synthesizer.postprocessor()],
+        node_postprocessors=[*node_postprocessors, last],
     )
