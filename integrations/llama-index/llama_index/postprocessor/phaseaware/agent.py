@@ -1,9 +1,6 @@
-"""Phase-aware tool results for LlamaIndex agents (``FunctionAgent``, ``AgentWorkflow``).
-
-:class:`PhaseAwareAgentLLM` wraps the agent's function-calling LLM (LlamaIndex has no
-hook before a model call) and runs the kit's agent step before each chat call; see
-docs/agent-steps.md. ``ReActAgent`` re-renders its history: use ``FunctionAgent``.
-"""
+"""Phase-aware tool results for LlamaIndex agents (``FunctionAgent``, ``AgentWorkflow``):
+:class:`PhaseAwareAgentLLM` runs the kit's agent step before each chat call (see
+docs/agent-steps.md). ``ReActAgent`` re-renders its history: use ``FunctionAgent``."""
 
 from __future__ import annotations
 
@@ -29,29 +26,14 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.tools import FunctionTool
 
-from phaseaware import AssemblyResult
-from phaseaware.integrate import (
-    REPORT_KEY,
-    AgentPolicy,
-    AgentStep,
-    AgentStepper,
-    SentMemory,
-    SourceRecord,
-    Target,
-    TargetArgs,
-    check_on_mismatch,
-    require_chat,
-    target_of,
-    then_last,
-    then_last_async,
-)
+from phaseaware import AssemblyResult, integrate
 
 __all__ = ["AGENT_REPORT_KEY", "NodeRegistry", "PhaseAwareAgentLLM", "retriever_tool"]
 
-AGENT_REPORT_KEY = REPORT_KEY  # the aligned tool message's additional_kwargs key
+AGENT_REPORT_KEY = integrate.REPORT_KEY  # the aligned tool message's additional_kwargs key
 
 
-class NodeRegistry(SentMemory[list[NodeWithScore]]):
+class NodeRegistry(integrate.SentMemory[list[NodeWithScore]]):
     """Tool output text -> the scored nodes it was made of (the kit's bounded memory)."""
 
     def __init__(self, max_entries: int = 256) -> None:
@@ -59,13 +41,9 @@ class NodeRegistry(SentMemory[list[NodeWithScore]]):
 
 
 def retriever_tool(
-    retriever: BaseRetriever,
-    registry: NodeRegistry,
-    *,
-    name: str,
-    description: str,
+    retriever: BaseRetriever, registry: NodeRegistry, *, name: str, description: str,
     separator: str = "\n\n",
-) -> FunctionTool:
+) -> FunctionTool:  # fmt: skip
     """A tool ``name(query)`` returning the retrieved nodes' texts joined by ``separator``;
     the nodes are registered under that text, so :class:`PhaseAwareAgentLLM` aligns them
     with their scores, ids and evidence."""
@@ -112,8 +90,8 @@ def _tool_call_id(message: ChatMessage) -> object:
     return message.additional_kwargs.get("tool_call_id") if is_tool else None
 
 
-def _aligned(original: ChatMessage, step: AgentStep) -> ChatMessage:
-    kwargs = {**original.additional_kwargs, REPORT_KEY: step.report}
+def _aligned(original: ChatMessage, step: integrate.AgentStep) -> ChatMessage:
+    kwargs = {**original.additional_kwargs, AGENT_REPORT_KEY: step.report}
     return ChatMessage(role=original.role, content=step.content, additional_kwargs=kwargs)
 
 
@@ -131,14 +109,11 @@ def message_dict(message: ChatMessage) -> dict[str, Any]:
 
 
 class PhaseAwareAgentLLM(FunctionCallingLLM):
-    """The agent's LLM with its newest tool result aligned by the kit's agent step.
+    """The agent's LLM with its newest tool result aligned (see docs/agent-steps.md).
 
     ``llm``: the wrapped LLM; the other arguments as for LangChain's
-    ``PhaseAwareMiddleware`` (``budget_tokens``: the whole conversation). What was sent
-    per tool call id is resent unchanged; the aligned message carries its report in
-    ``additional_kwargs["phaseaware"]`` (:meth:`report`). A tool result's documents: the
-    nodes :func:`retriever_tool` registered for its text, else the text split on
-    ``document_separator``.
+    ``PhaseAwareMiddleware`` (``budget_tokens``: the whole conversation). The aligned
+    message carries its report in ``additional_kwargs["phaseaware"]`` (:meth:`report`).
     """
 
     llm: FunctionCallingLLM = Field(description="the wrapped function-calling LLM")
@@ -146,7 +121,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         default="warn", description="on a usage mismatch after an aligned call: warn, raise, ignore"
     )
 
-    _step: AgentStepper[ChatMessage] = PrivateAttr()
+    _step: integrate.AgentStepper[ChatMessage] = PrivateAttr()
     _registry: NodeRegistry = PrivateAttr()
 
     def __init__(
@@ -155,17 +130,18 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         tool_names: Sequence[str] | None = None,
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
-        **target: Unpack[TargetArgs],
+        **target: Unpack[integrate.TargetArgs],
     ) -> None:  # fmt: skip
-        policy = AgentPolicy(
+        policy = integrate.AgentPolicy(
             message_template=message_template, document_separator=document_separator,
             tool_names=frozenset(tool_names) if tool_names is not None else None,
             tool_schemas=tool_schemas,
         )  # fmt: skip
-        super().__init__(llm=llm, check_usage=check_on_mismatch(check_usage, name="check_usage"))
-        resolved = target_of(target)
-        require_chat(resolved)
-        self._step = AgentStepper(
+        on_mismatch = integrate.check_on_mismatch(check_usage, name="check_usage")
+        super().__init__(llm=llm, check_usage=on_mismatch)
+        resolved = integrate.target_of(target)
+        integrate.require_chat(resolved)
+        self._step = integrate.AgentStepper(
             resolved, policy, convert=lambda m, _: message_dict(m), text=_text,
             adapter="PhaseAwareAgentLLM",
         )  # fmt: skip
@@ -180,7 +156,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         return self.llm.metadata
 
     @property
-    def target(self) -> Target:
+    def target(self) -> integrate.Target:
         return self._step.target
 
     def report(self, tool_call_id: str) -> dict[str, Any] | None:
@@ -192,13 +168,15 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         """The report on the newest aligned tool message (``None``: none yet)."""
         return self._step.last_report()
 
-    def _records(self, message: ChatMessage) -> list[SourceRecord] | None:
+    def _records(self, message: ChatMessage) -> list[integrate.SourceRecord] | None:
         nodes = self._registry.get(_text(message))
         if nodes is None:
             return None
         return [
-            SourceRecord(text=n.node.get_content(), score=n.score, id=n.node.node_id,
-                         evidence=n.node.metadata.get("evidence"))
+            integrate.SourceRecord(
+                text=n.node.get_content(), score=n.score, id=n.node.node_id,
+                evidence=n.node.metadata.get("evidence"),
+            )
             for n in nodes
         ]  # fmt: skip
 
@@ -208,8 +186,8 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         """The messages to send (earlier tool results as sent before, the newest aligned)
         and the new alignment (``None``: none); ``tools``: the bound OpenAI schemas."""
         out, step = self._step.align(
-            messages, call_id=_tool_call_id, aligned=lambda m: REPORT_KEY in m.additional_kwargs,
-            rebuild=_aligned, records=self._records, tools=tools,
+            messages, call_id=_tool_call_id, rebuild=_aligned, records=self._records, tools=tools,
+            aligned=lambda m: AGENT_REPORT_KEY in m.additional_kwargs,
         )  # fmt: skip
         return out, step.result if step is not None else None
 
@@ -260,11 +238,12 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
         sent, result, kwargs = self._send(messages, kwargs)
-        return then_last(self.llm.stream_chat(sent, **kwargs), lambda r: self._checked(r, result))
+        stream = self.llm.stream_chat(sent, **kwargs)
+        return integrate.then_last(stream, lambda r: self._checked(r, result))
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
         sent, result, kwargs = self._send(messages, kwargs)
         stream = await self.llm.astream_chat(sent, **kwargs)
-        return then_last_async(stream, lambda r: self._checked(r, result))
+        return integrate.then_last_async(stream, lambda r: self._checked(r, result))

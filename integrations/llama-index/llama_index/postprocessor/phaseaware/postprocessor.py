@@ -1,9 +1,8 @@
 """Retrieved nodes arranged as ``phaseaware.assemble`` plans, and the conversation planned.
 
-``PhaseAwarePostprocessor`` orders and pads nodes into new :class:`PhaseAwareNode` objects
-that carry their placements (use it with ``PhaseAwareSynthesizer``: the built-in
-response modes repack node text, and the nodes warn when read that way);
-``PhaseAwareReorder`` orders them alone. See docs/frameworks.md.
+``PhaseAwarePostprocessor`` orders and pads nodes into :class:`PhaseAwareNode` objects
+carrying their placements (use it with ``PhaseAwareSynthesizer``); ``PhaseAwareReorder``
+orders them alone. See docs/frameworks.md.
 """
 
 from __future__ import annotations
@@ -24,22 +23,8 @@ from llama_index.core.prompts.chat_prompts import CHAT_TEXT_QA_PROMPT
 from llama_index.core.prompts.default_prompts import DEFAULT_TEXT_QA_PROMPT
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 
-from phaseaware import AssemblyResult
+from phaseaware import AssemblyResult, integrate
 from phaseaware.errors import InputError, PhaseawareWarning
-from phaseaware.integrate import (
-    ASSEMBLY_KEY,
-    CARRIED_KEYS,
-    PLACEMENT_KEY,
-    SourceRecord,
-    Target,
-    assemble_carried,
-    carried_metadata,
-    carried_text,
-    reorder_profile,
-    reorder_records,
-    tagged_conversation,
-    target_of,
-)
 
 __all__ = [
     "ASSEMBLY_KEY",
@@ -51,6 +36,10 @@ __all__ = [
     "RepackWarning",
     "text_qa_conversation",
 ]
+
+PLACEMENT_KEY = integrate.PLACEMENT_KEY  # metadata: where this chunk landed (its report entry)
+ASSEMBLY_KEY = integrate.ASSEMBLY_KEY  # metadata: the whole plan (one dict shared per call)
+_CARRIED = integrate.CARRIED_KEYS
 
 REPACK_WARNING = (
     "nodes arranged by PhaseAwarePostprocessor are being read for a response mode that "
@@ -76,23 +65,21 @@ class PhaseAwareNode(TextNode):
 
     @classmethod
     def arranged(
-        cls,
-        original: BaseNode,
-        *,
-        text: str,
-        placement: Mapping[str, Any],
+        cls, original: BaseNode, *, text: str, placement: Mapping[str, Any],
         assembly: Mapping[str, Any],
-    ) -> PhaseAwareNode:
+    ) -> PhaseAwareNode:  # fmt: skip
         """A new node for ``original`` (same id, relationships, metadata deep-copied);
         ``text`` is what the LLM sees, so all metadata is hidden from the LLM view."""
-        metadata = carried_metadata(original.metadata, placement=placement, report=assembly)
-        embed_hidden = [k for k in original.excluded_embed_metadata_keys if k not in CARRIED_KEYS]
+        metadata = integrate.carried_metadata(
+            original.metadata, placement=placement, report=assembly
+        )
+        embed_hidden = [k for k in original.excluded_embed_metadata_keys if k not in _CARRIED]
         fields: dict[str, Any] = {  # field names (pydantic aliases differ: extra_info, ...)
             "id_": original.node_id,
             "text": text,
             "metadata": metadata,
             "excluded_llm_metadata_keys": list(metadata),
-            "excluded_embed_metadata_keys": [*embed_hidden, *CARRIED_KEYS],
+            "excluded_embed_metadata_keys": [*embed_hidden, *_CARRIED],
             "relationships": copy.deepcopy(original.relationships),
             "metadata_template": original.metadata_template,
             "metadata_separator": original.metadata_separator,
@@ -105,7 +92,7 @@ class PhaseAwareNode(TextNode):
         return super().get_content(metadata_mode=metadata_mode)
 
 
-def node_records(nodes: object) -> list[SourceRecord]:
+def node_records(nodes: object) -> list[integrate.SourceRecord]:
     """One record per node (what LlamaIndex shows the LLM: its metadata header included;
     an arranged node's text without the pad), score, id; ``InputError`` for a non-node."""
     if isinstance(nodes, str | bytes) or not isinstance(nodes, Sequence):
@@ -117,10 +104,13 @@ def node_records(nodes: object) -> list[SourceRecord]:
                 f"nodes[{index}] is a {type(n).__name__}; pass NodeWithScore objects (a "
                 "retriever's output)"
             )
-        text = carried_text(n.node.text, n.node.metadata) if isinstance(n.node, TextNode) else None
+        node = n.node
+        text = (
+            integrate.carried_text(node.text, node.metadata) if isinstance(node, TextNode) else None
+        )
         if text is None:
-            text = n.node.get_content(metadata_mode=MetadataMode.LLM)
-        records.append(SourceRecord(text=text, score=n.score, id=n.node.node_id))
+            text = node.get_content(metadata_mode=MetadataMode.LLM)
+        records.append(integrate.SourceRecord(text=text, score=n.score, id=node.node_id))
     return records
 
 
@@ -134,17 +124,14 @@ class Planned:
 
 
 def assemble_nodes(
-    nodes: Sequence[NodeWithScore],
-    *,
-    target: Target,
-    messages: Sequence[Mapping[str, Any]],
-    question: str,
-) -> Planned:
+    nodes: Sequence[NodeWithScore], *, target: integrate.Target,
+    messages: Sequence[Mapping[str, Any]], question: str,
+) -> Planned:  # fmt: skip
     """Assemble ``nodes`` into ``messages`` (one ``{context}``): new nodes in context order,
     each carrying :data:`PLACEMENT_KEY` (its report entry) and :data:`ASSEMBLY_KEY` (the
     whole report plus ``conversation_key``; one dict shared per call)."""
     records = node_records(nodes)
-    plan = assemble_carried(
+    plan = integrate.assemble_carried(
         records, target=target, messages=messages, question=question, what="nodes"
     )
     out = []
@@ -198,7 +185,9 @@ def text_qa_conversation(
     if template is None:
         template = CHAT_TEXT_QA_PROMPT if is_chat_llm(llm) else DEFAULT_TEXT_QA_PROMPT
     chosen = template
-    return tagged_conversation(lambda context, query: _contents(chosen, llm, context, query))
+    return integrate.tagged_conversation(
+        lambda context, query: _contents(chosen, llm, context, query)
+    )
 
 
 def to_chat_messages(messages: Any) -> list[ChatMessage]:
@@ -226,14 +215,15 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         "LlamaIndex's chat text-QA prompt",
     )  # fmt: skip
 
-    _target: Target = PrivateAttr()
+    _target: integrate.Target = PrivateAttr()
     _messages: list[dict[str, str]] = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        self._target = target_of(
-            {"tokenizer": self.tokenizer, "chat_format": self.chat_format, "profile": self.profile,
-             "budget_tokens": self.budget_tokens, "options": self.options, "endpoint": self.endpoint}
+        self._target = integrate.target_of(
+            {"tokenizer": self.tokenizer, "chat_format": self.chat_format,
+             "profile": self.profile, "budget_tokens": self.budget_tokens,
+             "options": self.options, "endpoint": self.endpoint}
         )  # fmt: skip
         messages = self.messages
         self._messages = [dict(m) for m in messages] if messages else text_qa_conversation()
@@ -243,7 +233,7 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
         return "PhaseAwarePostprocessor"
 
     @property
-    def target(self) -> Target:
+    def target(self) -> integrate.Target:
         return self._target
 
     @property
@@ -288,7 +278,9 @@ class PhaseAwareReorder(BaseNodePostprocessor):
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        self._profile = reorder_profile(self.profile)  # a bad name fails here, not per call
+        self._profile = integrate.reorder_profile(
+            self.profile
+        )  # a bad name fails here, not per call
 
     @classmethod
     def class_name(cls) -> str:
@@ -297,5 +289,5 @@ class PhaseAwareReorder(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        order = reorder_records(node_records(nodes), profile=self._profile, what="nodes")
+        order = integrate.reorder_records(node_records(nodes), profile=self._profile, what="nodes")
         return [nodes[i] for i in order]

@@ -35,21 +35,8 @@ from llama_index.postprocessor.phaseaware.postprocessor import (
     to_chat_messages,
 )
 
-from phaseaware import Profile
-from phaseaware.integrate import (
-    ChatFormat,
-    OnMismatch,
-    PlanSent,
-    TargetArgs,
-    TargetOptions,
-    Tokenizer,
-    check_on_mismatch,
-    check_raw_usage,
-    plan_to_send,
-    reply_prompt_tokens,
-    require_chat,
-    target_of,
-)
+from phaseaware import Profile, integrate
+from phaseaware.integrate import PlanSent
 
 __all__ = ["SENT_KEY", "PhaseAwareSynthesizer", "PlanSent", "phaseaware_query_engine"]
 
@@ -62,7 +49,9 @@ _FIX = (
 
 
 def _reported(reply: Reply, before: int | None = None) -> int | None:
-    return reply_prompt_tokens(reply.raw, reply.additional_kwargs.get("prompt_tokens"), before)
+    return integrate.reply_prompt_tokens(
+        reply.raw, reply.additional_kwargs.get("prompt_tokens"), before
+    )
 
 
 def _text(reply: Reply) -> str:
@@ -78,33 +67,33 @@ def _chunk_nodes(text_chunks: Sequence[str]) -> list[NodeWithScore]:
 class PhaseAwareSynthesizer(BaseSynthesizer):
     """A response synthesizer that sends phaseaware's verified prompt unchanged.
 
-    The target arguments as for :class:`PhaseAwarePostprocessor` (``thinking`` /
-    ``settings``: stated on every chat call as ``extra_body.chat_template_kwargs``;
-    ``state_settings=False``: the endpoint record's ``server_default``);
-    ``text_qa_template``: the prompt framing the chunks (default: LlamaIndex's).
-    ``on_mismatch``: what a usage mismatch does (``warn``, ``raise``, ``ignore``).
-    ``response.metadata["phaseaware"]`` and ``last_sent``: the call's :class:`PlanSent`.
+    The target arguments as for :class:`PhaseAwarePostprocessor` (chat settings: stated on
+    every chat call); ``text_qa_template``: the prompt framing the chunks (default:
+    LlamaIndex's); ``on_mismatch``: what a usage mismatch does (``warn``, ``raise``,
+    ``ignore``). ``response.metadata["phaseaware"]`` and ``last_sent``: the :class:`PlanSent`.
     """
 
     def __init__(
-        self, *, tokenizer: str | Tokenizer, chat_format: str | ChatFormat, budget_tokens: int,
-        profile: str | os.PathLike[str] | Profile | None = None, llm: LLM | None = None,
-        text_qa_template: BasePromptTemplate | None = None, on_mismatch: OnMismatch = "warn",
-        callback_manager: CallbackManager | None = None, empty_response: str | None = None,
-        streaming: bool = False, **target: Unpack[TargetOptions],
+        self, *, tokenizer: str | integrate.Tokenizer, chat_format: str | integrate.ChatFormat,
+        budget_tokens: int, profile: str | os.PathLike[str] | Profile | None = None,
+        llm: LLM | None = None, text_qa_template: BasePromptTemplate | None = None,
+        on_mismatch: integrate.OnMismatch = "warn", callback_manager: CallbackManager | None = None,
+        empty_response: str | None = None, streaming: bool = False,
+        **target: Unpack[integrate.TargetOptions],
     ) -> None:  # fmt: skip
         super().__init__(
             llm=llm, callback_manager=callback_manager, empty_response=empty_response,
             streaming=streaming,
         )  # fmt: skip
-        self._target = target_of(
+        self._target = integrate.target_of(
             {**target, "tokenizer": tokenizer, "chat_format": chat_format,
              "budget_tokens": budget_tokens, "profile": profile}
         )  # fmt: skip
         self._request = self._target.request_kwargs()  # chat calls state the planned settings
         if is_chat_llm(self._llm):
-            require_chat(self._target, who="a chat LLM (is_chat_model=True) receives messages")
-        self._on_mismatch = check_on_mismatch(on_mismatch)
+            chat_llm = "a chat LLM (is_chat_model=True) receives messages"
+            integrate.require_chat(self._target, who=chat_llm)
+        self._on_mismatch = integrate.check_on_mismatch(on_mismatch)
         self._text_qa_template = text_qa_template
         self._messages = text_qa_conversation(text_qa_template, llm=self._llm)
         self.last_sent: PlanSent | None = None
@@ -143,7 +132,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             )
             return planned.result, list(planned.nodes)
 
-        return plan_to_send(
+        return integrate.plan_to_send(
             [n.node.metadata for n in nodes], target=self._target, messages=self._messages,
             question=question, ids=[n.node.node_id for n in nodes],
             texts=[n.node.text if isinstance(n.node, TextNode) else None for n in nodes],
@@ -152,7 +141,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         )  # fmt: skip
 
     def _check(self, sent: PlanSent, reply: Reply | None, reported: int | None) -> PlanSent:
-        check = check_raw_usage(
+        check = integrate.check_raw_usage(
             self._target, planned_tokens=sent.token_count, on_mismatch=self._on_mismatch,
             raw=reply.raw if reply is not None else None, reported_tokens=reported,
         )  # fmt: skip
@@ -252,8 +241,9 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
 
 def phaseaware_query_engine(
     retriever: BaseRetriever, *, llm: LLM, text_qa_template: BasePromptTemplate | None = None,
-    node_postprocessors: Sequence[BaseNodePostprocessor] = (), on_mismatch: OnMismatch = "warn",
-    streaming: bool = False, **target: Unpack[TargetArgs],
+    node_postprocessors: Sequence[BaseNodePostprocessor] = (),
+    on_mismatch: integrate.OnMismatch = "warn", streaming: bool = False,
+    **target: Unpack[integrate.TargetArgs],
 ) -> RetrieverQueryEngine:  # fmt: skip
     """``RetrieverQueryEngine`` with a ``PhaseAwareSynthesizer`` (the arguments as its) and
     its ``postprocessor()`` last, after ``node_postprocessors``."""
@@ -261,9 +251,7 @@ def phaseaware_query_engine(
         llm=llm, text_qa_template=text_qa_template, on_mismatch=on_mismatch,
         streaming=streaming, **target,
     )  # fmt: skip
-    last = synthesizer.postprocessor()
+    postprocessors = [*node_postprocessors, synthesizer.postprocessor()]
     return RetrieverQueryEngine(
-        retriever,
-        response_synthesizer=synthesizer,
-        node_postprocessors=[*node_postprocessors, last],
+        retriever, response_synthesizer=synthesizer, node_postprocessors=postprocessors
     )
