@@ -35,7 +35,7 @@ from llama_index.postprocessor.phaseaware.postprocessor import (
     to_chat_messages,
 )
 
-from phaseaware import Profile, integrate
+from phaseaware import AssemblyResult, Profile, integrate
 from phaseaware.integrate import PlanSent
 
 __all__ = ["SENT_KEY", "PhaseAwareSynthesizer", "PlanSent", "phaseaware_query_engine"]
@@ -126,7 +126,7 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         """The plan the nodes carry, else a new one (with a warning when one was lost)."""
         node_records(nodes)  # None or ill-typed nodes and scores: InputError naming the index
 
-        def replan() -> tuple[Any, list[NodeWithScore]]:
+        def replan() -> tuple[AssemblyResult, list[NodeWithScore]]:
             planned = assemble_nodes(
                 nodes, target=self._target, messages=self._messages, question=question
             )
