@@ -156,7 +156,7 @@ class LlamaIndexPath:
     def _align_again(self) -> Any:
         """``align`` of the newest tool message as on its first call (a repeat would replay
         what the wrapper sent; the benchmark forgets that one entry to time it again)."""
-        self.llm._sent.pop(self.messages[-1].additional_kwargs["tool_call_id"])
+        self.llm._step.sent.pop(self.messages[-1].additional_kwargs["tool_call_id"])
         return self.llm.align(self.messages)
 
     def step(self, n: int, question: str, chunks: list[Chunk]) -> tuple[Any, float]:

@@ -9,7 +9,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    (every adapter names it ``target``; :func:`target_keywords` shows it in a ``repr``).
 2. in agent loops, per model call: :func:`step_index` (which message aligns) and
    :func:`align_step` (its documents, the question, bound tools, the report) under one
-   :class:`AgentPolicy` (see :mod:`.agent`: the whole agent-step policy).
+   :class:`AgentPolicy` (see :mod:`.agent`: the whole agent-step policy);
+   :class:`AgentStepper` holds one adapter's step state (:mod:`.stepper`).
 3. per call, its retrieved items as :class:`SourceRecord` values (text, score or
    ``None``, its own id, evidence), then :func:`conversation` (its messages as a
    layout; a framework that formats its own template: :func:`slot_marker` and
@@ -29,7 +30,9 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    renders their schemas, or refuses them with ``UnsupportedSettingError``).
    ``Target.request_kwargs()`` on every model call: the chat settings the plan was
    made with (``extra_body.chat_template_kwargs``), so no server default renders it.
-   A synthesis step sends the plan its records carry (:func:`carried_plan`, :mod:`.sent`).
+   A synthesis step sends the plan its records carry (:func:`carried_plan`, :mod:`.sent`;
+   :func:`assemble_carried`, :func:`plan_to_send`, the template's placeholders:
+   :mod:`.synthesis`).
 
 Adapters import ``phaseaware`` (its ``__all__``), ``phaseaware.errors`` and this
 package only; the types their signatures name are re-exported here.
@@ -128,6 +131,20 @@ from phaseaware.integrate.report import (
 )
 from phaseaware.integrate.sent import PlanSent, carried_plan, replan_warning
 from phaseaware.integrate.slot import FilledSlot, fill_slot, slot_marker
+from phaseaware.integrate.stepper import AgentStepper
+from phaseaware.integrate.synthesis import (
+    ASSEMBLY_KEY,
+    CARRIED_KEYS,
+    PLACEHOLDERS,
+    PLACEMENT_KEY,
+    CarriedAssembly,
+    assemble_carried,
+    carried_metadata,
+    carried_text,
+    plan_to_send,
+    reply_prompt_tokens,
+    tagged_conversation,
+)
 from phaseaware.integrate.target import (
     APPEND_OPTIONS,
     Target,
@@ -224,4 +241,17 @@ __all__ = [
     "then_last_async",
     "template_inputs",
     "tools_fix",
+    # one adapter's agent-step state; a synthesis step's conversation, plan and count
+    "AgentStepper",
+    "ASSEMBLY_KEY",
+    "CARRIED_KEYS",
+    "CarriedAssembly",
+    "PLACEHOLDERS",
+    "PLACEMENT_KEY",
+    "assemble_carried",
+    "carried_metadata",
+    "carried_text",
+    "plan_to_send",
+    "reply_prompt_tokens",
+    "tagged_conversation",
 ]

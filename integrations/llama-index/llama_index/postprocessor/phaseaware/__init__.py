@@ -5,11 +5,15 @@ from llama_index.postprocessor.phaseaware.agent import (
     PhaseAwareAgentLLM,
     retriever_tool,
 )
-from llama_index.postprocessor.phaseaware.conversation import text_qa_conversation
-from llama_index.postprocessor.phaseaware.nodes import PhaseAwareNode, RepackWarning
-from llama_index.postprocessor.phaseaware.plan import ASSEMBLY_KEY, PLACEMENT_KEY
-from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
-from llama_index.postprocessor.phaseaware.reorder import PhaseAwareReorder
+from llama_index.postprocessor.phaseaware.postprocessor import (
+    ASSEMBLY_KEY,
+    PLACEMENT_KEY,
+    PhaseAwareNode,
+    PhaseAwarePostprocessor,
+    PhaseAwareReorder,
+    RepackWarning,
+    text_qa_conversation,
+)
 from llama_index.postprocessor.phaseaware.synthesizer import (
     SENT_KEY,
     PhaseAwareSynthesizer,

@@ -1,15 +1,6 @@
-"""Phase-aware tool results for LlamaIndex agents (``FunctionAgent``, ``AgentWorkflow``).
-
-:class:`PhaseAwareAgentLLM` wraps the agent's function-calling LLM: LlamaIndex has no
-hook before a model call, and a tool never sees the positions before it. Before each
-chat call the kit's agent step (:mod:`phaseaware.integrate.agent`, the same as
-LangChain's ``PhaseAwareMiddleware``) aligns the newest tool result by
-:func:`phaseaware.assemble_append`; the wrapper remembers what it sent per tool call id
-(the kit's bounded memory) and resends it, so earlier bytes never change. A tool
-result's documents: the nodes :func:`retriever_tool` registered for its text, else the
-text split on ``document_separator``. ``ReActAgent`` re-renders its history: use
-``FunctionAgent``.
-"""
+"""Phase-aware tool results for LlamaIndex agents (``FunctionAgent``, ``AgentWorkflow``):
+:class:`PhaseAwareAgentLLM` runs the kit's agent step before each chat call (see
+docs/agent-steps.md). ``ReActAgent`` re-renders its history: use ``FunctionAgent``."""
 
 from __future__ import annotations
 
@@ -35,32 +26,14 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.tools import FunctionTool
 
-from phaseaware import AssemblyResult
-from phaseaware.integrate import (
-    REPORT_KEY,
-    AgentPolicy,
-    MessageMemo,
-    SentMemory,
-    SourceRecord,
-    Target,
-    TargetArgs,
-    align_step,
-    check_on_mismatch,
-    check_raw_usage,
-    require_chat,
-    step_index,
-    target_of,
-    then_last,
-    then_last_async,
-    tools_fix,
-)
+from phaseaware import AssemblyResult, integrate
 
 __all__ = ["AGENT_REPORT_KEY", "NodeRegistry", "PhaseAwareAgentLLM", "retriever_tool"]
 
-AGENT_REPORT_KEY = REPORT_KEY  # the aligned tool message's additional_kwargs key
+AGENT_REPORT_KEY = integrate.REPORT_KEY  # the aligned tool message's additional_kwargs key
 
 
-class NodeRegistry(SentMemory[list[NodeWithScore]]):
+class NodeRegistry(integrate.SentMemory[list[NodeWithScore]]):
     """Tool output text -> the scored nodes it was made of (the kit's bounded memory)."""
 
     def __init__(self, max_entries: int = 256) -> None:
@@ -68,13 +41,9 @@ class NodeRegistry(SentMemory[list[NodeWithScore]]):
 
 
 def retriever_tool(
-    retriever: BaseRetriever,
-    registry: NodeRegistry,
-    *,
-    name: str,
-    description: str,
+    retriever: BaseRetriever, registry: NodeRegistry, *, name: str, description: str,
     separator: str = "\n\n",
-) -> FunctionTool:
+) -> FunctionTool:  # fmt: skip
     """A tool ``name(query)`` returning the retrieved nodes' texts joined by ``separator``;
     the nodes are registered under that text, so :class:`PhaseAwareAgentLLM` aligns them
     with their scores, ids and evidence."""
@@ -104,22 +73,26 @@ def _tool_calls(message: ChatMessage) -> list[dict[str, Any]]:
     for block in message.blocks:
         if isinstance(block, ToolCallBlock):
             args = block.tool_kwargs
-            calls.append(
-                {
-                    "id": block.tool_call_id,
-                    "type": "function",
-                    "function": {
-                        "name": block.tool_name,
-                        "arguments": json.dumps(args) if isinstance(args, dict) else args,
-                    },
-                }
-            )
+            arguments = json.dumps(args) if isinstance(args, dict) else args
+            function = {"name": block.tool_name, "arguments": arguments}
+            calls.append({"id": block.tool_call_id, "type": "function", "function": function})
     if calls:  # OpenAI clients send the blocks; additional_kwargs may repeat them
         return calls
     for raw in message.additional_kwargs.get("tool_calls") or ():
         call = raw if isinstance(raw, Mapping) else raw.model_dump()
         calls.append(dict(call))
     return calls
+
+
+def _tool_call_id(message: ChatMessage) -> object:
+    """A tool result's tool call id (``None``: not a tool result)."""
+    is_tool = str(message.role.value) == "tool"
+    return message.additional_kwargs.get("tool_call_id") if is_tool else None
+
+
+def _aligned(original: ChatMessage, step: integrate.AgentStep) -> ChatMessage:
+    kwargs = {**original.additional_kwargs, AGENT_REPORT_KEY: step.report}
+    return ChatMessage(role=original.role, content=step.content, additional_kwargs=kwargs)
 
 
 def message_dict(message: ChatMessage) -> dict[str, Any]:
@@ -136,7 +109,7 @@ def message_dict(message: ChatMessage) -> dict[str, Any]:
 
 
 class PhaseAwareAgentLLM(FunctionCallingLLM):
-    """The agent's LLM with its newest tool result aligned (see the module docstring).
+    """The agent's LLM with its newest tool result aligned (see docs/agent-steps.md).
 
     ``llm``: the wrapped LLM; the other arguments as for LangChain's
     ``PhaseAwareMiddleware`` (``budget_tokens``: the whole conversation). The aligned
@@ -148,38 +121,31 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         default="warn", description="on a usage mismatch after an aligned call: warn, raise, ignore"
     )
 
-    _target: Target = PrivateAttr()
-    _policy: AgentPolicy = PrivateAttr()
+    _step: integrate.AgentStepper[ChatMessage] = PrivateAttr()
     _registry: NodeRegistry = PrivateAttr()
-    _sent: SentMemory[tuple[str, ChatMessage]] = PrivateAttr()
-    _dicts: MessageMemo = PrivateAttr()
-    _warned: list[bool] = PrivateAttr()
 
     def __init__(
-        self,
-        *,
-        llm: FunctionCallingLLM,
-        registry: NodeRegistry | None = None,
-        document_separator: str = "\n\n",
-        message_template: str = "{context}",
+        self, *, llm: FunctionCallingLLM, registry: NodeRegistry | None = None,
+        document_separator: str = "\n\n", message_template: str = "{context}",
         tool_names: Sequence[str] | None = None,
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
-        **target: Unpack[TargetArgs],
-    ) -> None:
-        policy = AgentPolicy(
+        **target: Unpack[integrate.TargetArgs],
+    ) -> None:  # fmt: skip
+        policy = integrate.AgentPolicy(
             message_template=message_template, document_separator=document_separator,
             tool_names=frozenset(tool_names) if tool_names is not None else None,
             tool_schemas=tool_schemas,
         )  # fmt: skip
-        super().__init__(llm=llm, check_usage=check_on_mismatch(check_usage, name="check_usage"))
-        self._target = target_of(target)
-        require_chat(self._target)
-        self._policy = policy
+        on_mismatch = integrate.check_on_mismatch(check_usage, name="check_usage")
+        super().__init__(llm=llm, check_usage=on_mismatch)
+        resolved = integrate.target_of(target)
+        integrate.require_chat(resolved)
+        self._step = integrate.AgentStepper(
+            resolved, policy, convert=lambda m, _: message_dict(m), text=_text,
+            adapter="PhaseAwareAgentLLM",
+        )  # fmt: skip
         self._registry = registry if registry is not None else NodeRegistry()
-        self._sent = SentMemory()
-        self._dicts = MessageMemo(lambda m, _: message_dict(m), _text)
-        self._warned = [False]
 
     @classmethod
     def class_name(cls) -> str:
@@ -190,82 +156,54 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         return self.llm.metadata
 
     @property
-    def target(self) -> Target:
-        return self._target
+    def target(self) -> integrate.Target:
+        return self._step.target
 
     def report(self, tool_call_id: str) -> dict[str, Any] | None:
         """The report of the result sent for ``tool_call_id`` (``None``: none, forgotten)."""
-        known = self._sent.get(tool_call_id)
-        return None if known is None else known[1].additional_kwargs.get(REPORT_KEY)
+        return self._step.report(tool_call_id)
 
     @property
     def last_report(self) -> dict[str, Any] | None:
         """The report on the newest aligned tool message (``None``: none yet)."""
-        newest = self._sent.newest()
-        return None if newest is None else newest[1].additional_kwargs.get(REPORT_KEY)
+        return self._step.last_report()
 
-    def _records(self, text: str) -> tuple[list[SourceRecord] | None, list[object] | None]:
-        nodes = self._registry.get(text)
+    def _records(self, message: ChatMessage) -> list[integrate.SourceRecord] | None:
+        nodes = self._registry.get(_text(message))
         if nodes is None:
-            return None, None
-        records = [
-            SourceRecord(text=n.node.get_content(), score=n.score, id=n.node.node_id,
-                         evidence=n.node.metadata.get("evidence"))
+            return None
+        return [
+            integrate.SourceRecord(
+                text=n.node.get_content(), score=n.score, id=n.node.node_id,
+                evidence=n.node.metadata.get("evidence"),
+            )
             for n in nodes
         ]  # fmt: skip
-        return records, [r.id for r in records]
-
-    def _replayed(self, message: ChatMessage) -> ChatMessage:
-        """The message as sent before (an aligned tool result), else ``message``."""
-        call_id = message.additional_kwargs.get("tool_call_id")
-        if str(message.role.value) != "tool" or not isinstance(call_id, str):
-            return message
-        known = self._sent.get(call_id)
-        return known[1] if known is not None and known[0] == _text(message) else message
 
     def align(
         self, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] = ()
     ) -> tuple[list[ChatMessage], AssemblyResult | None]:
         """The messages to send (earlier tool results as sent before, the newest aligned)
         and the new alignment (``None``: none); ``tools``: the bound OpenAI schemas."""
-        out = [self._replayed(m) for m in messages]
-        dicts = self._dicts.dicts(out)
-        index = step_index(
-            dicts, policy=self._policy, aligned=lambda i: REPORT_KEY in out[i].additional_kwargs,
-            warned=self._warned,
+        out, step = self._step.align(
+            messages, call_id=_tool_call_id, rebuild=_aligned, records=self._records, tools=tools,
+            aligned=lambda m: AGENT_REPORT_KEY in m.additional_kwargs,
         )  # fmt: skip
-        if index is None:
-            return out, None
-        original = out[index]
-        records, ids = self._records(_text(original))
-        step = align_step(
-            self._target, self._policy, messages=dicts, index=index, records=records, ids=ids,
-            tools=tools, fix=tools_fix("PhaseAwareAgentLLM"),
-        )  # fmt: skip
-        if step is None:
-            return out, None
-        kwargs = {**original.additional_kwargs, REPORT_KEY: step.report}
-        sent_now = ChatMessage(role=original.role, content=step.content, additional_kwargs=kwargs)
-        self._sent.put(str(original.additional_kwargs["tool_call_id"]), (_text(original), sent_now))
-        out[index] = sent_now
-        return out, step.result
+        return out, step.result if step is not None else None
 
     def _send(self, messages: Sequence[ChatMessage], kwargs: Mapping[str, Any]) -> Any:
         sent, result = self.align(messages, tools=kwargs.get("tools") or ())
         fix = "; state them on PhaseAwareAgentLLM (settings=, thinking=)"
-        return sent, result, self._target.merged_kwargs(kwargs, fix=fix)
+        return sent, result, self.target.merged_kwargs(kwargs, fix=fix)
 
-    def _check(self, response: ChatResponse, result: AssemblyResult | None) -> None:
-        if result is not None:
-            check_raw_usage(
-                self._target, planned_tokens=result.token_count, raw=response.raw,
-                on_mismatch=self.check_usage,  # type: ignore[arg-type]
-            )  # fmt: skip
+    def _checked(self, response: ChatResponse, result: AssemblyResult | None) -> ChatResponse:
+        on_mismatch = self.check_usage  # a field: read at each call
+        self._step.check(result, response.raw, on_mismatch=on_mismatch)  # type: ignore[arg-type]
+        return response
 
     def reset(self) -> None:
         """Forget what was sent (a new conversation)."""
-        self._sent.clear()
-        self._dicts.clear()
+        self._step.reset()
 
     # the wrapped LLM's own tool handling and completions, passed through unchanged
 
@@ -292,23 +230,20 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         sent, result, kwargs = self._send(messages, kwargs)
-        response = self.llm.chat(sent, **kwargs)
-        self._check(response, result)
-        return response
+        return self._checked(self.llm.chat(sent, **kwargs), result)
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         sent, result, kwargs = self._send(messages, kwargs)
-        response = await self.llm.achat(sent, **kwargs)
-        self._check(response, result)
-        return response
+        return self._checked(await self.llm.achat(sent, **kwargs), result)
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
         sent, result, kwargs = self._send(messages, kwargs)
-        return then_last(self.llm.stream_chat(sent, **kwargs), lambda r: self._check(r, result))
+        stream = self.llm.stream_chat(sent, **kwargs)
+        return integrate.then_last(stream, lambda r: self._checked(r, result))
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
         sent, result, kwargs = self._send(messages, kwargs)
         stream = await self.llm.astream_chat(sent, **kwargs)
-        return then_last_async(stream, lambda r: self._check(r, result))
+        return integrate.then_last_async(stream, lambda r: self._checked(r, result))

@@ -1,14 +1,5 @@
-"""``PhaseAwareSynthesizer``: send the assembled prompt to the LLM exactly as planned.
-
-The plan covers the whole conversation the LLM receives: the text-QA template, the LLM's
-``system_prompt`` (and a completion LLM's ``query_wrapper_prompt``) and the chunks as
-``PhaseAwarePostprocessor`` arranged them. A chat LLM gets ``AssemblyResult.messages``,
-a completion LLM ``AssemblyResult.prompt`` (``formatted=True``). Nodes whose plan no
-longer holds are planned again, with a warning (the kit's :func:`carried_plan`); the
-response's ``usage.prompt_tokens`` is checked against the plan. ``streaming=True``
-streams the answer and checks the usage chunk at the end (an OpenAI-compatible server
-sends it with ``stream_options={"include_usage": True}``).
-"""
+"""``PhaseAwareSynthesizer``: send the assembled prompt to the LLM exactly as planned (the
+whole conversation: template, system prompt, the arranged chunks; see docs/frameworks.md)."""
 
 from __future__ import annotations
 
@@ -34,36 +25,18 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers.base import BaseSynthesizer, QueryTextType
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from llama_index.postprocessor.phaseaware.conversation import (
+from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.postprocessor.phaseaware.postprocessor import (
+    PhaseAwarePostprocessor,
+    assemble_nodes,
     is_chat_llm,
+    node_records,
     text_qa_conversation,
     to_chat_messages,
 )
-from llama_index.postprocessor.phaseaware.plan import (
-    ASSEMBLY_KEY,
-    PLACEMENT_KEY,
-    assemble_nodes,
-    node_records,
-)
-from llama_index.postprocessor.phaseaware.postprocessor import PhaseAwarePostprocessor
 
-from phaseaware import Profile
-from phaseaware.integrate import (
-    ChatFormat,
-    OnMismatch,
-    PlanSent,
-    TargetArgs,
-    TargetOptions,
-    Tokenizer,
-    carried_plan,
-    check_on_mismatch,
-    check_raw_usage,
-    replan_warning,
-    reported_prompt_tokens,
-    require_chat,
-    target_of,
-)
+from phaseaware import AssemblyResult, Profile, integrate
+from phaseaware.integrate import PlanSent
 
 __all__ = ["SENT_KEY", "PhaseAwareSynthesizer", "PlanSent", "phaseaware_query_engine"]
 
@@ -76,55 +49,51 @@ _FIX = (
 
 
 def _reported(reply: Reply, before: int | None = None) -> int | None:
-    """``usage.prompt_tokens`` of the raw response, else ``additional_kwargs``, else
-    ``before`` (what a stream reported so far: its usage chunk comes last)."""
-    value = reported_prompt_tokens(reply.raw)
-    value = reply.additional_kwargs.get("prompt_tokens") if value is None else value
-    return value if isinstance(value, int) and not isinstance(value, bool) else before
+    return integrate.reply_prompt_tokens(
+        reply.raw, reply.additional_kwargs.get("prompt_tokens"), before
+    )
 
 
 def _text(reply: Reply) -> str:
     return (reply.message.content or "") if isinstance(reply, ChatResponse) else reply.text
 
 
+def _chunk_nodes(text_chunks: Sequence[str]) -> list[NodeWithScore]:
+    return [
+        NodeWithScore(node=TextNode(text=t, id_=f"chunk-{i}")) for i, t in enumerate(text_chunks)
+    ]
+
+
 class PhaseAwareSynthesizer(BaseSynthesizer):
     """A response synthesizer that sends phaseaware's verified prompt unchanged.
 
-    The target arguments as for :class:`PhaseAwarePostprocessor` (``thinking`` /
-    ``settings``: stated on every chat call as ``extra_body.chat_template_kwargs``;
-    ``state_settings=False``: the endpoint record's ``server_default``);
-    ``text_qa_template``: the prompt framing the chunks (default: LlamaIndex's).
-    ``on_mismatch``: what a usage mismatch does (``warn``, ``raise``, ``ignore``).
-    ``response.metadata["phaseaware"]`` and ``last_sent``: the call's :class:`PlanSent`.
+    The target arguments as for :class:`PhaseAwarePostprocessor` (chat settings: stated on
+    every chat call); ``text_qa_template``: the prompt framing the chunks (default:
+    LlamaIndex's); ``on_mismatch``: what a usage mismatch does (``warn``, ``raise``,
+    ``ignore``). ``response.metadata["phaseaware"]`` and ``last_sent``: the :class:`PlanSent`.
     """
 
     def __init__(
-        self,
-        *,
-        tokenizer: str | Tokenizer,
-        chat_format: str | ChatFormat,
-        budget_tokens: int,
-        profile: str | os.PathLike[str] | Profile | None = None,
-        llm: LLM | None = None,
-        text_qa_template: BasePromptTemplate | None = None,
-        on_mismatch: OnMismatch = "warn",
-        callback_manager: CallbackManager | None = None,
-        empty_response: str | None = None,
-        streaming: bool = False,
-        **target: Unpack[TargetOptions],
-    ) -> None:
+        self, *, tokenizer: str | integrate.Tokenizer, chat_format: str | integrate.ChatFormat,
+        budget_tokens: int, profile: str | os.PathLike[str] | Profile | None = None,
+        llm: LLM | None = None, text_qa_template: BasePromptTemplate | None = None,
+        on_mismatch: integrate.OnMismatch = "warn", callback_manager: CallbackManager | None = None,
+        empty_response: str | None = None, streaming: bool = False,
+        **target: Unpack[integrate.TargetOptions],
+    ) -> None:  # fmt: skip
         super().__init__(
             llm=llm, callback_manager=callback_manager, empty_response=empty_response,
             streaming=streaming,
         )  # fmt: skip
-        self._target = target_of(
+        self._target = integrate.target_of(
             {**target, "tokenizer": tokenizer, "chat_format": chat_format,
              "budget_tokens": budget_tokens, "profile": profile}
         )  # fmt: skip
         self._request = self._target.request_kwargs()  # chat calls state the planned settings
         if is_chat_llm(self._llm):
-            require_chat(self._target, who="a chat LLM (is_chat_model=True) receives messages")
-        self._on_mismatch = check_on_mismatch(on_mismatch)
+            chat_llm = "a chat LLM (is_chat_model=True) receives messages"
+            integrate.require_chat(self._target, who=chat_llm)
+        self._on_mismatch = integrate.check_on_mismatch(on_mismatch)
         self._text_qa_template = text_qa_template
         self._messages = text_qa_conversation(text_qa_template, llm=self._llm)
         self.last_sent: PlanSent | None = None
@@ -154,29 +123,25 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
     def _plan(
         self, nodes: list[NodeWithScore], question: str
     ) -> tuple[PlanSent, list[NodeWithScore]]:
+        """The plan the nodes carry, else a new one (with a warning when one was lost)."""
         node_records(nodes)  # None or ill-typed nodes and scores: InputError naming the index
-        metadata = [n.node.metadata for n in nodes]
-        report, reason = carried_plan(
-            [m.get(ASSEMBLY_KEY) for m in metadata], [m.get(PLACEMENT_KEY) for m in metadata],
-            key=self._target.plan_key(self._messages, question),
-            ids=[n.node.node_id for n in nodes],
+
+        def replan() -> tuple[AssemblyResult, list[NodeWithScore]]:
+            planned = assemble_nodes(
+                nodes, target=self._target, messages=self._messages, question=question
+            )
+            return planned.result, list(planned.nodes)
+
+        return integrate.plan_to_send(
+            [n.node.metadata for n in nodes], target=self._target, messages=self._messages,
+            question=question, ids=[n.node.node_id for n in nodes],
             texts=[n.node.text if isinstance(n.node, TextNode) else None for n in nodes],
-            what="nodes",
+            replan=replan, kept=nodes, who="PhaseAwareSynthesizer",
+            planner="PhaseAwarePostprocessor", fix=_FIX, what="nodes",
         )  # fmt: skip
-        if report is not None:
-            return PlanSent.of(report, replanned=False), nodes
-        if any(ASSEMBLY_KEY in m for m in metadata):
-            replan_warning(
-                "PhaseAwareSynthesizer", f"{reason} (by PhaseAwarePostprocessor)", fix=_FIX,
-                what="nodes",
-            )  # fmt: skip
-        planned = assemble_nodes(
-            nodes, target=self._target, messages=self._messages, question=question
-        )
-        return PlanSent.of(planned.result, replanned=True), list(planned.nodes)
 
     def _check(self, sent: PlanSent, reply: Reply | None, reported: int | None) -> PlanSent:
-        check = check_raw_usage(
+        check = integrate.check_raw_usage(
             self._target, planned_tokens=sent.token_count, on_mismatch=self._on_mismatch,
             raw=reply.raw if reply is not None else None, reported_tokens=reported,
         )  # fmt: skip
@@ -214,19 +179,24 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
         metadata[SENT_KEY] = self._check(sent, last, reported)
 
     def _respond(
-        self, sent: PlanSent, nodes: list[NodeWithScore], extra: Sequence[NodeWithScore],
-        text: Any = None, aio: bool = False,
+        self, event: Any, sent: PlanSent, nodes: list[NodeWithScore],
+        called: tuple[str, PlanSent] | None, aio: bool = False,
     ) -> RESPONSE_TYPE:  # fmt: skip
-        nodes = [*nodes, *extra]
-        if text is not None:
-            response = self._prepare_response_output(text, nodes)
-            response.metadata = {**(response.metadata or {}), SENT_KEY: sent}
-            return response
-        metadata: dict[str, Any] = {n.node.node_id: n.node.metadata for n in nodes}
-        metadata[SENT_KEY] = sent  # replaced by the checked PlanSent when the stream ends
-        if aio:
-            return AsyncStreamingResponse(self._astream(sent, metadata), nodes, metadata)
-        return StreamingResponse(self._stream(sent, metadata), nodes, metadata)
+        """The response (``called``: the answer and the checked plan; ``None``: a stream
+        whose metadata gets the checked plan when it ends), reported to ``event``."""
+        response: RESPONSE_TYPE
+        if called is not None:
+            response = self._prepare_response_output(called[0], nodes)
+            response.metadata = {**(response.metadata or {}), SENT_KEY: called[1]}
+        else:
+            metadata: dict[str, Any] = {n.node.node_id: n.node.metadata for n in nodes}
+            metadata[SENT_KEY] = sent  # replaced by the checked PlanSent when the stream ends
+            if aio:
+                response = AsyncStreamingResponse(self._astream(sent, metadata), nodes, metadata)
+            else:
+                response = StreamingResponse(self._stream(sent, metadata), nodes, metadata)
+        event.on_end(payload={EventPayload.RESPONSE: response})
+        return response
 
     def synthesize(
         self, query: QueryTextType, nodes: list[NodeWithScore],
@@ -236,18 +206,12 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             if self._streaming:
                 return StreamingResponse(self._empty_response_generator())
             return Response(self._empty_response)
-        bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
-        payload: dict[str, Any] = {EventPayload.QUERY_STR: bundle.query_str}
+        question = query if isinstance(query, str) else query.query_str
+        payload: dict[str, Any] = {EventPayload.QUERY_STR: question}
         with self._callback_manager.event(CBEventType.SYNTHESIZE, payload=payload) as event:
-            sent, arranged = self._plan(list(nodes), bundle.query_str)
-            extra = additional_source_nodes or ()
-            if self._streaming:
-                response = self._respond(sent, arranged, extra)
-            else:
-                text, sent = self._call(sent)
-                response = self._respond(sent, arranged, extra, text)
-            event.on_end(payload={EventPayload.RESPONSE: response})
-        return response
+            sent, arranged = self._plan(list(nodes), question)
+            called = None if self._streaming else self._call(sent)
+            return self._respond(event, sent, [*arranged, *(additional_source_nodes or ())], called)
 
     async def asynthesize(
         self, query: QueryTextType, nodes: list[NodeWithScore],
@@ -257,53 +221,37 @@ class PhaseAwareSynthesizer(BaseSynthesizer):
             if self._streaming:
                 return AsyncStreamingResponse(self._empty_response_agenerator())
             return Response(self._empty_response)
-        bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
-        payload: dict[str, Any] = {EventPayload.QUERY_STR: bundle.query_str}
+        question = query if isinstance(query, str) else query.query_str
+        payload: dict[str, Any] = {EventPayload.QUERY_STR: question}
         with self._callback_manager.event(CBEventType.SYNTHESIZE, payload=payload) as event:
-            sent, arranged = await asyncio.to_thread(self._plan, list(nodes), bundle.query_str)
+            sent, arranged = await asyncio.to_thread(self._plan, list(nodes), question)
+            called = None if self._streaming else await self._acall(sent)
             extra = additional_source_nodes or ()
-            if self._streaming:
-                response = self._respond(sent, arranged, extra, aio=True)
-            else:
-                text, sent = await self._acall(sent)
-                response = self._respond(sent, arranged, extra, text)
-            event.on_end(payload={EventPayload.RESPONSE: response})
-        return response
-
-    def _text_nodes(self, text_chunks: Sequence[str]) -> list[NodeWithScore]:
-        return [
-            NodeWithScore(node=TextNode(text=t, id_=f"chunk-{i}"))
-            for i, t in enumerate(text_chunks)
-        ]
+            return self._respond(event, sent, [*arranged, *extra], called, aio=True)
 
     def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> Any:
         """Plan ``text_chunks`` (retrieval order) and answer; prefer :meth:`synthesize`."""
-        sent, _ = self._plan(self._text_nodes(text_chunks), query_str)
+        sent, _ = self._plan(_chunk_nodes(text_chunks), query_str)
         return self._stream(sent, {}) if self._streaming else self._call(sent)[0]
 
     async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> Any:
-        sent, _ = self._plan(self._text_nodes(text_chunks), query_str)
+        sent, _ = self._plan(_chunk_nodes(text_chunks), query_str)
         return self._astream(sent, {}) if self._streaming else (await self._acall(sent))[0]
 
 
 def phaseaware_query_engine(
-    retriever: BaseRetriever,
-    *,
-    llm: LLM,
-    text_qa_template: BasePromptTemplate | None = None,
+    retriever: BaseRetriever, *, llm: LLM, text_qa_template: BasePromptTemplate | None = None,
     node_postprocessors: Sequence[BaseNodePostprocessor] = (),
-    on_mismatch: OnMismatch = "warn",
-    streaming: bool = False,
-    **target: Unpack[TargetArgs],
-) -> RetrieverQueryEngine:
+    on_mismatch: integrate.OnMismatch = "warn", streaming: bool = False,
+    **target: Unpack[integrate.TargetArgs],
+) -> RetrieverQueryEngine:  # fmt: skip
     """``RetrieverQueryEngine`` with a ``PhaseAwareSynthesizer`` (the arguments as its) and
     its ``postprocessor()`` last, after ``node_postprocessors``."""
     synthesizer = PhaseAwareSynthesizer(
         llm=llm, text_qa_template=text_qa_template, on_mismatch=on_mismatch,
         streaming=streaming, **target,
     )  # fmt: skip
+    postprocessors = [*node_postprocessors, synthesizer.postprocessor()]
     return RetrieverQueryEngine(
-        retriever,
-        response_synthesizer=synthesizer,
-        node_postprocessors=[*node_postprocessors, synthesizer.postprocessor()],
+        retriever, response_synthesizer=synthesizer, node_postprocessors=postprocessors
     )

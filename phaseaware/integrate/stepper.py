@@ -1,0 +1,141 @@
+"""One adapter's agent-step state: what every step of one adapter instance shares.
+
+:class:`AgentStepper` holds the checked :class:`~phaseaware.integrate.AgentPolicy` and
+:class:`~phaseaware.integrate.Target`, the :class:`~phaseaware.integrate.MessageMemo` of
+converted messages, the parallel-results warning flag and, for frameworks that resend
+their own unaligned messages every step, a bounded memory of the message sent per tool
+call id (with its report). The deciding stays in :mod:`.agent` (:func:`step_index`,
+:func:`align_step`); the adapter converts its messages and its documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+from phaseaware.assembly.report.result import AssemblyResult
+from phaseaware.endpoints import UsageCheck
+from phaseaware.integrate.agent import (
+    AgentPolicy,
+    AgentStep,
+    MessageMemo,
+    SentMemory,
+    align_step,
+    step_index,
+)
+from phaseaware.integrate.calls import OnMismatch
+from phaseaware.integrate.checks import check_raw_usage, tools_fix
+from phaseaware.integrate.records import SourceRecord
+from phaseaware.integrate.target import Target
+
+__all__ = ["AgentStepper"]
+
+_M = TypeVar("_M")
+
+
+class AgentStepper(Generic[_M]):
+    """The agent-step state of one adapter instance over framework messages ``_M``.
+
+    ``convert(message, index)`` and ``text(message)``: the adapter's conversions (as for
+    :class:`MessageMemo`); ``adapter``: its class name, for the bound-tools fix;
+    ``max_sent``: how many tool call ids :meth:`remember` keeps (oldest evicted).
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        policy: AgentPolicy,
+        *,
+        convert: Callable[[_M, int], dict[str, Any]],
+        text: Callable[[_M], object],
+        adapter: str,
+        max_sent: int = 4096,
+    ) -> None:
+        self.target = target
+        self.policy = policy
+        self._text = text
+        self._fix = tools_fix(adapter)
+        self._memo = MessageMemo(convert, text)
+        self._warned = [False]
+        self.sent: SentMemory[tuple[object, _M, dict[str, Any]]] = SentMemory(max_sent)
+
+    def step(
+        self,
+        messages: Sequence[_M],
+        *,
+        aligned: Callable[[int], bool],
+        records: Callable[[_M], Sequence[SourceRecord] | None] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> AgentStep | None:
+        """The kit's step over ``messages`` (as the model gets them): ``None`` when no
+        message aligns or nothing is placed. ``aligned(i)``: whether message ``i`` was
+        aligned already; ``records(message)``: its documents (``None``: its text split,
+        ids ``None``); ``tools``: the bound OpenAI tool schemas."""
+        dicts = self._memo.dicts(messages)
+        index = step_index(dicts, policy=self.policy, aligned=aligned, warned=self._warned)
+        if index is None:
+            return None
+        found = records(messages[index]) if records is not None else None
+        return align_step(
+            self.target, self.policy, messages=dicts, index=index, records=found,
+            tools=tools, fix=self._fix,
+        )  # fmt: skip
+
+    def align(
+        self,
+        messages: Sequence[_M],
+        *,
+        call_id: Callable[[_M], object],
+        aligned: Callable[[_M], bool],
+        rebuild: Callable[[_M, AgentStep], _M],
+        records: Callable[[_M], Sequence[SourceRecord] | None] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> tuple[list[_M], AgentStep | None]:
+        """:meth:`step` for a framework that resends its own unaligned messages: each tool
+        result sent aligned before is replaced by what was sent (:meth:`resent`), the new
+        one by ``rebuild(original, step)`` (remembered). ``call_id(message)``: its tool call
+        id (``None``: not a tool result); ``aligned(message)``: it carries a report."""
+        out = [self.resent(call_id(m), m) for m in messages]
+        step = self.step(out, aligned=lambda i: aligned(out[i]), records=records, tools=tools)
+        if step is not None:
+            original = out[step.index]
+            out[step.index] = rebuild(original, step)
+            self.remember(str(call_id(original)), original, out[step.index], step.report)
+        return out, step
+
+    def resent(self, call_id: object, message: _M) -> _M:
+        """The message sent for tool call ``call_id`` while ``message`` still has the text
+        it had then; else ``message``."""
+        known = self.sent.get(call_id) if isinstance(call_id, str) else None
+        return known[1] if known is not None and known[0] == self._text(message) else message
+
+    def remember(self, call_id: str, original: _M, sent: _M, report: dict[str, Any]) -> None:
+        """``sent`` (with ``report``) went out for tool call ``call_id`` instead of
+        ``original``; :meth:`resent` returns it while the original's text is unchanged."""
+        self.sent.put(call_id, (self._text(original), sent, report))
+
+    def report(self, call_id: str) -> dict[str, Any] | None:
+        """The report of what was sent for ``call_id`` (``None``: nothing, or forgotten)."""
+        known = self.sent.get(call_id)
+        return None if known is None else known[2]
+
+    def last_report(self) -> dict[str, Any] | None:
+        """The report of what was remembered last (``None``: nothing yet)."""
+        newest = self.sent.newest()
+        return None if newest is None else newest[2]
+
+    def check(
+        self, result: AssemblyResult | None, raw: Any, *, on_mismatch: OnMismatch
+    ) -> UsageCheck | None:
+        """:func:`check_raw_usage` of a reply to an aligned call (``result``: its plan;
+        ``None``: nothing was aligned, nothing checked)."""
+        if result is None:
+            return None
+        return check_raw_usage(
+            self.target, planned_tokens=result.token_count, raw=raw, on_mismatch=on_mismatch
+        )
+
+    def reset(self) -> None:
+        """Forget what was sent and converted (a new conversation)."""
+        self.sent.clear()
+        self._memo.clear()

@@ -1,0 +1,70 @@
+"""phaseaware.integrate.AgentStepper without a framework: one adapter's step state over
+plain dict messages (converted once, resent as sent, reports remembered, bounded)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from phaseaware.integrate import AgentPolicy, AgentStepper, SourceRecord, target_of
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+
+
+def _stepper(o200k: Any, **kwargs: Any) -> AgentStepper[dict[str, Any]]:
+    target = target_of(
+        {"tokenizer": o200k, "chat_format": "chatml", "profile": None, "budget_tokens": 4000}
+    )
+    return AgentStepper(
+        target, AgentPolicy(), convert=lambda m, _: dict(m), text=lambda m: m["content"],
+        adapter="Adapter", **kwargs,
+    )  # fmt: skip
+
+
+def _conversation(result: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "Which vault code?"},
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "c1", "content": result},
+    ]
+
+
+def _call_id(message: dict[str, Any]) -> object:
+    return message.get("tool_call_id") if message["role"] == "tool" else None
+
+
+def _rebuild(original: dict[str, Any], step: Any) -> dict[str, Any]:
+    return {**original, "content": step.content, "report": step.report}
+
+
+def test_align_aligns_the_newest_result_then_resends_it(o200k):
+    stepper = _stepper(o200k)
+    messages = _conversation("alpha\n\nbeta")
+    kwargs: dict[str, Any] = {"call_id": _call_id, "aligned": lambda m: "report" in m}
+    out, step = stepper.align(messages, rebuild=_rebuild, **kwargs)
+    assert step is not None and step.index == 2 and out[2]["content"] == step.content
+    assert messages[2]["content"] == "alpha\n\nbeta"  # the caller's message untouched
+    assert stepper.report("c1") == step.report == stepper.last_report()
+    calls: list[int] = []
+    again, second = stepper.align(messages, rebuild=lambda m, s: calls.append(1) or m, **kwargs)
+    assert second is None and calls == [] and again[2] is out[2]  # resent as sent, no new step
+    edited = _conversation("gamma")
+    assert stepper.resent("c1", edited[2]) is edited[2]  # its text changed: not the sent one
+    stepper.reset()
+    assert stepper.report("c1") is None and stepper.last_report() is None
+
+
+def test_step_takes_the_adapters_records_and_checks_only_aligned_replies(o200k):
+    stepper = _stepper(o200k, max_sent=1)
+    records = [SourceRecord("alpha", 0.9, "a"), SourceRecord("beta", 0.1, "b")]
+    step = stepper.step(
+        _conversation("ignored"), aligned=lambda i: False, records=lambda m: records
+    )
+    assert step is not None
+    assert {p["document_id"] for p in step.report["placements"]} == {"a", "b"}
+    assert stepper.check(None, {"usage": {"prompt_tokens": 1}}, on_mismatch="raise") is None
+    raw = {"usage": {"prompt_tokens": step.result.token_count}}
+    check = stepper.check(step.result, raw, on_mismatch="raise")
+    assert check is not None and check.ok
+    stepper.remember("c1", {"content": "x"}, {"content": "y"}, {"n": 1})
+    stepper.remember("c2", {"content": "x"}, {"content": "z"}, {"n": 2})
+    assert len(stepper.sent) == 1 and stepper.report("c1") is None  # bounded
