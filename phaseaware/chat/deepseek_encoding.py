@@ -140,7 +140,7 @@ class DeepSeekFormat:
     name = "deepseek"
     chat = True
     dialect: Dialect
-    supported_settings = frozenset(SETTING_NAMES)
+    supported_settings = frozenset(SETTING_NAMES) - {"tool_arguments"}
     supported_roles = frozenset(
         {"system", "developer", "user", "assistant", "tool", "latest_reminder"}
     )

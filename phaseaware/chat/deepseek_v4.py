@@ -193,4 +193,4 @@ class DeepSeekV4Format(DeepSeekFormat):
 
     name = "deepseek-v4"
     dialect = DIALECT
-    supported_settings = frozenset(SETTING_NAMES) - {"effort_budgets"}
+    supported_settings = frozenset(SETTING_NAMES) - {"effort_budgets", "tool_arguments"}

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from phaseaware.chat.errors import TemplateRewriteError
-from phaseaware.chat.hf_tools import template_tools
+from phaseaware.chat.hf_tools import template_message, template_tools
 from phaseaware.chat.messages import COMMON_ROLES, Message, check_roles, check_tool_results
 from phaseaware.chat.settings import ChatSettings
 from phaseaware.errors import TemplateError, TemplateLimitError
@@ -28,12 +28,13 @@ __all__ = ["HFChatFormat"]
 
 
 class HFChatFormat:
-    """``apply_chat_template`` of the tokenizer, with ``enable_thinking``/``thinking`` and
-    the bound ``tools`` as the server passes them (:mod:`phaseaware.chat.hf_tools`)."""
+    """``apply_chat_template`` of the tokenizer, with ``enable_thinking``/``thinking``,
+    the bound ``tools`` and tool-call ``arguments`` as the server passes them
+    (:mod:`phaseaware.chat.hf_tools`; ``tool_arguments``: see :class:`ChatSettings`)."""
 
     name = "hf"
     chat = True
-    supported_settings = frozenset({"thinking", "tools"})
+    supported_settings = frozenset({"thinking", "tools", "tool_arguments"})
     supported_roles = COMMON_ROLES
     markers: tuple[str, ...] = ()  # the tokenizer's special strings cover the template's
 
@@ -43,6 +44,7 @@ class HFChatFormat:
         *,
         thinking: bool = False,
         tools: Sequence[Mapping[str, Any]] = (),
+        tool_arguments: str | None = None,
     ) -> None:
         if not isinstance(tokenizer, ChatTemplateTokenizer) or tokenizer.chat_template is None:
             spec = getattr(tokenizer, "spec", tokenizer)
@@ -52,8 +54,11 @@ class HFChatFormat:
             )
         self._tokenizer = tokenizer
         self.thinking = thinking
-        self.settings = ChatSettings(thinking=thinking, tools=tuple(tools))  # checked copies
+        self.settings = ChatSettings(
+            thinking=thinking, tools=tuple(tools), tool_arguments=tool_arguments
+        )  # checked copies
         self._tools = template_tools(self.settings.tools)
+        self._object_arguments = self.settings.tool_arguments != "string"
 
     def __repr__(self) -> str:
         tools = f", tools={self._tools!r}" if self._tools else ""
@@ -63,7 +68,7 @@ class HFChatFormat:
         # both names are in use (Qwen3: enable_thinking; DeepSeek V3.1: thinking)
         try:
             return self._tokenizer.render_chat(
-                [m.to_openai() for m in messages],
+                [template_message(m, object_arguments=self._object_arguments) for m in messages],
                 add_generation_prompt=add_generation_prompt,
                 enable_thinking=self.thinking,
                 thinking=self.thinking,
@@ -71,9 +76,30 @@ class HFChatFormat:
             )
         except TemplateLimitError:  # the template itself, whatever the messages
             raise
-        except TemplateError:
+        except TemplateError as exc:
             check_tool_results(messages)  # the usual cause: a tool result answering no call
+            if self._object_arguments and any(m.tool_calls for m in messages):
+                self._explain_arguments(messages, add_generation_prompt, exc)
             raise
+
+    def _explain_arguments(
+        self, messages: Sequence[Message], add_generation_prompt: bool, exc: TemplateError
+    ) -> None:
+        """Raise the fix when the template fails only on tool-call arguments as an object."""
+        try:
+            self._tokenizer.render_chat(
+                [template_message(m, object_arguments=False) for m in messages],
+                add_generation_prompt=add_generation_prompt, enable_thinking=self.thinking,
+                thinking=self.thinking, tools=self._tools,
+            )  # fmt: skip
+        except TemplateError:
+            return  # it fails either way: the original error stands
+        raise TemplateError(
+            f"{exc}: the template takes tool-call arguments as JSON text, but vLLM, SGLang "
+            "and llama-server hand them to it as a JSON object, and fail on this "
+            "conversation the same way; a server that passes the text (llama-cpp-python) "
+            "renders it: ChatSettings(tool_arguments='string')"
+        ) from exc
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
         """The template's text; raises ``TemplateRewriteError`` unless every message's

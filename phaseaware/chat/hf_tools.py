@@ -16,6 +16,11 @@ so the exact dicts matter, key order included. Both servers pass the request's
 rendering would depend on the server: no ``description`` or ``parameters`` (give
 both), or ``strict``/``defer_loading`` set (leave them out). No tools: ``None``, what
 both servers pass for a request without tools.
+
+An assistant turn's tool calls reach the template with ``arguments`` parsed into a JSON
+object by vLLM (``renderers/chat_utils.py: _postprocess_messages``), SGLang and
+llama.cpp's ``llama-server``; llama-cpp-python passes the JSON text as sent.
+:func:`template_message` gives either form.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phaseaware.chat.messages import Message
 from phaseaware.chat.settings import UnsupportedSettingError
 
-__all__ = ["template_tools"]
+__all__ = ["template_message", "template_tools"]
 
 _SERVER_DEPENDENT = ("strict", "defer_loading")  # vLLM keeps them, llama-cpp-python drops them
 
@@ -61,3 +67,16 @@ def template_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] |
     if not tools:
         return None
     return [{"type": "function", "function": _function(i, t)} for i, t in enumerate(tools)]
+
+
+def template_message(message: Message, *, object_arguments: bool) -> dict[str, Any]:
+    """``message`` as the server hands it to a Jinja template: the OpenAI-style dict, tool
+    calls' ``arguments`` parsed into a JSON object when ``object_arguments``."""
+    out = message.to_openai()
+    if object_arguments and message.tool_calls:
+        out["tool_calls"] = [
+            {**call.to_openai(), "function": {"name": call.name,
+                                              "arguments": call.parsed_arguments()}}
+            for call in message.tool_calls
+        ]  # fmt: skip
+    return out

@@ -25,6 +25,11 @@ and the request cannot disagree:
 - ``drop_thinking``: ``None`` is the encoder's rule (drop earlier reasoning,
   except when tools are present); ``False`` keeps every assistant turn's
   reasoning.
+- ``tool_arguments`` (``hf`` only): how an assistant tool call's ``arguments`` reach
+  the Jinja template. ``None``/``"object"``: parsed into a JSON object, as vLLM
+  (``renderers/chat_utils.py: _postprocess_messages``), SGLang and llama.cpp's
+  ``llama-server`` pass them; ``"string"``: the JSON text as sent, as
+  llama-cpp-python and ``apply_chat_template`` over OpenAI-style messages do.
 
 Each chat format declares the settings it renders (``supported_settings``)
 and refuses the others with :class:`UnsupportedSettingError`.
@@ -63,7 +68,10 @@ SETTING_NAMES = (
     "response_format",
     "drop_thinking",
     "effort_budgets",
+    "tool_arguments",
 )
+#: How an ``hf`` template receives tool-call arguments (:attr:`ChatSettings.tool_arguments`).
+TOOL_ARGUMENTS = ("object", "string")
 #: The effort that turns thinking off, in vLLM's and SGLang's DeepSeek request handling.
 EFFORT_NONE = "none"
 
@@ -119,6 +127,7 @@ class ChatSettings:
     response_format: Mapping[str, Any] | None = None
     drop_thinking: bool | None = None
     effort_budgets: str | None = None
+    tool_arguments: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.thinking, bool):
@@ -146,6 +155,11 @@ class ChatSettings:
             raise ChatSettingsError(
                 f"effort_budgets must name an effort table (a string), got {self.effort_budgets!r}"
             )
+        if self.tool_arguments is not None and self.tool_arguments not in TOOL_ARGUMENTS:
+            raise ChatSettingsError(
+                f"tool_arguments must be 'object' (vLLM, SGLang, llama-server) or 'string' "
+                f"(llama-cpp-python), got {self.tool_arguments!r}"
+            )
         tools = self.tools
         if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
             raise ChatSettingsError(
@@ -171,8 +185,9 @@ class ChatSettings:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as JSON (every field, defaults included; ``effort_budgets`` only
-        when set, so documents written before it existed read back unchanged)."""
+        """The settings as JSON (every field, defaults included; ``effort_budgets`` and
+        ``tool_arguments`` only when set, so documents written before they existed read
+        back unchanged)."""
         out: dict[str, Any] = {
             "thinking": self.thinking,
             "reasoning_effort": self.reasoning_effort,
@@ -182,6 +197,8 @@ class ChatSettings:
         }
         if self.effort_budgets is not None:
             out["effort_budgets"] = self.effort_budgets
+        if self.tool_arguments is not None:
+            out["tool_arguments"] = self.tool_arguments
         return out
 
     @classmethod
@@ -222,7 +239,8 @@ class ChatSettings:
         ``vllm/entrypoints/openai/chat_completion/protocol.py``) unless the kwargs name it.
         A request-level ``reasoning_effort`` (LangChain's standard parameter) replaces the
         one sent here; the plan is exact when both are the same value.
-        ``effort_budgets`` is not sent: the table is the checkpoint's (the server's).
+        ``effort_budgets`` and ``tool_arguments`` are not sent: they describe the
+        server (its effort table, how it hands arguments to the template).
         Raises :class:`UnsupportedSettingError` for ``response_format`` with a
         DeepSeek format: vLLM 0.32 does not pass it to the encoder.
         """

@@ -11,6 +11,12 @@ the prompt, not only how many tokens it had. Recognised today:
   chat ``/tokenize`` (its ``/extras/tokenize`` takes text), so the probe counts
   (``mode: count``), and it ignores a request's ``chat_template_kwargs`` (its
   ``--chat_template_kwargs`` option sets them for the whole server).
+- **llama.cpp's llama-server** (C++): ``GET /props`` answers with its ``build_info``
+  and the chat template it renders (``chat_template``: the GGUF's own, or
+  ``--chat-template-file``). Exact mode reads its ids through ``/apply-template`` and
+  ``/tokenize`` (:mod:`phaseaware.endpoints.tokenize`). When the server's template is
+  not the one phaseaware rendered with, the probe warns: the record's sha256 would name
+  a template the server does not use.
 
 Anything else is ``None`` (unknown, not an error: the probe measures it the same way).
 """
@@ -19,37 +25,76 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import warnings
 from typing import TYPE_CHECKING
 
 from phaseaware.endpoints.record import EndpointRecord
+from phaseaware.errors import PhaseawareWarning
 from phaseaware.tokenizers.base import ChatTemplateTokenizer, Tokenizer
 
 if TYPE_CHECKING:  # pragma: no cover
     import openai
 
-__all__ = ["LLAMA_CPP_PYTHON_TITLE", "identify_server", "template_sha256", "with_server"]
+__all__ = [
+    "LLAMA_CPP_PYTHON_TITLE",
+    "ServerIdentity",
+    "identify_server",
+    "server_identity",
+    "template_sha256",
+    "with_server",
+]
 
 LLAMA_CPP_PYTHON_TITLE = "llama.cpp Python API"
 
 
-def identify_server(client: openai.OpenAI, base: str) -> str | None:
-    """``"llama-cpp-python <version>"`` for a llama-cpp-python server at ``base`` (the
-    ``/v1`` base URL or its root), else ``None``; one ``GET``, never an error."""
+@dataclasses.dataclass(frozen=True)
+class ServerIdentity:
+    """What a server says it is: ``name`` (``"llama-cpp-python 0.3.36"``,
+    ``"llama.cpp llama-server b1-0c1e570"``) and the chat template it renders, when it
+    publishes one (llama-server's ``/props``)."""
+
+    name: str
+    chat_template: str | None = None
+
+
+def _get(client: openai.OpenAI, url: str) -> object:
     import openai
 
-    root = base[: -len("/v1")] if base.endswith("/v1") else base
     try:
-        doc = client.with_options(max_retries=0, timeout=10.0).get(
-            root + "/openapi.json", cast_to=object
-        )
+        return client.with_options(max_retries=0, timeout=10.0).get(url, cast_to=object)
     except openai.APIError:
         return None
+
+
+def server_identity(client: openai.OpenAI, base: str) -> ServerIdentity | None:
+    """The server software at ``base`` (the ``/v1`` base URL or its root), else ``None``;
+    at most two ``GET`` requests, never an error."""
+    return _identify(client, base)[0]
+
+
+def _identify(client: openai.OpenAI, base: str) -> tuple[ServerIdentity | None, int]:
+    """:func:`server_identity` and the number of requests it sent."""
+    root = base[: -len("/v1")] if base.endswith("/v1") else base
+    doc = _get(client, root + "/openapi.json")
     info = doc.get("info") if isinstance(doc, dict) else None
     title = info.get("title") if isinstance(info, dict) else None
     if isinstance(title, str) and LLAMA_CPP_PYTHON_TITLE in title:
         version = info.get("version") if isinstance(info, dict) else None
-        return f"llama-cpp-python {version}" if isinstance(version, str) else "llama-cpp-python"
-    return None
+        name = f"llama-cpp-python {version}" if isinstance(version, str) else "llama-cpp-python"
+        return ServerIdentity(name), 1
+    props = _get(client, root + "/props")
+    build = props.get("build_info") if isinstance(props, dict) else None
+    if isinstance(props, dict) and isinstance(build, str) and build:
+        template = props.get("chat_template")
+        served = template if isinstance(template, str) and template else None
+        return ServerIdentity(f"llama.cpp llama-server {build}", served), 2
+    return None, 2
+
+
+def identify_server(client: openai.OpenAI, base: str) -> str | None:
+    """The name of the server software at ``base`` (see :func:`server_identity`)."""
+    found = server_identity(client, base)
+    return found.name if found is not None else None
 
 
 def template_sha256(template: str | None) -> str | None:
@@ -60,12 +105,24 @@ def template_sha256(template: str | None) -> str | None:
 def with_server(
     record: EndpointRecord, *, client: openai.OpenAI, base: str, tokenizer: Tokenizer
 ) -> EndpointRecord:
-    """``record`` with the server software (one more request) and, for the ``hf`` format,
-    the sha256 of the tokenizer's template the probes were rendered with."""
+    """``record`` with the server software (one or two more requests) and, for the ``hf``
+    format, the sha256 of the tokenizer's template the probes were rendered with; warns
+    when the server publishes another template."""
     template = tokenizer.chat_template if isinstance(tokenizer, ChatTemplateTokenizer) else None
+    found, requests = _identify(client, base)
+    served = found.chat_template if found is not None else None
+    if record.chat_format == "hf" and served is not None and served != template:
+        warnings.warn(
+            f"{record.base_url} renders chat template sha256 {template_sha256(served)}, not "
+            f"the tokenizer's ({template_sha256(template)}): the probes agreed, but other "
+            "messages (tools, several turns) may render differently; pass the server's GGUF "
+            "as the tokenizer (hf:<file.gguf>) or start the server with the same template",
+            PhaseawareWarning,
+            stacklevel=3,
+        )
     return dataclasses.replace(
         record,
-        probes=record.probes + 1,
-        server=identify_server(client, base),
+        probes=record.probes + requests,
+        server=found.name if found is not None else None,
         chat_template_sha256=template_sha256(template) if record.chat_format == "hf" else None,
     )

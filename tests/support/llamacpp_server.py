@@ -29,15 +29,19 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "LLAMA_SERVER_ENV",
     "LLAMACPP_PYTHON_ENV",
     "LlamaCppServer",
+    "llama_server_binary",
     "llamacpp_python",
     "server_render",
+    "start_native_server",
     "start_server",
     "tokenize",
 ]
 
 LLAMACPP_PYTHON_ENV = "PHASEAWARE_LLAMACPP_PYTHON"
+LLAMA_SERVER_ENV = "PHASEAWARE_LLAMA_SERVER"  # llama.cpp's C++ llama-server binary
 STARTUP_TIMEOUT_S = 180.0
 
 _RENDER = r"""
@@ -73,6 +77,12 @@ def llamacpp_python() -> str | None:
     return value or None
 
 
+def llama_server_binary() -> str | None:
+    """llama.cpp's own ``llama-server`` binary (``scripts/install_llama_server.sh``), or None."""
+    value = os.environ.get(LLAMA_SERVER_ENV, "").strip()
+    return value or None
+
+
 def _env() -> dict[str, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("PYTHONPATH", None)  # the llama.cpp venv, not phaseaware's
@@ -97,9 +107,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _ready(root: str) -> bool:
+def _ready(url: str) -> bool:
     try:
-        with urllib.request.urlopen(f"{root}/v1/models", timeout=2) as resp:
+        with urllib.request.urlopen(url, timeout=2) as resp:
             return bool(resp.status == 200)
     except (urllib.error.URLError, OSError):
         return False
@@ -117,12 +127,37 @@ def start_server(gguf: Path, *, log: Path, model_name: str = "smollm2") -> Itera
         "--n_batch", "1", "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "4096",
         "--host", "127.0.0.1", "--port", str(port),
     ]  # fmt: skip
+    yield from _run(cmd, port=port, gguf=gguf, log=log, model_name=model_name, ready="/v1/models")
+
+
+@contextlib.contextmanager
+def start_native_server(
+    gguf: Path, *, log: Path, model_name: str = "smollm2"
+) -> Iterator[LlamaCppServer]:
+    """Start llama.cpp's C++ ``llama-server`` (``--jinja``: the GGUF's own template) on a
+    free loopback port; stop it after."""
+    binary = llama_server_binary()
+    if binary is None:
+        raise RuntimeError(f"{LLAMA_SERVER_ENV} is not set")
+    port = _free_port()
+    cmd = [
+        binary, "--model", str(gguf), "--alias", model_name, "--jinja", "--ctx-size", "4096",
+        "--threads", "1", "--threads-batch", "1", "--parallel", "1", "--no-webui",
+        "--host", "127.0.0.1", "--port", str(port),
+    ]  # fmt: skip
+    # /health answers 200 only once the model is loaded (503 before)
+    yield from _run(cmd, port=port, gguf=gguf, log=log, model_name=model_name, ready="/health")
+
+
+def _run(
+    cmd: list[str], *, port: int, gguf: Path, log: Path, model_name: str, ready: str
+) -> Iterator[LlamaCppServer]:
     root = f"http://127.0.0.1:{port}"
     start = time.monotonic()
     with log.open("wb") as sink:
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, env=_env())
         try:
-            while not _ready(root):
+            while not _ready(root + ready):
                 if proc.poll() is not None:
                     raise RuntimeError(
                         f"llama.cpp exited with {proc.returncode} during startup:\n"

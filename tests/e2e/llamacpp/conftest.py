@@ -1,9 +1,10 @@
-"""The llama.cpp tier: a real ``llama-cpp-python[server]`` serving SmolLM2-135M-Instruct.
+"""The llama.cpp tier: a real ``llama-cpp-python[server]`` serving SmolLM2-135M-Instruct,
+and llama.cpp's own C++ ``llama-server`` (``test_native_server.py``) serving the same GGUF.
 
 One server renders the GGUF's own chat template (SmolLM2's); a second serves a copy of
 the GGUF whose template is Qwen2.5's (it renders ``tools``: the ``hf`` tools tests).
-Skipped, with the reason, only when ``PHASEAWARE_LLAMACPP_PYTHON`` is unset
-(scripts/test.sh always sets it). At the end the session prints how many
+Skipped, with the reason, only when ``PHASEAWARE_LLAMACPP_PYTHON`` (the native tests:
+``PHASEAWARE_LLAMA_SERVER``) is unset (scripts/test.sh always sets both). At the end the session prints how many
 comparisons matched and the tier's wall time.
 """
 
@@ -16,9 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.llamacpp_server import (
+    LLAMA_SERVER_ENV,
     LLAMACPP_PYTHON_ENV,
     LlamaCppServer,
+    llama_server_binary,
     llamacpp_python,
+    start_native_server,
     start_server,
 )
 from tests.support.smollm2 import gguf_with_template, smollm2_gguf, template
@@ -40,7 +44,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.llamacpp)
-            if llamacpp_python() is None:
+            native = Path(str(item.fspath)).name == "test_native_server.py"
+            if native and llama_server_binary() is None:
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=f"{LLAMA_SERVER_ENV} is unset: run scripts/install_llama_server.sh "
+                        "and export its printed binary path (scripts/test.sh does both)"
+                    )
+                )
+            elif not native and llamacpp_python() is None:
                 item.add_marker(
                     pytest.mark.skip(
                         reason=f"{LLAMACPP_PYTHON_ENV} is unset: run scripts/install_llamacpp.sh "
@@ -90,12 +102,30 @@ def llamacpp_tools(
     yield from _serve(tmp_path_factory.mktemp("llamacpp-qwen"), qwen_gguf, "smollm2+qwen2.5")
 
 
+@pytest.fixture(scope="session")
+def native(tmp_path_factory: pytest.TempPathFactory, smollm2_path: Path) -> Iterator[LlamaCppServer]:
+    """llama.cpp's C++ llama-server with SmolLM2's own GGUF and template."""
+    with start_native_server(smollm2_path, log=tmp_path_factory.mktemp("native") / "log") as srv:
+        TIMINGS["startup llama-server smollm2"] = srv.startup_s
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def native_tools(
+    tmp_path_factory: pytest.TempPathFactory, qwen_gguf: Path
+) -> Iterator[LlamaCppServer]:
+    """llama-server with SmolLM2 under Qwen2.5's template (renders tools and tool calls)."""
+    with start_native_server(qwen_gguf, log=tmp_path_factory.mktemp("native-q") / "log") as srv:
+        TIMINGS["startup llama-server smollm2+qwen2.5"] = srv.startup_s
+        yield srv
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not RESULTS:
         return
     write = terminalreporter.write_line
     write("")
-    write("llama.cpp tier: phaseaware's token ids vs llama-cpp-python's")
+    write("llama.cpp tier: phaseaware's token ids vs llama-cpp-python's and llama-server's")
     width = max(len(s) for s in RESULTS)
     for name, (ok, total) in RESULTS.items():
         write(f"  {name:<{width}}  {ok}/{total}")

@@ -142,3 +142,17 @@ def test_bound_tools_render_as_the_server_passes_them(llamacpp_tools: LlamaCppSe
     # and without tools, the same server and template
     plain = {k: _case(qwen_tok, CONVERSATIONS[k], ChatSettings()) for k in ("user",)}
     _compare(llamacpp_tools, "Qwen2.5 template", plain)
+
+
+def test_tool_call_history_renders_arguments_as_the_server_passes_them(
+    llamacpp_tools: LlamaCppServer, qwen_tok
+):
+    """llama-cpp-python hands a tool call's ``arguments`` to the template as the JSON text
+    it received (vLLM, SGLang and llama-server parse it): ``tool_arguments="string"``."""
+    from tests.e2e.llamacpp.test_native_server import TOOL_HISTORY
+
+    as_text = _case(qwen_tok, TOOL_HISTORY, ChatSettings(tool_arguments="string"))
+    as_object = _case(qwen_tok, TOOL_HISTORY, ChatSettings())
+    assert as_text["text"] != as_object["text"]  # the two conventions differ in bytes
+    _compare(llamacpp_tools, "Qwen2.5 template, tool calls (string arguments)",
+             {"tool call + result": as_text})  # fmt: skip

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phaseaware import AssemblyOptions, assemble, assemble_append
-from phaseaware.chat import conversation_layout, get_chat_format, parse_messages
+from phaseaware.chat import ChatSettings, conversation_layout, get_chat_format, parse_messages
 from phaseaware.chat.deepseek_v4 import MARKERS as DEEPSEEK_MARKERS
 from phaseaware.chat.formats import markers_of
 from phaseaware.errors import ControlTokenError
@@ -91,7 +91,8 @@ def _plain(messages: Messages) -> Messages:
 def _assert_template_counts(name: str, prompt: str, messages: Messages) -> None:
     """Control ids (and multi-token markers) of ``prompt`` are those of the template."""
     tok = _tokenizer(name)
-    fmt = get_chat_format(name, tok)
+    string_arguments = ChatSettings(tool_arguments="string")  # the V3 template's form
+    fmt = get_chat_format(name, tok, settings=string_arguments if name == "hf" else None)
     plain = fmt.render(parse_messages(_plain(messages)))
     scanner = _scanner(name)
     ids = scanner.ids(tok)
@@ -173,9 +174,11 @@ def test_a_split_inside_an_appended_tool_result(name, data):
         {"role": "assistant", "content": "", "tool_calls": [call]},
     ]
     new = {"role": "tool", "tool_call_id": "c1", "content": f"Result {a}{{question}}\n{{context}}"}
+    # the DeepSeek-V3 template writes arguments as text: hand them over as llama-cpp-python does
+    settings = ChatSettings(tool_arguments="string") if name == "hf" else None
     result = assemble_append(
         sent=sent, new=new, chunks=["doc"], tokenizer=_tokenizer(name), chat_format=name,
-        question=f"{b} ignore", budget_tokens=2000,
+        question=f"{b} ignore", budget_tokens=2000, settings=settings,
     )  # fmt: skip
     assert result.neutralized, "the joined control string is listed"
     _assert_template_counts(name, result.prompt, [*sent, new])
