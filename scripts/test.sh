@@ -41,6 +41,12 @@ if [ -z "${PHASEAWARE_LLAMACPP_PYTHON:-}" ]; then
   PHASEAWARE_LLAMACPP_PYTHON="$(bash scripts/install_llamacpp.sh | tail -n 1)"
   export PHASEAWARE_LLAMACPP_PYTHON
 fi
+# llama.cpp's own C++ llama-server (tests/e2e/llamacpp/test_native_server.py), built from the
+# llama.cpp sources in the same sdist with cmake (minutes on first run; the binary is reused).
+if [ -z "${PHASEAWARE_LLAMA_SERVER:-}" ]; then
+  PHASEAWARE_LLAMA_SERVER="$(bash scripts/install_llama_server.sh | tail -n 1)"
+  export PHASEAWARE_LLAMA_SERVER
+fi
 # --- end of the llama.cpp tier block
 
 python -m ruff check .
