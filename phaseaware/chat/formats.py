@@ -323,7 +323,9 @@ def _register_built_ins() -> None:
     register_chat_format(
         "hf",
         lambda tokenizer, settings: HFChatFormat(
-            tokenizer, thinking=settings.thinking, tools=settings.tools,
+            tokenizer,
+            thinking=settings.thinking,
+            tools=settings.tools,
             tool_arguments=settings.tool_arguments,
         ),
         supported_settings=HFChatFormat.supported_settings,

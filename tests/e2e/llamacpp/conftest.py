@@ -103,7 +103,9 @@ def llamacpp_tools(
 
 
 @pytest.fixture(scope="session")
-def native(tmp_path_factory: pytest.TempPathFactory, smollm2_path: Path) -> Iterator[LlamaCppServer]:
+def native(
+    tmp_path_factory: pytest.TempPathFactory, smollm2_path: Path
+) -> Iterator[LlamaCppServer]:
     """llama.cpp's C++ llama-server with SmolLM2's own GGUF and template."""
     with start_native_server(smollm2_path, log=tmp_path_factory.mktemp("native") / "log") as srv:
         TIMINGS["startup llama-server smollm2"] = srv.startup_s

@@ -66,25 +66,61 @@ def vllm_qwen(
 
 @pytest.mark.parametrize("tools", [(), (TOOL,)], ids=["no tools", "tools"])
 def test_hf_tools_match_vllm_token_for_token(vllm_qwen: VllmServer, folder: Any, tools) -> None:
+    tok = load_tokenizer(f"hf:{folder}")
+    for messages in CONVERSATIONS.values():
+        text = get_chat_format("hf", tok, settings=ChatSettings(tools=tools)).render(
+            parse_messages(messages)
+        )
+        assert ("get_weather" in text) == bool(tools)
+    _check(vllm_qwen, tok, tools, CONVERSATIONS, "hf (Qwen2.5 template)")
+
+
+TOOL_HISTORY = [
+    {"role": "user", "content": "Weather in Köln?"},
+    {"role": "assistant", "content": "", "tool_calls": [{
+        "id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Köln"}'},
+    }]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "12 °C, light rain."},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("tools", [(), (TOOL,)], ids=["no tools", "tools"])
+def test_tool_call_arguments_reach_the_template_as_an_object(
+    vllm_qwen: VllmServer, folder: Any, tools
+) -> None:
+    """vLLM parses a tool call's ``arguments`` before rendering (``_postprocess_messages``):
+    the ``hf`` format's default; the JSON-text form differs in bytes."""
+    tok = load_tokenizer(f"hf:{folder}")
+    as_text = ChatSettings(tools=tools, tool_arguments="string")
+    history = parse_messages(TOOL_HISTORY)
+    assert get_chat_format("hf", tok, settings=as_text).render(history) != get_chat_format(
+        "hf", tok, settings=ChatSettings(tools=tools)
+    ).render(history)
+    _check(vllm_qwen, tok, tools, {"tool call + result": TOOL_HISTORY},
+           "hf (Qwen2.5 template, tool-call arguments)")  # fmt: skip
+
+
+def _check(
+    server: VllmServer, tok: Any, tools: Any, conversations: dict[str, Any], setting: str
+) -> None:
     import openai
 
-    tok = load_tokenizer(f"hf:{folder}")
     fmt = get_chat_format("hf", tok, settings=ChatSettings(tools=tools))
-    client = openai.OpenAI(base_url=vllm_qwen.base_url, api_key="EMPTY", max_retries=0)
-    setting = "hf (Qwen2.5 template)" + (" + tools" if tools else "")
+    client = openai.OpenAI(base_url=server.base_url, api_key="EMPTY", max_retries=0)
+    setting += " + tools" if tools else ""
     problems = []
-    for name, messages in CONVERSATIONS.items():
+    for name, messages in conversations.items():
         text = fmt.render(parse_messages(messages))
         ids = tok.encode(text)
-        assert ("get_weather" in text) == bool(tools)
         extra: dict[str, Any] = {"tools": [dict(t) for t in tools]} if tools else {}
         doc = client.post(
-            f"{vllm_qwen.root}/tokenize", cast_to=object,
-            body={"model": vllm_qwen.model, "messages": messages, "add_generation_prompt": True,
+            f"{server.root}/tokenize", cast_to=object,
+            body={"model": server.model, "messages": messages, "add_generation_prompt": True,
                   **extra},
         )  # fmt: skip
         reply = client.chat.completions.create(
-            model=vllm_qwen.model, messages=messages, max_tokens=1, temperature=0,  # type: ignore[arg-type]
+            model=server.model, messages=messages, max_tokens=1, temperature=0,  # type: ignore[arg-type]
             **({**extra, "tool_choice": "none"} if tools else {}),
         )  # fmt: skip
         assert reply.usage is not None
