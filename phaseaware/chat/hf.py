@@ -88,10 +88,7 @@ class HFChatFormat:
         marked = [m.with_content(markers[i]) if i in markers else m for i, m in enumerate(messages)]
         marked_text = self._apply(marked, add_generation_prompt)
         self._check_markers(messages, markers, marked_text)
-        expected = marked_text
-        for i, marker in markers.items():
-            expected = expected.replace(marker, messages[i].content)
-        if text != expected:
+        if text != _substituted(marked_text, markers, messages):
             self._diagnose(messages, markers, marked, marked_text, add_generation_prompt)
         return text
 
@@ -149,6 +146,22 @@ class HFChatFormat:
             index=len(messages) - 1,
             change="rewritten",
         )
+
+
+def _substituted(
+    marked_text: str, markers: dict[int, str], messages: Sequence[Message]
+) -> str:
+    """``marked_text`` with each marker (there once each, in message order: checked)
+    replaced by its message's content, in one pass (a replace per message would copy
+    the whole text once per message)."""
+    pieces = []
+    at = 0
+    for i, marker in markers.items():
+        found = marked_text.index(marker, at)
+        pieces += (marked_text[at:found], messages[i].content)
+        at = found + len(marker)
+    pieces.append(marked_text[at:])
+    return "".join(pieces)
 
 
 _FIXES = {
