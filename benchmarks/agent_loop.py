@@ -211,7 +211,9 @@ def run(
     steps: int, seed: int, docs: int, *, chat_format: str = "deepseek-v4",
     template: Path = QWEN25_TEMPLATE, adapters: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
-    tokenizer = template_tokenizer(template) if chat_format == "hf" else load_tokenizer("deepseek-v4")
+    tokenizer = (
+        template_tokenizer(template) if chat_format == "hf" else load_tokenizer("deepseek-v4")
+    )
     profile = get_profile(PROFILE)
     rng = random.Random(seed)
     cache = default_prefix_cache()

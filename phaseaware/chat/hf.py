@@ -148,13 +148,11 @@ class HFChatFormat:
         )
 
 
-def _substituted(
-    marked_text: str, markers: dict[int, str], messages: Sequence[Message]
-) -> str:
+def _substituted(marked_text: str, markers: dict[int, str], messages: Sequence[Message]) -> str:
     """``marked_text`` with each marker (there once each, in message order: checked)
     replaced by its message's content, in one pass (a replace per message would copy
     the whole text once per message)."""
-    pieces = []
+    pieces: list[str] = []
     at = 0
     for i, marker in markers.items():
         found = marked_text.index(marker, at)

@@ -10,10 +10,10 @@ import pytest
 
 from phaseaware.caches import list_caches
 from phaseaware.chat import formats
+from phaseaware.chat.errors import UnknownRoleError
 from phaseaware.chat.formats import ChatMLFormat, PlainFormat, render_after_kept
 from phaseaware.chat.messages import Message, ToolCall
 from phaseaware.chat.prefix_renders import PrefixRenders
-from phaseaware.chat.errors import UnknownRoleError
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,9 @@ def _conversation(n: int) -> tuple[Message, ...]:
 
 
 def _memo(**kwargs: int) -> PrefixRenders[Kept]:
-    return PrefixRenders(name="test kept renders", size_of=lambda k: sys.getsizeof(k.text), **kwargs)
+    return PrefixRenders(
+        name="test kept renders", size_of=lambda k: sys.getsizeof(k.text), **kwargs
+    )
 
 
 def test_longest_equal_start_is_found():
