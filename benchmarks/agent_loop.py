@@ -1,7 +1,7 @@
 """Benchmark: one agent step's cost as the conversation grows to ~128K tokens.
 
 Run: ``python benchmarks/agent_loop.py [--steps 60] [--seed 0] [--docs 5] [--clock cpu]
-[--chat-format deepseek-v4 chatml none hf] [--template PATH] [--no-adapters]``.
+[--chat-format deepseek-v4 chatml none hf] [--template PATH ...] [--no-adapters]``.
 
 A deterministic 60-step tool loop (DeepSeek-V4 tokenizer, ``deepseek-v4`` chat
 format unless ``--chat-format`` names others, ``deepseek-v4-flash-base`` profile):
@@ -30,9 +30,11 @@ as is. Last, the prefix cache's size against its caps.
 
 ``--chat-format`` takes several formats and runs the loop once per format, then
 prints one line per format and size: the core step beside its bound and the full
-path. ``hf`` is the DeepSeek-V4 tokenizer with the Jinja template at ``--template``
+path. ``hf`` is the DeepSeek-V4 tokenizer with each Jinja template of ``--template``
 (default: Qwen2.5's, ``tests/unit/chat_templates/qwen2_5.jinja``, a ChatML template
-that renders tool calls and tool results), read from disk, nothing downloaded.
+that renders tool calls and tool results, and SmolLM2's, ``smollm2.jinja``, which
+writes each message on its own: the one ``hf`` renders incrementally), read from disk,
+nothing downloaded.
 
 Targets: at 128K one aligned step <= 2 x one encode of the new message + 5 ms, for
 the core and both adapters, in every chat format, and latency flat from 8K to 128K
@@ -58,7 +60,8 @@ from phaseaware.tokenizers import load_tokenizer
 
 PROFILE = "deepseek-v4-flash-base"
 FORMATS = ("deepseek-v4", "deepseek-v4.1", "chatml", "none", "hf")
-QWEN25_TEMPLATE = Path(__file__).parents[1] / "tests" / "unit" / "chat_templates" / "qwen2_5.jinja"
+TEMPLATES = Path(__file__).parents[1] / "tests" / "unit" / "chat_templates"
+DEFAULT_TEMPLATES = (TEMPLATES / "qwen2_5.jinja", TEMPLATES / "smollm2.jinja")
 SIZES = (8_000, 32_000, 64_000, 128_000)
 AS_IS = AssemblyOptions(strategy="none", pad=False, repeat=False, length_pad=False)
 WORDS = (
@@ -209,7 +212,7 @@ def template_tokenizer(template: Path) -> Any:
 
 def run(
     steps: int, seed: int, docs: int, *, chat_format: str = "deepseek-v4",
-    template: Path = QWEN25_TEMPLATE, adapters: bool = True,
+    template: Path = DEFAULT_TEMPLATES[0], adapters: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
     tokenizer = (
         template_tokenizer(template) if chat_format == "hf" else load_tokenizer("deepseek-v4")
@@ -287,8 +290,9 @@ def main() -> None:
         help="one or more chat formats, each a run of the loop (default: deepseek-v4)",
     )  # fmt: skip
     parser.add_argument(
-        "--template", type=Path, default=QWEN25_TEMPLATE,
-        help="the Jinja chat template of format hf (default: Qwen2.5's, from the tests)",
+        "--template", type=Path, nargs="+", default=list(DEFAULT_TEMPLATES),
+        help="Jinja chat templates of format hf, a run each (default: Qwen2.5's and "
+        "SmolLM2's, from the tests)",
     )  # fmt: skip
     parser.add_argument(
         "--no-adapters", action="store_true", help="time the core only (no LangChain, LlamaIndex)"
@@ -298,10 +302,14 @@ def main() -> None:
     clock = CLOCKS[args.clock]
     print(f"clock: {args.clock}")
     outs = []
-    for name in args.chat_format:
-        print(f"\n## chat format {name}")
-        out = run(args.steps, args.seed, args.docs, chat_format=name, template=args.template,
+    runs = [(name, t) for name in args.chat_format
+            for t in (args.template if name == "hf" else [args.template[0]])]  # fmt: skip
+    for name, template in runs:
+        label = f"{name} ({template.stem})" if name == "hf" else name
+        print(f"\n## chat format {label}")
+        out = run(args.steps, args.seed, args.docs, chat_format=name, template=template,
                   adapters=not args.no_adapters)  # fmt: skip
+        out["chat_format"] = label
         print_report(out)
         outs.append(out)
     if len(outs) > 1:

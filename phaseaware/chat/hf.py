@@ -13,16 +13,23 @@ the first offending message, its role and what happened.
 
 from __future__ import annotations
 
+import json
+import sys
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from phaseaware.caches import BoundedCache
 from phaseaware.chat.errors import TemplateRewriteError
+from phaseaware.chat.hf_message_wise import message_wise
 from phaseaware.chat.hf_tools import template_tools
 from phaseaware.chat.messages import COMMON_ROLES, Message, check_roles, check_tool_results
+from phaseaware.chat.prefix_renders import PrefixRenders
 from phaseaware.chat.settings import ChatSettings
-from phaseaware.errors import TemplateError, TemplateLimitError
+from phaseaware.errors import PhaseawareError, TemplateError, TemplateLimitError
 from phaseaware.tokenizers.base import ChatTemplateTokenizer
+from phaseaware.tokenizers.hf_template import TEMPLATE_CHARS
 
 __all__ = ["HFChatFormat"]
 
@@ -77,8 +84,98 @@ class HFChatFormat:
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
         """The template's text; raises ``TemplateRewriteError`` unless every message's
-        content appears verbatim, once, in order."""
+        content appears verbatim, once, in order.
+
+        Incremental where the template is proven message-wise
+        (:mod:`phaseaware.chat.hf_message_wise`) and a render of the conversation's
+        start is kept: the new messages are rendered (and checked) after the first
+        message alone, and their text follows the kept one. Otherwise, and on any error
+        (raised then by the whole render, with the conversation's own indices), the
+        whole conversation is rendered."""
         check_roles(messages, chat_format=self.name, roles=self.supported_roles)
+        messages = tuple(messages)
+        key = self._kept_key()
+        text = None if key is None else self._after_kept(key, messages, add_generation_prompt)
+        if text is None:
+            text = self._checked(messages, add_generation_prompt)
+            if key is not None:
+                self._keep(key, messages, text, add_generation_prompt)
+        return text
+
+    def _kept_key(self) -> tuple[object, ...] | None:
+        """What the template's text depends on besides the messages, or None where the
+        template is not proven message-wise (or the tokenizer renders by its own rule)."""
+        from phaseaware.tokenizers.hf import HFTokenizer
+
+        tokenizer = self._tokenizer
+        if not isinstance(tokenizer, HFTokenizer) or (
+            type(tokenizer).render_chat is not HFTokenizer.render_chat
+        ):
+            return None
+        template = tokenizer.chat_template
+        closing = None if template is None else message_wise(template)
+        if closing is None:
+            return None
+        special = tokenizer.hf_tokenizer.special_tokens_map
+        return (
+            tokenizer.fingerprint(), template, closing, self.thinking,
+            tuple(sorted((k, repr(v)) for k, v in special.items())),
+            json.dumps(self._tools, sort_keys=True, default=repr),
+        )  # fmt: skip
+
+    def _ends(self, key: tuple[object, ...], first: Message) -> tuple[str, str, str] | None:
+        """The text of ``[first]`` without a closing, and the closings without and with
+        the generation prompt (None where the renders do not end so: nothing is kept)."""
+        found = _ENDS.get((key, first))
+        if found is None:
+            closing = str(key[2])  # the closing without the prompt, from the proof
+            alone = self._checked((first,), False)
+            prompted = self._checked((first,), True)
+            base = alone[: len(alone) - len(closing)]
+            if not alone.endswith(closing) or not prompted.startswith(base):
+                return None
+            found = (base, closing, prompted[len(base) :])
+            _ENDS.put((key, first), found)
+        return found
+
+    def _keep(
+        self, key: tuple[object, ...], messages: tuple[Message, ...], text: str, prompted: bool
+    ) -> None:
+        """Keep ``text`` (of ``messages``) without its closing, for the next step."""
+        if len(messages) < 2:
+            return
+        try:
+            ends = self._ends(key, messages[0])
+        except PhaseawareError:
+            return
+        closing = None if ends is None else ends[2 if prompted else 1]
+        if closing is not None and text.endswith(closing):
+            _KEPT.put(key, _KeptRender(messages, text[: len(text) - len(closing)]))
+
+    def _after_kept(
+        self, key: tuple[object, ...], messages: tuple[Message, ...], add_generation_prompt: bool
+    ) -> str | None:
+        """The text of ``messages`` after a kept render of their start, or None."""
+        kept = _KEPT.longest(key, messages, min_messages=2)
+        if kept is None:
+            return None
+        first, n = messages[0], len(kept.messages)
+        try:
+            ends = self._ends(key, first)
+            window = self._checked((first, *messages[n:]), add_generation_prompt)
+        except PhaseawareError:
+            return None
+        if ends is None or not window.startswith(ends[0]):
+            return None
+        if len(kept.text) + len(window) - len(ends[0]) > TEMPLATE_CHARS:
+            return None  # over the size bound: the whole render raises it
+        text = kept.text + window[len(ends[0]) :]
+        if n < len(messages):
+            self._keep(key, messages, text, add_generation_prompt)
+        return text
+
+    def _checked(self, messages: Sequence[Message], add_generation_prompt: bool) -> str:
+        """The whole render of ``messages``, each content checked verbatim, once, in order."""
         text = self._apply(messages, add_generation_prompt)
         markers = {
             i: f"PHASEAWAREMSG{i}X{uuid.uuid4().hex[:12].upper()}"
@@ -171,3 +268,24 @@ _FIXES = {
     "rewritten": "remove what the template rewrites (e.g. </think> in assistant text), "
     "or use chat format chatml",
 }
+
+
+@dataclass(frozen=True)
+class _KeptRender:
+    """A checked render of ``messages`` without its closing (a start of every longer one)."""
+
+    messages: tuple[Message, ...]
+    text: str
+
+
+# by template key, length and last message (see prefix_renders)
+_KEPT: PrefixRenders[_KeptRender] = PrefixRenders(
+    name="chat.hf kept renders", size_of=lambda kept: sys.getsizeof(kept.text)
+)
+# by template key and first message: its text alone, and the closings
+_ENDS: BoundedCache[tuple[tuple[object, ...], Message], tuple[str, str, str]] = BoundedCache(
+    max_entries=64,
+    max_bytes=16 << 20,
+    size_of=lambda _, ends: sum(sys.getsizeof(t) for t in ends),
+    name="chat.hf first-message renders",
+)

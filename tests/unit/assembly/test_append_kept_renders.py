@@ -1,5 +1,6 @@
 """An agent step whose renders reuse kept renders of the conversation's start gives the
-result of whole renders, in every format that keeps them (chatml, none, deepseek-v4).
+result of whole renders, in every format that keeps them (chatml, none, deepseek-v4, and
+hf with a template proven message-wise: SmolLM2's).
 
 Random tool loops (tool calls, system and user messages between calls, adversarial text
 at the boundaries), and now and then an edit of an earlier message (nothing kept for the
@@ -19,8 +20,9 @@ from hypothesis import strategies as st
 
 from phaseaware import AssemblyOptions, Chunk, assemble_append, get_profile
 from phaseaware.assembly.retokenize.prefix import PrefixTokenCache
-from phaseaware.chat import deepseek_encoding, formats
+from phaseaware.chat import deepseek_encoding, formats, hf
 from phaseaware.errors import PhaseawareError
+from tests.support.smollm2 import template
 
 PROFILE = get_profile("deepseek-v4-flash-base")
 OPTIONS = AssemblyOptions(repeat=False, allow_tokenizer_mismatch=True)
@@ -49,6 +51,8 @@ def loops(draw: st.DrawFn) -> list[dict[str, Any]]:
 def _forget() -> None:
     deepseek_encoding._RENDERS.clear()
     formats._KEPT.clear()
+    hf._KEPT.clear()
+    hf._ENDS.clear()
 
 
 def _step(kwargs: dict[str, Any], cache: PrefixTokenCache) -> Any:
@@ -124,3 +128,17 @@ def test_kept_renders_give_the_whole_render_result_tiktoken(cl100k, chat_format,
 @given(steps=loops())
 def test_kept_renders_give_the_whole_render_result_deepseek(deepseek_v4, chat_format, steps):
     _run(deepseek_v4, chat_format, steps)
+
+
+@_SETTINGS
+@given(steps=loops())
+def test_kept_renders_give_the_whole_render_result_hf(smollm2_template_tokenizer, steps):
+    _run(smollm2_template_tokenizer, "hf", steps)
+
+
+@pytest.fixture(scope="module")
+def smollm2_template_tokenizer() -> Any:
+    pytest.importorskip("transformers")
+    from tests.support.templated import deepseek_with_template
+
+    return deepseek_with_template(template("smollm2"), spec="deepseek-v4+smollm2")
