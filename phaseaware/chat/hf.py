@@ -61,6 +61,8 @@ class HFChatFormat:
         self.thinking = thinking
         self.settings = ChatSettings(thinking=thinking, tools=tuple(tools))  # checked copies
         self._tools = template_tools(self.settings.tools)
+        # (template, key of kept renders): the key is worked out once per template
+        self._key: tuple[str | None, tuple[object, ...] | None] | None = None
 
     def __repr__(self) -> str:
         tools = f", tools={self._tools!r}" if self._tools else ""
@@ -113,15 +115,19 @@ class HFChatFormat:
         ):
             return None
         template = tokenizer.chat_template
+        if self._key is not None and self._key[0] is template:  # the template not replaced
+            return self._key[1]
         closing = None if template is None else message_wise(template)
-        if closing is None:
-            return None
-        special = tokenizer.hf_tokenizer.special_tokens_map
-        return (
-            tokenizer.fingerprint(), template, closing, self.thinking,
-            tuple(sorted((k, repr(v)) for k, v in special.items())),
-            json.dumps(self._tools, sort_keys=True, default=repr),
-        )  # fmt: skip
+        key: tuple[object, ...] | None = None
+        if closing is not None:
+            special = tokenizer.hf_tokenizer.special_tokens_map
+            key = (
+                tokenizer.fingerprint(), template, closing, self.thinking,
+                tuple(sorted((k, repr(v)) for k, v in special.items())),
+                json.dumps(self._tools, sort_keys=True, default=repr),
+            )  # fmt: skip
+        self._key = (template, key)
+        return key
 
     def _ends(self, key: tuple[object, ...], first: Message) -> tuple[str, str, str] | None:
         """The text of ``[first]`` without a closing, and the closings without and with
