@@ -19,8 +19,11 @@ render of the new messages (and the first) only.
 and ``loop.first`` (no ``loop.index``, ``loop.last``, ``loop.previtem``/``nextitem``,
 ``loop.cycle``/``changed``, no other ``messages[...]``: lookbehind and lookahead), no
 ``{% break %}``, no namespace writes (``{% set ns.x = ... %}``: state carried from one
-message to the next) and no stateful or time-dependent calls (``joiner``, ``cycler``,
-``lipsum``, ``strftime_now``, the ``random`` filter); after it, constant text and
+message to the next), no stateful or time-dependent globals (``joiner``, ``cycler``,
+``lipsum``, ``strftime_now``: never read at all, so no object made outside the loop keeps
+state across messages; the sandbox refuses to mutate lists and dicts), no ``random``
+filter, and no global function called by name but ``raise_exception``, ``range``,
+``dict`` and ``namespace``; after it, constant text and
 ``{% if add_generation_prompt %}`` blocks that read no message but the first. Anything else (macros, includes, call blocks, extension tags, a
 second loop over ``messages``) is not proven, and the caller renders the whole
 conversation. Jinja scopes a ``{% set %}`` inside a loop body to one iteration, so
@@ -40,9 +43,11 @@ __all__ = ["message_wise"]
 
 # names whose meaning the proof depends on: never assigned by a template it accepts
 _RESERVED = frozenset({"messages", "loop", "add_generation_prompt"})
-# global functions a piece may call: pure (raise_exception stops every render alike)
+# global functions a piece may call by name: pure (raise_exception stops every render alike)
 _PURE_CALLS = frozenset({"raise_exception", "range", "dict", "namespace"})
-_IMPURE_FILTERS = frozenset({"random"})
+# globals never read at all: state kept across calls (cycler, joiner), chance, the clock
+_IMPURE_NAMES = frozenset({"cycler", "joiner", "lipsum", "strftime_now"})
+_IMPURE_FILTERS = frozenset({"random"})  # also refused as a name handed to map()
 
 
 class _Unproven(Exception):
@@ -199,7 +204,11 @@ def _expression(node: Any, scope: _Scope) -> None:
         return
     if isinstance(node, nodes.Call) and named is not None and named not in _PURE_CALLS:
         raise _Unproven(f"a call of {named}")
-    if isinstance(node, nodes.Filter) and (node.node is None or node.name in _IMPURE_FILTERS):
+    if isinstance(node, nodes.Filter) and (
+        node.node is None
+        or node.name in _IMPURE_FILTERS
+        or any(isinstance(a, nodes.Const) and a.value in _IMPURE_FILTERS for a in node.args)
+    ):
         raise _Unproven(f"filter {node.name}")
     if not isinstance(node, _EXPRESSIONS()):
         raise _Unproven(f"expression {type(node).__name__}")
@@ -212,6 +221,8 @@ def _name(name: str, scope: _Scope) -> None:
     """A name read bare (not as ``messages[0]`` or ``loop.first``)."""
     if name == "messages":
         raise _Unproven("messages read other than messages[0]")
+    if name in _IMPURE_NAMES:
+        raise _Unproven(f"{name}: state across calls, chance or the clock")
     if name == "loop" and not scope.inner:  # the messages loop's, or none
         raise _Unproven("the messages loop's state read other than loop.first")
     if name == "add_generation_prompt" and scope.part != "closing":

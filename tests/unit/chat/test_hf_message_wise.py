@@ -81,6 +81,10 @@ def test_message_wise_templates_are_proven(source: str, closing: str) -> None:
                      id="joiner"),
         pytest.param(LOOP + "{{ strftime_now('%d') }}{% endfor %}", id="strftime_now"),
         pytest.param(LOOP + "{{ [1, 2] | random }}{% endfor %}", id="random filter"),
+        pytest.param(LOOP + "{{ [[1, 2]] | map('random') | first }}{% endfor %}",
+                     id="random through map"),
+        pytest.param("{% set c = [cycler][0]('a', 'b') %}" + LOOP + "{{ c.next() }}{% endfor %}",
+                     id="a cycler made outside the loop"),
         pytest.param(LOOP + "{% if add_generation_prompt %}x{% endif %}{% endfor %}",
                      id="add_generation_prompt in the loop"),
         pytest.param(LOOP + "{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}A"
