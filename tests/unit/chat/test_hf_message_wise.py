@@ -219,3 +219,34 @@ def test_an_error_in_a_new_message_names_its_own_index(tokenizers):
     with pytest.raises(TemplateRewriteError, match="message 5") as info:
         fmt.render([*messages, Message(role="user", content=" padded ")])
     assert (info.value.index, info.value.change) == (5, "stripped whitespace")
+
+
+class _ThirdPartyTokenizer:
+    """A ChatTemplateTokenizer that renders by its own rule (not phaseaware's HFTokenizer)."""
+
+    spec = "third-party"
+    chat_template = CHATML
+
+    def render_chat(self, messages: Any, *, add_generation_prompt: bool = True, **_: Any) -> str:
+        turns = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        return turns + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+
+def test_a_tokenizer_rendering_by_its_own_rule_renders_whole():
+    fmt = hf.HFChatFormat(_ThirdPartyTokenizer())
+    _forget()
+    messages = [Message(role="user", content=f"m{i}") for i in range(4)]
+    fmt.render(messages, add_generation_prompt=False)
+    assert fmt.render(messages[:3]) == _ThirdPartyTokenizer().render_chat(
+        [m.to_openai() for m in messages[:3]]
+    )
+    assert len(hf._KEPT) == 0  # its template text is not what it renders: nothing is kept
+
+
+def test_an_unproven_template_keeps_nothing(tokenizers):
+    fmt = get_chat_format("hf", tokenizers["qwen2.5"])
+    _forget()
+    messages = [Message(role="user", content=f"m{i}") for i in range(4)]
+    fmt.render(messages, add_generation_prompt=False)
+    fmt.render(messages)
+    assert len(hf._KEPT) == 0 and len(hf._ENDS) == 0
