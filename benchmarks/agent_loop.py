@@ -1,9 +1,11 @@
 """Benchmark: one agent step's cost as the conversation grows to ~128K tokens.
 
-Run: ``python benchmarks/agent_loop.py [--steps 60] [--seed 0] [--docs 5] [--clock cpu]``.
+Run: ``python benchmarks/agent_loop.py [--steps 60] [--seed 0] [--docs 5] [--clock cpu]
+[--chat-format deepseek-v4 chatml none hf] [--template PATH ...] [--no-adapters]``.
 
 A deterministic 60-step tool loop (DeepSeek-V4 tokenizer, ``deepseek-v4`` chat
-format, ``deepseek-v4-flash-base`` profile): per step one assistant tool call and
+format unless ``--chat-format`` names others, ``deepseek-v4-flash-base`` profile):
+per step one assistant tool call and
 one tool result of ``--docs`` documents (~2K tokens in all), aligned into the new
 tool message. The same conversation is driven through three paths, each step
 timed in the same run:
@@ -26,8 +28,17 @@ Accuracy: the expected accuracy of each step's top evidence as the message is
 read on later calls (residue reliability), aligned vs the same documents appended
 as is. Last, the prefix cache's size against its caps.
 
+``--chat-format`` takes several formats and runs the loop once per format, then
+prints one line per format and size: the core step beside its bound and the full
+path. ``hf`` is the DeepSeek-V4 tokenizer with each Jinja template of ``--template``
+(default: Qwen2.5's, ``tests/unit/chat_templates/qwen2_5.jinja``, a ChatML template
+that renders tool calls and tool results, and SmolLM2's, ``smollm2.jinja``, which
+writes each message on its own: the one ``hf`` renders incrementally), read from disk,
+nothing downloaded.
+
 Targets: at 128K one aligned step <= 2 x one encode of the new message + 5 ms, for
-the core and both adapters, and latency flat from 8K to 128K (within 2x).
+the core and both adapters, in every chat format, and latency flat from 8K to 128K
+(within 2x).
 """
 
 from __future__ import annotations
@@ -37,15 +48,20 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from phaseaware import AssemblyOptions, Chunk, assemble_append
 from phaseaware.assembly import default_cache
 from phaseaware.assembly.retokenize.prefix import default_prefix_cache
+from phaseaware.errors import PhaseawareError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
 
 PROFILE = "deepseek-v4-flash-base"
+FORMATS = ("deepseek-v4", "deepseek-v4.1", "chatml", "none", "hf")
+TEMPLATES = Path(__file__).parents[1] / "tests" / "unit" / "chat_templates"
+DEFAULT_TEMPLATES = (TEMPLATES / "qwen2_5.jinja", TEMPLATES / "smollm2.jinja")
 SIZES = (8_000, 32_000, 64_000, 128_000)
 AS_IS = AssemblyOptions(strategy="none", pad=False, repeat=False, length_pad=False)
 WORDS = (
@@ -99,12 +115,12 @@ def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, floa
 class LangChainPath:
     """The LangChain agent's view of the same loop, aligned by the middleware."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, chat_format: str) -> None:
         from langchain_core.messages import HumanMessage, SystemMessage
         from langchain_phaseaware import PhaseAwareMiddleware
 
         self.middleware = PhaseAwareMiddleware(
-            tokenizer=tokenizer, chat_format="deepseek-v4", profile=PROFILE,
+            tokenizer=tokenizer, chat_format=chat_format, profile=PROFILE,
             budget_tokens=1 << 20, message_template="Results:\n{context}",
         )  # fmt: skip
         self.system = SystemMessage("You are a research agent. Use the search tool; cite codes.")
@@ -134,7 +150,7 @@ class LangChainPath:
 class LlamaIndexPath:
     """The LlamaIndex FunctionAgent's view of the same loop, aligned by the LLM wrapper."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, chat_format: str) -> None:
         from llama_index.core.llms import ChatMessage
         from llama_index.llms.openai_like import OpenAILike
         from llama_index.postprocessor.phaseaware.agent import NodeRegistry, PhaseAwareAgentLLM
@@ -143,7 +159,7 @@ class LlamaIndexPath:
         inner = OpenAILike(model="m", api_base="http://127.0.0.1:9", api_key="x",
                            is_chat_model=True, is_function_calling_model=True)  # fmt: skip
         self.llm = PhaseAwareAgentLLM(
-            llm=inner, tokenizer=tokenizer, chat_format="deepseek-v4", profile=PROFILE,
+            llm=inner, tokenizer=tokenizer, chat_format=chat_format, profile=PROFILE,
             budget_tokens=1 << 20, registry=self.registry, message_template="Results:\n{context}",
         )  # fmt: skip
         self.messages: list[Any] = [
@@ -182,17 +198,35 @@ class LlamaIndexPath:
         return result, ms
 
 
-def run(steps: int, seed: int, docs: int) -> dict[str, Any]:
-    tokenizer = load_tokenizer("deepseek-v4")
+def template_tokenizer(template: Path) -> Any:
+    """The DeepSeek-V4 tokenizer files with ``template`` as their chat template (offline)."""
+    from transformers import AutoTokenizer
+
+    from phaseaware.tokenizers.hf import HFTokenizer
+    from phaseaware.tokenizers.registry import DEEPSEEK_V4_BOS, deepseek_v4_dir
+
+    hf = AutoTokenizer.from_pretrained(str(deepseek_v4_dir()), local_files_only=True)
+    hf.chat_template = template.read_text(encoding="utf-8")
+    return HFTokenizer(hf, spec=f"deepseek-v4+{template.stem}", bos_text=DEEPSEEK_V4_BOS)
+
+
+def run(
+    steps: int, seed: int, docs: int, *, chat_format: str = "deepseek-v4",
+    template: Path = DEFAULT_TEMPLATES[0], adapters: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    tokenizer = (
+        template_tokenizer(template) if chat_format == "hf" else load_tokenizer("deepseek-v4")
+    )
     profile = get_profile(PROFILE)
     rng = random.Random(seed)
     cache = default_prefix_cache()
     cache.clear()
     paths: dict[str, Any] = {}
-    for name, make in (("langchain", LangChainPath), ("llama_index", LlamaIndexPath)):
+    makers = (("langchain", LangChainPath), ("llama_index", LlamaIndexPath)) if adapters else ()
+    for name, make in makers:
         try:
-            paths[name] = make(tokenizer)
-        except ImportError as exc:  # the framework is not installed: that column is skipped
+            paths[name] = make(tokenizer, chat_format)
+        except (ImportError, PhaseawareError) as exc:  # not installed, or not for this format
             print(f"({name} path skipped: {exc})")
     sent: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a research agent. Use the search tool; cite codes."},
@@ -206,13 +240,17 @@ def run(steps: int, seed: int, docs: int) -> dict[str, Any]:
         sent.append({"role": "assistant", "content": f"Searching ({n + 1}).", "tool_calls": [call]})
         kwargs: dict[str, Any] = dict(
             sent=sent, new={"role": "tool", "tool_call_id": f"call_{n}", "content": "Results:\n{context}"},
-            chunks=chunks, tokenizer=tokenizer, chat_format="deepseek-v4", question=question,
+            chunks=chunks, tokenizer=tokenizer, chat_format=chat_format, question=question,
             profile=profile, budget_tokens=1 << 20,
         )  # fmt: skip
         result, core_ms = _timed(assemble_append, **kwargs)
         row: dict[str, Any] = {"step": n + 1, "tokens": result.token_count, "core": core_ms,
                                "path": result.append_path, "kwargs": kwargs}  # fmt: skip
-        new_text = str(result.messages[-1]["content"])
+        # the filled new message (the ``none`` format hands back no messages)
+        filled = {**kwargs["new"], "content": "Results:\n" + result.context}
+        if result.messages is not None:
+            assert dict(result.messages[-1])["content"] == filled["content"]
+        new_text = str(filled["content"])
         _, row["encode_new"] = _timed(tokenizer.encode, new_text)
         _, row["encode_all"] = _timed(tokenizer.encode, result.prompt)
         for name, path in paths.items():
@@ -222,7 +260,7 @@ def run(steps: int, seed: int, docs: int) -> dict[str, Any]:
         row["top_aligned"] = next(p for p in result.placements if p.rank == 0).expected_accuracy
         row["top_as_is"] = next(p for p in as_is.placements if p.rank == 0).expected_accuracy
         rows.append(row)
-        sent = list(result.messages)
+        sent = [*sent, filled] if result.messages is None else list(result.messages)
     marks = {}
     for size in SIZES:
         if rows[-1]["tokens"] < size * 0.9:
@@ -234,7 +272,8 @@ def run(steps: int, seed: int, docs: int) -> dict[str, Any]:
         replay = rows[at]["kwargs"]  # what a step cost before: re-tokenize the whole conversation
         mark["full_path"] = _timed(assemble_append, **replay, prefix_cache=None)[1]
         marks[size] = mark
-    return {"rows": rows, "marks": marks, "paths": list(paths), "cache": cache}
+    return {"rows": rows, "marks": marks, "paths": list(paths), "cache": cache,
+            "chat_format": chat_format}  # fmt: skip
 
 
 def main() -> None:
@@ -246,20 +285,55 @@ def main() -> None:
         "--clock", choices=sorted(CLOCKS), default="wall",
         help="wall time (default) or this process's CPU time (a loaded, shared machine)",
     )  # fmt: skip
+    parser.add_argument(
+        "--chat-format", nargs="+", choices=FORMATS, default=["deepseek-v4"],
+        help="one or more chat formats, each a run of the loop (default: deepseek-v4)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--template", type=Path, nargs="+", default=list(DEFAULT_TEMPLATES),
+        help="Jinja chat templates of format hf, a run each (default: Qwen2.5's and "
+        "SmolLM2's, from the tests)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-adapters", action="store_true", help="time the core only (no LangChain, LlamaIndex)"
+    )
     args = parser.parse_args()
     global clock
     clock = CLOCKS[args.clock]
     print(f"clock: {args.clock}")
-    out = run(args.steps, args.seed, args.docs)
-    print_report(out)
+    outs = []
+    runs = [(name, t) for name in args.chat_format
+            for t in (args.template if name == "hf" else [args.template[0]])]  # fmt: skip
+    for name, template in runs:
+        label = f"{name} ({template.stem})" if name == "hf" else name
+        print(f"\n## chat format {label}")
+        out = run(args.steps, args.seed, args.docs, chat_format=name, template=template,
+                  adapters=not args.no_adapters)  # fmt: skip
+        out["chat_format"] = label
+        print_report(out)
+        outs.append(out)
+    if len(outs) > 1:
+        print_formats(outs)
+
+
+def print_formats(outs: list[dict[str, Any]]) -> None:
+    """One line per format and size: the core step beside its bound and the full path."""
+    print("\n| format | conversation | core ms | bound ms (2 x encode new + 5) | full path ms |")
+    print("|---|---|---|---|---|")
+    for out in outs:
+        for size, m in out["marks"].items():
+            bound = 2 * m["encode_new"] + 5
+            print(f"| {out['chat_format']} | {size // 1000}K ({m['tokens']}) | {m['core']:.1f} | "
+                  f"{bound:.1f} | {m['full_path']:.1f} |")  # fmt: skip
 
 
 def print_report(out: dict[str, Any]) -> None:
     rows, marks, paths = out["rows"], out["marks"], out["paths"]
-    cols = ["core", *paths, "encode_new", "encode_all", "full_path"]
+    cols = ["core", *paths, "bound", "encode_new", "encode_all", "full_path"]
     print("| conversation | " + " | ".join(f"{c} ms" for c in cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     for size, m in marks.items():
+        m = {**m, "bound": 2 * m["encode_new"] + 5}
         cells = [f"{m[c]:.1f}" if m.get(c) is not None else "-" for c in cols]
         print(f"| {size // 1000}K ({m['tokens']} tokens) | " + " | ".join(cells) + " |")
     paths_seen = {r["path"] for r in rows[1:]}

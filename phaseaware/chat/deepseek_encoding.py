@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from phaseaware.caches import BoundedCache, register_cache
+from phaseaware.caches import register_cache
 from phaseaware.chat.deepseek_turns import TOOL_RESULT_CLOSE as TOOL_RESULT_CLOSE
 from phaseaware.chat.deepseek_turns import TOOL_RESULT_OPEN as TOOL_RESULT_OPEN
 from phaseaware.chat.deepseek_turns import (
@@ -39,6 +39,7 @@ from phaseaware.chat.deepseek_turns import (
 )
 from phaseaware.chat.errors import MessageContentError
 from phaseaware.chat.messages import Message, ToolCall, check_roles, check_tool_results
+from phaseaware.chat.prefix_renders import PrefixRenders
 from phaseaware.chat.settings import (
     SETTING_NAMES,
     ChatSettings,
@@ -272,7 +273,8 @@ class DeepSeekFormat:
         messages = tuple(messages)
         incremental = not (self.thinking and self.drop_thinking)
         key = self._render_key()
-        best = self._remembered(key, messages) if incremental else None
+        # 2+ messages: the first turn's text is rendered again
+        best = _RENDERS.longest(key, messages, min_messages=2) if incremental else None
         # a remembered prefix passed these checks: only the messages after it are checked
         done = 0 if best is None else len(best.messages)
         check_roles(messages, chat_format=self.name, roles=self.supported_roles, start=done)
@@ -308,7 +310,7 @@ class DeepSeekFormat:
             for turn in turns[len(starts) : -1]:
                 order = _call_order(turn, order)
             _RENDERS.put(
-                (key, len(messages), hash(messages[-1])),
+                key,
                 _Rendered(messages, tuple(turns), tuple(firsts), tuple(offsets), text[:at], order),
             )
         return text
@@ -323,22 +325,6 @@ class DeepSeekFormat:
         """Turns, their first messages, no piece reused, the head text (BOS)."""
         turns, firsts = _turns(messages, attach=attach)
         return _sort_tool_results(turns), firsts, [], self.dialect.bos, {}
-
-    def _remembered(
-        self, key: tuple[object, ...], messages: tuple[Message, ...]
-    ) -> _Rendered | None:
-        """The remembered render of the longest prefix of ``messages`` (2+ messages)."""
-        keys = [k for k in _RENDERS.snapshot_keys() if k[0] == key and 1 < k[1] <= len(messages)]
-        for cached_key in sorted(keys, key=lambda k: -k[1]):  # longest first
-            found = _RENDERS.get(cached_key)
-            n = cached_key[1]
-            if (
-                found is not None
-                and messages[n - 1] == found.messages[-1]  # the likeliest difference first
-                and messages[:n] == found.messages  # identical items compare fast
-            ):
-                return found
-        return None
 
     def _extend(
         self, best: _Rendered, messages: tuple[Message, ...], attach: bool
@@ -392,9 +378,6 @@ class _Rendered:
 
 # by settings, length and last message: a layout renders one conversation with several
 # contents in its last message (a sentinel, stand-ins, the context)
-_RENDERS: BoundedCache[tuple[tuple[object, ...], int, int], _Rendered] = BoundedCache(
-    max_entries=32,
-    max_bytes=64 << 20,
-    size_of=lambda _, entry: sys.getsizeof(entry.text),
-    name="chat.deepseek renders",
+_RENDERS: PrefixRenders[_Rendered] = PrefixRenders(
+    name="chat.deepseek renders", size_of=lambda entry: sys.getsizeof(entry.text)
 )

@@ -37,6 +37,7 @@ settings it renders, the markers it writes). The built-ins are registered with
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
 from phaseaware.chat.deepseek_v41 import DeepSeekV41Format
 from phaseaware.chat.hf import HFChatFormat
 from phaseaware.chat.messages import COMMON_ROLES, Message, check_roles
+from phaseaware.chat.prefix_renders import PrefixRenders
 from phaseaware.chat.settings import (
     SETTING_NAMES,
     ChatSettings,
@@ -62,6 +64,8 @@ __all__ = [
     "ChatFormatEntry",
     "PlainFormat",
     "ChatMLFormat",
+    "MessageWiseFormat",
+    "render_after_kept",
     "chat_format_entries",
     "chat_format_names",
     "get_chat_format",
@@ -120,6 +124,56 @@ def markers_of(chat_format: ChatFormat) -> tuple[str, ...]:
     return format_markers(chat_format.name)
 
 
+class MessageWiseFormat(Protocol):
+    """A format whose text is ``opening() + message_text(0, m0) + message_text(1, m1) + ...
+    + closing(...)``: each message's text depends on the message and its index only."""
+
+    name: str
+    supported_roles: frozenset[str]
+
+    def opening(self) -> str: ...
+
+    def message_text(self, index: int, message: Message) -> str: ...
+
+    def closing(self, *, add_generation_prompt: bool) -> str: ...
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The text of ``messages`` without the closing (a start of every longer render)."""
+
+    messages: tuple[Message, ...]
+    text: str
+
+
+def render_after_kept(
+    fmt: MessageWiseFormat, messages: Sequence[Message], *, add_generation_prompt: bool
+) -> str:
+    """``fmt``'s text of ``messages``, the messages after the longest remembered start only.
+
+    Exact by the format's rule: the text of ``messages[:k]`` before the closing is a
+    start of the text of ``messages`` (each message's text depends on the message and
+    its index), so a kept text of equal first ``k`` messages (:mod:`~phaseaware.chat.prefix_renders`)
+    is followed by the texts of the others. The kept messages passed the role check."""
+    messages = tuple(messages)
+    key = (type(fmt), fmt.opening())
+    kept = _KEPT.longest(key, messages)
+    done = 0 if kept is None else len(kept.messages)
+    check_roles(messages, chat_format=fmt.name, roles=fmt.supported_roles, start=done)
+    text = (fmt.opening() if kept is None else kept.text) + "".join(
+        fmt.message_text(i, messages[i]) for i in range(done, len(messages))
+    )
+    if done < len(messages):
+        _KEPT.put(key, _Kept(messages, text))
+    return text + fmt.closing(add_generation_prompt=add_generation_prompt)
+
+
+# by format, opening, length and last message (see prefix_renders)
+_KEPT: PrefixRenders[_Kept] = PrefixRenders(
+    name="chat.formats kept renders", size_of=lambda kept: sys.getsizeof(kept.text)
+)
+
+
 class PlainFormat:
     """``BOS + "\\n\\n".join(message contents)``; no chat markers."""
 
@@ -133,8 +187,21 @@ class PlainFormat:
         self.bos_text = bos_text
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
-        check_roles(messages, chat_format=self.name, roles=self.supported_roles)
-        return self.bos_text + "\n\n".join(m.content for m in messages)
+        """``BOS + "\\n\\n".join(contents)``, the messages after a remembered start
+        only (:func:`render_after_kept`)."""
+        return render_after_kept(self, messages, add_generation_prompt=add_generation_prompt)
+
+    def opening(self) -> str:
+        """The text before the first message (BOS)."""
+        return self.bos_text
+
+    def message_text(self, index: int, message: Message) -> str:
+        """Message ``index``'s text: its content, after ``"\\n\\n"`` past the first."""
+        return message.content if index == 0 else "\n\n" + message.content
+
+    def closing(self, *, add_generation_prompt: bool) -> str:
+        """Nothing: a plain completion has no generation prompt."""
+        return ""
 
     def __repr__(self) -> str:
         return f"PlainFormat(bos_text={self.bos_text!r})"
@@ -164,16 +231,25 @@ class ChatMLFormat:
         self.bos_text = bos_text
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
-        check_roles(messages, chat_format=self.name, roles=self.supported_roles)
-        parts = [self.bos_text]
-        for message in messages:
-            body = message.content
-            if message.tool_calls:  # the separator never depends on the text (the slot's)
-                body += "\n" + hermes_tool_calls(message)
-            parts.append(f"{IM_START}{message.role}\n{body}{IM_END}\n")
-        if add_generation_prompt:
-            parts.append(f"{IM_START}assistant\n")
-        return "".join(parts)
+        """The ChatML turns, the messages after a remembered start only
+        (:func:`render_after_kept`)."""
+        return render_after_kept(self, messages, add_generation_prompt=add_generation_prompt)
+
+    def opening(self) -> str:
+        """The text before the first message (BOS)."""
+        return self.bos_text
+
+    def message_text(self, index: int, message: Message) -> str:
+        """One turn: ``<|im_start|>role\\nbody<|im_end|>\\n`` (body: content, then any
+        tool calls after ``"\\n"``)."""
+        body = message.content
+        if message.tool_calls:  # the separator never depends on the text (the slot's)
+            body += "\n" + hermes_tool_calls(message)
+        return f"{IM_START}{message.role}\n{body}{IM_END}\n"
+
+    def closing(self, *, add_generation_prompt: bool) -> str:
+        """The open assistant turn, with ``add_generation_prompt``."""
+        return f"{IM_START}assistant\n" if add_generation_prompt else ""
 
     def __repr__(self) -> str:
         return f"ChatMLFormat(bos_text={self.bos_text!r})"

@@ -35,7 +35,7 @@ from typing import Any
 from phaseaware.caches import register_cache
 from phaseaware.errors import TemplateError, TemplateLimitError
 
-__all__ = ["TEMPLATE_CHARS", "TEMPLATE_SECONDS", "render_chat_template"]
+__all__ = ["TEMPLATE_CHARS", "TEMPLATE_SECONDS", "parse_chat_template", "render_chat_template"]
 
 #: wall-time bound of one render, seconds
 TEMPLATE_SECONDS = 5.0
@@ -120,6 +120,18 @@ def _base_environment() -> Any:
             "rendering a chat template needs transformers' chat-template environment "
             f"({exc}); install transformers>=4.45 (pip install 'phaseaware[hf]')"
         ) from exc
+
+
+def parse_chat_template(source: str) -> Any:
+    """The Jinja syntax tree (``jinja2.nodes.Template``) of ``source``, parsed as
+    ``apply_chat_template`` parses it (transformers' extensions included); raises
+    :class:`TemplateError` for a template that does not parse."""
+    try:
+        return _base_environment().parse(source)
+    except TemplateError:
+        raise
+    except Exception as exc:  # jinja's syntax errors
+        raise TemplateError(f"chat template does not parse: {exc}") from exc
 
 
 def _bounded_environment() -> Any:

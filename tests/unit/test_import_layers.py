@@ -68,6 +68,8 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "messages": 1,
         "message_checks": 1,
         "hf_tools": 1,
+        "hf_message_wise": 1,
+        "prefix_renders": 1,
         "deepseek_turns": 2,
         "deepseek_encoding": 2,
         "hf": 2,

@@ -1,5 +1,6 @@
 """A render that reuses a remembered render of the conversation's beginning equals a
-whole render, byte for byte, over random growing tool loops (and changed prefixes)."""
+whole render, byte for byte, over random growing tool loops (and changed prefixes), in
+every built-in format that keeps renders (deepseek-v4, deepseek-v4.1, chatml, none)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.chat import deepseek_encoding
+from phaseaware.chat import deepseek_encoding, formats
 from phaseaware.chat.formats import get_chat_format
 from phaseaware.chat.messages import Message, ToolCall
 from phaseaware.chat.settings import ChatSettings
@@ -55,8 +56,14 @@ def growing(draw: st.DrawFn) -> list[list[Message]]:
     return batches
 
 
-def _whole(fmt: Any, messages: list[Message], gen: bool) -> str:
+def _forget() -> None:
+    """No remembered render left: the next render is a whole one."""
     deepseek_encoding._RENDERS.clear()
+    formats._KEPT.clear()
+
+
+def _whole(fmt: Any, messages: list[Message], gen: bool) -> str:
+    _forget()
     try:
         return str(fmt.render(messages, add_generation_prompt=gen))
     except PhaseawareError as exc:
@@ -79,7 +86,7 @@ SETTINGS = [
 ]
 
 
-@pytest.mark.parametrize("name", ["deepseek-v4", "deepseek-v4.1", "chatml"])
+@pytest.mark.parametrize("name", ["deepseek-v4", "deepseek-v4.1", "chatml", "none"])
 @pytest.mark.parametrize("chat_settings", SETTINGS, ids=range(len(SETTINGS)))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=growing(), gens=st.lists(st.booleans(), min_size=20, max_size=20), data=st.data())
@@ -87,10 +94,10 @@ def test_incremental_render_equals_whole(
     name: str, chat_settings: ChatSettings, batches: list[list[Message]], gens: list[bool],
     data: st.DataObject,
 ) -> None:  # fmt: skip
-    if name == "chatml" and chat_settings != ChatSettings():
+    if name in ("chatml", "none") and chat_settings != ChatSettings():
         return
     fmt = get_chat_format(name, TOKENIZER, settings=chat_settings)
-    deepseek_encoding._RENDERS.clear()
+    _forget()
     messages: list[Message] = []
     for k, batch in enumerate(batches):
         messages += batch
