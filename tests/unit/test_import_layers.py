@@ -70,6 +70,7 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "hf_tools": 1,
         "hf_message_wise": 1,
         "prefix_renders": 1,
+        "message_wise": 2,
         "deepseek_turns": 2,
         "deepseek_encoding": 2,
         "hf": 2,

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from phaseaware import AssemblyOptions, Chunk, assemble_append, get_profile
 from phaseaware.assembly.retokenize.prefix import PrefixTokenCache
-from phaseaware.chat import deepseek_encoding, formats, hf
+from phaseaware.chat import deepseek_encoding, hf, message_wise
 from phaseaware.errors import PhaseawareError
 from tests.support.smollm2 import template
 
@@ -50,7 +50,7 @@ def loops(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 def _forget() -> None:
     deepseek_encoding._RENDERS.clear()
-    formats._KEPT.clear()
+    message_wise._KEPT.clear()
     hf._KEPT.clear()
     hf._ENDS.clear()
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.chat import deepseek_encoding, formats
+from phaseaware.chat import deepseek_encoding, message_wise
 from phaseaware.chat.formats import get_chat_format
 from phaseaware.chat.messages import Message, ToolCall
 from phaseaware.chat.settings import ChatSettings
@@ -59,7 +59,7 @@ def growing(draw: st.DrawFn) -> list[list[Message]]:
 def _forget() -> None:
     """No remembered render left: the next render is a whole one."""
     deepseek_encoding._RENDERS.clear()
-    formats._KEPT.clear()
+    message_wise._KEPT.clear()
 
 
 def _whole(fmt: Any, messages: list[Message], gen: bool) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from phaseaware.caches import list_caches
-from phaseaware.chat import formats
+from phaseaware.chat import message_wise
 from phaseaware.chat.errors import UnknownRoleError
 from phaseaware.chat.formats import ChatMLFormat, PlainFormat, render_after_kept
 from phaseaware.chat.messages import Message, ToolCall
@@ -82,7 +82,7 @@ class CountingChatML(ChatMLFormat):
 
 
 def test_an_agent_step_writes_the_new_messages_only():
-    formats._KEPT.clear()
+    message_wise._KEPT.clear()
     fmt = CountingChatML()
     calls = (ToolCall(name="search", arguments='{"q": "x"}', id="c0"),)
     messages = [
@@ -104,7 +104,7 @@ def test_an_agent_step_writes_the_new_messages_only():
 
 
 def test_a_bad_role_after_a_kept_start_is_refused_with_its_index():
-    formats._KEPT.clear()
+    message_wise._KEPT.clear()
     fmt = PlainFormat(bos_text="")
     messages = [Message(role="user", content="a"), Message(role="assistant", content="b")]
     assert fmt.render(messages) == "a\n\nb"
