@@ -153,7 +153,7 @@ class LlamaIndexPath:
     def __init__(self, tokenizer: Any, chat_format: str) -> None:
         from llama_index.core.llms import ChatMessage
         from llama_index.llms.openai_like import OpenAILike
-        from llama_index.postprocessor.phaseaware.agent import NodeRegistry, PhaseAwareAgentLLM
+        from llama_index.llms.phaseaware import NodeRegistry, PhaseAwareAgentLLM
 
         self.registry = NodeRegistry()
         inner = OpenAILike(model="m", api_base="http://127.0.0.1:9", api_key="x",

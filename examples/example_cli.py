@@ -20,6 +20,7 @@ INSTALL = {
     "langchain_phaseaware": "pip install -e integrations/langchain",
     "langchain_openai": "pip install langchain-openai",
     "llama_index": "pip install -e integrations/llama-index",
+    "llama_index.llms.phaseaware": "pip install -e integrations/llama-index-llms",
     "llama_index.llms.openai_like": "pip install llama-index-llms-openai-like",
     "rank_bm25": "pip install rank-bm25",
     # phaseaware's own extras: the command phaseaware itself prints for them

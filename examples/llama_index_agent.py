@@ -11,7 +11,7 @@ bytes unchanged, positions absolute); the script prints the answers against the
 expected codes, the placement of the top evidence (aligned vs appended as is) and
 exits 1 when anything is wrong.
 
-    PYTHONPATH=integrations/llama-index python examples/llama_index_agent.py
+    PYTHONPATH=integrations/llama-index-llms python examples/llama_index_agent.py
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ with needs():
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
     from llama_index.llms.openai_like import OpenAILike
-    from llama_index.postprocessor.phaseaware.agent import (
+    from llama_index.llms.phaseaware import (
         NodeRegistry,
         PhaseAwareAgentLLM,
         retriever_tool,

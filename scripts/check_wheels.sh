@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the wheels of the three packages (core, langchain-phaseaware,
-# llama-index-postprocessor-phaseaware) and checks them the way a release would be: each
+# Builds the wheels of the four packages (core, langchain-phaseaware,
+# llama-index-postprocessor-phaseaware, llama-index-llms-phaseaware) and checks them the way a release would be: each
 # installed from its wheel (core from its wheel too, never from the source tree) into a
 # fresh venv, imported from there, with `pip check` on the declared dependencies.
 #
@@ -23,7 +23,7 @@ trap 'rm -rf "$(dirname "$venv")" "$src"' EXIT
 git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
   if [ -f "$f" ]; then printf '%s\0' "$f"; fi
 done | xargs -0 cp --parents -t "$src"
-for pkg in . integrations/langchain integrations/llama-index; do
+for pkg in . integrations/langchain integrations/llama-index integrations/llama-index-llms; do
   python -m build --wheel --no-isolation --outdir "$wheels" "$src/$pkg" >"$wheels/build.log" 2>&1 \
     || { tail -30 "$wheels/build.log"; exit 1; }
 done
@@ -35,7 +35,7 @@ inner="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["p
 printf '%s\n%s\n' "$deps" "$plat" >"$inner/zz-test-environment-deps.pth"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps \
   "$wheels"/phaseaware-*.whl "$wheels"/langchain_phaseaware-*.whl \
-  "$wheels"/llama_index_postprocessor_phaseaware-*.whl
+  "$wheels"/llama_index_postprocessor_phaseaware-*.whl "$wheels"/llama_index_llms_phaseaware-*.whl
 # the wheels' declared dependencies must be met (other packages' conflicts are not ours)
 problems="$("$venv/bin/python" -m pip check --disable-pip-version-check 2>&1 | grep -i phaseaware || true)"
 if [ -n "$problems" ]; then echo "$problems"; exit 1; fi
@@ -45,14 +45,16 @@ import sys
 
 inner = sys.argv[1]
 import langchain_phaseaware
+import llama_index.llms.phaseaware as lil
 import llama_index.postprocessor.phaseaware as li
 import phaseaware
 from phaseaware.tokenizers.registry import REFERENCE_MODEL_DIR
 
-for module in (phaseaware, langchain_phaseaware, li):
+for module in (phaseaware, langchain_phaseaware, li, lil):
     assert module.__file__.startswith(inner), (module.__name__, module.__file__, inner)
     print(f"{module.__name__}: {module.__file__}")
 assert (REFERENCE_MODEL_DIR / "chat_template.jinja").is_file(), "package data missing"
 assert langchain_phaseaware.PhaseAwarePrompt and li.PhaseAwarePostprocessor
+assert lil.PhaseAwareAgentLLM
 print("wheels OK")
 PY

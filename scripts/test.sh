@@ -55,4 +55,5 @@ python -m mypy
 # the integration packages, strict too (MYPYPATH: mypy does not follow editable-install hooks)
 MYPYPATH=.:integrations/llama-index python -m mypy --strict integrations/langchain/langchain_phaseaware
 MYPYPATH=.:integrations/llama-index python -m mypy --strict -p llama_index.postprocessor.phaseaware
+MYPYPATH=.:integrations/llama-index-llms python -m mypy --strict -p llama_index.llms.phaseaware
 python -m pytest -q --durations=15 "${suites[@]}" "$@"

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 PROFILE = ROOT / "integrations/llama-index/tests/data/phaseaware-reference.json"
 SERVED = ["langchain_rag", "langchain_agent", "llama_index_rag"]
-PATHS = [str(ROOT), str(ROOT / "integrations/langchain"), str(ROOT / "integrations/llama-index")]
+PATHS = [str(ROOT), str(ROOT / "integrations/langchain"), str(ROOT / "integrations/llama-index"),
+         str(ROOT / "integrations/llama-index-llms")]  # fmt: skip
 
 
 def _closed_port() -> int:
@@ -71,7 +72,7 @@ def test_no_server_is_one_line(name, tmp_path):
         ("langchain_rag", "langchain_openai", "pip install langchain-openai"),
         ("langchain_agent", "rank_bm25", "pip install rank-bm25"),
         ("llama_index_rag", "llama_index.llms.openai_like", "llama-index-llms-openai-like"),
-        ("llama_index_agent", "llama_index.postprocessor.phaseaware", "integrations/llama-index"),
+        ("llama_index_agent", "llama_index.llms.phaseaware", "integrations/llama-index-llms"),
     ],
 )
 def test_a_missing_package_is_one_line_naming_its_install(name, module, install, tmp_path):
@@ -80,7 +81,7 @@ def test_a_missing_package_is_one_line_naming_its_install(name, module, install,
         "langchain_rag": ("langchain_core", "langchain_openai", "rank_bm25"),
         "langchain_agent": ("langchain.agents", "langchain_openai", "rank_bm25"),
         "llama_index_rag": ("llama_index.core", "llama_index.llms.openai_like", "rank_bm25"),
-        "llama_index_agent": ("llama_index.core", "llama_index.postprocessor.phaseaware"),
+        "llama_index_agent": ("llama_index.core", "llama_index.llms.phaseaware"),
     }[name]
     _needs(*(m for m in needed if m != module))
     code, err = _run(name, block=(module,), tmp_path=tmp_path)

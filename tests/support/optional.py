@@ -18,6 +18,7 @@ INSTALL = {
     "langchain_openai": 'pip install -e "integrations/langchain[test]"',
     "langchain": 'pip install -e "integrations/langchain[test]"',
     "llama_index": 'pip install -e "integrations/llama-index[test]"',
+    "llama_index.llms.phaseaware": 'pip install -e "integrations/llama-index-llms[test]"',
     "torch": ("pip install torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu"),
 }
 

@@ -241,6 +241,9 @@ ADAPTER_PACKAGES = {
     "llama_index.postprocessor.phaseaware": (
         INTEGRATIONS / "llama-index" / "llama_index" / "postprocessor" / "phaseaware"
     ),
+    "llama_index.llms.phaseaware": (
+        INTEGRATIONS / "llama-index-llms" / "llama_index" / "llms" / "phaseaware"
+    ),
 }
 ADAPTER_SURFACE = {"phaseaware", "phaseaware.errors", "phaseaware.integrate"}
 

@@ -287,11 +287,11 @@ KEEP = ChatSettings(thinking=True, reasoning_effort="max", drop_thinking=False)
 def test_llama_index_agent_llm_states_its_settings(
     vllm_v4: VllmServer, v4_record: EndpointRecord, way: str
 ) -> None:
-    pytest.importorskip("llama_index.postprocessor.phaseaware")
+    pytest.importorskip("llama_index.llms.phaseaware")
     from llama_index.core.base.llms.types import TextBlock, ToolCallBlock
     from llama_index.core.llms import ChatMessage
     from llama_index.llms.openai_like import OpenAILike
-    from llama_index.postprocessor.phaseaware import PhaseAwareAgentLLM
+    from llama_index.llms.phaseaware import PhaseAwareAgentLLM
 
     inner = OpenAILike(
         model=vllm_v4.model, api_base=vllm_v4.base_url, api_key="EMPTY", is_chat_model=True,

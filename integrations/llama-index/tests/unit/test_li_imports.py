@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2]
 
 
@@ -16,9 +18,7 @@ def test_all_is_the_public_api() -> None:
     assert sorted(pkg.__all__) == sorted(
         [
             "ASSEMBLY_KEY",
-            "NodeRegistry",
             "PLACEMENT_KEY",
-            "PhaseAwareAgentLLM",
             "PhaseAwareNode",
             "PhaseAwarePostprocessor",
             "PhaseAwareReorder",
@@ -27,7 +27,6 @@ def test_all_is_the_public_api() -> None:
             "RepackWarning",
             "SENT_KEY",
             "phaseaware_query_engine",
-            "retriever_tool",
             "text_qa_conversation",
         ]
     )
@@ -83,3 +82,12 @@ def test_the_adapter_imports_only_public_phaseaware_names() -> None:
             if isinstance(node, ast.Import):
                 seen |= {a.name for a in node.names if a.name.startswith("phaseaware")}
     assert seen <= allowed, sorted(seen - allowed)
+
+
+def test_the_agent_llm_moved_to_its_own_package_and_the_old_name_says_where() -> None:
+    import llama_index.postprocessor.phaseaware as pkg
+
+    with pytest.raises(ImportError, match="pip install llama-index-llms-phaseaware"):
+        pkg.PhaseAwareAgentLLM  # noqa: B018
+    with pytest.raises(ImportError, match="from llama_index.llms.phaseaware import retriever_tool"):
+        from llama_index.postprocessor.phaseaware import retriever_tool  # noqa: F401

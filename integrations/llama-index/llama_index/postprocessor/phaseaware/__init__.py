@@ -1,10 +1,11 @@
-"""phaseaware for LlamaIndex: phase-aware node arrangement and a synthesis path that keeps it."""
+"""phaseaware for LlamaIndex: phase-aware node arrangement and a synthesis path that keeps it.
 
-from llama_index.postprocessor.phaseaware.agent import (
-    NodeRegistry,
-    PhaseAwareAgentLLM,
-    retriever_tool,
-)
+The agent LLM wrapper is its own package, as LlamaIndex ships LLMs:
+``llama-index-llms-phaseaware`` (``from llama_index.llms.phaseaware import PhaseAwareAgentLLM``).
+"""
+
+from typing import Any
+
 from llama_index.postprocessor.phaseaware.postprocessor import (
     ASSEMBLY_KEY,
     PLACEMENT_KEY,
@@ -22,9 +23,6 @@ from llama_index.postprocessor.phaseaware.synthesizer import (
 )
 
 __all__ = [
-    "NodeRegistry",
-    "PhaseAwareAgentLLM",
-    "retriever_tool",
     "ASSEMBLY_KEY",
     "PLACEMENT_KEY",
     "PhaseAwareNode",
@@ -37,3 +35,14 @@ __all__ = [
     "phaseaware_query_engine",
     "text_qa_conversation",
 ]
+
+_MOVED = ("NodeRegistry", "PhaseAwareAgentLLM", "retriever_tool")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        raise ImportError(
+            f"{name} is in the llama-index-llms-phaseaware package now: pip install "
+            f"llama-index-llms-phaseaware, then from llama_index.llms.phaseaware import {name}"
+        )
+    raise AttributeError(f"module 'llama_index.postprocessor.phaseaware' has no attribute {name!r}")

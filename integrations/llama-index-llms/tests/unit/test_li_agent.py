@@ -10,7 +10,7 @@ from llama_index.core.base.llms.types import TextBlock, ToolCallBlock  # noqa: E
 from llama_index.core.llms import ChatMessage  # noqa: E402
 from llama_index.core.schema import NodeWithScore, TextNode  # noqa: E402
 from llama_index.llms.openai_like import OpenAILike  # noqa: E402
-from llama_index.postprocessor.phaseaware.agent import (  # noqa: E402
+from llama_index.llms.phaseaware.base import (  # noqa: E402
     NodeRegistry,
     PhaseAwareAgentLLM,
     message_dict,

@@ -24,7 +24,7 @@ from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent  # noqa
 from llama_index.core.retrievers import BaseRetriever  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
 from llama_index.llms.openai_like import OpenAILike  # noqa: E402
-from llama_index.postprocessor.phaseaware.agent import (  # noqa: E402
+from llama_index.llms.phaseaware.base import (  # noqa: E402
     NodeRegistry,
     PhaseAwareAgentLLM,
     retriever_tool,

@@ -18,7 +18,12 @@ EXAMPLE = ROOT / "examples" / "llama_index_agent.py"
 def test_llama_index_agent_example_answers_and_keeps_sent_bytes():
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT), str(ROOT / "integrations" / "llama-index"), env.get("PYTHONPATH", "")]
+        [
+            str(ROOT),
+            str(ROOT / "integrations" / "llama-index"),
+            str(ROOT / "integrations" / "llama-index-llms"),
+            env.get("PYTHONPATH", ""),
+        ]
     )
     done = subprocess.run(
         [sys.executable, str(EXAMPLE)], capture_output=True, text=True, env=env, timeout=300

@@ -30,7 +30,7 @@ from llama_index.core.base.llms.types import TextBlock, ToolCallBlock  # noqa: E
 from llama_index.core.llms import ChatMessage  # noqa: E402
 from llama_index.core.schema import NodeWithScore, TextNode  # noqa: E402
 from llama_index.llms.openai_like import OpenAILike  # noqa: E402
-from llama_index.postprocessor.phaseaware import NodeRegistry, PhaseAwareAgentLLM  # noqa: E402
+from llama_index.llms.phaseaware import NodeRegistry, PhaseAwareAgentLLM  # noqa: E402
 
 from phaseaware.integrate import ParallelToolResultsWarning  # noqa: E402
 from phaseaware.tokenizers import load_tokenizer  # noqa: E402

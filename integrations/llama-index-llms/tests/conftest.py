@@ -1,0 +1,20 @@
+"""Fixtures of the LlamaIndex agent LLM's tests: offline, single-threaded, isolated state."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    home = tmp_path_factory.mktemp("phaseaware-home")
+    monkeypatch.setenv("PHASEAWARE_HOME", str(home))
+    monkeypatch.delenv("PHASEAWARE_PROFILE_PATH", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    yield home
