@@ -19,12 +19,16 @@ if [ ! -x "$bin" ]; then
     tar -xzf "$dir/llama_cpp_python-$version.tar.gz" -C "$dir"
   fi
   src="$dir/llama_cpp_python-$version/vendor/llama.cpp"
-  cmake -S "$src" -B "$dir/build-$version" -DCMAKE_BUILD_TYPE=Release \
-    -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF \
-    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF \
-    -DBUILD_SHARED_LIBS=OFF >&2
-  cmake --build "$dir/build-$version" --target llama-server -j "$(nproc)" >&2
+  log="$dir/build-$version.log"
+  echo "building llama-server $version (a few minutes; log: $log)" >&2
+  {
+    cmake -S "$src" -B "$dir/build-$version" -DCMAKE_BUILD_TYPE=Release \
+      -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF \
+      -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF \
+      -DBUILD_SHARED_LIBS=OFF &&
+      cmake --build "$dir/build-$version" --target llama-server -j "$(nproc)"
+  } >"$log" 2>&1 || { tail -40 "$log" >&2; echo "llama-server build failed (log: $log)" >&2; exit 1; }
 fi
 "$bin" --version >&2
 cd "$(dirname "$bin")" && echo "$(pwd)/llama-server"
