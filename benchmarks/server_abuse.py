@@ -1,15 +1,28 @@
 """``serve-reference`` under an abusive client, on loopback only.
 
-    python benchmarks/server_abuse.py [--seconds 8] [--clients 4]
+    python benchmarks/server_abuse.py [--seconds 8] [--clients 4] [--abuse max,escaped,...]
 
 1. ``ReferenceEngine.encode_chat`` time against message count (the chat is encoded in one
    pass over the rendered text: time grows linearly).
 2. Starts ``python -m phaseaware serve-reference --port 0`` (127.0.0.1), then measures the
-   latency of ``--clients`` well-behaved clients (short chats, one at a time each) for
-   ``--seconds``: alone, then while one abusive client sends, back to back, 250,000 empty
-   messages (under the 8 MiB body cap), 1,000,000-character prompts, and long generations
-   it abandons after 0.2 s. Prints p50 / p95 latency of the well-behaved clients and what
-   the abusive client got (status counts). Bounded: every phase ends after ``--seconds``.
+   latency of ``--clients`` well-behaved clients (short chats, one at a time each, a fresh
+   connection per request) for ``--seconds``: alone, then once per ``--abuse`` scenario
+   while ONE abusive client sends its requests back to back. Scenarios (``a+b`` alternates):
+
+   * ``max``: bodies of ``--body-bytes`` (default just under 8 MiB) within every other
+     bound: one message of 262,000 characters (131,000 words) and tool schemas (ignored by
+     this server) filling the rest, 8 KiB of ASCII each;
+   * ``escaped``: the same size, every character ``\\u``-escaped non-ASCII (what
+     ``json.dumps`` sends by default): the most work per byte for the body scan;
+   * ``tools``: about 7 MB of tool schemas beside a short chat;
+   * ``wide``: the largest prompt the model can take (``max_position_embeddings`` words);
+   * ``many`` (250,000 empty messages), ``huge`` (a 1,000,000-character message),
+     ``abandon`` (a long generation dropped after 0.2 s).
+
+   One table: per phase, the well-behaved clients' requests, p50 / p95 / p99 / mean latency
+   (ms), the server's CPU time per second of the phase (100%: one core), and the abusive
+   client's answers (status: count). Every phase ends after
+   ``--seconds``.
 """
 
 from __future__ import annotations
@@ -32,6 +45,9 @@ GOOD = {
     "max_tokens": 4,
     "messages": [{"role": "user", "content": "The access code for Ana is 12 . Ana ?"}],
 }
+KINDS = ("max", "escaped", "tools", "wide", "many", "huge", "abandon")
+ROUND5_BODY_BYTES = 8 * 1024 * 1024 - 4096  # the 8 MiB bodies of the round-5 finding
+CONTENT_CHARS = 262_000  # just under the 262,144-character prompt bound
 
 
 def encode_scaling() -> list[tuple[int, float]]:
@@ -48,6 +64,45 @@ def encode_scaling() -> list[tuple[int, float]]:
     return rows
 
 
+def _padded_chat(content: str, size: int, *, ascii_only: bool) -> bytes:
+    """A chat of ``content`` plus tool schemas (8 KiB descriptions) up to ``size`` bytes."""
+    word = "éàü " if ascii_only else "word "
+    body = {"model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": content}]}
+    plain = json.dumps(body, separators=(",", ":"), ensure_ascii=ascii_only).encode()
+    tools = []
+    room = size - len(plain) - 64
+    while room > 0:
+        description = (word * 2000)[: min(8192, room) // (6 if ascii_only else 1)]
+        tool = {"type": "function", "function": {"name": f"f{len(tools)}",
+                "description": description, "parameters": {"type": "object"}}}  # fmt: skip
+        data = json.dumps(tool, separators=(",", ":"), ensure_ascii=ascii_only)
+        room -= len(data.encode()) + 1
+        if room < 0:
+            break
+        tools.append(tool)
+    return json.dumps(
+        {**body, "tools": tools}, separators=(",", ":"), ensure_ascii=ascii_only
+    ).encode()
+
+
+def abuse_bodies(body_bytes: int, context_tokens: int) -> dict[str, bytes]:
+    """The request body of each kind (``abandon`` is sent by hand, not from here)."""
+    words = "a " * (CONTENT_CHARS // 2)
+    accents = "é " * (CONTENT_CHARS // 2)
+    many = {"model": MODEL, "messages": [{"role": "user", "content": ""}] * 250_000}
+    huge = {"model": MODEL, "messages": [{"role": "user", "content": "a " * 500_000}]}
+    wide = {**GOOD, "messages": [{"role": "user", "content": "a " * (context_tokens - 8)}]}
+    compact = {"separators": (",", ":")}
+    return {
+        "max": _padded_chat(words, body_bytes, ascii_only=False),
+        "escaped": _padded_chat(accents, body_bytes, ascii_only=True),
+        "tools": _padded_chat("hello", 7_000_000, ascii_only=False),
+        "wide": json.dumps(wide).encode(),
+        "many": json.dumps(many, **compact).encode(),  # type: ignore[arg-type]
+        "huge": json.dumps(huge, **compact).encode(),  # type: ignore[arg-type]
+    }
+
+
 def _post(port: int, body: bytes, timeout: float = 60) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -57,6 +112,8 @@ def _post(port: int, body: bytes, timeout: float = 60) -> int:
         response = conn.getresponse()
         response.read()
         return response.status
+    except (OSError, http.client.HTTPException):
+        return 0  # no answer (the server closed the connection mid-body)
     finally:
         conn.close()
 
@@ -84,28 +141,36 @@ def _good_clients(port: int, clients: int, seconds: float) -> list[float]:
     return latencies
 
 
-def _abuser(port: int, seconds: float, seen: collections.Counter[str], kinds: list[str]) -> None:
-    many = {"model": MODEL, "messages": [{"role": "user", "content": ""}] * 250_000}
-    huge = {"model": MODEL, "messages": [{"role": "user", "content": "a " * 500_000}]}
-    long = {**GOOD, "max_tokens": 480}
-    bodies = [json.dumps(b, separators=(",", ":")).encode() for b in (many, huge)]
-    stop = time.monotonic() + seconds
+def _abuser(
+    port: int, stop: threading.Event, bodies: dict[str, bytes], kinds: list[str],
+    seen: collections.Counter[str],
+) -> None:  # fmt: skip
+    long = json.dumps({**GOOD, "max_tokens": 480}).encode()
     i = 0
-    while time.monotonic() < stop:
+    while not stop.is_set():
         kind = kinds[i % len(kinds)]
         i += 1
         if kind == "abandon":  # a long generation, abandoned
-            data = json.dumps(long).encode()
             head = (
                 f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                f"application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+                f"application/json\r\nContent-Length: {len(long)}\r\n\r\n"
             ).encode()
             with socket.create_connection(("127.0.0.1", port)) as sock:
-                sock.sendall(head + data)
+                sock.sendall(head + long)
                 time.sleep(0.2)
             seen["abandoned"] += 1
             continue
-        seen[f"{kind} {_post(port, bodies[kind == 'huge'])}"] += 1
+        seen[f"{kind} {_post(port, bodies[kind])}"] += 1
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process has used so far (Linux ``/proc``; NaN elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _ms(values: list[float], q: float) -> str:
@@ -120,43 +185,65 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument(
-        "--abuse", default="many,huge,abandon", help="comma list of many, huge, abandon"
+        "--abuse",
+        default="max,escaped,tools,many+huge+abandon",
+        help=f"comma list of scenarios, each one kind or several joined by '+' ({', '.join(KINDS)})",
     )
+    parser.add_argument("--body-bytes", type=int, default=ROUND5_BODY_BYTES,
+                        help="size of the max and escaped bodies (default: just under 8 MiB)")  # fmt: skip
+    parser.add_argument("--no-encode", action="store_true", help="skip the encode_chat table")
     args = parser.parse_args()
+    scenarios = [s.split("+") for s in args.abuse.split(",")]
+    for kinds in scenarios:
+        for kind in kinds:
+            if kind not in KINDS:
+                parser.error(f"unknown abuse kind {kind!r}; choose from {', '.join(KINDS)}")
 
-    print("encode_chat time by message count (one pass: linear)")
-    print(f"{'messages':>9} {'seconds':>8}")
-    for n, took in encode_scaling():
-        print(f"{n:>9} {took:>8.2f}")
+    if not args.no_encode:
+        print("encode_chat time by message count (one pass: linear)")
+        print(f"{'messages':>9} {'seconds':>8}")
+        for n, took in encode_scaling():
+            print(f"{n:>9} {took:>8.2f}")
+        print()
 
+    bodies = abuse_bodies(args.body_bytes, context_tokens=512)
     proc = subprocess.Popen(
         [sys.executable, "-m", "phaseaware", "serve-reference", "--host", "127.0.0.1",
          "--port", "0"],
         stdout=subprocess.PIPE, env={**os.environ, "PHASEAWARE_SERVER_API_KEY": ""},
     )  # fmt: skip
+    rows: list[tuple[str, list[float], float, str]] = []
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()
         port = int(line.split("/v1")[0].rsplit(":", 1)[1])
         _good_clients(port, args.clients, 2.0)  # warm-up (first forward passes), not measured
+        cpu = _cpu_s(proc.pid)
         alone = _good_clients(port, args.clients, args.seconds)
-        seen: collections.Counter[str] = collections.Counter()
-        abuser = threading.Thread(
-            target=_abuser, args=(port, args.seconds, seen, args.abuse.split(","))
-        )
-        abuser.start()
-        abused = _good_clients(port, args.clients, args.seconds)
-        abuser.join()
+        rows.append(("alone", alone, (_cpu_s(proc.pid) - cpu) / args.seconds, ""))
+        for kinds in scenarios:
+            seen: collections.Counter[str] = collections.Counter()
+            stop = threading.Event()
+            abuser = threading.Thread(target=_abuser, args=(port, stop, bodies, kinds, seen))
+            cpu, started = _cpu_s(proc.pid), time.monotonic()
+            abuser.start()
+            latencies = _good_clients(port, args.clients, args.seconds)
+            stop.set()
+            abuser.join()
+            share = (_cpu_s(proc.pid) - cpu) / (time.monotonic() - started)
+            answers = ", ".join(f"{k}: {v}" for k, v in sorted(seen.items()))
+            rows.append(("+".join(kinds), latencies, share, answers))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    print()
-    print(f"well-behaved clients: {args.clients}, {args.seconds:g} s per phase")
-    print(f"{'phase':<14} {'requests':>8} {'p50 ms':>7} {'p95 ms':>7} {'mean ms':>8}")
-    for name, lat in (("alone", alone), ("with abuser", abused)):
+    sizes = ", ".join(f"{k} {len(v) / 2**20:.2f} MiB" for k, v in bodies.items() if len(v) > 2**20)
+    print(f"well-behaved clients: {args.clients}, {args.seconds:g} s per phase; bodies: {sizes}")
+    print(f"{'abuser':<20} {'requests':>8} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} "
+          f"{'mean ms':>8} {'server CPU':>10}  abusive client's answers (kind status: count)")  # fmt: skip
+    for name, lat, share, answers in rows:
         mean = f"{1000 * statistics.fmean(lat):.0f}" if lat else "-"
-        print(f"{name:<14} {len(lat):>8} {_ms(lat, 0.5):>7} {_ms(lat, 0.95):>7} {mean:>8}")
-    print(f"abusive client: {dict(sorted(seen.items()))} (400: refused by the bounds)")
+        print(f"{name:<20} {len(lat):>8} {_ms(lat, 0.5):>7} {_ms(lat, 0.95):>7} "
+              f"{_ms(lat, 0.99):>7} {mean:>8} {share:>9.0%}  {answers}")  # fmt: skip
 
 
 if __name__ == "__main__":

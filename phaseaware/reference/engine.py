@@ -12,6 +12,12 @@ token) and batches concurrent requests into one forward pass.
   are aligned to them), so left padding would move every token of the shorter prompts; the
   model is causal, so right padding never changes an earlier position, and each row's next
   token is read at its own last position. A row leaves the batch when it stops.
+* **Bounded tokenizing.** Prompts are tokenized in pieces of about ``PIECE_CHARS``
+  characters cut at whitespace (the tokenizer splits words at whitespace, so the pieces'
+  tokens joined are the whole text's), taking the tokenizer lock once per piece, and
+  tokenizing stops with :class:`ContextOverflow` once the prompt passes
+  ``max_context_tokens``: a 262,144-character message costs a few pieces, not 131,072
+  tokens, and other requests' short prompts pass between the pieces.
 * **Control tokens.** :meth:`ReferenceEngine.encode_chat` renders the chat template around
   placeholders, tokenizes the template's own text with special tokens active, and each
   message's content with special tokens split; any special-token id the content still yields
@@ -35,7 +41,9 @@ from typing import Any, Protocol, runtime_checkable
 from phaseaware.reference.paths import MODEL_NAME
 
 __all__ = [
+    "PIECE_CHARS",
     "BatchEngine",
+    "ContextOverflow",
     "GenerationRequest",
     "GenerationResult",
     "PromptError",
@@ -79,6 +87,40 @@ class PromptError(ValueError):
     The server answers it with 400 ``invalid_request_error`` on ``param="messages"``."""
 
 
+class ContextOverflow(PromptError):
+    """The prompt holds more than ``limit`` tokens; tokenizing stopped after ``tokens``
+    (a lower bound of the prompt's length, greater than ``limit``).
+
+    The server answers it with 400 ``context_length_exceeded``."""
+
+    def __init__(self, tokens: int, limit: int) -> None:
+        super().__init__(f"the prompt holds more than {limit} tokens (stopped at {tokens})")
+        self.tokens = tokens
+        self.limit = limit
+
+
+PIECE_CHARS = 8192  # characters tokenized per tokenizer call (a piece ends before whitespace)
+# White_Space as the tokenizer's pre-tokenizer (Rust char::is_whitespace) sees it: Python's
+# \s less the four separators \x1c-\x1f, which str.isspace() counts and Rust does not
+_WHITESPACE = re.compile(r"[^\S\x1c-\x1f]")
+
+
+def text_pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
+    """``text`` cut into pieces of at least ``size`` characters, each cut just before a
+    whitespace character (the last piece may be shorter; a text without whitespace after
+    ``size`` stays whole). ``"".join(pieces) == text``."""
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > size:
+        found = _WHITESPACE.search(text, start + size)
+        if found is None:
+            break
+        pieces.append(text[start : found.start()])
+        start = found.start()
+    pieces.append(text[start:])
+    return pieces
+
+
 @runtime_checkable
 class ServerEngine(Protocol):
     """What the server needs from a model.
@@ -105,7 +147,9 @@ class ServerEngine(Protocol):
 class BatchEngine(ServerEngine, Protocol):
     """Optional capability: token-level prompts and batched greedy generation.
 
-    ``encode_chat`` must keep message content from yielding control tokens;
+    ``encode_chat`` must keep message content from yielding control tokens; it and
+    ``encode_prompt`` may raise :class:`ContextOverflow` instead of tokenizing a prompt
+    past ``max_context_tokens`` to its end;
     ``generate_batch`` returns one result per request, in order, each identical to what
     the request would get alone. The server calls it from one thread at a time.
     """
@@ -153,7 +197,18 @@ class ReferenceEngine:
         with self._tokenizer_lock:
             return [int(i) for i in self.tokenizer(prompt, add_special_tokens=False)["input_ids"]]
 
-    encode_prompt = encode
+    def encode_prompt(self, prompt: str) -> list[int]:
+        """:meth:`encode`, piece by piece; raises :class:`ContextOverflow` as soon as the
+        prompt passes ``max_context_tokens`` (the rest is never tokenized)."""
+        ids: list[int] = []
+        for piece in text_pieces(prompt):
+            ids += self.encode(piece)
+            self._within_context(len(ids))
+        return ids
+
+    def _within_context(self, tokens: int) -> None:
+        if tokens > self.max_context_tokens:
+            raise ContextOverflow(tokens, self.max_context_tokens)
 
     def count_tokens(self, prompt: str) -> int:
         return len(self.encode(prompt))
@@ -163,7 +218,8 @@ class ReferenceEngine:
 
         Equals ``encode(render_chat(messages))`` whenever no content holds a special-token
         string (the template puts whitespace around content, where the word-level
-        tokenizer splits anyway).
+        tokenizer splits anyway). Raises :class:`ContextOverflow` as soon as the prompt
+        passes ``max_context_tokens``: the rest is never tokenized.
         """
         tag = secrets.token_hex(8)
         holders = [f"\x00{tag}:{i}\x00" for i in range(len(messages))]
@@ -178,8 +234,12 @@ class ReferenceEngine:
         ids: list[int] = []
         for head, message in zip(parts[0::2], messages, strict=False):
             ids += self.encode(head)
-            ids += self._encode_content(message["content"])
-        return ids + self.encode(parts[-1])
+            for piece in text_pieces(message["content"]):
+                ids += self._encode_content(piece)
+                self._within_context(len(ids))
+        ids += self.encode(parts[-1])
+        self._within_context(len(ids))
+        return ids
 
     def _encode_content(self, content: str) -> list[int]:
         with self._tokenizer_lock:
