@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from phaseaware.reference.openai_protocol import RequestError
 from phaseaware.reference.uvicorn_serve import Receive, ServerLimits
 
-__all__ = ["BodyBudget", "BodyClaim", "ClientDisconnected", "busy_error", "read_body"]
+__all__ = [
+    "BodyBudget",
+    "BodyClaim",
+    "BodyPace",
+    "ClientDisconnected",
+    "busy_error",
+    "read_body",
+]
 
 RETRY_AFTER_S = 1
 
@@ -61,6 +69,33 @@ class BodyBudget:
             self.give(held.bytes)
 
 
+class BodyPace:
+    """A token bucket for the bytes of large bodies: at most ``bytes_per_s`` on average,
+    bursts of up to ``burst_bytes``. :meth:`delay` reserves bytes at once and says how long
+    the request must wait for them, so concurrent requests queue in arrival order (their
+    number bounded by the :class:`BodyBudget` they hold meanwhile)."""
+
+    def __init__(self, bytes_per_s: float, burst_bytes: int) -> None:
+        if not bytes_per_s > 0 or burst_bytes < 0:
+            raise ValueError(
+                f"need bytes_per_s > 0 and burst_bytes >= 0, got {bytes_per_s}, {burst_bytes}"
+            )
+        self.bytes_per_s = float(bytes_per_s)
+        self.burst_bytes = burst_bytes
+        self._level = float(burst_bytes)
+        self._at = time.monotonic()
+        self._lock = threading.Lock()
+
+    def delay(self, n: int) -> float:
+        """Seconds to wait before using ``n`` bytes (0.0: now); the bytes are spent."""
+        with self._lock:
+            now = time.monotonic()
+            self._level = min(self.burst_bytes, self._level + (now - self._at) * self.bytes_per_s)
+            self._at = now
+            self._level -= n
+            return max(0.0, -self._level / self.bytes_per_s)
+
+
 class BodyClaim:
     """The bytes one request holds of a :class:`BodyBudget`."""
 
@@ -94,11 +129,13 @@ async def read_body(
     headers: dict[bytes, bytes],
     limits: ServerLimits,
     claim: BodyClaim | None = None,
+    pace: BodyPace | None = None,
 ) -> bytes:
     """The request body, at most ``limits.max_body_bytes`` (413 before reading when
     ``Content-Length`` says more; 413 as soon as a streamed body passes it), within
     ``limits.body_timeout_s`` (408). With a ``claim``, a large body holds its bytes of the
-    budget first (429 when it cannot)."""
+    budget first (429 when it cannot); with a ``pace``, it waits for its bytes of the
+    bucket, before it is read when ``Content-Length`` gives its size, else once read."""
     cap = limits.max_body_bytes
     too_large = RequestError(
         413,
@@ -114,6 +151,8 @@ async def read_body(
     large = limits.large_body_bytes
     if claim is not None and int(declared) > large:
         claim.grow_to(int(declared))
+    if pace is not None and int(declared) > large:
+        await asyncio.sleep(pace.delay(int(declared)))
     chunks: list[bytes] = []
     size = 0
     try:
@@ -130,8 +169,11 @@ async def read_body(
                     claim.grow_to(size)
                 chunks.append(chunk)
                 if not message.get("more_body", False):
-                    return b"".join(chunks)
+                    break
     except TimeoutError:
         raise RequestError(
             408, f"The request body did not arrive within {limits.body_timeout_s:g} s.", param=None
         ) from None
+    if pace is not None and size > large and int(declared) <= large:  # chunked: paced once read
+        await asyncio.sleep(pace.delay(size))
+    return b"".join(chunks)

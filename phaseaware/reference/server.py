@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Protocol, runtime_checkable
 
-from phaseaware.reference.admission import BodyBudget, ClientDisconnected, read_body
+from phaseaware.reference.admission import BodyBudget, BodyPace, ClientDisconnected, read_body
 from phaseaware.reference.batching import Batcher, disconnected
 from phaseaware.reference.engine import (
     BatchEngine,
@@ -151,6 +151,7 @@ class OpenAIApp:
         # large bodies are decoded here, one at a time, off the event loop
         self._decoder = ThreadPoolExecutor(1, thread_name_prefix="phaseaware-decode")
         self._budget = BodyBudget(self.limits.max_large_body_bytes)
+        self._pace = BodyPace(self.limits.large_body_bytes_per_s, 2 * self.limits.max_body_bytes)
         self._batcher = Batcher(engine, self.limits) if isinstance(engine, BatchEngine) else None
         self.created = int(time.time())
 
@@ -214,7 +215,7 @@ class OpenAIApp:
         if want == "GET":
             return 200, models_body(self.engine.model_name, self.created)
         with self._budget.claim() as claim:  # a large body's bytes, held until it is answered
-            raw = await read_body(receive, headers, self.limits, claim)
+            raw = await read_body(receive, headers, self.limits, claim, self._pace)
             if len(raw) > self.limits.large_body_bytes:
                 loop = asyncio.get_running_loop()
                 params = await loop.run_in_executor(self._decoder, self._params, path, raw)
