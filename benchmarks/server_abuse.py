@@ -19,9 +19,12 @@
    * ``many`` (250,000 empty messages), ``huge`` (a 1,000,000-character message),
      ``abandon`` (a long generation dropped after 0.2 s).
 
-   One table: per phase, the well-behaved clients' requests, p50 / p95 / p99 / mean latency
-   (ms), the server's CPU time per second of the phase (100%: one core), and the abusive
-   client's answers (status: count). Every phase ends after
+   Each scenario runs the abuser alone first (``--seconds / 2``: its requests per second,
+   the server's CPU time per request and CPU share, 100% being one core: what it can take
+   from others, which depends little on the machine's other load), then beside the
+   well-behaved clients. One table: per phase, the well-behaved clients' requests,
+   p50 / p95 / p99 / mean latency (ms), the abuser-alone figures, and the abusive client's
+   answers (status: count). Every phase ends after
    ``--seconds``.
 """
 
@@ -212,38 +215,58 @@ def main() -> None:
          "--port", "0"],
         stdout=subprocess.PIPE, env={**os.environ, "PHASEAWARE_SERVER_API_KEY": ""},
     )  # fmt: skip
-    rows: list[tuple[str, list[float], float, str]] = []
+    rows: list[tuple[str, list[float], str, str]] = []
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()
         port = int(line.split("/v1")[0].rsplit(":", 1)[1])
         _good_clients(port, args.clients, 2.0)  # warm-up (first forward passes), not measured
-        cpu = _cpu_s(proc.pid)
-        alone = _good_clients(port, args.clients, args.seconds)
-        rows.append(("alone", alone, (_cpu_s(proc.pid) - cpu) / args.seconds, ""))
+        rows.append(("alone", _good_clients(port, args.clients, args.seconds), "", ""))
         for kinds in scenarios:
+            # the abuser alone: what it costs the server (CPU per request, CPU share)
             seen: collections.Counter[str] = collections.Counter()
+            cost = _abuse(port, bodies, kinds, seen, proc.pid, args.seconds / 2)
+            # then beside the well-behaved clients: their latency
+            seen = collections.Counter()
             stop = threading.Event()
             abuser = threading.Thread(target=_abuser, args=(port, stop, bodies, kinds, seen))
-            cpu, started = _cpu_s(proc.pid), time.monotonic()
             abuser.start()
             latencies = _good_clients(port, args.clients, args.seconds)
             stop.set()
             abuser.join()
-            share = (_cpu_s(proc.pid) - cpu) / (time.monotonic() - started)
             answers = ", ".join(f"{k}: {v}" for k, v in sorted(seen.items()))
-            rows.append(("+".join(kinds), latencies, share, answers))
+            rows.append(("+".join(kinds), latencies, cost, answers))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     sizes = ", ".join(f"{k} {len(v) / 2**20:.2f} MiB" for k, v in bodies.items() if len(v) > 2**20)
     print(f"well-behaved clients: {args.clients}, {args.seconds:g} s per phase; bodies: {sizes}")
-    print(f"{'abuser':<20} {'requests':>8} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} "
-          f"{'mean ms':>8} {'server CPU':>10}  abusive client's answers (kind status: count)")  # fmt: skip
-    for name, lat, share, answers in rows:
+    print(f"{'abuser':<18} {'requests':>8} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'mean ms':>8}"
+          f"  {'abuser alone':<26}  abusive client's answers beside them")  # fmt: skip
+    for name, lat, cost, answers in rows:
         mean = f"{1000 * statistics.fmean(lat):.0f}" if lat else "-"
-        print(f"{name:<20} {len(lat):>8} {_ms(lat, 0.5):>7} {_ms(lat, 0.95):>7} "
-              f"{_ms(lat, 0.99):>7} {mean:>8} {share:>9.0%}  {answers}")  # fmt: skip
+        print(f"{name:<18} {len(lat):>8} {_ms(lat, 0.5):>7} {_ms(lat, 0.95):>7} "
+              f"{_ms(lat, 0.99):>7} {mean:>8}  {cost:<26}  {answers}")  # fmt: skip
+    print("abuser alone: its requests per second, the server's CPU per request and CPU share")
+    print("(100%: one core) while only the abuser runs")
+
+
+def _abuse(
+    port: int, bodies: dict[str, bytes], kinds: list[str], seen: collections.Counter[str],
+    pid: int, seconds: float,
+) -> str:  # fmt: skip
+    """Run the abuser alone for ``seconds``: ``"N/s, X ms CPU/req, Y%"``."""
+    stop = threading.Event()
+    abuser = threading.Thread(target=_abuser, args=(port, stop, bodies, kinds, seen))
+    cpu, started = _cpu_s(pid), time.monotonic()
+    abuser.start()
+    time.sleep(seconds)
+    stop.set()
+    abuser.join()
+    took = time.monotonic() - started
+    used = _cpu_s(pid) - cpu
+    n = max(1, sum(seen.values()))
+    return f"{n / took:.1f}/s, {1000 * used / n:.0f} ms/req, {used / took:.0%}"
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -49,6 +49,7 @@ __all__ = [
     "PromptError",
     "ReferenceEngine",
     "ServerEngine",
+    "text_pieces",
 ]
 
 
@@ -105,20 +106,19 @@ PIECE_CHARS = 8192  # characters tokenized per tokenizer call (a piece ends befo
 _WHITESPACE = re.compile(r"[^\S\x1c-\x1f]")
 
 
-def text_pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
+def text_pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
     """``text`` cut into pieces of at least ``size`` characters, each cut just before a
     whitespace character (the last piece may be shorter; a text without whitespace after
-    ``size`` stays whole). ``"".join(pieces) == text``."""
-    pieces: list[str] = []
+    ``size`` stays whole). ``"".join(pieces) == text``; lazily, so a caller that stops
+    early never scans the rest."""
     start = 0
     while len(text) - start > size:
         found = _WHITESPACE.search(text, start + size)
         if found is None:
             break
-        pieces.append(text[start : found.start()])
+        yield text[start : found.start()]
         start = found.start()
-    pieces.append(text[start:])
-    return pieces
+    yield text[start:]
 
 
 @runtime_checkable
@@ -167,14 +167,25 @@ class ReferenceEngine:
     """Serve ``model``/``tokenizer`` (from :func:`load_reference`) greedily, batched.
 
     Thread-safe: tokenizer calls share one lock (transformers toggles tokenizer state for
-    ``split_special_tokens``), forward passes another.
+    ``split_special_tokens``), forward passes another. ``piece_chars``: characters of a
+    prompt tokenized per call (and per hold of the lock).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, model_name: str = MODEL_NAME) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        model_name: str = MODEL_NAME,
+        piece_chars: int = PIECE_CHARS,
+    ) -> None:
+        if piece_chars < 1:
+            raise ValueError(f"piece_chars must be >= 1, got {piece_chars}")
         self.model = model
         self.tokenizer = tokenizer
         self.model_name = model_name
         self.max_context_tokens = int(model.config.max_position_embeddings)
+        self.piece_chars = piece_chars  # characters per tokenizer call (see text_pieces)
         self._special_ids = frozenset(int(i) for i in tokenizer.all_special_ids)
         self._unk_id = int(tokenizer.unk_token_id)
         self._pad_id = int(tokenizer.pad_token_id)
@@ -201,7 +212,7 @@ class ReferenceEngine:
         """:meth:`encode`, piece by piece; raises :class:`ContextOverflow` as soon as the
         prompt passes ``max_context_tokens`` (the rest is never tokenized)."""
         ids: list[int] = []
-        for piece in text_pieces(prompt):
+        for piece in text_pieces(prompt, self.piece_chars):
             ids += self.encode(piece)
             self._within_context(len(ids))
         return ids
@@ -234,7 +245,7 @@ class ReferenceEngine:
         ids: list[int] = []
         for head, message in zip(parts[0::2], messages, strict=False):
             ids += self.encode(head)
-            for piece in text_pieces(message["content"]):
+            for piece in text_pieces(message["content"], self.piece_chars):
                 ids += self._encode_content(piece)
                 self._within_context(len(ids))
         ids += self.encode(parts[-1])
