@@ -194,6 +194,8 @@ def main() -> None:
     )
     parser.add_argument("--body-bytes", type=int, default=ROUND5_BODY_BYTES,
                         help="size of the max and escaped bodies (default: just under 8 MiB)")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=None,
+                        help="pass --threads N to serve-reference (default: its own default)")  # fmt: skip
     parser.add_argument("--no-encode", action="store_true", help="skip the encode_chat table")
     args = parser.parse_args()
     scenarios = [s.split("+") for s in args.abuse.split(",")]
@@ -212,7 +214,7 @@ def main() -> None:
     bodies = abuse_bodies(args.body_bytes, context_tokens=512)
     proc = subprocess.Popen(
         [sys.executable, "-m", "phaseaware", "serve-reference", "--host", "127.0.0.1",
-         "--port", "0"],
+         "--port", "0", *(["--threads", str(args.threads)] if args.threads else [])],
         stdout=subprocess.PIPE, env={**os.environ, "PHASEAWARE_SERVER_API_KEY": ""},
     )  # fmt: skip
     rows: list[tuple[str, list[float], str, str]] = []
