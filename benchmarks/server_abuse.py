@@ -17,7 +17,12 @@
    * ``tools``: about 7 MB of tool schemas beside a short chat;
    * ``wide``: the largest prompt the model can take (``max_position_embeddings`` words);
    * ``many`` (250,000 empty messages), ``huge`` (a 1,000,000-character message),
-     ``abandon`` (a long generation dropped after 0.2 s).
+     ``abandon`` (a long generation dropped after 0.2 s);
+   * ``medium`` (1 MiB of tool schemas), ``deep`` (15,000 arrays 30 deep: within the
+     depth and value bounds), ``tiny`` (1,024 one-word messages), ``stream`` (``max`` with
+     ``stream: true``), ``toollist`` (3,000 small tool schemas).
+
+   ``kind*N``: N abusive clients at once (e.g. ``max*8``, ``medium*32``).
 
    Each scenario runs the abuser alone first (``--seconds / 2``: its requests per second,
    the server's CPU time per request and CPU share, 100% being one core: what it can take
@@ -48,7 +53,20 @@ GOOD = {
     "max_tokens": 4,
     "messages": [{"role": "user", "content": "The access code for Ana is 12 . Ana ?"}],
 }
-KINDS = ("max", "escaped", "tools", "wide", "many", "huge", "abandon")
+KINDS = (
+    "max",
+    "escaped",
+    "tools",
+    "wide",
+    "many",
+    "huge",
+    "abandon",
+    "medium",
+    "deep",
+    "tiny",
+    "stream",
+    "toollist",
+)
 ROUND5_BODY_BYTES = 8 * 1024 * 1024 - 4096  # the 8 MiB bodies of the round-5 finding
 CONTENT_CHARS = 262_000  # just under the 262,144-character prompt bound
 
@@ -96,7 +114,19 @@ def abuse_bodies(body_bytes: int, context_tokens: int) -> dict[str, bytes]:
     huge = {"model": MODEL, "messages": [{"role": "user", "content": "a " * 500_000}]}
     wide = {**GOOD, "messages": [{"role": "user", "content": "a " * (context_tokens - 8)}]}
     compact = {"separators": (",", ":")}
+    chain = "[" * 29 + "]" * 29
+    deep = b'{"model":"%s","messages":[{"role":"user","content":"hi"}],"x":[%s]}' % (
+        MODEL.encode(), ",".join([chain] * 500).encode())  # fmt: skip
+    tiny = {**GOOD, "messages": [{"role": "user", "content": "a"}] * 1024}
+    toollist = {**GOOD, "tools": [{"type": "function", "function": {"name": f"f{i}"}}
+                                  for i in range(3000)]}  # fmt: skip
+    streamed = json.loads(_padded_chat(words, body_bytes, ascii_only=False))
     return {
+        "medium": _padded_chat("hello", 1024 * 1024, ascii_only=False),
+        "deep": deep,
+        "tiny": json.dumps(tiny, **compact).encode(),  # type: ignore[arg-type]
+        "stream": json.dumps({**streamed, "stream": True}, **compact).encode(),  # type: ignore[arg-type]
+        "toollist": json.dumps(toollist, **compact).encode(),  # type: ignore[arg-type]
         "max": _padded_chat(words, body_bytes, ascii_only=False),
         "escaped": _padded_chat(accents, body_bytes, ascii_only=True),
         "tools": _padded_chat("hello", 7_000_000, ascii_only=False),
@@ -149,6 +179,7 @@ def _abuser(
     seen: collections.Counter[str],
 ) -> None:  # fmt: skip
     long = json.dumps({**GOOD, "max_tokens": 480}).encode()
+    lock = threading.Lock()
     i = 0
     while not stop.is_set():
         kind = kinds[i % len(kinds)]
@@ -161,9 +192,12 @@ def _abuser(
             with socket.create_connection(("127.0.0.1", port)) as sock:
                 sock.sendall(head + long)
                 time.sleep(0.2)
-            seen["abandoned"] += 1
+            with lock:
+                seen["abandoned"] += 1
             continue
-        seen[f"{kind} {_post(port, bodies[kind])}"] += 1
+        status = _post(port, bodies[kind])
+        with lock:
+            seen[f"{kind} {status}"] += 1
 
 
 def _cpu_s(pid: int) -> float:
@@ -198,8 +232,13 @@ def main() -> None:
                         help="pass --threads N to serve-reference (default: its own default)")  # fmt: skip
     parser.add_argument("--no-encode", action="store_true", help="skip the encode_chat table")
     args = parser.parse_args()
-    scenarios = [s.split("+") for s in args.abuse.split(",")]
-    for kinds in scenarios:
+    scenarios = []
+    for scenario in args.abuse.split(","):
+        mix, _, count = scenario.partition("*")
+        if count and not count.isdigit():
+            parser.error(f"{scenario!r}: write kind*N with N a number of clients")
+        scenarios.append((mix.split("+"), int(count or 1)))
+    for kinds, _ in scenarios:
         for kind in kinds:
             if kind not in KINDS:
                 parser.error(f"unknown abuse kind {kind!r}; choose from {', '.join(KINDS)}")
@@ -224,20 +263,26 @@ def main() -> None:
         port = int(line.split("/v1")[0].rsplit(":", 1)[1])
         _good_clients(port, args.clients, 2.0)  # warm-up (first forward passes), not measured
         rows.append(("alone", _good_clients(port, args.clients, args.seconds), "", ""))
-        for kinds in scenarios:
+        for kinds, count in scenarios:
             # the abuser alone: what it costs the server (CPU per request, CPU share)
             seen: collections.Counter[str] = collections.Counter()
-            cost = _abuse(port, bodies, kinds, seen, proc.pid, args.seconds / 2)
+            cost = _abuse(port, bodies, kinds, count, seen, proc.pid, args.seconds / 2)
             # then beside the well-behaved clients: their latency
             seen = collections.Counter()
             stop = threading.Event()
-            abuser = threading.Thread(target=_abuser, args=(port, stop, bodies, kinds, seen))
-            abuser.start()
+            abusers = [
+                threading.Thread(target=_abuser, args=(port, stop, bodies, kinds, seen))
+                for _ in range(count)
+            ]
+            for abuser in abusers:
+                abuser.start()
             latencies = _good_clients(port, args.clients, args.seconds)
             stop.set()
-            abuser.join()
+            for abuser in abusers:
+                abuser.join()
             answers = ", ".join(f"{k}: {v}" for k, v in sorted(seen.items()))
-            rows.append(("+".join(kinds), latencies, cost, answers))
+            name = "+".join(kinds) + (f"*{count}" if count > 1 else "")
+            rows.append((name, latencies, cost, answers))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -254,17 +299,22 @@ def main() -> None:
 
 
 def _abuse(
-    port: int, bodies: dict[str, bytes], kinds: list[str], seen: collections.Counter[str],
-    pid: int, seconds: float,
+    port: int, bodies: dict[str, bytes], kinds: list[str], count: int,
+    seen: collections.Counter[str], pid: int, seconds: float,
 ) -> str:  # fmt: skip
-    """Run the abuser alone for ``seconds``: ``"N/s, X ms CPU/req, Y%"``."""
+    """Run ``count`` abusers alone for ``seconds``: ``"N/s, X ms CPU/req, Y%"``."""
     stop = threading.Event()
-    abuser = threading.Thread(target=_abuser, args=(port, stop, bodies, kinds, seen))
+    abusers = [
+        threading.Thread(target=_abuser, args=(port, stop, bodies, kinds, seen))
+        for _ in range(count)
+    ]
     cpu, started = _cpu_s(pid), time.monotonic()
-    abuser.start()
+    for abuser in abusers:
+        abuser.start()
     time.sleep(seconds)
     stop.set()
-    abuser.join()
+    for abuser in abusers:
+        abuser.join()
     took = time.monotonic() - started
     used = _cpu_s(pid) - cpu
     n = max(1, sum(seen.values()))
