@@ -32,6 +32,7 @@ __all__ = [
     "decode_json_body",
     "error_body",
     "outside_strings",
+    "value_estimate",
     "parse_chat_request",
     "parse_completion_request",
 ]
@@ -314,6 +315,12 @@ def _too_many(count: str, max_items: int) -> RequestError:
         "per request.",
         None,
     )
+
+
+def value_estimate(raw: bytes) -> int:
+    """About how many JSON values ``raw`` holds, from its brackets and commas (strings
+    included, so never fewer than outside them): microseconds for any body."""
+    return raw.count(b"{") + raw.count(b"[") + raw.count(b",")
 
 
 def outside_strings(raw: bytes) -> bytes:

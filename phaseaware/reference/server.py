@@ -11,12 +11,20 @@ that matters here, WHEN the body is read, is explicit: every request passes, in 
 
 1. routing and ``Authorization: Bearer <key>`` (constant-time compare), on headers only;
 2. ``Content-Length`` against :attr:`ServerLimits.max_body_bytes` (413 unread), then the
-   body under the same cap while it streams (chunked bodies) and a read deadline (408);
-3. :func:`decode_json_body` (depth-limited, 400), then request validation (400/404);
+   body under the same cap while it streams (chunked bodies) and a read deadline (408); a
+   body over ``large_body_bytes`` first holds its bytes of the large-body budget (429 with
+   ``Retry-After`` when spent) and waits for the pace (:mod:`phaseaware.reference.admission`);
+3. :func:`decode_json_body` (depth-limited, 400), then request validation (400/404): on
+   the event loop for a light body; a heavy one (over ``large_body_bytes``, or over
+   ``large_body_values`` JSON values) waits for the pace by its cost
+   (``VALUE_COST_BYTES`` a value) and is decoded in one worker thread, one at a time, so
+   light requests never queue behind a heavy one's decoding;
 4. generation. A :class:`BatchEngine` gets token ids (chat content tokenized by the engine,
    never as control tokens) and a batching queue: requests that arrive while the engine is
    busy, or within ``batch_window_s`` of each other, run as one ``generate_batch`` call of
-   up to ``max_batch`` rows, so throughput rises with concurrency. Any other engine runs one
+   up to ``max_batch`` rows, so throughput rises with concurrency. An engine may stop
+   tokenizing a prompt past its context (:class:`ContextOverflow`: 400
+   ``context_length_exceeded``, "at least N tokens"). Any other engine runs one
    ``generate`` per request in worker threads, at most ``engine_parallelism`` at a time.
 
 Errors use the OpenAI shape ``{"error": {"message", "type", "param", "code"}}``: 400
@@ -41,7 +49,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Protocol, runtime_checkable
 
-from phaseaware.reference.admission import BodyBudget, BodyPace, ClientDisconnected, read_body
+from phaseaware.reference.admission import (
+    VALUE_COST_BYTES,
+    BodyBudget,
+    BodyPace,
+    ClientDisconnected,
+    read_body,
+)
 from phaseaware.reference.batching import Batcher, disconnected
 from phaseaware.reference.engine import (
     BatchEngine,
@@ -58,6 +72,7 @@ from phaseaware.reference.openai_protocol import (
     error_body,
     parse_chat_request,
     parse_completion_request,
+    value_estimate,
 )
 from phaseaware.reference.openai_responses import completion_body, models_body, stream_chunks
 from phaseaware.reference.uvicorn_serve import (
@@ -216,7 +231,12 @@ class OpenAIApp:
             return 200, models_body(self.engine.model_name, self.created)
         with self._budget.claim() as claim:  # a large body's bytes, held until it is answered
             raw = await read_body(receive, headers, self.limits, claim, self._pace)
-            if len(raw) > self.limits.large_body_bytes:
+            paid = len(raw) if len(raw) > self.limits.large_body_bytes else 0  # paced by bytes
+            values = value_estimate(raw)
+            if paid or values > self.limits.large_body_values:  # heavy: paced, off the loop
+                owed = values * VALUE_COST_BYTES - paid
+                if owed > 0:
+                    await asyncio.sleep(self._pace.delay(owed))
                 loop = asyncio.get_running_loop()
                 params = await loop.run_in_executor(self._decoder, self._params, path, raw)
             else:

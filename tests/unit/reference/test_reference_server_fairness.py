@@ -258,3 +258,22 @@ def test_small_requests_are_answered_while_large_ones_queue():
             t.join()
     assert little == [200] * 10
     assert len(big) == 12 and set(big) <= {200, 429, 0} and 200 in big
+
+
+def test_small_bodies_of_many_values_are_paced_by_their_cost():
+    """A 10 KB body of 3,000 values costs the CPU of ~1.5 MB: paced like one."""
+    from phaseaware.reference.admission import VALUE_COST_BYTES
+
+    limits = ServerLimits(large_body_values=1000, max_body_bytes=64 * 1024,
+                          large_body_bytes_per_s=4 * 1024 * 1024)  # burst 128 KiB  # fmt: skip
+    body = json.dumps({"model": MODEL, "messages": CHAT, "x": [[1]] * 1500}).encode()
+    assert len(body) < 16 * 1024 and 3000 * VALUE_COST_BYTES > 1_500_000
+    with start_server(BatchLookupEngine(), limits=limits, request_log_limit=0) as server:
+        started = time.monotonic()
+        for _ in range(3):  # ~1.5 MB of cost each at 4 MiB/s: ~0.37 s each past the burst
+            conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+            conn.request("POST", "/v1/chat/completions", body=body)
+            assert conn.getresponse().status == 200
+            conn.close()
+        took = time.monotonic() - started
+    assert took >= 0.6
