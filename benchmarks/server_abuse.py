@@ -20,7 +20,8 @@
      ``abandon`` (a long generation dropped after 0.2 s);
    * ``medium`` (1 MiB of tool schemas), ``deep`` (15,000 arrays 30 deep: within the
      depth and value bounds), ``tiny`` (1,024 one-word messages), ``stream`` (``max`` with
-     ``stream: true``), ``toollist`` (3,000 small tool schemas).
+     ``stream: true``), ``toollist`` (3,000 small tool schemas), ``long`` (a 480-token
+     generation, waited for).
 
    ``kind*N``: N abusive clients at once (e.g. ``max*8``, ``medium*32``).
 
@@ -66,6 +67,7 @@ KINDS = (
     "tiny",
     "stream",
     "toollist",
+    "long",
 )
 ROUND5_BODY_BYTES = 8 * 1024 * 1024 - 4096  # the 8 MiB bodies of the round-5 finding
 CONTENT_CHARS = 262_000  # just under the 262,144-character prompt bound
@@ -122,6 +124,7 @@ def abuse_bodies(body_bytes: int, context_tokens: int) -> dict[str, bytes]:
                                   for i in range(3000)]}  # fmt: skip
     streamed = json.loads(_padded_chat(words, body_bytes, ascii_only=False))
     return {
+        "long": json.dumps({**GOOD, "max_tokens": 480}).encode(),
         "medium": _padded_chat("hello", 1024 * 1024, ascii_only=False),
         "deep": deep,
         "tiny": json.dumps(tiny, **compact).encode(),  # type: ignore[arg-type]

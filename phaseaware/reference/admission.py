@@ -13,6 +13,7 @@ requests keep their latency however many large ones arrive.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 RETRY_AFTER_S = 1
+MAX_WAIT_S = 5.0  # longest a heavy request waits for the pace before 429
 # What one JSON value costs the server, in body bytes of the same CPU time: decoding and
 # checking a value takes about 2.8 us, a body byte about 5 ns (benchmarks/server_abuse.py,
 # the ``deep`` and ``max`` bodies: 42 ms for 15,000 values, 40 ms for 8 MiB)
@@ -100,6 +102,20 @@ class BodyPace:
             self._level -= n
             return max(0.0, -self._level / self.bytes_per_s)
 
+    def refund(self, n: int) -> None:
+        """Give back ``n`` bytes spent by :meth:`delay` (a request that will not wait)."""
+        with self._lock:
+            self._level += n
+
+    async def wait(self, n: int) -> None:
+        """Wait for ``n`` bytes, or raise the 429 :func:`busy_error` (nothing spent) when
+        the wait would pass ``MAX_WAIT_S``: the queue of waiting requests stays short."""
+        seconds = self.delay(n)
+        if seconds > MAX_WAIT_S:
+            self.refund(n)
+            raise busy_error(retry_after_s=min(60, math.ceil(seconds - MAX_WAIT_S)))
+        await asyncio.sleep(seconds)
+
 
 class BodyClaim:
     """The bytes one request holds of a :class:`BodyBudget`."""
@@ -112,20 +128,28 @@ class BodyClaim:
         """Hold ``n`` bytes in all, or raise the 429 :func:`busy_error`."""
         if n > self.bytes:
             if not self.budget.take(n - self.bytes):
-                raise busy_error(self.budget.total_bytes)
+                raise busy_error(total_bytes=self.budget.total_bytes)
             self.bytes = n
 
 
-def busy_error(total_bytes: int) -> RequestError:
-    """429: the large-body budget is spent (the OpenAI rate-limit shape, ``Retry-After``)."""
+def busy_error(
+    *, total_bytes: int | None = None, retry_after_s: int = RETRY_AFTER_S
+) -> RequestError:
+    """429 (the OpenAI rate-limit shape, ``Retry-After``): the large-body budget of
+    ``total_bytes`` is spent, or the pace's queue is full."""
+    why = (
+        f"at most {total_bytes} bytes of large bodies at once"
+        if total_bytes is not None
+        else f"heavy bodies wait at most {MAX_WAIT_S:g} s for their turn"
+    )
     return RequestError(
         429,
-        f"The server is busy with other large requests (at most {total_bytes} bytes of "
-        f"large bodies at once); retry in {RETRY_AFTER_S} s or send a smaller body.",
+        f"The server is busy with other large requests ({why}); retry in {retry_after_s} s "
+        "or send a smaller body.",
         param=None,
         code="rate_limit_exceeded",
         type_="requests",
-        retry_after_s=RETRY_AFTER_S,
+        retry_after_s=retry_after_s,
     )
 
 
@@ -157,7 +181,7 @@ async def read_body(
     if claim is not None and int(declared) > large:
         claim.grow_to(int(declared))
     if pace is not None and int(declared) > large:
-        await asyncio.sleep(pace.delay(int(declared)))
+        await pace.wait(int(declared))
     chunks: list[bytes] = []
     size = 0
     try:
@@ -180,5 +204,5 @@ async def read_body(
             408, f"The request body did not arrive within {limits.body_timeout_s:g} s.", param=None
         ) from None
     if pace is not None and size > large and int(declared) <= large:  # chunked: paced once read
-        await asyncio.sleep(pace.delay(size))
+        await pace.wait(size)
     return b"".join(chunks)

@@ -232,11 +232,12 @@ class OpenAIApp:
         with self._budget.claim() as claim:  # a large body's bytes, held until it is answered
             raw = await read_body(receive, headers, self.limits, claim, self._pace)
             paid = len(raw) if len(raw) > self.limits.large_body_bytes else 0  # paced by bytes
-            values = value_estimate(raw)
+            # past max_json_items the decoder refuses the body at once: no cost beyond that
+            values = min(value_estimate(raw), self.limits.max_json_items)
             if paid or values > self.limits.large_body_values:  # heavy: paced, off the loop
                 owed = values * VALUE_COST_BYTES - paid
                 if owed > 0:
-                    await asyncio.sleep(self._pace.delay(owed))
+                    await self._pace.wait(owed)
                 loop = asyncio.get_running_loop()
                 params = await loop.run_in_executor(self._decoder, self._params, path, raw)
             else:

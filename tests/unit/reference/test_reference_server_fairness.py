@@ -277,3 +277,17 @@ def test_small_bodies_of_many_values_are_paced_by_their_cost():
             conn.close()
         took = time.monotonic() - started
     assert took >= 0.6
+
+
+def test_a_full_pace_queue_answers_429_and_spends_nothing():
+    import asyncio
+
+    from phaseaware.reference.admission import MAX_WAIT_S
+    from phaseaware.reference.openai_protocol import RequestError
+
+    pace = BodyPace(1000, burst_bytes=0)
+    with pytest.raises(RequestError) as info:
+        asyncio.run(pace.wait(int(1000 * (MAX_WAIT_S + 2.5))))
+    assert info.value.status == 429 and info.value.retry_after_s == 3
+    assert "wait at most 5 s for their turn" in info.value.message
+    assert pace.delay(0) < 0.1  # the refused bytes were given back
