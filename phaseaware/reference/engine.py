@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -121,6 +121,12 @@ def text_pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
     yield text[start:]
 
 
+Admit = Callable[[], Sequence[GenerationRequest]]
+"""``admit()``: more rows to join a running batch (maybe none; the caller bounds them)."""
+Done = Callable[[GenerationRequest, GenerationResult], None]
+"""``done(request, result)``: a row has ended (called once per row, from the engine's thread)."""
+
+
 @runtime_checkable
 class ServerEngine(Protocol):
     """What the server needs from a model.
@@ -147,7 +153,12 @@ class ServerEngine(Protocol):
 class BatchEngine(ServerEngine, Protocol):
     """Optional capability: token-level prompts and batched greedy generation.
 
-    ``encode_chat`` must keep message content from yielding control tokens; it and
+    ``generate_batch`` may call ``admit()`` between steps for more rows to run
+    alongside (continuous batching: a short request need not wait for a long
+    one to end), and must then report each admitted row through ``done`` when it ends
+    (``done`` may also report the given rows early; the returned list covers only them).
+    An engine that never calls ``admit`` serves as before. ``encode_chat`` must keep
+    message content from yielding control tokens; it and
     ``encode_prompt`` may raise :class:`ContextOverflow` instead of tokenizing a prompt
     past ``max_context_tokens`` to its end;
     ``generate_batch`` returns one result per request, in order, each identical to what
@@ -160,7 +171,13 @@ class BatchEngine(ServerEngine, Protocol):
 
     def encode_chat(self, messages: Sequence[Mapping[str, str]]) -> list[int]: ...
 
-    def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]: ...
+    def generate_batch(
+        self,
+        requests: Sequence[GenerationRequest],
+        *,
+        admit: Admit | None = None,
+        done: Done | None = None,
+    ) -> list[GenerationResult]: ...
 
 
 class ReferenceEngine:
@@ -267,29 +284,56 @@ class ReferenceEngine:
         request = GenerationRequest(tuple(self.encode(prompt)), max_tokens, stop)
         return self.generate_batch([request])[0]
 
-    def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+    def generate_batch(
+        self,
+        requests: Sequence[GenerationRequest],
+        *,
+        admit: Admit | None = None,
+        done: Done | None = None,
+    ) -> list[GenerationResult]:
         """Greedy continuations of every request in one forward pass per step.
 
-        Rows are right-padded with ``<pad>``; a row stops at ``<eos>``, at one of its stop
-        strings, after its ``max_tokens``, at the context limit or once cancelled, and then
-        leaves the batch.
+        Rows are right-padded with ``<pad>`` (positions are absolute, so a row's tokens
+        never depend on the others: each equals its request alone); a row stops at
+        ``<eos>``, at one of its stop strings, after its ``max_tokens``, at the context
+        limit or once cancelled, and then leaves the batch (reported to ``done``). Before
+        each step, ``admit`` may add rows.
         """
         import torch
 
-        new: list[list[int]] = [[] for _ in requests]
-        finish = ["length"] * len(requests)
-        active = [i for i, r in enumerate(requests) if r.max_tokens > 0]
+        rows_in = list(requests)
+        new: list[list[int]] = [[] for _ in rows_in]
+        finish = ["length"] * len(rows_in)
+        active = list(range(len(rows_in)))
         limit = self.max_context_tokens  # tokens, prompt and completion together
+        reported: set[int] = set()
+
+        def leave(i: int) -> None:
+            if done is not None and i not in reported:
+                reported.add(i)
+                done(rows_in[i], self._result(rows_in[i], new[i], finish[i]))
+
         with self._model_lock, torch.no_grad():
-            while active:
-                active = [
+            while True:
+                if admit is not None:
+                    for joiner in admit():
+                        rows_in.append(joiner)
+                        new.append([])
+                        finish.append("length")
+                        active.append(len(rows_in) - 1)
+                kept = [
                     i
                     for i in active
-                    if len(requests[i].ids) + len(new[i]) < limit and not requests[i].cancelled
+                    if rows_in[i].max_tokens > len(new[i])
+                    and len(rows_in[i].ids) + len(new[i]) < limit
+                    and not rows_in[i].cancelled
                 ]
+                for i in set(active) - set(kept):
+                    leave(i)
+                active = kept
                 if not active:
                     break
-                rows = [list(requests[i].ids) + new[i] for i in active]
+                rows = [list(rows_in[i].ids) + new[i] for i in active]
                 lengths = torch.tensor([len(r) for r in rows])
                 x = torch.full((len(rows), int(lengths.max())), self._pad_id, dtype=torch.long)
                 for n, row in enumerate(rows):
@@ -299,12 +343,14 @@ class ReferenceEngine:
                 tokens = [int(t) for t in last.argmax(dim=-1).tolist()]
                 still: list[int] = []
                 for i, token in zip(active, tokens, strict=True):
-                    if self._step(requests[i], new[i], token):
+                    if self._step(rows_in[i], new[i], token):
                         finish[i] = "stop"
-                    elif len(new[i]) < requests[i].max_tokens:
+                        leave(i)
+                    else:
                         still.append(i)
                 active = still
-        return [self._result(r, n, f) for r, n, f in zip(requests, new, finish, strict=True)]
+        given = range(len(requests))
+        return [self._result(rows_in[i], new[i], finish[i]) for i in given]
 
     def _step(self, request: GenerationRequest, new: list[int], token: int) -> bool:
         """Append ``token`` to ``new``; whether the row stops here (eos or a stop string)."""

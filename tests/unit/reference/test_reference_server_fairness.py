@@ -291,3 +291,58 @@ def test_a_full_pace_queue_answers_429_and_spends_nothing():
     assert info.value.status == 429 and info.value.retry_after_s == 3
     assert "wait at most 5 s for their turn" in info.value.message
     assert pace.delay(0) < 0.1  # the refused bytes were given back
+
+
+def test_a_row_admitted_mid_batch_ends_first_and_equals_its_request_alone(reference):
+    """Continuous batching in the engine: a short row joins a long generation at a step
+    boundary, is reported as soon as it ends, and gets exactly what it gets alone."""
+    from phaseaware.reference.engine import GenerationRequest, ReferenceEngine
+
+    engine = ReferenceEngine(*reference)
+    long = GenerationRequest(tuple(engine.encode_chat([{"role": "user", "content": "hello"}])), 60)
+    short = GenerationRequest(tuple(engine.encode_chat(CHAT)), 4)
+    steps, order = [0], []
+
+    def admit():
+        steps[0] += 1
+        return [short] if steps[0] == 5 else []
+
+    def done(request, result):
+        order.append((request is short, result, steps[0]))
+
+    (long_result,) = engine.generate_batch([long], admit=admit, done=done)
+    assert [o[0] for o in order] == [True, False]  # the short row ended first
+    assert order[0][2] < order[1][2] and long_result.completion_tokens == 60
+    assert order[0][1] == engine.generate_batch([short])[0]
+    assert order[1][1] == long_result == engine.generate_batch([long])[0]
+
+
+def test_a_short_request_is_answered_while_a_long_generation_runs(reference):
+    """On the real server with the official client: a 400-token generation does not hold
+    back a short request sent after it started."""
+    openai = pytest.importorskip("openai")
+    from phaseaware.reference.engine import ReferenceEngine
+
+    engine = ReferenceEngine(*reference)
+    with start_server(engine, request_log_limit=0) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        batcher = server._state.app._batcher
+        answers: list[object] = []
+
+        def long_generation() -> None:
+            answers.append(client.chat.completions.create(
+                model=engine.model_name, max_tokens=400,
+                messages=[{"role": "user", "content": "hello"}]))  # fmt: skip
+
+        worker = threading.Thread(target=long_generation)
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not batcher._running and time.monotonic() < deadline:
+            time.sleep(0.005)
+        short = client.chat.completions.create(model=engine.model_name, max_tokens=4,
+                                               messages=CHAT)  # fmt: skip
+        still_running = worker.is_alive()
+        worker.join()
+    assert short.choices[0].message.content is not None
+    assert still_running  # answered before the long generation ended
+    assert answers and answers[0].usage.completion_tokens == 400  # type: ignore[attr-defined]
