@@ -21,7 +21,7 @@
    * ``medium`` (1 MiB of tool schemas), ``deep`` (15,000 arrays 30 deep: within the
      depth and value bounds), ``tiny`` (1,024 one-word messages), ``stream`` (``max`` with
      ``stream: true``), ``toollist`` (3,000 small tool schemas), ``long`` (a 480-token
-     generation, waited for).
+     generation, waited for: a prompt the model does not end early).
 
    ``kind*N``: N abusive clients at once (e.g. ``max*8``, ``medium*32``).
 
@@ -124,7 +124,10 @@ def abuse_bodies(body_bytes: int, context_tokens: int) -> dict[str, bytes]:
                                   for i in range(3000)]}  # fmt: skip
     streamed = json.loads(_padded_chat(words, body_bytes, ascii_only=False))
     return {
-        "long": json.dumps({**GOOD, "max_tokens": 480}).encode(),
+        # "hello" runs to max_tokens (the model answers a question with 2 tokens)
+        "long": json.dumps(
+            {**GOOD, "max_tokens": 480, "messages": [{"role": "user", "content": "hello"}]}
+        ).encode(),  # fmt: skip
         "medium": _padded_chat("hello", 1024 * 1024, ascii_only=False),
         "deep": deep,
         "tiny": json.dumps(tiny, **compact).encode(),  # type: ignore[arg-type]

@@ -12,6 +12,9 @@ token) and batches concurrent requests into one forward pass.
   are aligned to them), so left padding would move every token of the shorter prompts; the
   model is causal, so right padding never changes an earlier position, and each row's next
   token is read at its own last position. A row leaves the batch when it stops.
+* **Rows join and leave.** ``generate_batch`` takes more rows from ``admit`` before each
+  step and reports each row to ``done`` as it ends, so the server's queue feeds a running
+  batch (continuous batching) instead of waiting for its longest row.
 * **Bounded tokenizing.** Prompts are tokenized in pieces of about ``PIECE_CHARS``
   characters cut at whitespace (the tokenizer splits words at whitespace, so the pieces'
   tokens joined are the whole text's), taking the tokenizer lock once per piece, and
@@ -333,14 +336,7 @@ class ReferenceEngine:
                 active = kept
                 if not active:
                     break
-                rows = [list(rows_in[i].ids) + new[i] for i in active]
-                lengths = torch.tensor([len(r) for r in rows])
-                x = torch.full((len(rows), int(lengths.max())), self._pad_id, dtype=torch.long)
-                for n, row in enumerate(rows):
-                    x[n, : len(row)] = torch.tensor(row, dtype=torch.long)
-                logits = self.model(x.to(self.model.device)).logits
-                last = logits[torch.arange(len(rows)), lengths.to(logits.device) - 1]
-                tokens = [int(t) for t in last.argmax(dim=-1).tolist()]
+                tokens = self._next_tokens([list(rows_in[i].ids) + new[i] for i in active])
                 still: list[int] = []
                 for i, token in zip(active, tokens, strict=True):
                     if self._step(rows_in[i], new[i], token):
@@ -351,6 +347,33 @@ class ReferenceEngine:
                 active = still
         given = range(len(requests))
         return [self._result(rows_in[i], new[i], finish[i]) for i in given]
+
+    def _next_tokens(self, rows: list[list[int]]) -> list[int]:
+        """The greedy next token of each row. Rows of similar length share a forward pass
+        (right-padded); a row more than twice as long (plus 16) starts another, so a short
+        row never pays for a long row's width."""
+        order = sorted(range(len(rows)), key=lambda n: len(rows[n]))
+        tokens = [0] * len(rows)
+        group: list[int] = []
+        for n in order:
+            if group and len(rows[n]) > 2 * len(rows[group[0]]) + 16:
+                self._forward(rows, group, tokens)
+                group = []
+            group.append(n)
+        self._forward(rows, group, tokens)
+        return tokens
+
+    def _forward(self, rows: list[list[int]], group: list[int], tokens: list[int]) -> None:
+        import torch
+
+        lengths = torch.tensor([len(rows[n]) for n in group])
+        x = torch.full((len(group), int(lengths.max())), self._pad_id, dtype=torch.long)
+        for k, n in enumerate(group):
+            x[k, : len(rows[n])] = torch.tensor(rows[n], dtype=torch.long)
+        logits = self.model(x.to(self.model.device)).logits
+        last = logits[torch.arange(len(group)), lengths.to(logits.device) - 1]
+        for n, token in zip(group, last.argmax(dim=-1).tolist(), strict=True):
+            tokens[n] = int(token)
 
     def _step(self, request: GenerationRequest, new: list[int], token: int) -> bool:
         """Append ``token`` to ``new``; whether the row stops here (eos or a stop string)."""
