@@ -231,19 +231,23 @@ class OpenAIApp:
             return 200, models_body(self.engine.model_name, self.created)
         with self._budget.claim() as claim:  # a large body's bytes, held until it is answered
             raw = await read_body(receive, headers, self.limits, claim, self._pace)
-            paid = len(raw) if len(raw) > self.limits.large_body_bytes else 0  # paced by bytes
-            # past max_json_items the decoder refuses the body at once: no cost beyond that
-            values = min(value_estimate(raw), self.limits.max_json_items)
-            if paid or values > self.limits.large_body_values:  # heavy: paced, off the loop
-                owed = values * VALUE_COST_BYTES - paid
-                if owed > 0:
-                    await self._pace.wait(owed)
-                loop = asyncio.get_running_loop()
-                params = await loop.run_in_executor(self._decoder, self._params, path, raw)
-            else:
-                params = self._params(path, raw)
+            params = await self._decode(path, raw)
             del raw
             return await self._answer(path, params, receive)
+
+    async def _decode(self, path: str, raw: bytes) -> CompletionParams:
+        """:meth:`_params` of ``raw``: on the event loop for a light body; for a heavy one
+        (large, or many values), after the pace by its cost, in the decoder thread."""
+        paid = len(raw) if len(raw) > self.limits.large_body_bytes else 0  # paced by bytes
+        # past max_json_items the decoder refuses the body at once: no cost beyond that
+        values = min(value_estimate(raw), self.limits.max_json_items)
+        if not paid and values <= self.limits.large_body_values:
+            return self._params(path, raw)
+        owed = values * VALUE_COST_BYTES - paid
+        if owed > 0:
+            await self._pace.wait(owed)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._decoder, self._params, path, raw)
 
     def _params(self, path: str, raw: bytes) -> CompletionParams:
         """The validated request in ``raw`` (400/404 :class:`RequestError` otherwise)."""
