@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from phaseaware.cli.argtypes import integer
 from phaseaware.errors import PhaseawareError
 
 NAME = "serve-reference"
@@ -31,6 +32,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--api-key-file", default=None, help="read the required API key from this file"
+    )
+    parser.add_argument(
+        "--threads",
+        type=integer(1, 4096),
+        default=1,
+        help="torch CPU threads for the model (default 1: the small model gains nothing from "
+        "more, and requests need the other cores; more threads on a busy machine stall)",
     )
 
 
@@ -63,10 +71,13 @@ def run(args: argparse.Namespace) -> int:
             f"cannot listen on {args.host}:{args.port} ({exc}); choose another --port or --host"
         ) from exc
     try:
+        import torch
+
         from phaseaware.reference.engine import ReferenceEngine
         from phaseaware.reference.load import load_reference
         from phaseaware.reference.server import OpenAIApp, serve
 
+        torch.set_num_threads(args.threads)
         model, tokenizer = load_reference("cpu")
         app = OpenAIApp(ReferenceEngine(model, tokenizer), api_key=api_key, limits=limits)
         host, port = sock.getsockname()[:2]

@@ -19,7 +19,6 @@ The response bodies are :mod:`phaseaware.reference.openai_responses`.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,8 @@ __all__ = [
     "RequestError",
     "decode_json_body",
     "error_body",
+    "outside_strings",
+    "value_estimate",
     "parse_chat_request",
     "parse_completion_request",
 ]
@@ -56,25 +57,31 @@ class CompletionParams:
 
 
 class RequestError(Exception):
-    """A request the server answers with an error (HTTP ``status``)."""
+    """A request the server answers with an error (HTTP ``status``); ``retry_after_s``:
+    the ``Retry-After`` header of a 429 (seconds)."""
 
     def __init__(
-        self, status: int, message: str, *, param: str | None, code: str | None = None
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None,
+        code: str | None = None,
+        type_: str = "invalid_request_error",
+        retry_after_s: int | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
         self.code = code
+        self.type_ = type_
+        self.retry_after_s = retry_after_s
 
     def to_body(self) -> dict[str, Any]:
         """The OpenAI error object for this answer."""
         return error_body(
-            self.status,
-            self.message,
-            type_="invalid_request_error",
-            param=self.param,
-            code=self.code,
+            self.status, self.message, type_=self.type_, param=self.param, code=self.code
         )
 
 
@@ -280,7 +287,7 @@ def decode_json_body(
         strings = (raw.count(b'"') - raw.count(b'\\"')) // 2
         if strings // 2 > max_items:
             raise _too_many(f"at least {strings // 2}", max_items)
-    outside = _JSON_STRING.sub(b"", raw)
+    outside = outside_strings(raw)
     depth = _nesting_depth(outside)
     if depth > max_depth:
         raise _bad(
@@ -310,9 +317,23 @@ def _too_many(count: str, max_items: int) -> RequestError:
     )
 
 
-# a JSON string, the loop unrolled (a run of plain bytes at a time, not one byte per
-# alternation): 20x faster on a long string
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+def value_estimate(raw: bytes) -> int:
+    """About how many JSON values ``raw`` holds, from its brackets and commas (strings
+    included, so never fewer than outside them): microseconds for any body."""
+    return raw.count(b"{") + raw.count(b"[") + raw.count(b",")
+
+
+def outside_strings(raw: bytes) -> bytes:
+    """``raw`` (JSON) with every string removed, quotes included: what the depth and value
+    counts read. Linear, in a few C passes over the bytes (no regex, no Python loop):
+    escaped backslashes, then escaped quotes, are dropped (left to right, as a JSON parser
+    pairs them), and the text between the remaining quotes is cut out. Bytes that are not
+    valid JSON give some string; :func:`json.loads` refuses them afterwards."""
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(raw.split(b'"')[0::2])
+
+
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _BRACKET_STEP = np.zeros(256, dtype=np.int32)
 _BRACKET_STEP[[ord("["), ord("{")]] = 1

@@ -11,12 +11,20 @@ that matters here, WHEN the body is read, is explicit: every request passes, in 
 
 1. routing and ``Authorization: Bearer <key>`` (constant-time compare), on headers only;
 2. ``Content-Length`` against :attr:`ServerLimits.max_body_bytes` (413 unread), then the
-   body under the same cap while it streams (chunked bodies) and a read deadline (408);
-3. :func:`decode_json_body` (depth-limited, 400), then request validation (400/404);
+   body under the same cap while it streams (chunked bodies) and a read deadline (408); a
+   body over ``large_body_bytes`` first holds its bytes of the large-body budget (429 with
+   ``Retry-After`` when spent) and waits for the pace (:mod:`phaseaware.reference.admission`);
+3. :func:`decode_json_body` (depth-limited, 400), then request validation (400/404): on
+   the event loop for a light body; a heavy one (over ``large_body_bytes``, or over
+   ``large_body_values`` JSON values) waits for the pace by its cost
+   (``VALUE_COST_BYTES`` a value) and is decoded in one worker thread, one at a time, so
+   light requests never queue behind a heavy one's decoding;
 4. generation. A :class:`BatchEngine` gets token ids (chat content tokenized by the engine,
    never as control tokens) and a batching queue: requests that arrive while the engine is
    busy, or within ``batch_window_s`` of each other, run as one ``generate_batch`` call of
-   up to ``max_batch`` rows, so throughput rises with concurrency. Any other engine runs one
+   up to ``max_batch`` rows, so throughput rises with concurrency. An engine may stop
+   tokenizing a prompt past its context (:class:`ContextOverflow`: 400
+   ``context_length_exceeded``, "at least N tokens"). Any other engine runs one
    ``generate`` per request in worker threads, at most ``engine_parallelism`` at a time.
 
 Errors use the OpenAI shape ``{"error": {"message", "type", "param", "code"}}``: 400
@@ -41,9 +49,17 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Protocol, runtime_checkable
 
+from phaseaware.reference.admission import (
+    VALUE_COST_BYTES,
+    BodyBudget,
+    BodyPace,
+    ClientDisconnected,
+    read_body,
+)
 from phaseaware.reference.batching import Batcher, disconnected
 from phaseaware.reference.engine import (
     BatchEngine,
+    ContextOverflow,
     GenerationRequest,
     GenerationResult,
     PromptError,
@@ -56,6 +72,7 @@ from phaseaware.reference.openai_protocol import (
     error_body,
     parse_chat_request,
     parse_completion_request,
+    value_estimate,
 )
 from phaseaware.reference.openai_responses import completion_body, models_body, stream_chunks
 from phaseaware.reference.uvicorn_serve import (
@@ -97,44 +114,6 @@ class ContextLimited(Protocol):
     """An engine that caps prompt + completion tokens (``None``: no cap)."""
 
     max_context_tokens: int | None
-
-
-class ClientDisconnected(Exception):
-    """The client went away before its request was read; there is nobody to answer."""
-
-
-async def read_body(receive: Receive, headers: dict[bytes, bytes], limits: ServerLimits) -> bytes:
-    """The request body, at most ``limits.max_body_bytes`` (413 before reading when
-    ``Content-Length`` says more; 413 as soon as a streamed body passes it), within
-    ``limits.body_timeout_s`` (408)."""
-    cap = limits.max_body_bytes
-    too_large = RequestError(
-        413, f"Request body is larger than the limit of {cap} bytes.", param=None
-    )
-    declared = headers.get(b"content-length", b"0")
-    if not declared.isdigit():
-        raise RequestError(400, "Content-Length must be a non-negative integer.", param=None)
-    if int(declared) > cap:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async with asyncio.timeout(limits.body_timeout_s):
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise ClientDisconnected
-                chunk = bytes(message.get("body", b""))
-                size += len(chunk)
-                if size > cap:
-                    raise too_large
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(chunks)
-    except TimeoutError:
-        raise RequestError(
-            408, f"The request body did not arrive within {limits.body_timeout_s:g} s.", param=None
-        ) from None
 
 
 async def send_json(
@@ -184,6 +163,10 @@ class OpenAIApp:
         self._key = api_key.encode() if api_key is not None else None
         self._gate = asyncio.Semaphore(engine_parallelism) if engine_parallelism else None
         self._workers = ThreadPoolExecutor(64, thread_name_prefix="phaseaware-engine")
+        # large bodies are decoded here, one at a time, off the event loop
+        self._decoder = ThreadPoolExecutor(1, thread_name_prefix="phaseaware-decode")
+        self._budget = BodyBudget(self.limits.max_large_body_bytes)
+        self._pace = BodyPace(self.limits.large_body_bytes_per_s, 2 * self.limits.max_body_bytes)
         self._batcher = Batcher(engine, self.limits) if isinstance(engine, BatchEngine) else None
         self.created = int(time.time())
 
@@ -192,6 +175,7 @@ class OpenAIApp:
         if self._batcher is not None:
             self._batcher.close()
         self._workers.shutdown(wait=False, cancel_futures=True)
+        self._decoder.shutdown(wait=False, cancel_futures=True)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -209,8 +193,17 @@ class OpenAIApp:
             return
         except RequestError as exc:
             status, payload = exc.status, exc.to_body()
-            if exc.status in (401, 404, 405, 408, 413):  # the body may be unread: do not drain it
+            if exc.status in (
+                401,
+                404,
+                405,
+                408,
+                413,
+                429,
+            ):  # the body may be unread: do not drain it
                 answer_headers["connection"] = "close"
+            if exc.retry_after_s is not None:
+                answer_headers["retry-after"] = str(exc.retry_after_s)
         except Exception as exc:  # a bug of this server: say so, keep serving
             logger.error("server error on %s %s", scope["method"], scope["path"], exc_info=exc)
             status = 500
@@ -236,26 +229,50 @@ class OpenAIApp:
             raise RequestError(405, f"{path} takes {want}, not {method}", param=None)
         if want == "GET":
             return 200, models_body(self.engine.model_name, self.created)
-        raw = await read_body(receive, headers, self.limits)
-        doc = decode_json_body(
-            raw, max_depth=self.limits.max_json_depth, max_items=self.limits.max_json_items
-        )
+        with self._budget.claim() as claim:  # a large body's bytes, held until it is answered
+            raw = await read_body(receive, headers, self.limits, claim, self._pace)
+            params = await self._decode(path, raw)
+            del raw
+            return await self._answer(path, params, receive)
+
+    async def _decode(self, path: str, raw: bytes) -> CompletionParams:
+        """:meth:`_params` of ``raw``: on the event loop for a light body; for a heavy one
+        (large, or many values), after the pace by its cost, in the decoder thread."""
+        paid = len(raw) if len(raw) > self.limits.large_body_bytes else 0  # paced by bytes
+        # past max_json_items the decoder refuses the body at once: no cost beyond that
+        values = min(value_estimate(raw), self.limits.max_json_items)
+        if not paid and values <= self.limits.large_body_values:
+            return self._params(path, raw)
+        owed = values * VALUE_COST_BYTES - paid
+        if owed > 0:
+            await self._pace.wait(owed)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._decoder, self._params, path, raw)
+
+    def _params(self, path: str, raw: bytes) -> CompletionParams:
+        """The validated request in ``raw`` (400/404 :class:`RequestError` otherwise)."""
         limits, name = self.limits, self.engine.model_name
+        doc = decode_json_body(
+            raw, max_depth=limits.max_json_depth, max_items=limits.max_json_items
+        )
         if path.endswith("/chat/completions"):
-            params = parse_chat_request(
+            return parse_chat_request(
                 doc,
                 model_name=name,
                 max_messages=limits.max_messages,
                 max_chars=limits.max_prompt_chars,
             )
-        else:
-            params = parse_completion_request(
-                doc, model_name=name, max_chars=limits.max_prompt_chars
-            )
+        return parse_completion_request(doc, model_name=name, max_chars=limits.max_prompt_chars)
+
+    async def _answer(
+        self, path: str, params: CompletionParams, receive: Receive
+    ) -> tuple[int, dict[str, Any] | list[dict[str, Any]]]:
         try:
             prompt_tokens, result = await self._until_disconnect(params, receive)
         except (RequestError, ClientDisconnected):
             raise
+        except ContextOverflow as exc:
+            raise _overflow_error(exc.tokens, exc.limit, params, at_least=True) from None
         except PromptError as exc:
             raise RequestError(400, str(exc), param="messages") from exc
         except Exception as exc:  # the engine failed: report it, keep serving
@@ -327,14 +344,7 @@ class OpenAIApp:
         limit = self.engine.max_context_tokens if isinstance(self.engine, ContextLimited) else None
         if limit is None or prompt_tokens + params.max_tokens <= int(limit):
             return
-        raise RequestError(
-            400,
-            f"This model's maximum context length is {limit} tokens. However, you requested "
-            f"{prompt_tokens + params.max_tokens} tokens ({prompt_tokens} in the messages, "
-            f"{params.max_tokens} in the completion).",
-            param="messages" if params.messages is not None else "prompt",
-            code="context_length_exceeded",
-        )
+        raise _overflow_error(prompt_tokens, int(limit), params, at_least=False)
 
     def _authorized(self, headers: dict[bytes, bytes]) -> bool:
         scheme, _, token = headers.get(b"authorization", b"").partition(b" ")
@@ -350,6 +360,23 @@ class OpenAIApp:
                 self.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _overflow_error(
+    prompt_tokens: int, limit: int, params: CompletionParams, *, at_least: bool
+) -> RequestError:
+    """400 ``context_length_exceeded``; ``at_least``: the engine stopped counting the
+    prompt at ``prompt_tokens``, already past the ``limit``."""
+    more = "at least " if at_least else ""
+    where = "messages" if params.messages is not None else "prompt"
+    return RequestError(
+        400,
+        f"This model's maximum context length is {limit} tokens. However, you requested "
+        f"{more}{prompt_tokens + params.max_tokens} tokens ({more}{prompt_tokens} in the "
+        f"{where}, {params.max_tokens} in the completion).",
+        param=where,
+        code="context_length_exceeded",
+    )
 
 
 def start_server(

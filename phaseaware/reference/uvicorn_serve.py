@@ -47,10 +47,21 @@ class ServerLimits:
 
     ``max_json_items`` (values in the body, counted before decoding), ``max_messages`` and
     ``max_prompt_chars`` (message contents together, or the raw prompt) bound the work one
-    request can ask for before any decoding or tokenizing (400 above them);
+    request can ask for before any decoding or tokenizing (400 above them). A body over
+    ``large_body_bytes`` is decoded off the event loop, one at a time, and holds its bytes
+    of ``max_large_body_bytes`` (all large bodies in flight together) while it is served
+    (429 with ``Retry-After`` when they are spent), and large bodies are paced to
+    ``large_body_bytes_per_s`` on average (bursts of two ``max_body_bytes``): a client
+    sending them back to back waits instead of taking the CPU from small requests. A body
+    of more than ``large_body_values`` JSON values (brackets and commas) is heavy too:
+    paced by its values' cost and decoded off the event loop.
     ``shutdown_grace_s``: how long SIGTERM waits for requests in flight."""
 
     max_body_bytes: int = 8 * 1024 * 1024
+    large_body_bytes: int = 256 * 1024
+    max_large_body_bytes: int = 64 * 1024 * 1024
+    large_body_bytes_per_s: int = 16 * 1024 * 1024
+    large_body_values: int = 2048
     max_json_items: int = 16 * 1024
     max_messages: int = 1024
     max_prompt_chars: int = 256 * 1024

@@ -203,9 +203,18 @@ def test_bounded_load_drops_nothing_and_batches(served):
     calls: list[int] = []
     original = engine.generate_batch
 
-    def counting(requests):
-        calls.append(len(requests))
-        return original(requests)
+    def counting(requests, *, admit=None, done=None):
+        rows = [len(requests)]  # the rows of this call, those admitted while it ran included
+
+        def counted_admit():
+            joined = admit()
+            rows[0] += len(joined)
+            return joined
+
+        try:
+            return original(requests, admit=counted_admit if admit else None, done=done)
+        finally:
+            calls.append(rows[0])
 
     engine.generate_batch = counting
     try:

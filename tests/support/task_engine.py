@@ -148,7 +148,14 @@ class BatchLookupEngine(TaskLookupEngine):
     def encode_chat(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
         return self.encode_prompt(self.render_chat(messages))
 
-    def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+    def generate_batch(
+        self,
+        requests: Sequence[GenerationRequest],
+        *,
+        admit: Any = None,
+        done: Any = None,
+    ) -> list[GenerationResult]:
+        """One call, one batch: never admits rows once started (the contract allows it)."""
         with self._lock:
             self.batch_sizes.append(len(requests))
             words = {i: w for w, i in self._vocab.items()}
