@@ -100,7 +100,9 @@ class AgentStepper(Generic[_M]):
         if step is not None:
             original = out[step.index]
             out[step.index] = rebuild(original, step)
-            self.remember(str(call_id(original)), original, out[step.index], step.report)
+            known = call_id(original)
+            if isinstance(known, str):  # without an id nothing can be resent later
+                self.remember(known, original, out[step.index], step.report)
         return out, step
 
     def resent(self, call_id: object, message: _M) -> _M:

@@ -68,3 +68,14 @@ def test_step_takes_the_adapters_records_and_checks_only_aligned_replies(o200k):
     stepper.remember("c1", {"content": "x"}, {"content": "y"}, {"n": 1})
     stepper.remember("c2", {"content": "x"}, {"content": "z"}, {"n": 2})
     assert len(stepper.sent) == 1 and stepper.report("c1") is None  # bounded
+
+
+def test_a_result_without_a_call_id_is_aligned_but_not_remembered(o200k):
+    stepper = _stepper(o200k)
+    messages = _conversation("alpha\n\nbeta")
+    del messages[2]["tool_call_id"]  # nothing to resend it under later
+    out, step = stepper.align(
+        messages, rebuild=_rebuild, call_id=_call_id, aligned=lambda m: "report" in m
+    )
+    assert step is not None and out[2]["content"] == step.content
+    assert len(stepper.sent) == 0 and stepper.last_report() is None
