@@ -96,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if record.effort_budgets:
         print(f"V4.1 effort table: {record.effort_budgets} (every plan with this record uses it)")
+    if record.tool_arguments:
+        form = "a JSON object" if record.tool_arguments == "object" else "JSON text"
+        print(f"tool-call arguments reach the template as {form} (every plan with this "
+              f"record renders them so: tool_arguments={record.tool_arguments!r})")  # fmt: skip
     if record.settings_check and record.settings_check != "verified":
         print(f"settings check: {record.settings_check}")
     if record.server or record.chat_template_sha256:

@@ -65,6 +65,7 @@ from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoin
 from phaseaware.endpoints.request_settings import chat_template_kwargs
 from phaseaware.endpoints.server import with_server
 from phaseaware.endpoints.tokenize import TokenizeUnavailable, server_token_ids
+from phaseaware.endpoints.tool_arguments import tool_arguments_of
 from phaseaware.endpoints.usage import check_prompt_tokens
 from phaseaware.errors import EndpointError, InputError, PhaseawareWarning
 from phaseaware.httpclient import failure_message, openai_client
@@ -328,6 +329,18 @@ def probe_endpoint(
             )
             requests += 2
     requests += route.failed
+    arguments, sent = None, []
+    if chat_format == "hf":  # one more request: how the server hands tool calls to the template
+
+        def count(messages: tuple[dict[str, Any], ...]) -> int:
+            sent.append(1)
+            return _send(client, model, ProbePrompt(0, "", messages, ()), url, kwargs, identity)
+
+        try:
+            arguments = tool_arguments_of(tok, thinking=thinking, offsets=offsets, count=count)
+        except EndpointError:  # the server refuses the tool history: nothing learned
+            arguments = None
+    requests += len(sent)
     record = EndpointRecord(
         base_url=url,
         model=model,
@@ -349,6 +362,7 @@ def probe_endpoint(
         effort_budgets=table,
         ids_route=route.name if used == "exact" else None,
         ids_note=route.note if used == "exact" else None,
+        tool_arguments=arguments,
     )
     record = with_server(record, client=client, base=base, tokenizer=tok)  # llama.cpp
     if save:

@@ -94,6 +94,7 @@ class EndpointRecord:
     ids_note: str | None = None  # what the probe learned about those routes (offsets, why not)
     server: str | None = None  # the server software, when recognised ("llama-cpp-python 0.3.36")
     chat_template_sha256: str | None = None  # hf format: sha256 of the Jinja template probed
+    tool_arguments: str | None = None  # hf: how the server hands tool-call arguments over
     schema: str = RECORD_SCHEMA
 
     def __post_init__(self) -> None:
@@ -112,6 +113,11 @@ class EndpointRecord:
             raise InputError(
                 f"endpoint record offsets {offsets!r} / offset {self.offset!r} / stability "
                 f"{self.stability!r} are inconsistent; rerun `phaseaware probe-endpoint`"
+            )
+        if self.tool_arguments not in (None, "object", "string"):
+            raise InputError(
+                f"endpoint record tool_arguments must be object or string, got "
+                f"{self.tool_arguments!r}; rerun `phaseaware probe-endpoint`"
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,7 +162,7 @@ class EndpointRecord:
 
 
 # fields a record written before they existed may lack (their defaults apply)
-_WRITTEN_WHEN_SET = ("effort_budgets", "ids_route", "ids_note")
+_WRITTEN_WHEN_SET = ("effort_budgets", "ids_route", "ids_note", "tool_arguments")
 _OPTIONAL = frozenset(
     {"thinking", "server_default", "served_model", "system_fingerprint", "settings_check",
      "server", "chat_template_sha256"}

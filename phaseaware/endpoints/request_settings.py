@@ -55,8 +55,12 @@ def record_settings(record: EndpointRecord, *, state_settings: bool = True) -> C
     or a default phaseaware cannot render)."""
     # the V4.1 effort table the probe found is the server's: every plan renders with it
     table = record.effort_budgets if record.chat_format == "deepseek-v4.1" else None
+    # and so is how it hands tool-call arguments to an hf template
+    arguments = record.tool_arguments if record.chat_format == "hf" else None
     if state_settings:
-        return ChatSettings(thinking=bool(record.thinking), effort_budgets=table)
+        return ChatSettings(
+            thinking=bool(record.thinking), effort_budgets=table, tool_arguments=arguments
+        )
     default = record.server_default
     if not default or not default.get("matched") or default.get("thinking") is None:
         raise InputError(
@@ -70,4 +74,5 @@ def record_settings(record: EndpointRecord, *, state_settings: bool = True) -> C
         thinking=bool(default["thinking"]),
         reasoning_effort=default.get("reasoning_effort"),
         effort_budgets=table,
+        tool_arguments=arguments,
     )

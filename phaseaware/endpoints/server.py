@@ -102,6 +102,16 @@ def template_sha256(template: str | None) -> str | None:
     return hashlib.sha256(template.encode("utf-8")).hexdigest() if template else None
 
 
+def _same_template(served: str, template: str | None) -> bool:
+    """Equal as Jinja renders them: it drops one trailing newline of a template (llama-server
+    publishes the template without it)."""
+
+    def rendered_source(text: str) -> str:
+        return text[:-1] if text.endswith("\n") else text
+
+    return template is not None and rendered_source(served) == rendered_source(template)
+
+
 def with_server(
     record: EndpointRecord, *, client: openai.OpenAI, base: str, tokenizer: Tokenizer
 ) -> EndpointRecord:
@@ -111,7 +121,7 @@ def with_server(
     template = tokenizer.chat_template if isinstance(tokenizer, ChatTemplateTokenizer) else None
     found, requests = _identify(client, base)
     served = found.chat_template if found is not None else None
-    if record.chat_format == "hf" and served is not None and served != template:
+    if record.chat_format == "hf" and served is not None and not _same_template(served, template):
         warnings.warn(
             f"{record.base_url} renders chat template sha256 {template_sha256(served)}, not "
             f"the tokenizer's ({template_sha256(template)}): the probes agreed, but other "

@@ -122,3 +122,11 @@ def test_tool_calls_and_bound_tools_render_as_the_server_renders(
     cases = {"tool call + result": TOOL_HISTORY}
     _compare(native_tools, tok, "Qwen2.5 template, tool calls", cases)
     _compare(native_tools, tok, "Qwen2.5 template, tool calls + tools", cases, tools=[WEATHER_TOOL])
+
+
+def test_probe_finds_llama_server_passes_tool_arguments_as_an_object(
+    native_tools: LlamaCppServer,
+) -> None:
+    from tests.e2e.llamacpp.test_probe import _tool_arguments_round_trip
+
+    _tool_arguments_round_trip(native_tools, "object")

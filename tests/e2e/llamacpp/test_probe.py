@@ -50,3 +50,37 @@ def _home(tmp_path) -> dict[str, str]:
     import os
 
     return {**os.environ, "PHASEAWARE_HOME": str(tmp_path)}
+
+
+def _tool_arguments_round_trip(server: LlamaCppServer, expected: str) -> None:
+    """The probe finds how the server hands tool-call arguments to the template, and a plan
+    made with that record counts exactly what the server counts for a tool-call history."""
+    import openai
+
+    from phaseaware import AssemblyRequest
+    from phaseaware.endpoints.tool_arguments import TOOL_HISTORY
+    from phaseaware.integrate import rendered_tokens, resolve_target
+
+    tok = load_tokenizer(f"hf:{server.gguf}")
+    found = probe_endpoint(
+        base_url=server.base_url, model=server.model, tokenizer=tok, chat_format="hf",
+        rounds=2, save=False,
+    )  # fmt: skip
+    assert found.tool_arguments == expected
+    target = resolve_target(AssemblyRequest(tokenizer=tok, chat_format="hf"), endpoint=found)
+    assert target.settings is not None and target.settings.tool_arguments == expected
+    client = openai.OpenAI(base_url=server.base_url, api_key="EMPTY", max_retries=0)
+    reply = client.chat.completions.create(
+        model=server.model, messages=list(TOOL_HISTORY), max_tokens=1, temperature=0,  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert reply.usage is not None
+    planned = rendered_tokens(target, TOOL_HISTORY)
+    ok = reply.usage.prompt_tokens == planned + found.offset
+    record(f"probe-endpoint tool_arguments={expected!r}: plan counts as the server", ok)
+    assert ok, (reply.usage.prompt_tokens, planned, found.offset)
+
+
+def test_probe_finds_llama_cpp_python_passes_tool_arguments_as_text(
+    llamacpp_tools: LlamaCppServer,
+) -> None:
+    _tool_arguments_round_trip(llamacpp_tools, "string")

@@ -129,3 +129,17 @@ def _check(
         if not ok:
             problems.append(name)
     assert not problems, problems
+
+
+def test_probe_finds_vllm_passes_tool_arguments_as_an_object(
+    vllm_qwen: VllmServer, folder: Any
+) -> None:
+    from phaseaware.endpoints import probe_endpoint
+
+    found = probe_endpoint(
+        base_url=vllm_qwen.base_url, model=vllm_qwen.model, tokenizer=f"hf:{folder}",
+        chat_format="hf", rounds=2, save=False,
+    )  # fmt: skip
+    ok = found.tool_arguments == "object" and found.mode == "exact"
+    RESULTS[("hf (Qwen2.5 template)", "probe-endpoint tool_arguments")] = (ok, found.tool_arguments)
+    assert ok, (found.mode, found.tool_arguments)

@@ -36,3 +36,28 @@ def test_probe_text_is_the_filler_unit_or_the_default():
     gguf = smollm2_gguf()
     if gguf is not None:  # GPT-2-style pre-tokenizer: no filler qualifies
         assert filler_unit(load_tokenizer(f"hf:{gguf}"), period=8, default=" .") == " ."
+
+
+def test_tool_arguments_round_trip_reach_the_plan_and_bad_values_are_refused():
+    import pytest
+
+    from phaseaware.endpoints.request_settings import record_settings
+    from phaseaware.errors import InputError
+
+    text = dataclasses.replace(RECORD, tool_arguments="string")
+    assert EndpointRecord.from_dict(text.to_dict()) == text
+    assert "tool_arguments" not in RECORD.to_dict()  # older readers see the record unchanged
+    assert record_settings(text).tool_arguments == "string"
+    assert record_settings(dataclasses.replace(text, chat_format="chatml")).tool_arguments is None
+    with pytest.raises(InputError, match="tool_arguments must be object or string"):
+        dataclasses.replace(RECORD, tool_arguments="dict")
+
+
+def test_a_template_differing_only_in_its_final_newline_is_the_same_template():
+    from phaseaware.endpoints.server import _same_template
+
+    assert _same_template("{{ x }}", "{{ x }}\n")  # Jinja drops one final newline
+    assert _same_template("{{ x }}\n", "{{ x }}")
+    assert not _same_template("{{ x }}", "{{ x }}\n\n")
+    assert not _same_template("{{ x }}", None)
+    assert not _same_template("{{ y }}", "{{ x }}")
