@@ -65,7 +65,11 @@ from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoin
 from phaseaware.endpoints.request_settings import chat_template_kwargs
 from phaseaware.endpoints.server import with_server
 from phaseaware.endpoints.tokenize import TokenizeUnavailable, server_token_ids
-from phaseaware.endpoints.tool_arguments import tool_arguments_of
+from phaseaware.endpoints.tool_arguments import (
+    TOOL_HISTORY,
+    matched_form,
+    tool_argument_lengths,
+)
 from phaseaware.endpoints.usage import check_prompt_tokens
 from phaseaware.errors import EndpointError, InputError, PhaseawareWarning
 from phaseaware.httpclient import failure_message, openai_client
@@ -329,18 +333,17 @@ def probe_endpoint(
             )
             requests += 2
     requests += route.failed
-    arguments, sent = None, []
-    if chat_format == "hf":  # one more request: how the server hands tool calls to the template
-
-        def count(messages: tuple[dict[str, Any], ...]) -> int:
-            sent.append(1)
-            return _send(client, model, ProbePrompt(0, "", messages, ()), url, kwargs, identity)
-
+    arguments = None
+    lengths = tool_argument_lengths(tok, thinking=thinking) if chat_format == "hf" else None
+    if lengths is not None:  # one more request: how the server hands tool calls to the template
+        history = ProbePrompt(0, "", TOOL_HISTORY, ())
+        requests += 1
         try:
-            arguments = tool_arguments_of(tok, thinking=thinking, offsets=offsets, count=count)
+            counted = _send(client, model, history, url, kwargs, identity)
         except EndpointError:  # the server refuses the tool history: nothing learned
-            arguments = None
-    requests += len(sent)
+            counted = None
+        if counted is not None:
+            arguments = matched_form(lengths, counted=counted, offsets=offsets)
     record = EndpointRecord(
         base_url=url,
         model=model,

@@ -13,7 +13,6 @@ hands to the template as a JSON object (as vLLM and SGLang do).
 from __future__ import annotations
 
 import hashlib
-import json
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,18 +26,9 @@ from phaseaware.endpoints.tokenize import server_token_ids
 from phaseaware.errors import PhaseawareWarning
 from phaseaware.tokenizers import load_tokenizer
 from tests.e2e.llamacpp.conftest import record
-from tests.e2e.llamacpp.test_tokens import CONVERSATIONS, DOCUMENTS, QUESTION, WEATHER_TOOL
+from tests.e2e.llamacpp.test_tokens import CONVERSATIONS, DOCUMENTS, QUESTION
+from tests.support.chat_cases import TOOL_HISTORY, WEATHER_TOOL
 from tests.support.llamacpp_server import LlamaCppServer
-
-TOOL_HISTORY = [
-    {"role": "system", "content": "Use the tools."},
-    {"role": "user", "content": "Weather in Köln?"},
-    {"role": "assistant", "content": "", "tool_calls": [{
-        "id": "call_1", "type": "function",
-        "function": {"name": "get_weather", "arguments": json.dumps({"city": "Köln"})},
-    }]},
-    {"role": "tool", "tool_call_id": "call_1", "content": "12 °C, light rain."},
-]  # fmt: skip
 
 
 def _client(server: LlamaCppServer) -> Any:

@@ -25,20 +25,9 @@ import phaseaware
 from phaseaware.chat import ChatSettings, get_chat_format, parse_messages
 from phaseaware.tokenizers import load_tokenizer
 from tests.e2e.llamacpp.conftest import record
+from tests.support.chat_cases import TOOL_HISTORY, WEATHER_TOOL
 from tests.support.llamacpp_server import LlamaCppServer, server_render, tokenize
 
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The current weather of a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string", "description": "City name"}},
-            "required": ["city"],
-        },
-    },
-}
 CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
     "user": [{"role": "user", "content": "Hello, who are you?"}],
     "system+user": [
@@ -149,8 +138,6 @@ def test_tool_call_history_renders_arguments_as_the_server_passes_them(
 ):
     """llama-cpp-python hands a tool call's ``arguments`` to the template as the JSON text
     it received (vLLM, SGLang and llama-server parse it): ``tool_arguments="string"``."""
-    from tests.e2e.llamacpp.test_native_server import TOOL_HISTORY
-
     as_text = _case(qwen_tok, TOOL_HISTORY, ChatSettings(tool_arguments="string"))
     as_object = _case(qwen_tok, TOOL_HISTORY, ChatSettings())
     assert as_text["text"] != as_object["text"]  # the two conventions differ in bytes

