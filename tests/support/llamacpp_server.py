@@ -17,16 +17,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.support.processes import free_port, serve_process
 
 __all__ = [
     "LLAMA_SERVER_ENV",
@@ -101,27 +101,13 @@ class LlamaCppServer:
     log: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return bool(resp.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @contextlib.contextmanager
 def start_server(gguf: Path, *, log: Path, model_name: str = "smollm2") -> Iterator[LlamaCppServer]:
     """Start ``llama_cpp.server`` on a free loopback port; stop it after."""
     python = llamacpp_python()
     if python is None:
         raise RuntimeError(f"{LLAMACPP_PYTHON_ENV} is not set")
-    port = _free_port()
+    port = free_port()
     cmd = [
         python, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", model_name,
         "--n_batch", "1", "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "4096",
@@ -139,7 +125,7 @@ def start_native_server(
     binary = llama_server_binary()
     if binary is None:
         raise RuntimeError(f"{LLAMA_SERVER_ENV} is not set")
-    port = _free_port()
+    port = free_port()
     cmd = [
         binary, "--model", str(gguf), "--alias", model_name, "--jinja", "--ctx-size", "4096",
         "--threads", "1", "--threads-batch", "1", "--parallel", "1", "--no-webui",
@@ -153,32 +139,12 @@ def _run(
     cmd: list[str], *, port: int, gguf: Path, log: Path, model_name: str, ready: str
 ) -> Iterator[LlamaCppServer]:
     root = f"http://127.0.0.1:{port}"
-    start = time.monotonic()
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, env=_env())
-        try:
-            while not _ready(root + ready):
-                if proc.poll() is not None:
-                    raise RuntimeError(
-                        f"llama.cpp exited with {proc.returncode} during startup:\n"
-                        + log.read_text(errors="replace")[-4000:]
-                    )
-                if time.monotonic() - start > STARTUP_TIMEOUT_S:
-                    raise RuntimeError(
-                        f"llama.cpp not ready after {STARTUP_TIMEOUT_S:.0f} s:\n"
-                        + log.read_text(errors="replace")[-4000:]
-                    )
-                time.sleep(0.3)
-            startup = time.monotonic() - start
-            print(f"\nllama.cpp ({gguf.name}) ready in {startup:.1f} s", file=sys.stderr)
-            yield LlamaCppServer(f"{root}/v1", root, model_name, gguf, startup, log)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+    with serve_process(
+        cmd, ready_url=root + ready, log=log, env=_env(), name="llama.cpp",
+        timeout_s=STARTUP_TIMEOUT_S, poll_s=0.3,
+    ) as startup:  # fmt: skip
+        print(f"\nllama.cpp ({gguf.name}) ready in {startup:.1f} s", file=sys.stderr)
+        yield LlamaCppServer(f"{root}/v1", root, model_name, gguf, startup, log)
 
 
 def tokenize(server: LlamaCppServer, text: str) -> list[int]:

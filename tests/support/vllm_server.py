@@ -18,15 +18,14 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.processes import free_port, serve_process
 
 __all__ = [
     "VLLM_PYTHON_ENV",
@@ -163,12 +162,6 @@ def run_batch(model_dir: Path, src: Path, dest: Path, *, tokenizer_mode: str, lo
     return time.monotonic() - start
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass(frozen=True)
 class VllmServer:
     """A running server: its base URL (``.../v1``), served model name and startup time."""
@@ -179,14 +172,6 @@ class VllmServer:
     startup_s: float
     log: Path
     label: str  # short name for tables (v4, v41, v3, reference)
-
-
-def _ready(root: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{root}/v1/models", timeout=2) as resp:
-            return bool(resp.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 @contextlib.contextmanager
@@ -212,7 +197,7 @@ def start_server(
     python = vllm_python()
     if python is None:
         raise RuntimeError(f"{VLLM_PYTHON_ENV} is not set")
-    port = _free_port()
+    port = free_port()
     cmd = [
         python,
         "-m",
@@ -242,29 +227,9 @@ def start_server(
     cmd += list(extra_args)  # e.g. prefix caching with per-request cached-token counts
     env = vllm_env()
     root = f"http://127.0.0.1:{port}"
-    start = time.monotonic()
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, env=env)
-        try:
-            while not _ready(root):
-                if proc.poll() is not None:
-                    raise RuntimeError(
-                        f"vLLM exited with {proc.returncode} during startup:\n"
-                        + log.read_text(errors="replace")[-4000:]
-                    )
-                if time.monotonic() - start > STARTUP_TIMEOUT_S:
-                    raise RuntimeError(
-                        f"vLLM not ready after {STARTUP_TIMEOUT_S:.0f} s:\n"
-                        + log.read_text(errors="replace")[-4000:]
-                    )
-                time.sleep(0.5)
-            startup = time.monotonic() - start
-            print(f"\nvLLM ({tokenizer_mode or 'auto'}) ready in {startup:.1f} s", file=sys.stderr)
-            yield VllmServer(f"{root}/v1", root, model_name, startup, log, label)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+    with serve_process(
+        cmd, ready_url=f"{root}/v1/models", log=log, env=env, name="vLLM",
+        timeout_s=STARTUP_TIMEOUT_S, poll_s=0.5,
+    ) as startup:  # fmt: skip
+        print(f"\nvLLM ({tokenizer_mode or 'auto'}) ready in {startup:.1f} s", file=sys.stderr)
+        yield VllmServer(f"{root}/v1", root, model_name, startup, log, label)
