@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from phaseaware.assembly import AssemblyOptions, Chunk, assemble
+from phaseaware.assembly import AssemblyOptions, AssemblyResult, Chunk, assemble
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 from phaseaware.chat import get_chat_format
 from phaseaware.profiles.registry import get_profile, list_profiles
@@ -345,17 +345,20 @@ def case_rows(repeats: int, quick: bool) -> list[str]:
     return rows
 
 
+_FIGURES = "cache_figures"  # report.build's name for the cache-aware figures
+
+
 @contextlib.contextmanager
 def _without_report() -> Iterator[None]:
     """The report stage without its cache-aware figures (``unchanged_*`` left 0/None)."""
     from phaseaware.assembly.report import build
 
-    kept = build.cache_figures
-    build.cache_figures = lambda setup, text, *, starts: (0, None)  # type: ignore[assignment]
+    kept = getattr(build, _FIGURES)
+    setattr(build, _FIGURES, lambda setup, text, *, starts: (0, None))
     try:
         yield
     finally:
-        build.cache_figures = kept
+        setattr(build, _FIGURES, kept)
 
 
 def report_rows(repeats: int) -> list[str]:
@@ -367,7 +370,7 @@ def report_rows(repeats: int) -> list[str]:
     chunks = make_dense(20, 300, seed=3)
     lc, li = _langchain_reorder(), _llamaindex_reorder()
 
-    def run(cache):  # type: ignore[no-untyped-def]
+    def run(cache: ChunkTokenCache | None) -> AssemblyResult:
         return assemble(
             chunks, tokenizer=tok, chat_format=fmt, question=QUESTION, profile=profile,
             budget_tokens=8_000, options=options, cache=cache,
