@@ -17,6 +17,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    :func:`fill_slot`, :mod:`.slot`) and :func:`assemble_records`, or, in agent loops,
    :func:`append_records` (which is :func:`phaseaware.assemble_append` itself).
    :mod:`.readers` reads message content, tool calls and metadata one way;
+   A ranker (Haystack's ``LostInTheMiddleRanker`` drop-in) selects with
+   :func:`rank_records` (``top_k``, a token budget, then the reorder; :mod:`.rank`).
    :func:`record_chunks` / :func:`merge_records` hold the one rule for missing scores
    and duplicate ids (copies merged, the merge in ``result.merged_duplicates``; see
    :mod:`.records`).
@@ -125,6 +127,7 @@ from phaseaware.integrate.records import (
     record_index,
     relevance_scores,
 )
+from phaseaware.integrate.rank import check_limit, rank_records
 from phaseaware.integrate.reorder import reorder_profile, reorder_records
 from phaseaware.integrate.report import (
     PlacedRecord,
@@ -209,6 +212,8 @@ __all__ = [
     "refuse_tools",
     "relevance_scores",
     "rendered_tokens",
+    "check_limit",
+    "rank_records",
     "reorder_profile",
     "reorder_records",
     "reported_identity",

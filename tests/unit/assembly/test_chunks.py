@@ -79,6 +79,7 @@ def test_copies_under_one_chunk_id_merge_and_are_reported() -> None:
     result = assemble(
         chunks, tokenizer="tiktoken:o200k_base", chat_format="chatml",
         question="What is the access code for Priya ?", budget_tokens=300,
+        options=AssemblyOptions(repeat=False),
     )  # fmt: skip
     assert sorted(p.chunk_id for p in result.placements) == ["kb-1", "kb-2"]
     assert result.prompt.count(text) == 1

@@ -177,7 +177,9 @@ def test_report_is_to_dict_plus_index_and_id(o200k):
     report = placement_report(result, [r.id for r in records])
     plain = result.to_dict()
     for p in report["placements"]:
-        assert p.pop("document_id") == "kb" and p.pop("document_index") in (0, 1)
+        assert p.pop("document_id") == "kb" and p.pop("document_index") == 0
+    (merged,) = report["merged_duplicates"]  # the same record twice: one, kept first
+    assert merged.pop("document_id") == "kb" and (merged["kept"], merged["merged"]) == (0, [1])
     assert report == plain
     empty = assemble_records([], target=target, layout=layout, question=QUESTION)
     assert empty.placements == () and empty.dropped == ()
