@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from haystack.dataclasses import ChatMessage, TextContent
+from haystack.dataclasses import ChatMessage, ChatRole, TextContent
 
 import phaseaware.integrate as kit
 from phaseaware.errors import InputError
@@ -69,6 +69,14 @@ def slot_template(
     elif isinstance(template, list) and all(isinstance(m, ChatMessage) for m in template):
         out = []
         for message in template:
+            if not message.is_from(ChatRole.USER) and not message.is_from(ChatRole.SYSTEM):
+                if any(pattern.search(t) for t in message.texts):
+                    raise InputError(
+                        f"the loop over {documents_key!r} is in a message of role {message.role.value!r}; "
+                        "ChatPromptBuilder renders system and user messages only: move it there"
+                    )
+                out.append(message)
+                continue
             content = [
                 TextContent(_rewrite(p.text, pattern, found)) if isinstance(p, TextContent) else p
                 for p in message._content  # as ChatPromptBuilder renders its parts
