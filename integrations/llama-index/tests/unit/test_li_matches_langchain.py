@@ -1,13 +1,17 @@
-"""The LangChain and LlamaIndex adapters give the same prompt and report for the same input.
+"""The LangChain, LlamaIndex and Haystack adapters give the same prompt and report for the
+same input.
 
 Both convert their framework's objects and call :mod:`phaseaware.integrate`; fed the
 same texts, scores with gaps (``None``) and duplicate ids, into the same conversation
 (one user message ``{context}\\n\\n{question}``, ChatML), they must agree byte for
-byte, report included (LlamaIndex's adds only its ``conversation_key``).
+byte, report included (LlamaIndex's adds only its ``conversation_key``). Haystack's
+``PhaseAwareChatPromptBuilder`` (when ``phaseaware-haystack`` is installed) writes the same
+slot as ChatPromptBuilder users do, a loop over ``documents``, and must agree too.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import pytest
@@ -27,6 +31,16 @@ from phaseaware.errors import InputError  # noqa: E402
 from phaseaware.tokenizers import load_tokenizer  # noqa: E402
 
 QUESTION = "What is the access code for Priya ?"
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+HAYSTACK = _installed("haystack_integrations.components.builders.phaseaware")
 OPTIONS = AssemblyOptions(allow_tokenizer_mismatch=True)
 PROFILE = "deepseek-v4-flash-base"
 TOKENIZER = load_tokenizer("tiktoken:o200k_base")
@@ -69,8 +83,35 @@ def _li_report(items: list[tuple[str, float | None, str]]) -> dict[str, Any]:
     return li
 
 
+def _hs_report(items: list[tuple[str, float | None, str]]) -> dict[str, Any] | None:
+    """Haystack's builder's report, or ``None`` when phaseaware-haystack is not installed."""
+    try:
+        from haystack import Document as HaystackDocument
+        from haystack.dataclasses import ChatMessage as HaystackMessage
+        from haystack_integrations.components.builders.phaseaware import (
+            PhaseAwareChatPromptBuilder,
+        )
+    except ImportError:
+        return None
+    template = [
+        HaystackMessage.from_user(
+            "{% for d in documents %}{{ d.content }}{% endfor %}\n\n{{ question }}"
+        )
+    ]
+    builder = PhaseAwareChatPromptBuilder(
+        template, **{**COMMON, "options": {"allow_tokenizer_mismatch": True}}
+    )
+    documents = [HaystackDocument(content=t, score=s, id=i) for t, s, i in items]
+    out = builder.run(documents=documents, question=QUESTION)
+    report: dict[str, Any] = out["report"]
+    assert out["prompt"][0].text == report["messages"][0]["content"]
+    return report
+
+
 def _both(items: list[tuple[str, float | None, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    return _lc_report(items), _li_report(items)
+    lc, li, hs = _lc_report(items), _li_report(items), _hs_report(items)
+    assert hs is None or hs == lc
+    return lc, li
 
 
 def test_scores_with_gaps_and_duplicate_ids_give_one_prompt_and_report():
@@ -99,6 +140,10 @@ def test_different_texts_under_one_id_are_refused_by_both():
         _lc_report(items)
     with pytest.raises(InputError) as li_error:
         _li_report(items)
+    if HAYSTACK:
+        with pytest.raises(InputError) as hs_error:
+            _hs_report(items)
+        assert str(hs_error.value) == str(lc_error.value)
     assert str(lc_error.value) == str(li_error.value).replace("nodes[", "documents[")
     assert "documents[0] and documents[1] share the id 'a'" in str(lc_error.value)
 
@@ -117,9 +162,9 @@ def test_different_texts_under_one_id_are_refused_by_both():
 )
 def test_same_input_same_output(items):
     outcomes = []
-    for report in (_lc_report, _li_report):
+    for report in (_lc_report, _li_report, *((_hs_report,) if HAYSTACK else ())):
         try:
             outcomes.append(report(items))
         except InputError as exc:  # different texts under one id: both refuse, alike
             outcomes.append(str(exc).replace("nodes[", "documents["))
-    assert outcomes[0] == outcomes[1]
+    assert all(outcome == outcomes[0] for outcome in outcomes)
