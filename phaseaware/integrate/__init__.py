@@ -111,6 +111,7 @@ from phaseaware.integrate.inputs import (
     check_context_variable,
     template_inputs,
 )
+from phaseaware.integrate.rank import check_limit, rank_records
 from phaseaware.integrate.readers import (
     EVIDENCE_KEY,
     SCORE_KEYS,
@@ -127,7 +128,6 @@ from phaseaware.integrate.records import (
     record_index,
     relevance_scores,
 )
-from phaseaware.integrate.rank import check_limit, rank_records
 from phaseaware.integrate.reorder import reorder_profile, reorder_records
 from phaseaware.integrate.report import (
     PlacedRecord,

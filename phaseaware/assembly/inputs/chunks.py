@@ -207,8 +207,8 @@ def duplicate_groups(
     """THE duplicate rule (module docstring) over parallel lists: ``ids[i]`` (``None``,
     or an unhashable id: never a duplicate), ``texts[i]``, ``scores[i]`` (``None``:
     missing). ``where(i)`` names item ``i`` in errors (``"chunks[3]"``), ``noun`` its id
-(``"chunk id"``). ``InputError``
-    for copies whose texts differ, or, with ``strict``, for any duplicate id."""
+    (``"chunk id"``). ``InputError`` for copies whose texts differ, or, with ``strict``,
+    for any duplicate id."""
     first: dict[Hashable, int] = {}  # id -> the group's slot in ``order``
     order: list[list[int]] = []  # per distinct item: its input indices
     for index, item_id in enumerate(ids):

@@ -94,7 +94,9 @@ def test_copies_under_one_id_merge_into_the_best_scored_one_at_the_first_place()
     with pytest.raises(InputError, match=r"duplicate id 'x' \(documents\[0\] and documents\[2\]"):
         merge_records(records, duplicate_ids="error")
     assert len(merge_records([SourceRecord("a"), SourceRecord("a")]).chunks) == 2  # no id
-    assert len(merge_records([SourceRecord("a", id=["x"]), SourceRecord("a", id=["x"])]).chunks) == 2
+    assert (
+        len(merge_records([SourceRecord("a", id=["x"]), SourceRecord("a", id=["x"])]).chunks) == 2
+    )
 
 
 def test_assembly_reports_the_merge_with_the_framework_ids(o200k):

@@ -83,7 +83,9 @@ def test_template_errors_name_the_fix() -> None:
     with pytest.raises(InputError, match=r"it may write \{\{ d.content \}\} only"):
         PhaseAwareChatPromptBuilder([ChatMessage.from_user(labelled)], **COMMON)
     with pytest.raises(InputError, match="reserves"):
-        PhaseAwareChatPromptBuilder([ChatMessage.from_user(LOOP + "{{ phaseaware_context }}")], **COMMON)
+        PhaseAwareChatPromptBuilder(
+            [ChatMessage.from_user(LOOP + "{{ phaseaware_context }}")], **COMMON
+        )
     with pytest.raises(InputError, match="of role 'assistant'; ChatPromptBuilder renders"):
         PhaseAwareChatPromptBuilder([ChatMessage.from_assistant(LOOP)], **COMMON)
     builder = PhaseAwareChatPromptBuilder([ChatMessage.from_user(LOOP)], **COMMON)

@@ -15,7 +15,9 @@ from haystack_integrations.components.rankers.phaseaware import PhaseAwareRanker
 
 QUESTION = "Below which voltage is the Helios-2 module disabled?"
 DOCS = [
-    Document(content=f"Note {i}: the Helios-{i} module is disabled below 3.{i}2 volts.", id=f"kb-{i}")
+    Document(
+        content=f"Note {i}: the Helios-{i} module is disabled below 3.{i}2 volts.", id=f"kb-{i}"
+    )
     for i in range(6)
 ]
 TEMPLATE = [

@@ -70,7 +70,9 @@ def test_errors_are_lost_in_the_middle_rankers() -> None:
     with pytest.raises(ValueError, match="holds no text"):
         PhaseAwareRanker().run(documents=[Document(id="x", content=None)])
     with pytest.raises(ValueError, match="share the id 'a'"):
-        PhaseAwareRanker().run(documents=[Document(content="a", id="a"), Document(content="b", id="a")])
+        PhaseAwareRanker().run(
+            documents=[Document(content="a", id="a"), Document(content="b", id="a")]
+        )
     assert PhaseAwareRanker().run(documents=[]) == {"documents": []}
 
 

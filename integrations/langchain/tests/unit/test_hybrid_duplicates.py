@@ -59,8 +59,9 @@ def test_the_prompt_merges_copies_and_reports_them(retrieved, o200k, options, pr
     assert copies == len(retrieved) - len(distinct) > 0
     for m in report["merged_duplicates"]:  # the best-scored copy is the one kept
         group = [m["kept"], *m["merged"]]
-        assert max(retrieved[i].metadata["score"] for i in group) == (
-            retrieved[m["kept"]].metadata["score"]
+        assert (
+            max(retrieved[i].metadata["score"] for i in group)
+            == (retrieved[m["kept"]].metadata["score"])
         )
 
 
@@ -80,7 +81,9 @@ def test_reorder_and_compressor_merge_and_their_async_paths_are_their_own(
     assert compressed[0].metadata["phaseaware"]["assembly"]["merged_duplicates"]
     assert asyncio.run(compressor.acompress_documents(retrieved, QUESTION)) == compressed
     # defined here, not the base classes' run-in-executor fallbacks
-    assert PhaseAwareReorder.atransform_documents is not BaseDocumentTransformer.atransform_documents
+    assert (
+        PhaseAwareReorder.atransform_documents is not BaseDocumentTransformer.atransform_documents
+    )
     assert PhaseAwareCompressor.acompress_documents is not (
         BaseDocumentCompressor.acompress_documents
     )

@@ -57,7 +57,9 @@ def test_postprocessor_and_reorder_merge_copies_sync_and_async() -> None:
     report = out[0].node.metadata[ASSEMBLY_KEY]
     assert sum(len(m["merged"]) for m in report["merged_duplicates"]) == len(nodes) - len(distinct)
     done = asyncio.run(post.apostprocess_nodes(nodes, query_bundle=bundle))
-    assert [(n.node.node_id, n.node.text) for n in done] == [(n.node.node_id, n.node.text) for n in out]
+    assert [(n.node.node_id, n.node.text) for n in done] == [
+        (n.node.node_id, n.node.text) for n in out
+    ]
     reorder = PhaseAwareReorder(profile="deepseek-v4-flash-base")
     ordered = reorder.postprocess_nodes(nodes, query_bundle=bundle)
     assert sorted(n.node.node_id for n in ordered) == sorted(distinct)

@@ -9,8 +9,6 @@ from typing import Any, Literal
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.components.builders import ChatPromptBuilder
 from haystack.dataclasses import ChatMessage
-
-import phaseaware.integrate as kit
 from haystack_integrations.utils.phaseaware import (
     SLOT_VARIABLE,
     document_records,
@@ -19,6 +17,8 @@ from haystack_integrations.utils.phaseaware import (
     slot_template,
     with_text,
 )
+
+import phaseaware.integrate as kit
 from phaseaware.errors import InputError
 
 __all__ = ["PhaseAwareChatPromptBuilder"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.utils.phaseaware import document_records
 
 import phaseaware.integrate as kit
-from haystack_integrations.utils.phaseaware import document_records
 from phaseaware import load_tokenizer
 
 __all__ = ["PhaseAwareRanker"]

@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
+from haystack_integrations.utils.phaseaware import message_dicts, plain_target_args
 
 import phaseaware.integrate as kit
-from haystack_integrations.utils.phaseaware import message_dicts, plain_target_args
 
 __all__ = ["PhaseAwareUsageCheck"]
 
