@@ -11,6 +11,8 @@ from haystack.components.builders import ChatPromptBuilder
 from haystack.dataclasses import ChatMessage
 from haystack_integrations.components.builders.phaseaware import PhaseAwareChatPromptBuilder
 from haystack_integrations.utils.phaseaware import message_dicts
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import phaseaware
 import phaseaware.integrate as kit
@@ -111,10 +113,12 @@ def test_copies_merge_and_different_texts_under_one_id_are_refused() -> None:
 
 
 def test_no_documents_give_the_template_with_an_empty_context() -> None:
+    """The loop's whitespace (before and after the content) is written once, as around
+    any context: here ``"\n    "`` and ``"\n"``."""
     out = PhaseAwareChatPromptBuilder(TEMPLATE, **COMMON).run(
         documents=[], question=QUESTION, style="s"
     )
-    assert out["prompt"][1].text == f"Context:\n\n\nQuestion: {QUESTION} (s)"
+    assert out["prompt"][1].text == f"Context:\n\n    \n\n\nQuestion: {QUESTION} (s)"
     assert out["report"]["placements"] == [] and out["report"]["dropped"] == []
 
 
@@ -163,3 +167,34 @@ def test_generation_kwargs_state_the_planned_chat_settings() -> None:
     assert thinking.generation_kwargs() == {
         "extra_body": {"chat_template_kwargs": thinking.target.chat_template_kwargs()}
     }
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    lead=st.sampled_from(["", "\n", "\n\n", "  "]),
+    trail=st.sampled_from(["", "\n", "\n\n", " "]),
+    dashes=st.tuples(*[st.sampled_from(["", "-"])] * 6),
+    n=st.integers(0, 3),
+)
+def test_without_reordering_the_messages_are_chat_prompt_builders(lead, trail, dashes, n) -> None:
+    """Strategy "none", no pads, no restated evidence: where the loop body's whitespace
+    joins documents as phaseaware does (``trail + lead == "\\n\\n"``), the messages equal
+    ChatPromptBuilder's byte for byte, Jinja's whitespace control included."""
+    o, a, sl, st_, b, c = dashes
+    loop = (
+        f"{{%{o} for d in documents {a}%}}{lead}{{{{{sl} d.content {st_}}}}}{trail}"
+        f"{{%{b} endfor {c}%}}"
+    )
+    template = [ChatMessage.from_user(f"Notes: \n{loop}\n Question: {{{{ question }}}}")]
+    options = {"strategy": "none", "pad": False, "repeat": False, "length_pad": False}
+    ours = PhaseAwareChatPromptBuilder(template, **{**COMMON, "profile": None, "options": options})
+    docs = _docs()[:n]
+    got = ours.run(documents=docs, question=QUESTION)["prompt"]
+    want = ChatPromptBuilder(template=template).run(documents=docs, question=QUESTION)["prompt"]
+    lead_kept = "" if a or sl else lead
+    trail_kept = "" if b or st_ else trail
+    joins_alike = trail_kept + lead_kept == "\n\n"  # phaseaware's separator
+    if n == 1 or (n > 1 and joins_alike) or (n == 0 and lead_kept + trail_kept == ""):
+        assert got[0].text == want[0].text
+    else:  # the same text, only the whitespace between documents (or around none) differs
+        assert "".join(got[0].text.split()) == "".join(want[0].text.split())

@@ -12,7 +12,11 @@ builder formats with the kit's slot marker (:func:`phaseaware.integrate.slot_mar
 every other part of the template is rendered by ``ChatPromptBuilder`` itself. The loop
 must write ``{{ <name>.content }}`` and whitespace only: per-document labels belong in
 the documents' content (a label written by the loop would not be where phaseaware
-measured the text). Whitespace control (``{%-`` / ``-%}``) on the loop is kept.
+measured the text). The body's whitespace before the content is written once before the
+documents, the whitespace after it once after them, and Jinja's whitespace control
+(``{%-``, ``-%}``, ``{{-``, ``-}}``) is kept; so where that whitespace is the separator
+(``\n{{ d.content }}\n``: ``"\n\n"`` between documents), the messages are
+``ChatPromptBuilder``'s own, the documents in phaseaware's order with its pads.
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ __all__ = ["SLOT_VARIABLE", "slot_template"]
 
 SLOT_VARIABLE = "phaseaware_context"  # the template variable the loop becomes
 
-_LOOP = r"\{%(?P<open>-?)\s*for\s+(?P<name>\w+)\s+in\s+DOCS\s*-?%\}(?P<body>.*?)\{%-?\s*endfor\s*(?P<close>-?)%\}"  # noqa: E501
+_LOOP = (
+    r"\{%(?P<open>-?)\s*for\s+(?P<name>\w+)\s+in\s+DOCS\s*(?P<after_for>-?)%\}(?P<body>.*?)"
+    r"\{%(?P<before_end>-?)\s*endfor\s*(?P<close>-?)%\}"
+)
 
 
 def _loop(documents_key: str) -> re.Pattern[str]:
@@ -40,8 +47,10 @@ def _rewrite(text: str, pattern: re.Pattern[str], found: list[str]) -> str:
     def one(match: re.Match[str]) -> str:
         name = match["name"]
         body = re.fullmatch(
-            r"\s*\{\{-?\s*" + re.escape(name) + r"\.content\s*-?\}\}\s*", match["body"]
-        )
+            r"(?P<lead>\s*)\{\{(?P<strip_lead>-?)\s*" + re.escape(name)
+            + r"\.content\s*(?P<strip_trail>-?)\}\}(?P<trail>\s*)",
+            match["body"],
+        )  # fmt: skip
         if body is None:
             raise InputError(
                 f"the loop over the documents writes {match['body'].strip()!r}; it may write "
@@ -49,7 +58,11 @@ def _rewrite(text: str, pattern: re.Pattern[str], found: list[str]) -> str:
                 "itself (put labels or metadata into the documents' content)"
             )
         found.append(match[0])
-        return "{{" + match["open"] + f" {SLOT_VARIABLE} " + match["close"] + "}}"
+        lead = "" if match["after_for"] or body["strip_lead"] else body["lead"]
+        trail = "" if match["before_end"] or body["strip_trail"] else body["trail"]
+        before = "{{- '' }}" if match["open"] else ""  # strips what precedes the loop
+        after = "{{ '' -}}" if match["close"] else ""  # strips what follows it
+        return f"{before}{lead}{{{{ {SLOT_VARIABLE} }}}}{trail}{after}"
 
     if SLOT_VARIABLE in text:
         raise InputError(f"the template uses {SLOT_VARIABLE!r}, a name phaseaware reserves")
