@@ -248,3 +248,27 @@ def test_refuse_tools_names_the_fix(o200k):
     refuse_tools(target, [], fix="x")
     with pytest.raises(UnsupportedRequestError, match="binds 1 tool.*pass tool_schemas"):
         refuse_tools(target, [object()], fix="pass tool_schemas='not_rendered'")
+
+
+def test_rank_records_takes_the_most_relevant_within_top_k_and_the_token_budget(o200k):
+    from phaseaware.integrate import rank_records
+
+    texts = ["alpha beta", "gamma", "delta epsilon zeta", "eta", "theta iota"]
+    records = [SourceRecord(t, s, f"id{i}") for i, (t, s) in enumerate(
+        zip(texts, [0.1, 0.9, 0.5, None, 0.7], strict=True))]  # fmt: skip
+    records.append(SourceRecord("gamma", 0.2, "id1"))  # a copy: merged, 0.9 kept
+    everything = rank_records(records, profile=None)
+    assert sorted(everything) == [0, 1, 2, 3, 4] and everything[-1] == 1
+    assert sorted(rank_records(records, profile=None, top_k=2)) == [1, 4]
+    sizes = {i: len(o200k.encode(t)) for i, t in enumerate(texts)}
+    budget = sizes[1] + sizes[4]
+    assert sorted(rank_records(records, profile=None, token_budget=budget, tokenizer=o200k)) == [
+        1, 4,
+    ]  # fmt: skip
+    assert rank_records(records, profile=None, token_budget=sizes[1], tokenizer=o200k) == (1,)
+    profile = phaseaware.get_profile("deepseek-v4-flash-base")
+    assert rank_records(records, profile=profile) == (3, 0, 2, 4, 1)  # ascending relevance
+    with pytest.raises(InputError, match="top_k must be an integer > 0"):
+        rank_records(records, profile=None, top_k=0)
+    with pytest.raises(InputError, match="pass the tokenizer"):
+        rank_records(records, profile=None, token_budget=5)
