@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -61,6 +62,9 @@ PROFILE = ROOT / "integrations" / "haystack" / "tests" / "data" / "phaseaware-re
 TEMPLATE = "{% for d in documents %}{{ d.content }}\n\n{% endfor %}{{ question }}"
 GENERATION = {"max_tokens": 4, "temperature": 0.0}
 PIPELINES = ("ChatPromptBuilder", "LostInTheMiddleRanker", "phase-aware")
+# serve-reference takes any key; an environment variable, so that the pipeline serialises
+# (Haystack refuses to write a token secret to YAML)
+KEY_VARIABLE = "PHASEAWARE_REFERENCE_API_KEY"
 
 
 def document_store(questions: Sequence[CompareQuestion]) -> InMemoryDocumentStore:
@@ -76,6 +80,7 @@ def document_store(questions: Sequence[CompareQuestion]) -> InMemoryDocumentStor
 
 def pipeline(kind: str, *, store: InMemoryDocumentStore, base_url: str, profile: str) -> Pipeline:
     """retriever -> [ranker] -> builder -> OpenAIChatGenerator -> PhaseAwareUsageCheck."""
+    os.environ.setdefault(KEY_VARIABLE, "unused")
     template = [ChatMessage.from_user(TEMPLATE)]
     pipe = Pipeline()
     pipe.add_component("retriever", InMemoryBM25Retriever(store, top_k=5))
@@ -90,7 +95,7 @@ def pipeline(kind: str, *, store: InMemoryDocumentStore, base_url: str, profile:
         builder = ChatPromptBuilder(template=template, required_variables="*")
     pipe.add_component("builder", builder)
     pipe.add_component("llm", OpenAIChatGenerator(
-        api_key=Secret.from_token("unused"), model=MODEL_NAME, api_base_url=base_url,
+        api_key=Secret.from_env_var(KEY_VARIABLE), model=MODEL_NAME, api_base_url=base_url,
         generation_kwargs=kwargs, max_retries=0, timeout=120,
     ))  # fmt: skip
     pipe.add_component("check", PhaseAwareUsageCheck(

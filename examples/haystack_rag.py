@@ -17,6 +17,7 @@ differs from the expected one.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from contextlib import nullcontext
 from pathlib import Path
@@ -43,6 +44,9 @@ with needs():
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "integrations" / "haystack" / "tests" / "data" / "phaseaware-reference.json"
 MODEL = "phaseaware-reference"
+# serve-reference takes any key; an environment variable, so that the pipeline serialises
+# (Haystack refuses to write a token secret to YAML)
+KEY_VARIABLE = "PHASEAWARE_REFERENCE_API_KEY"
 _FACT = re.compile(r"The access code for (\S+) is (\S+) \.")
 # ChatPromptBuilder's usual RAG template: the loop over `documents` is where they go
 TEMPLATE = [
@@ -72,6 +76,7 @@ def local_notes(count: int) -> tuple[list[Document], list[CompareQuestion]]:
 
 
 def rag_pipeline(notes: list[Document], *, base_url: str, profile: str) -> Pipeline:
+    os.environ.setdefault(KEY_VARIABLE, "unused")
     store = InMemoryDocumentStore()
     store.write_documents(notes)
     builder = PhaseAwareChatPromptBuilder(
@@ -79,7 +84,7 @@ def rag_pipeline(notes: list[Document], *, base_url: str, profile: str) -> Pipel
         budget_tokens=BUDGET_TOKENS,
     )  # fmt: skip
     llm = OpenAIChatGenerator(
-        api_key=Secret.from_token("unused"), model=MODEL, api_base_url=base_url,
+        api_key=Secret.from_env_var(KEY_VARIABLE), model=MODEL, api_base_url=base_url,
         generation_kwargs={"max_tokens": 4, "temperature": 0.0, **builder.generation_kwargs()},
     )  # fmt: skip
     pipe = Pipeline()

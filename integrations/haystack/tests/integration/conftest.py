@@ -51,7 +51,7 @@ def load_module(path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Modul
 
 
 @pytest.fixture
-def benchmark(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return load_module(ROOT / "benchmarks" / "haystack_rag.py", "haystack_rag_bench", monkeypatch)
 
 

@@ -19,10 +19,10 @@ QUESTIONS = 60
 
 
 def test_phase_aware_answers_at_least_as_many_as_both_baselines(
-    benchmark: Any, base_url: str, profile_path: str
+    bench: Any, base_url: str, profile_path: str
 ) -> None:
     questions = demo_questions(count=QUESTIONS, seed=0)
-    result = benchmark.compare(questions, base_url=base_url, profile=profile_path)
+    result = bench.compare(questions, base_url=base_url, profile=profile_path)
     print("\n" + "\n".join(result.lines()))
     assert result.usage_checks == QUESTIONS * 3  # every call: the server's count, equal
     phase = sum(result.right["phase-aware"])
@@ -33,22 +33,29 @@ def test_phase_aware_answers_at_least_as_many_as_both_baselines(
 
 
 def test_yaml_round_trip_and_async_send_the_same_messages(
-    benchmark: Any, base_url: str, profile_path: str
+    bench: Any, base_url: str, profile_path: str
 ) -> None:
     questions = demo_questions(count=3, seed=0)
-    store = benchmark.document_store(questions)
-    pipe = benchmark.pipeline("phase-aware", store=store, base_url=base_url, profile=profile_path)
+    store = bench.document_store(questions)
+    pipe = bench.pipeline("phase-aware", store=store, base_url=base_url, profile=profile_path)
     loaded = Pipeline.loads(pipe.dumps())
+    sent = {q.id: bench.ask(pipe, q) for q in questions}
     for q in questions:
-        sent = benchmark.ask(pipe, q)
-        assert benchmark.ask(loaded, q) == sent  # same messages, same answer, same count
-        data = {
-            "retriever": {"query": q.question,
-                          "filters": {"field": "meta.question", "operator": "==", "value": q.id}},
-            "builder": {"question": q.question},
-        }  # fmt: skip
-        done = asyncio.run(pipe.run_async(data, include_outputs_from={"builder"}))
-        assert tuple(done["builder"]["prompt"]) == sent.messages
+        assert bench.ask(loaded, q) == sent[q.id]  # same messages, same answer, same count
+
+    async def run_all() -> dict[str, Any]:  # one event loop: the async client lives in it
+        out = {}
+        for q in questions:
+            data = {
+                "retriever": {"query": q.question, "filters": {
+                    "field": "meta.question", "operator": "==", "value": q.id}},
+                "builder": {"question": q.question},
+            }  # fmt: skip
+            out[q.id] = await pipe.run_async(data, include_outputs_from={"builder"})
+        return out
+
+    for q_id, done in asyncio.run(run_all()).items():
+        assert tuple(done["builder"]["prompt"]) == sent[q_id].messages
         assert done["check"]["usage_check"]["ok"]
 
 
