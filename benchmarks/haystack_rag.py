@@ -71,7 +71,7 @@ def document_store(questions: Sequence[CompareQuestion]) -> InMemoryDocumentStor
     """Every question's chunks, tagged ``meta["question"]``, evidence in ``meta``."""
     store = InMemoryDocumentStore()
     store.write_documents([
-        Document(id=f"{q.id}-{c.id}", content=c.text,
+        Document(id=c.id, content=c.text,
                  meta={"question": q.id, "evidence": list(c.evidence)})
         for q in questions for c in q.chunks
     ])  # fmt: skip

@@ -68,7 +68,7 @@ def local_notes(count: int) -> tuple[list[Document], list[CompareQuestion]]:
         questions.append(q)
         for chunk, fact in zip(q.chunks, found, strict=True):
             if all(facts.setdefault(name, code) == code for name, code in fact.items()):
-                notes.append(Document(id=f"{q.id}-{chunk.id}", content=chunk.text,
+                notes.append(Document(id=chunk.id, content=chunk.text,
                                       meta={"evidence": list(chunk.evidence)}))  # fmt: skip
         if len(questions) == count:
             break
