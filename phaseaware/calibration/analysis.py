@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from phaseaware.calibration.log import LogHeader, ProbeRecord, read_log
 from phaseaware.calibration.stats import CalibrationStats, PeriodDetection, calibration_stats
-from phaseaware.calibration.stats.period import detect_period
+from phaseaware.calibration.stats.period import detect_period_at_positions
 from phaseaware.calibration.stats.window import WindowSweep, window_sweep
 from phaseaware.errors import CalibrationError
 from phaseaware.profiles.model import LengthResidueEffect, Profile, Provenance, TokenizerRef
@@ -66,18 +66,24 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
     detection = None
     period = settings.get("period")
     if period == "auto" or period is None:
-        n_offsets = int(settings["n_offsets"])
-        by_offset = _matrix(records, sweep="key", period=n_offsets, column="key_position")
-        if by_offset.size == 0:
-            raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
-        max_period = max(2, n_offsets // 2)
-        detection = detect_period(by_offset, max_period=max_period)
+        detection = _detect(records, int(settings["n_offsets"]), log_path)
         period = detection.period if detection.period is not None else detection.candidate
     period = int(period)
     key = _matrix(records, sweep="key", period=period, column="key_position")
     if key.size == 0 or np.isnan(key).all():
         raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
     stats = calibration_stats(key, seed=seed)
+    if detection is not None and detection.period is None:
+        # nothing is tested at a best-but-non-significant candidate: its residues are
+        # shown (and kept in the profile) but no test claims a weak residue there
+        stats = replace(
+            stats,
+            weak_residues=(),
+            verdict=(
+                f"not tested: no period detected (best candidate {period}, Holm-adjusted "
+                f"p = {detection.p_value:.2g})"
+            ),
+        )
     missing = [r for r, n in enumerate(stats.summary.n) if n == 0]
     if missing:
         raise CalibrationError(
@@ -88,6 +94,10 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
     length_stats = None
     if length.size and not np.isnan(length).all():
         length_stats = calibration_stats(length, seed=seed)
+        if detection is not None and detection.period is None:
+            length_stats = replace(
+                length_stats, weak_residues=(), verdict="not tested: no period detected"
+            )
     window = window_sweep(
         records,
         local_window=header.model_info.get("local_window"),
@@ -99,6 +109,23 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
         ),
     )
     return LogAnalysis(header, period, stats, length_stats, detection, len(records), window)
+
+
+def _detect(records: list[ProbeRecord], n_offsets: int, log_path: Any) -> PeriodDetection:
+    """``--period auto``: every candidate ``2..n_offsets`` tested on the key sweep's
+    ``key_position mod p`` itself (not on a fold by ``n_offsets``)."""
+    key = [r for r in records if r.sweep == "key"]
+    if not key:
+        raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
+    positions = np.array([r.key_position for r in key], dtype=np.int64)
+    if np.unique(positions).size <= n_offsets:
+        raise CalibrationError(
+            f"{log_path}: --period auto needs key positions at more than {n_offsets} places "
+            f"(--max-period); the log has {np.unique(positions).size}: run more "
+            "--base-prompts, or pass --period N"
+        )
+    correct = np.array([1.0 if r.correct else 0.0 for r in key])
+    return detect_period_at_positions(positions, correct, max_period=n_offsets)
 
 
 def _chat_format(settings: dict[str, Any]) -> str:

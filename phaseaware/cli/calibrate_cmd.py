@@ -64,7 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-period",
         type=integer(1, MAX_PERIOD),
         default=16,
-        help="offsets swept with --period auto (default 16)",
+        help="--period auto: offsets swept, and every period 2..N is tested (default 16)",
     )
     add(
         "--context-tokens",

@@ -94,7 +94,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-period",
         type=integer(4, MAX_PERIOD),
         default=16,
-        help="--period auto: fold positions by this; candidates up to half of it (default 16)",
+        help="--period auto: every period 2..N is tested on the key positions (default 16)",
     )
     add("--length-buckets", type=integer(1, 100), default=4, help="length buckets (default 4)")
     add("--json", action="store_true", help="print one JSON document")

@@ -18,7 +18,7 @@ from phaseaware.errors import MissingExtraError
 from phaseaware.profiles.model import Profile, Provenance, TokenizerRef
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.score import ScoreResult
-from phaseaware.scoring.tally import LengthBucket, PhaseTest, ResidueRow
+from phaseaware.scoring.tally import LengthBucket, PhaseTest, ResidueRow, Tally
 from phaseaware.version import __version__
 
 __all__ = ["to_json", "format_report", "save_plot", "build_profile"]
@@ -37,7 +37,9 @@ def _rows(rows: tuple[ResidueRow, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def _test(test: PhaseTest) -> dict[str, Any]:
+def _test(test: PhaseTest | None) -> dict[str, Any] | None:
+    if test is None:
+        return None
     return {"test": test.test, "statistic": test.statistic, "df": test.df, "p_value": test.p_value}
 
 
@@ -68,6 +70,11 @@ def to_json(result: ScoreResult) -> dict[str, Any]:
             "candidate": d.candidate,
             "strength": d.strength,
             "p_value": d.p_value,
+            "test": d.test,
+            "candidates": [
+                {"period": p, "p_value": d.p_values[p], "power": d.power[p]}
+                for p in sorted(d.p_values)
+            ],
         },
         "n_scored": t.n,
         "n_skipped": len(result.skipped),
@@ -90,13 +97,7 @@ def format_report(result: ScoreResult) -> str:
     t = result.tally
     lines = [
         f"{result.source}  ({result.format}, tokenizer {result.tokenizer_spec})",
-        f"{t.n} samples scored, {len(result.skipped)} skipped; period {t.period}"
-        + (
-            ""
-            if t.detection is None
-            else f" ({'detected' if t.detection.period else 'not significant; best candidate'}, "
-            f"{_p(t.detection.p_value)})"
-        ),
+        f"{t.n} samples scored, {len(result.skipped)} skipped; " + _period_text(t),
         f"{'residue':>7}  {'n':>5}  {'correct':>7}  {'accuracy':>8}  {'95% CI':>15}",
     ]
     for r in t.residues:
@@ -117,23 +118,39 @@ def format_report(result: ScoreResult) -> str:
         )
     )
     test = t.phase_dependence
-    lines.append(
-        f"phase dependence: {test.test}: X2 = {test.statistic:.1f}, df {test.df}, "
-        f"{_p(test.p_value)}"
-    )
+    if test is None:
+        lines.append("phase dependence: not tested (no period detected)")
+    else:
+        lines.append(
+            f"phase dependence: {test.test}: X2 = {test.statistic:.1f}, df {test.df}, "
+            f"{_p(test.p_value)}"
+        )
     for b in t.by_length:
         accs = " ".join(
             "-" if r.accuracy is None else f"{100 * r.accuracy:.0f}" for r in b.residues
         )
-        lines.append(
-            f"length {b.low}-{b.high} tokens (n {b.n}): {accs}  ({_p(b.phase_dependence.p_value)})"
-        )
+        tested = "untested" if b.phase_dependence is None else _p(b.phase_dependence.p_value)
+        lines.append(f"length {b.low}-{b.high} tokens (n {b.n}): {accs}  ({tested})")
     if result.skipped:
         reasons = Counter(s.reason for s in result.skipped)
         lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
     lines.append("")
     lines.extend(t.verdict.lines())
     return "\n".join(lines)
+
+
+def _period_text(t: Tally) -> str:
+    """The period, and how ``--period auto`` found it (or that it found none)."""
+    d = t.detection
+    if d is None:
+        return f"period {t.period}"
+    top = max(d.p_values, default=d.candidate)
+    if d.period is None:
+        return (
+            f"no period detected among 2-{top} (smallest Holm-adjusted {_p(d.p_value)}, at "
+            f"{d.candidate}); residues shown mod {t.period}, untested"
+        )
+    return f"period {t.period} (detected among 2-{top}, Holm-adjusted {_p(d.p_value)})"
 
 
 def save_plot(result: ScoreResult, path: str | Path) -> None:
@@ -180,6 +197,7 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
         )
     source = f"phaseaware score of {result.source.name} ({result.format})"
     test = t.phase_dependence
+    tested = "no period detected (untested)" if test is None else f"{test.test} {_p(test.p_value)}"
     return Profile(
         model=model,
         period=t.period,
@@ -197,7 +215,7 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
             protocol=(
                 f"eval log {result.source.name}: {t.n} samples scored ({len(result.skipped)} "
                 f"skipped), key = the needle's first token, residue = position mod {t.period}; "
-                f"{test.test} {_p(test.p_value)}"
+                f"{tested}"
             ),
             created=date.today().isoformat(),
             tool_version=__version__,
