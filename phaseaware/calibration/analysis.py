@@ -23,8 +23,9 @@ import numpy as np
 
 from phaseaware.calibration.log import LogHeader, ProbeRecord, read_log
 from phaseaware.calibration.stats import CalibrationStats, PeriodDetection, calibration_stats
-from phaseaware.calibration.stats.period import detect_period_at_positions
+from phaseaware.calibration.stats.period import detect_period_at_positions, unconfirmed
 from phaseaware.calibration.stats.window import WindowSweep, window_sweep
+from phaseaware.calibration.verdict import homogeneity_p_value
 from phaseaware.errors import CalibrationError
 from phaseaware.profiles.model import LengthResidueEffect, Profile, Provenance, TokenizerRef
 from phaseaware.version import __version__
@@ -73,6 +74,8 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
     if key.size == 0 or np.isnan(key).all():
         raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
     stats = calibration_stats(key, seed=seed)
+    if detection is not None and detection.period is not None:
+        detection, stats = _confirm(detection, stats)
     if detection is not None and detection.period is None:
         # nothing is tested at a best-but-non-significant candidate: its residues are
         # shown (and kept in the profile) but no test claims a weak residue there
@@ -80,8 +83,9 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
             stats,
             weak_residues=(),
             verdict=(
-                f"not tested: no period detected (best candidate {period}, Holm-adjusted "
-                f"p = {detection.p_value:.2g})"
+                f"not tested: no period detected (best candidate {period}, "
+                + (detection.note or f"Holm-adjusted p = {detection.p_value:.2g}")
+                + ")"
             ),
         )
     missing = [r for r, n in enumerate(stats.summary.n) if n == 0]
@@ -109,6 +113,32 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
         ),
     )
     return LogAnalysis(header, period, stats, length_stats, detection, len(records), window)
+
+
+def _confirm(
+    detection: PeriodDetection, stats: CalibrationStats
+) -> tuple[PeriodDetection, CalibrationStats]:
+    """A detected period stands when the chi-square over every key-sweep probe at that period
+    (:data:`~phaseaware.calibration.verdict.PEARSON`, the test the detection's own LR test
+    approximates) rejects too; else it is withdrawn (:func:`unconfirmed`). Cochran's Q uses
+    complete base-prompt rows only (a period that does not divide the offsets swept leaves
+    partial rows out): when it alone does not reject, its line says so instead of
+    contradicting the verdict."""
+    s = stats.summary
+    chi_p = homogeneity_p_value(s.successes, s.n)
+    if not chi_p < detection.alpha:
+        return unconfirmed(detection, test="chi-square", p_value=chi_p), stats
+    if stats.cochran.p_value < detection.alpha:
+        return detection, stats
+    weak = ", ".join(str(r) for r in stats.weak_residues) or "none significant"
+    return detection, replace(
+        stats,
+        verdict=(
+            f"chi-square over all {sum(s.n)} probes p = {chi_p:.2g}; weak residues: {weak} "
+            f"(Holm-corrected McNemar); Cochran's Q on the {stats.n_complete_rows} complete "
+            f"base-prompt rows only = {stats.cochran.q:.1f}, p = {stats.cochran.p_value:.2g}"
+        ),
+    )
 
 
 def _detect(records: list[ProbeRecord], n_offsets: int, log_path: Any) -> PeriodDetection:
@@ -192,6 +222,7 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
             "p_value": d.p_value,
             "alpha": d.alpha,
             "test": d.test,
+            "note": d.note,
             # per candidate: Holm-adjusted p-value, power at the observed effect
             "candidates": [
                 {"period": p, "p_value": d.p_values[p], "power": d.power[p]}

@@ -16,7 +16,12 @@ from phaseaware.calibration.probe_settings import ProbeSettings
 from phaseaware.calibration.runner import CalibrationResult
 from phaseaware.calibration.stats.plan import plan_calibration
 from phaseaware.calibration.stats.window import WindowSweep
-from phaseaware.calibration.verdict import Verdict, auto_period_test, phase_verdict
+from phaseaware.calibration.verdict import (
+    Verdict,
+    auto_period_test,
+    homogeneity_p_value,
+    phase_verdict,
+)
 from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
 from phaseaware.extras import install_line
@@ -60,8 +65,11 @@ def run_verdict(result: CalibrationResult) -> Verdict:
     detection = analysis.detection
     p_value, test, note = stats.cochran.p_value, "Cochran's Q over base prompts", None
     if detection is not None:
+        # the test a detected period is confirmed by (calibration.analysis): the chi-square
+        # over every key-sweep probe at that period
+        chi_p = homogeneity_p_value(stats.summary.successes, stats.summary.n)
         p_value, test, note = auto_period_test(
-            detection, residue_p=stats.cochran.p_value, residue_test="Cochran's Q"
+            detection, residue_p=chi_p, residue_test="chi-square"
         )
     untested = detection is not None and detection.period is None
     return phase_verdict(
@@ -190,8 +198,9 @@ def format_report(result: CalibrationResult) -> str:
         else:
             lines.append(
                 f"period detection: no period detected{among} (best candidate "
-                f"{detection['candidate']}, Holm-adjusted p = {detection['p_value']:.3g}); "
-                "residues shown at the candidate, untested"
+                f"{detection['candidate']}, Holm-adjusted p = {detection['p_value']:.3g}"
+                + (f"; {detection['note']}" if detection.get("note") else "")
+                + "); residues shown at the candidate, untested"
             )
         lines += _power_lines(detection)
     lines.append(f"key residue: {analysis.stats.verdict}")

@@ -194,24 +194,25 @@ def auto_period_test(
 
     A detected period: the larger of the detection's Holm-adjusted p-value and the
     residue test's at that period (``residue_p``), so the verdict rejects only when both
-    printed tests do. None detected: the best candidate's adjusted p-value (>= alpha),
+    printed tests do; the same for a period the residue test did not confirm
+    (``detection.note``). None detected: the best candidate's adjusted p-value (>= alpha),
     nothing tested at the candidate.
     """
     top = max(detection.p_values, default=detection.candidate)
     held = f"Holm-adjusted {_format_p(detection.p_value)}"
-    if detection.period is None:
+    if detection.period is None and not (detection.note and residue_p is not None):
         return (
             detection.p_value,
             f"period detection over candidates 2-{top}: {PERIOD_TEST}",
-            f"not significant, {held}",
+            detection.note or f"not significant, {held}",
         )
     if residue_p is None or residue_test is None:
         raise InputError("a detected period's verdict needs the residue test at that period")
+    period = detection.period or detection.candidate
     return (
         max(detection.p_value, residue_p),
-        f"period detection over candidates 2-{top} and {residue_test} at period "
-        f"{detection.period}",
-        f"detected, {held}",
+        f"period detection over candidates 2-{top} and {residue_test} at period {period}",
+        detection.note or f"detected, {held}",
     )
 
 

@@ -71,6 +71,7 @@ def to_json(result: ScoreResult) -> dict[str, Any]:
             "strength": d.strength,
             "p_value": d.p_value,
             "test": d.test,
+            "note": d.note,
             "candidates": [
                 {"period": p, "p_value": d.p_values[p], "power": d.power[p]}
                 for p in sorted(d.p_values)
@@ -147,8 +148,9 @@ def _period_text(t: Tally) -> str:
     top = max(d.p_values, default=d.candidate)
     if d.period is None:
         return (
-            f"no period detected among 2-{top} (smallest Holm-adjusted {_p(d.p_value)}, at "
-            f"{d.candidate}); residues shown mod {t.period}, untested"
+            f"no period detected among 2-{top} (best candidate {d.candidate}, Holm-adjusted "
+            f"{_p(d.p_value)}{'; ' + d.note if d.note else ''}); residues shown mod "
+            f"{t.period}, untested"
         )
     return f"period {t.period} (detected among 2-{top}, Holm-adjusted {_p(d.p_value)})"
 

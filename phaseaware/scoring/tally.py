@@ -28,6 +28,7 @@ from phaseaware.calibration.stats import (
     detect_period_at_positions,
     residue_summary,
 )
+from phaseaware.calibration.stats.period import unconfirmed
 from phaseaware.calibration.stats.dist import chi2_sf
 from phaseaware.calibration.verdict import Verdict, auto_period_test, phase_verdict
 from phaseaware.scoring.errors import EvalLogError
@@ -175,8 +176,13 @@ def tally(
     if period is None:
         detection = choose_period(located, max_period=max_period)
         period = detection.period or detection.candidate
-    tested = detection is None or detection.period is not None
     rows = residue_rows(located, period)
+    confirm = None
+    if detection is not None and detection.period is not None:
+        confirm = phase_test(rows)
+        if not confirm.p_value < detection.alpha:
+            detection = unconfirmed(detection, test="chi-square", p_value=confirm.p_value)
+    tested = detection is None or detection.period is not None
     by_length = tuple(
         LengthBucket(low, high, len(members), sub, phase_test(sub) if tested else None)
         for low, high, members in _buckets(located, length_buckets)
@@ -196,8 +202,8 @@ def tally(
     if detection is not None:
         p_value, test_name, note = auto_period_test(
             detection,
-            residue_p=None if test is None else test.p_value,
-            residue_test=None if test is None else "chi-square",
+            residue_p=None if confirm is None else confirm.p_value,
+            residue_test="chi-square",
         )
     else:
         assert test is not None  # a given period is always tested

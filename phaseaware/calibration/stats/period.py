@@ -39,7 +39,7 @@ Distributions from ``scipy.stats`` (through :mod:`.dist`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -48,7 +48,14 @@ from phaseaware.calibration.stats.dist import chi2_isf, chi2_sf, f_isf, f_sf, nc
 from phaseaware.calibration.stats.paired import holm_adjust
 from phaseaware.errors import InputError
 
-__all__ = ["PeriodDetection", "detect_period", "detect_period_at_positions", "period_power", "TEST"]
+__all__ = [
+    "PeriodDetection",
+    "detect_period",
+    "detect_period_at_positions",
+    "unconfirmed",
+    "period_power",
+    "TEST",
+]
 
 TEST = "nested test of the fold by p against each of its divisors, Holm over candidates"
 
@@ -75,6 +82,22 @@ class PeriodDetection:
     power: dict[int, float] = field(default_factory=dict, hash=False)
     alpha: float = 0.05
     test: str = TEST
+    #: why a significant candidate is not reported (see :func:`unconfirmed`), else ""
+    note: str = ""
+
+
+def unconfirmed(detection: PeriodDetection, *, test: str, p_value: float) -> PeriodDetection:
+    """``detection`` with its period withdrawn: the residue test at that period (``test``,
+    ``p_value`` >= alpha) did not confirm it, and a report must not print a detected period
+    above a test that finds nothing there. The candidate stays, untested."""
+    return replace(
+        detection,
+        period=None,
+        note=(
+            f"period {detection.period} passed the detection but {test} at it gave "
+            f"p = {p_value:.2g}: not confirmed"
+        ),
+    )
 
 
 def _counts_by_offset(values: Any) -> tuple[np.ndarray, np.ndarray | None]:
