@@ -28,8 +28,8 @@ from phaseaware.calibration.stats import (
     detect_period_at_positions,
     residue_summary,
 )
-from phaseaware.calibration.stats.period import unconfirmed
 from phaseaware.calibration.stats.dist import chi2_sf
+from phaseaware.calibration.stats.period import unconfirmed
 from phaseaware.calibration.verdict import Verdict, auto_period_test, phase_verdict
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.locate import Located

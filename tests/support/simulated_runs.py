@@ -25,7 +25,9 @@ def effect(period: int, *, high: float = 1.0, points: float = 10.0) -> np.ndarra
     return np.array([high] * (period - weak) + [high - points / 100] * weak)
 
 
-def calibrate_positions(rng: np.random.Generator, *, base_prompts: int = BASE_PROMPTS) -> np.ndarray:
+def calibrate_positions(
+    rng: np.random.Generator, *, base_prompts: int = BASE_PROMPTS
+) -> np.ndarray:
     """Key positions of a key sweep: each base prompt's key at a multiple of 16 (its depth
     varies), then offsets 0..15 (``calibration.haystack.fit_base`` and ``variants``)."""
     starts = OFFSETS * rng.integers(8, 64, size=base_prompts)
@@ -76,3 +78,19 @@ def write_calibration_log(
     # the lines ``CalibrationLog.append`` writes, without an fsync per probe
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def shuffle_outcomes(path: Path, rng: np.random.Generator) -> Path:
+    """The same log with its key-sweep outcomes permuted across probes: any phase effect is
+    gone, the overall accuracy stays."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines[1:]]
+    correct = rng.permutation([r["correct"] for r in records])
+    for record, value in zip(records, correct, strict=True):
+        record["correct"] = bool(value)
+    out = path.with_name(path.stem + "-shuffled.jsonl")
+    out.write_text(
+        "\n".join([lines[0], *(json.dumps(r, sort_keys=True) for r in records)]) + "\n",
+        encoding="utf-8",
+    )
+    return out
