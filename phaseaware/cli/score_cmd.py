@@ -24,7 +24,7 @@ from phaseaware.limits import MAX_PERIOD
 NAME = "score"
 HELP = "Score an eval log (lm-eval, RULER, HELMET, NIAH, JSONL) by key residue."
 
-FORMAT_NAMES = ("lm-eval", "ruler", "helmet", "niah", "jsonl")
+FORMAT_NAMES = ("lm-eval", "ruler", "helmet", "niah", "opencompass", "jsonl")
 
 
 def _regex(text: str) -> re.Pattern[str]:

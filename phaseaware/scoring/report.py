@@ -135,6 +135,11 @@ def format_report(result: ScoreResult) -> str:
     if result.skipped:
         reasons = Counter(s.reason for s in result.skipped)
         lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
+        if reasons["duplicate"]:
+            lines.append(
+                f"{reasons['duplicate']} repeated samples (the same doc_id and prompt in another "
+                "samples file of this run) counted once"
+            )
     lines.append("")
     lines.extend(t.verdict.lines())
     return "\n".join(lines)
