@@ -104,9 +104,12 @@ def _needle(gold: Any) -> tuple[str, ...] | str:
 
 
 def _details(results: Path) -> list[Any] | str:
-    """The per-sample details, or why there are none."""
+    """The per-sample details, or why there are none (the reader then refuses the run)."""
     if not results.is_file():
-        return f"no results file {results}: run OpenCompass's evaluation with --dump-eval-details"
+        return (
+            f"no results file {results}: run OpenCompass's evaluation with --dump-eval-details "
+            "(per-sample correctness is written there only)"
+        )
     doc = read_json(results)
     details = doc.get("details") if isinstance(doc, Mapping) else None
     if isinstance(details, Mapping):
@@ -132,14 +135,13 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
         if not isinstance(doc, Mapping):
             raise EvalLogError(f"{file} is not an OpenCompass predictions object keyed by index")
         details = _details(_results_file(file))
+        if isinstance(details, str):  # the whole run lacks its verdicts: say how to get them
+            raise EvalLogError(details)
         for i, key in enumerate(sorted(doc, key=lambda k: (len(str(k)), str(k)))):
             sample_id = f"{file.parent.name}/{file.name}:{key}"
             record = doc[key]
             if not isinstance(record, Mapping):
                 yield Skip(sample_id, "bad-record", "not a JSON object")
-                continue
-            if isinstance(details, str):
-                yield Skip(sample_id, "no-verdict", details)
                 continue
             needle = _needle(record.get("gold"))
             if isinstance(needle, str):
