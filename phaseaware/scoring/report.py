@@ -15,7 +15,8 @@ from typing import Any
 from phaseaware.atomic import atomic_write_bytes
 from phaseaware.charts import bar_chart
 from phaseaware.errors import MissingExtraError
-from phaseaware.profiles.model import Profile, Provenance, TokenizerRef
+from phaseaware.intervals import wilson_interval
+from phaseaware.profiles.model import LocalWindowEffect, Profile, Provenance, TokenizerRef
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.score import ScoreResult
 from phaseaware.scoring.tally import LengthBucket, PhaseTest, ResidueRow, Tally
@@ -192,9 +193,56 @@ def save_plot(result: ScoreResult, path: str | Path) -> None:
         raise EvalLogError(f"cannot write --plot {path}: {exc.strerror or exc}") from None
 
 
-def build_profile(result: ScoreResult, *, model: str) -> Profile:
+def _window(
+    result: ScoreResult, local_window: int | None
+) -> tuple[LocalWindowEffect | None, dict[str, str]]:
+    """The in-window accuracy the log measured (samples whose key sat within ``local_window``
+    tokens of the prompt's end, as calibrate's window sweep pools them), and what is lacking."""
+    fix = (
+        "calibrate with --sweeps key,window to measure it, or score a log whose needles sit "
+        "near the prompt's end with --local-window N"
+    )
+    if local_window is None:
+        return None, {
+            "local_window": "an eval log cannot tell the model's raw local window, so the "
+            "planner never places a key inside it (a calibrated profile records it); pass "
+            "--local-window N (the model's window in tokens) with --profile-out, or calibrate "
+            "with --sweeps key,window",
+        }
+    inside = [s for s in result.located if s.prompt_tokens - s.key_position <= local_window]
+    if not inside:
+        nearest = min(s.prompt_tokens - s.key_position for s in result.located)
+        return None, {
+            "local_window_accuracy": f"no scored sample had its key within the "
+            f"{local_window}-token window (nearest: {nearest} tokens from the end); the planner "
+            f"assumes the best residue's accuracy there; {fix}",
+        }
+    correct = sum(1 for s in inside if s.correct)
+    low, high = wilson_interval(correct, len(inside))
+    distances = [s.prompt_tokens - s.key_position for s in inside]
+    effect = LocalWindowEffect(
+        accuracy=correct / len(inside),
+        n=len(inside),
+        ci_low=low,
+        ci_high=high,
+        min_distance=min(distances),
+        max_distance=max(distances),
+        source=f"phaseaware score of {result.source.name}: samples with the key "
+        f"{min(distances)}-{max(distances)} tokens from the end, window {local_window}",
+    )
+    return effect, {}
+
+
+def build_profile(
+    result: ScoreResult, *, model: str, local_window: int | None = None
+) -> Profile:
     """A measured profile of ``model`` from the eval (every residue needs a sample), with its
-    provenance: the source log, its format, and the samples scored and skipped."""
+    provenance: the source log, its format, and the samples scored and skipped.
+
+    ``local_window`` (tokens, the model's raw window): recorded, with the in-window accuracy
+    of the samples whose key sat that close to the end when the log holds some. What the eval
+    could not measure is named in ``extra["lacks"]`` (:meth:`Profile.gaps`), and assembling
+    with the profile says so."""
     t = result.tally
     empty = [r.residue for r in t.residues if r.accuracy is None or r.ci is None]
     if empty:
@@ -202,6 +250,13 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
             f"no scored sample at residue(s) {empty} of period {t.period}: a profile needs "
             "every residue; score a larger log or pass a smaller --period"
         )
+    longest = max(s.prompt_tokens for s in result.located)
+    if local_window is not None and local_window > longest:
+        raise EvalLogError(
+            f"--local-window {local_window} is longer than the longest prompt scored "
+            f"({longest} tokens); pass the model's window, at most {longest}"
+        )
+    window_effect, lacks = _window(result, local_window)
     source = f"phaseaware score of {result.source.name} ({result.format})"
     test = t.phase_dependence
     tested = "no period detected (untested)" if test is None else f"{test.test} {_p(test.p_value)}"
@@ -215,7 +270,8 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
         tokenizer=TokenizerRef(
             spec=result.tokenizer_spec, fingerprint=result.tokenizer_fingerprint
         ),
-        local_window=None,
+        local_window=local_window,
+        local_window_accuracy=window_effect,
         provenance=Provenance(
             kind="measured",
             source=source,
@@ -235,6 +291,7 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
                 "skipped": len(result.skipped),
                 "phase_dependence": _test(test),
             },
-            "context_tokens": max(s.prompt_tokens for s in result.located),
+            "context_tokens": longest,
+            **({"lacks": lacks} if lacks else {}),
         },
     )
