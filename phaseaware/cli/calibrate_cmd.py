@@ -229,6 +229,7 @@ def _settings(args: argparse.Namespace) -> Any:
         base_prompts=args.base_prompts,
         seed=args.seed,
         max_tokens=args.max_tokens,
+        spread_keys=args.period is None,  # --period auto: keys on every residue per offset
         **defaults,
     )
 

@@ -3,13 +3,13 @@
 ``phaseaware calibrate --emit-lm-eval-task`` (``--chat-format none``: the prompt is the plain
 haystack and question) is run by a real ``lm_eval`` 0.4.13 (its own process) against
 ``serve-reference`` twice: through ``local-completions`` (the prompt sent as text) and through
-``local-chat-completions --apply_chat_template`` (the prompt sent as a user message, rendered
-by the server's chat template). lm-eval logs the chat route's prompt as a ``JsonChatStr``,
+``local-chat-completions --apply_chat_template`` (the prompt, without the BOS text the
+completions route needs, sent as a user message and rendered by the server's chat template). lm-eval logs the chat route's prompt as a ``JsonChatStr``,
 which ``json.dumps`` writes as a one-element list. ``phaseaware score --format lm-eval``
 must place every sample of both runs, the chat run's keys exactly where the server's own
 tokenization of the chat (``ReferenceEngine.encode_chat``) puts them, and the two runs must
 agree: the same documents graded, and the chat run's key at the completions run's key shifted
-by the server's chat prefix.
+by the server's chat prefix (the same for every sample).
 """
 
 from __future__ import annotations
@@ -95,6 +95,17 @@ def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(
 
     plain, chat = tmp_path / "completions", tmp_path / "chat"
     _lm_eval(task, plain, server.base_url, engine.model_name, chat=False)
+    # a chat server reads every character of a message as content: the prompt's leading BOS
+    # text (there for the completions route) would be content, not a BOS; drop it
+    from phaseaware.tokenizers import load_tokenizer
+
+    tok = load_tokenizer("reference")
+    data = next(task.glob("*.jsonl"))
+    docs = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
+    for doc in docs:
+        assert doc["prompt"].startswith(tok.bos_text)
+        doc["prompt"] = doc["prompt"][len(tok.bos_text) :]
+    data.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     _lm_eval(task, chat, server.base_url, engine.model_name, chat=True)
     samples = sorted(chat.rglob("samples_phaseaware_phase_sweep_*.jsonl"))
     assert len(samples) == 1
@@ -112,9 +123,6 @@ def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(
     from phaseaware.scoring.formats import ReadOptions
     from phaseaware.scoring.locate import Locator
     from phaseaware.scoring.score import score_log
-    from phaseaware.tokenizers import load_tokenizer
-
-    tok = load_tokenizer("reference")
     chat_format = get_chat_format("hf", tok)
     located = score_log(
         chat, format="lm-eval", locator=Locator(tokenizer=tok, chat_format=chat_format),
@@ -126,12 +134,15 @@ def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(
     text_keys = {s.sample_id.split(":doc ")[1]: s.key_position for s in text_located}
     found = {s.sample_id.split(":doc ")[1]: s for s in located}
     assert set(found) == set(text_keys)  # the same documents graded by both routes
+    shifts = set()
     for record in records:
         messages = json.loads(record["arguments"]["gen_args_0"]["arg_0"][0])
         ids = engine.encode_chat(messages)  # the server's own tokenization of the chat
-        prompt = record["doc"]["prompt"]
-        shift = _start(ids, tok.encode(prompt))
         sample = found[str(record["doc_id"])]
         assert sample.prompt_tokens == len(ids)
-        assert sample.key_position == shift + record["doc"]["key_position"]
-        assert sample.key_position == shift + text_keys[str(record["doc_id"])]
+        # the key: the needle's first token, found in the server's ids (the needle is unique)
+        assert sample.key_position == _start(ids, tok.encode(record["doc"]["needle"]))
+        shifts.add(sample.key_position - text_keys[str(record["doc_id"])])
+    # the chat route moves every key by the same template prefix: the runs agree sample for
+    # sample (the prompt's leading "<bos>" text is content there, one token with its word)
+    assert len(shifts) == 1, shifts

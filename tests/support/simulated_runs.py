@@ -26,12 +26,16 @@ def effect(period: int, *, high: float = 1.0, points: float = 10.0) -> np.ndarra
 
 
 def calibrate_positions(
-    rng: np.random.Generator, *, base_prompts: int = BASE_PROMPTS
+    rng: np.random.Generator, *, base_prompts: int = BASE_PROMPTS, spread: bool = True
 ) -> np.ndarray:
-    """Key positions of a key sweep: each base prompt's key at a multiple of 16 (its depth
-    varies), then offsets 0..15 (``calibration.haystack.fit_base`` and ``variants``)."""
+    """Key positions of a ``--period auto`` key sweep, rows = base prompts: base prompt ``b``'s
+    offset-0 key at residue ``b mod 16`` (``spread``, ``ProbeSettings.spread_keys``; else at a
+    multiple of 16) at a varying depth, then offsets 0..15 (``calibration.haystack.fit_base``
+    and ``variants``)."""
     starts = OFFSETS * rng.integers(8, 64, size=base_prompts)
-    return (starts[:, None] + np.arange(OFFSETS)[None, :]).ravel()
+    if spread:
+        starts = starts + np.arange(base_prompts) % OFFSETS
+    return starts[:, None] + np.arange(OFFSETS)[None, :]
 
 
 def eval_positions(rng: np.random.Generator, n: int = BASE_PROMPTS * OFFSETS) -> np.ndarray:
@@ -63,7 +67,7 @@ def write_calibration_log(
         created="2026-01-01T00:00:00Z",
         tool_version="0",
     )
-    positions = calibrate_positions(rng).reshape(BASE_PROMPTS, OFFSETS)
+    positions = calibrate_positions(rng)
     lines = [json.dumps(header.to_dict(), sort_keys=True)]
     for b in range(BASE_PROMPTS):
         right = outcomes(rng, positions[b], accuracy)

