@@ -233,9 +233,7 @@ def _window(
     return effect, {}
 
 
-def build_profile(
-    result: ScoreResult, *, model: str, local_window: int | None = None
-) -> Profile:
+def build_profile(result: ScoreResult, *, model: str, local_window: int | None = None) -> Profile:
     """A measured profile of ``model`` from the eval (every residue needs a sample), with its
     provenance: the source log, its format, and the samples scored and skipped.
 

@@ -48,9 +48,7 @@ def served():
 
 
 def _lm_eval(task_dir: Path, out: Path, base_url: str, model: str, *, chat: bool) -> None:
-    env = dict(
-        os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(out / "hf")
-    )
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(out / "hf"))
     route = "chat/completions" if chat else "completions"
     model_args = (
         f"model={model},base_url={base_url}/{route},tokenizer_backend=none,"
@@ -83,9 +81,7 @@ def _start(haystack: list[int], needle: list[int]) -> int:
     return starts[0]
 
 
-def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(
-    served, tmp_path, capsys
-):
+def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(served, tmp_path, capsys):
     server, engine = served
     common = ["--period", "8", "--base-prompts", BASE_PROMPTS, "--sweeps", "key"]
     task = tmp_path / "task"
@@ -123,6 +119,7 @@ def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(
     from phaseaware.scoring.formats import ReadOptions
     from phaseaware.scoring.locate import Locator
     from phaseaware.scoring.score import score_log
+
     chat_format = get_chat_format("hf", tok)
     located = score_log(
         chat, format="lm-eval", locator=Locator(tokenizer=tok, chat_format=chat_format),

@@ -34,6 +34,7 @@ __all__ = [
     "AssemblyRequest",
     "resolve_options",
     "resolve_profile",
+    "warn_gaps",
     "resolve_tokenizer",
     "stated_settings",
 ]
@@ -78,13 +79,8 @@ class AssemblyRequest:
         the field that is wrong. A profile that says it lacks data the planner would use
         (:meth:`Profile.gaps`, e.g. the local window) is named in one warning."""
         profile = resolve_profile(self.profile)
-        for field_name, why in () if profile is None else profile.gaps().items():
-            # one warning per gap and process (the same text from this line is shown once)
-            warnings.warn(
-                f"profile {profile.model!r} lacks {field_name}: {why}",
-                PhaseawareWarning,
-                stacklevel=2,
-            )
+        if profile is not None:
+            warn_gaps(profile)
         return dataclasses.replace(
             self,
             tokenizer=resolve_tokenizer(self.tokenizer),
@@ -149,6 +145,15 @@ def resolve_tokenizer(tokenizer: object) -> Tokenizer:
         f"tokenizer must be a phaseaware spec ('deepseek-v4', 'tiktoken:o200k_base', "
         f"'hf:/path') or a Tokenizer, got {type(tokenizer).__name__}"
     )
+
+
+def warn_gaps(profile: Profile) -> None:
+    """One ``PhaseawareWarning`` per gap the profile names (:meth:`Profile.gaps`): the same
+    text from the same line is shown once per process, however many calls plan with it."""
+    for field_name, why in profile.gaps().items():
+        warnings.warn(
+            f"profile {profile.model!r} lacks {field_name}: {why}", PhaseawareWarning, stacklevel=2
+        )
 
 
 def resolve_profile(profile: object) -> Profile | None:
