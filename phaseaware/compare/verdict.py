@@ -146,26 +146,45 @@ class CompareVerdict:
         return f"  placement (phase-aware vs placebo): {self._figures(self.placement)}: {words}"
 
     def _attribution_line(self) -> str:
+        """Which of order and placement carried the result; every claim read off the two
+        tests' effects (a hurt is said too, an unmeasured side is named)."""
         a = f"alpha {self.alpha:g}"
-        gain = paired_effect(self.gain, self.alpha)
-        words = {
-            "not measured": "not measured: run the controls order-only and placebo "
-            "(the default --arrangements)",
-            "both": "both the order and phase placement carried the result",
-            "placement": "phase placement carried the result, not the order",
-            "order": "the order carried the result, not phase placement",
-            "neither": (
+        effects = {
+            "the order": paired_effect(self.order, self.alpha),
+            "phase placement": paired_effect(self.placement, self.alpha),
+        }
+        measured = {name: e for name, e in effects.items() if e is not None}
+        missing = [name.removeprefix("the ").removeprefix("phase ") for name in effects
+                   if name not in measured]  # fmt: skip
+        hurt = [name for name, e in measured.items() if e == "worse"]
+        helped = [name for name, e in measured.items() if e == "better"]
+        if not measured:
+            return (
+                "  attribution: not measured: run the controls order-only and placebo "
+                "(the default --arrangements)"
+            )
+        if len(helped) == 2:
+            words = "both the order and phase placement carried the result"
+        elif helped:
+            other = next(name for name in effects if name != helped[0])
+            words = f"{helped[0]} carried the result, not {other}"
+        elif len(measured) == 1:
+            name, effect = next(iter(measured.items()))
+            words = f"{name} {'hurt' if effect == 'worse' else 'had no significant effect'} at {a}"
+            hurt = []
+        elif hurt:
+            words = f"no gain from the order or from phase placement at {a}"
+        elif paired_effect(self.gain, self.alpha) == "better":
+            words = (
                 f"neither the order alone nor phase placement alone is significant at {a}: "
                 "the gain over naive is not attributed"
-                if gain == "better"
-                else f"neither the order nor phase placement had a significant effect at {a}"
-            ),
-        }[self.carried_by]
-        if self.carried_by in ("placement", "order") and (self.order is None) != (
-            self.placement is None
-        ):
-            other = "order" if self.order is None else "placement"
-            words += f" ({other} not measured)"
+            )
+        else:
+            words = f"neither the order nor phase placement had a significant effect at {a}"
+        if hurt:
+            words += f"; {' and '.join(hurt)} hurt"
+        if missing:
+            words += f" ({missing[0]} not measured)"
         return f"  attribution: {words}"
 
     def text(self) -> str:

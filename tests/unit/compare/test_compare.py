@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from phaseaware.cli.main import main
@@ -17,39 +16,6 @@ from phaseaware.tokenizers import load_tokenizer
 from tests.support import compare_responder
 
 scipy_stats = pytest.importorskip("scipy.stats")
-
-NAMES = ["Ada", "Bram", "Cleo", "Dov", "Elif", "Fenna", "Gus", "Hana", "Ivo", "Juno"]
-WORDS = "river stone lamp garden tower market bridge window valley harbor".split()
-
-
-def _questions(path, count=48, seed=0):
-    rng = np.random.default_rng(seed)
-    lines = []
-    for i in range(count):
-        names = rng.choice(NAMES, size=3, replace=False)
-        chunks = []
-        for slot, name in enumerate(names):
-            filler = " ".join(rng.choice(WORDS, size=int(rng.integers(3, 15))))
-            code = f"{rng.integers(100, 999)}"
-            text = f"{filler}. The code for {name} is {code}. {filler}."
-            if slot == 0:
-                answer = code
-            chunks.append(
-                {
-                    "text": text,
-                    "score": [0.9, 0.7, 0.5][slot],
-                    "id": f"c{slot}",
-                    "evidence": [f"{name} is {code}"[: len(name)]] if slot == 0 else [],
-                }
-            )
-        rng.shuffle(chunks)
-        lines.append(
-            {"id": f"q{i}", "question": f"What is the code for {names[0]}?", "chunks": chunks,
-             "answer": answer}
-        )  # fmt: skip
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return path
-
 
 @pytest.fixture()
 def setup(tmp_path):
@@ -70,7 +36,7 @@ def setup(tmp_path):
     )
     profile_path = tmp_path / "sim.json"
     save_profile(profile, profile_path)
-    return _questions(tmp_path / "q.jsonl"), profile_path
+    return compare_responder.write_questions(tmp_path / "q.jsonl"), profile_path
 
 
 def _argv(questions, profile, tmp_path, *extra):
