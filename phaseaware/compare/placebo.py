@@ -60,7 +60,8 @@ def placebo_shift(reliabilities: Sequence[float]) -> int:
 
 def placebo_profile(profile: Profile) -> Profile:
     """A new profile with ``profile``'s per-residue figures rotated by
-    :func:`placebo_shift`; ``extra["placebo_shift"]`` records the shift."""
+    :func:`placebo_shift`; ``extra["x-placebo-shift"]`` records the shift (a schema
+    extension, so the derived profile stays a valid one)."""
     shift = placebo_shift(profile.planner_reliabilities())
     return dataclasses.replace(
         profile,
@@ -69,5 +70,5 @@ def placebo_profile(profile: Profile) -> Profile:
         ci_low=_rotate(profile.ci_low, shift),
         ci_high=_rotate(profile.ci_high, shift),
         reliability=None if profile.reliability is None else _rotate(profile.reliability, shift),
-        extra={**profile.extra, "placebo_shift": shift},
+        extra={**profile.extra, "x-placebo-shift": shift},
     )

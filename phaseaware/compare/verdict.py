@@ -182,7 +182,7 @@ class CompareVerdict:
         else:
             words = f"neither the order nor phase placement had a significant effect at {a}"
         if hurt:
-            words += f"; {' and '.join(hurt)} hurt"
+            words += "".join(f"; {name} hurt" for name in hurt)
         if missing:
             words += f" ({missing[0]} not measured)"
         return f"  attribution: {words}"
