@@ -225,7 +225,9 @@ def compare(
         arrangements=arrangements,
     )
     # said before the first request (the report repeats them): the run may be moot
-    for line in profile_mismatches(profile, model=name, tokenizer=tokenizer, chat_format=chat_format):
+    for line in profile_mismatches(
+        profile, model=name, tokenizer=tokenizer, chat_format=chat_format
+    ):
         warnings.warn(line, PhaseawareWarning, stacklevel=2)
     arranger = Arranger(
         tokenizer=tokenizer,

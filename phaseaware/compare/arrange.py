@@ -76,8 +76,11 @@ def parse_arrangements(text: str) -> tuple[str, ...]:
         )
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise InputError(f"--arrangements names {', '.join(repeated)} more than once; name each once")
+        raise InputError(
+            f"--arrangements names {', '.join(repeated)} more than once; name each once"
+        )
     return tuple(name for name in ARRANGEMENTS if name in names)
+
 
 T = TypeVar("T")
 

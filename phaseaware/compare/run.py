@@ -66,7 +66,11 @@ class CompareSettings:
                 f"(got {self.budget_tokens}, {self.max_tokens}, {self.questions_per_group})"
             )
         unknown = [a for a in self.arrangements if a not in ARRANGEMENTS]
-        if not self.arrangements or unknown or len(set(self.arrangements)) != len(self.arrangements):
+        if (
+            not self.arrangements
+            or unknown
+            or len(set(self.arrangements)) != len(self.arrangements)
+        ):
             raise InputError(
                 f"arrangements must be distinct names of {', '.join(ARRANGEMENTS)} "
                 f"(got {', '.join(map(repr, self.arrangements)) or 'none'})"

@@ -136,7 +136,9 @@ class CompareVerdict:
 
     def _placement_line(self) -> str:
         if self.placement is None:
-            return "  placement (phase-aware vs placebo): not measured (run phase-aware and placebo)"
+            return (
+                "  placement (phase-aware vs placebo): not measured (run phase-aware and placebo)"
+            )
         words = {
             "better": "phase placement helped",
             "worse": "the placebo did better: the profile's good residues are not this "

@@ -17,6 +17,7 @@ from tests.support import compare_responder
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
+
 @pytest.fixture()
 def setup(tmp_path):
     tok = load_tokenizer("tiktoken:cl100k_base")

@@ -34,10 +34,13 @@ def _profile(accuracy, *, model="m", protocol="sweep, chat format 'chatml'", fin
         n=tuple(range(10, 10 + len(accuracy))),
         ci_low=tuple(max(0.0, a - 0.1) for a in accuracy),
         ci_high=tuple(min(1.0, a + 0.1) for a in accuracy),
-        tokenizer=TokenizerRef(spec=tok.spec, fingerprint=tok.fingerprint() if fingerprint else None),
+        tokenizer=TokenizerRef(
+            spec=tok.spec, fingerprint=tok.fingerprint() if fingerprint else None
+        ),
         local_window=None,
-        provenance=Provenance(kind="measured", source="t", protocol=protocol, created="2026-12-04",
-                              tool_version="0"),  # fmt: skip
+        provenance=Provenance(
+            kind="measured", source="t", protocol=protocol, created="2026-12-04", tool_version="0"
+        ),  # fmt: skip
         reliability=tuple(a * 0.9 for a in accuracy),
         extra={"x-note": "kept"},
     )
@@ -80,6 +83,10 @@ def test_shift_edge_cases():
     assert placebo_shift([1.0, 0.5]) == 1
 
 
+def _order(result):
+    return [p.chunk_id for p in sorted(result.placements, key=lambda p: p.order)]
+
+
 def test_order_only_keeps_phase_aware_s_order_without_padding(tmp_path):
     questions = read_questions(compare_responder.write_questions(tmp_path / "q.jsonl", count=12))
     arranger = Arranger(tokenizer=load_tokenizer(TOKENIZER), chat_format="chatml",
@@ -89,10 +96,7 @@ def test_order_only_keeps_phase_aware_s_order_without_padding(tmp_path):
                                              system=None)  # fmt: skip
         assert list(results) == list(ARRANGEMENTS)
 
-        def order(name):
-            return [p.chunk_id for p in sorted(results[name].placements, key=lambda p: p.order)]
-
-        assert order("order-only") == order("phase-aware")
+        assert _order(results["order-only"]) == _order(results["phase-aware"])
         assert results["order-only"].padding_tokens == 0 == results["naive"].padding_tokens
         assert results["order-only"].repeated_tokens == 0
         # the placebo is phase-aware's assembly with the turned profile; every prediction
@@ -101,7 +105,9 @@ def test_order_only_keeps_phase_aware_s_order_without_padding(tmp_path):
         predicted = arranger.predicted_accuracy(results["placebo"], top)
         placement = next(p for p in results["placebo"].placements if p.chunk_id == top)
         assert predicted == pytest.approx(
-            np.mean([arranger.profile.residue_reliability(t) for t in placement.key_token_positions])
+            np.mean(
+                [arranger.profile.residue_reliability(t) for t in placement.key_token_positions]
+            )
         )
 
 
@@ -137,9 +143,7 @@ def test_an_unknown_arrangement_fails_before_any_request(tmp_path, capsys):
     assert not (tmp_path / "log.jsonl").exists()
 
 
-def test_a_profile_measured_elsewhere_is_named_before_the_run_and_in_the_report(
-    tmp_path, capsys
-):
+def test_a_profile_measured_elsewhere_is_named_before_the_run_and_in_the_report(tmp_path, capsys):
     tok = load_tokenizer(TOKENIZER)
     same = _profile([1.0, 0.5], model="org/My_Model")
     assert profile_mismatches(same, model="my-model", tokenizer=tok, chat_format="chatml") == ()

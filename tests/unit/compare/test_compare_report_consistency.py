@@ -35,7 +35,9 @@ PAIRED = re.compile(
 )
 FIGURES = r"(?P<diff>[+-]\d+\.\d) points \(wins (?P<wins>\d+), losses (?P<losses>\d+), exact McNemar (?P<p>p (?:< 0\.001|= [0-9.e-]+))\)"
 HEAD = re.compile(rf"^verdict: (?P<words>[^:]+): {FIGURES}$")
-ORDER = re.compile(rf"^  order \(order-only vs naive\): (?:{FIGURES}: (?P<words>.+)|not measured .*)$")
+ORDER = re.compile(
+    rf"^  order \(order-only vs naive\): (?:{FIGURES}: (?P<words>.+)|not measured .*)$"
+)
 PLACEMENT = re.compile(
     rf"^  placement \(phase-aware vs placebo\): (?:{FIGURES}: (?P<words>.+)|not measured .*)$"
 )
@@ -92,7 +94,7 @@ def _simulated_report(seed: int):
 
 
 def _significant(p_text: str, alpha: float) -> bool:
-    return 0.001 <= alpha if p_text == "p < 0.001" else float(p_text.split("= ")[1]) < alpha
+    return alpha >= 0.001 if p_text == "p < 0.001" else float(p_text.split("= ")[1]) < alpha
 
 
 def _effect(test: dict[str, str], alpha: float) -> str:
