@@ -54,6 +54,7 @@ __all__ = [
     "ANSWER_TOKENS",
     "DemoSettings",
     "DemoResult",
+    "answer_log",
     "run_demo",
     "strategy_summary",
 ]
@@ -248,7 +249,7 @@ def _calibrate(
     )
 
 
-def _answer_log(out: Path, identity: dict[str, Any]) -> Path:
+def answer_log(out: Path, identity: dict[str, Any]) -> Path:
     """One answer log per comparison (other --questions, --seed or profile: another file),
     each resumable; the calibration log beside it is shared. A log named before the
     controls (its name fingerprinted the three arrangements then run) is resumed."""
@@ -294,7 +295,7 @@ def _compare(
         chat_format=CHAT_FORMAT,
         backend=backend.name,
     )
-    log = _answer_log(settings.out, identity)
+    log = answer_log(settings.out, identity)
     run = run_compare(
         questions=questions,
         backend=backend,

@@ -204,3 +204,18 @@ def test_a_log_written_before_the_controls_resumes(tmp_path, capsys):
     log.write_text(json.dumps(header, sort_keys=True) + "\n", encoding="utf-8")
     assert main(argv) == 1
     assert "belongs to a different comparison" in capsys.readouterr().err
+
+
+def test_a_demo_answer_log_named_before_the_controls_is_found(tmp_path):
+    from phaseaware.compare.log import fingerprint
+    from phaseaware.demo.run import answer_log
+
+    identity = {"questions": "sha256:0", "budget_tokens": 512, "model": "m"}
+    fresh = answer_log(tmp_path, identity)
+    assert fresh.name == f"phaseaware-reference.compare-{fingerprint(identity)[7:19]}.jsonl"
+    before = {**identity, "arrangements": ["naive", "lost-in-the-middle", "phase-aware"]}
+    earlier = tmp_path / f"phaseaware-reference.compare-{fingerprint(before)[7:19]}.jsonl"
+    earlier.write_text("{}\n", encoding="utf-8")
+    assert answer_log(tmp_path, identity) == earlier  # resumed, controls asked
+    fresh.write_text("{}\n", encoding="utf-8")
+    assert answer_log(tmp_path, identity) == fresh  # a log under today's name wins
