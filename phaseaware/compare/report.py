@@ -129,7 +129,9 @@ class CompareReport:
         lines.append("")
         lines.append(f"paired by question (exact McNemar, alpha {self.alpha:g}):")
         tests = [*self.paired, *([self.order] if self.order is not None else [])]
-        lines += [f"  {_paired_line(t, self.alpha)}" for t in tests]
+        lines += [f"  {_paired_line(t, self.alpha)}" for t in tests] or [
+            "  none: a paired test needs phase-aware and another arrangement"
+        ]
         lines.append("")
         lines += _residue_lines(self)
         for r in self.rows:
