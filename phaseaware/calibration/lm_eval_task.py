@@ -26,9 +26,9 @@
   ``prompt_tokens`` and ``residue`` are where a server rendering that format puts
   them (the completions task's), with ``none`` they are left out (the server's
   template decides). Either way ``score --format lm-eval --chat-format ...`` finds
-  the real positions from the logged messages. A format with options (DeepSeek's
-  thinking mode) adds the ``chat_template_kwargs`` calibrate states to the
-  request (lm-eval sends extra ``generation_kwargs`` in the body).
+  the real positions from the logged messages. A format with options (``hf`` and
+  DeepSeek's: thinking off) adds the ``chat_template_kwargs`` calibrate's requests
+  state (lm-eval sends extra ``generation_kwargs`` in the request body).
 
 Run the completions task with ``lm_eval --include_path DIR --tasks <task>
 --log_samples ...`` on a completions backend that sends the prompt as text and
