@@ -23,7 +23,8 @@ rule once (the test tier runs SGLang's own two files against this module):
   server default renders a plan). A name goes to recipe, which maps ``minimal`` and
   ``low`` to low, ``medium``, ``high`` and ``xhigh`` to high, ``ultra`` and ``max`` to
   max (V4: the 0731 texts; V4.1: budgets 50 / 75 / 100) and refuses any other string.
-  A number is refused on V4 (HTTP 400); on V4.1 an integer 1-100 is the budget, written
+  A number is refused on V4 (HTTP 400); on V4.1 an integer 1-100 (or a numeric string
+  spelling a fraction 0-0.99, times 100) is the budget, written
   by rewriting recipe's ``high`` line (``Reasoning Effort: 75`` -> ``Reasoning Effort: N``).
 - Two assistant messages in a row each open with ``<｜Assistant｜></think>`` (recipe's
   rule; the encoder file continues the first), and recipe keeps no ``drop_thinking``
@@ -100,8 +101,13 @@ def sglang_effort(chat_format: str, effort: str | int | None) -> RecipeEffort:
     """The effort SGLang's ``_encode`` hands recipe (see the module doc);
     :class:`UnsupportedSettingError` for a number SGLang refuses. Names recipe refuses
     are refused when the format is built (recipe's own message)."""
+    value: str | int | float | None = effort
     if isinstance(effort, str) and _NUMERIC.fullmatch(effort.strip()):
-        effort = float(effort) if "." in effort else int(effort)  # type: ignore[assignment]
+        value = float(effort) if "." in effort else int(effort)
+    return _resolved(chat_format, value)
+
+
+def _resolved(chat_format: str, effort: str | int | float | None) -> RecipeEffort:
     if effort is None or effort == EFFORT_NONE:
         return RecipeEffort()
     if isinstance(effort, str):
@@ -113,9 +119,11 @@ def sglang_effort(chat_format: str, effort: str | int | None) -> RecipeEffort:
         )
     if isinstance(effort, int) and 1 <= effort <= 100:
         return RecipeEffort(tier=BUDGET_TIER, budget=effort)
+    if isinstance(effort, float) and 0.0 <= effort <= 0.99:  # a fraction of 100
+        return RecipeEffort(tier=BUDGET_TIER, budget=max(1, round(effort * 100)))
     raise UnsupportedSettingError(
-        f"SGLang takes an integer reasoning_effort 1-100 on DeepSeek-V4.1, not {effort!r} "
-        "(HTTP 400); pass a budget in range or a name"
+        f"SGLang takes reasoning_effort as an integer budget 1-100 or a fraction 0-0.99 on "
+        f"DeepSeek-V4.1, not {effort!r} (HTTP 400); pass a budget in range or a name"
     )
 
 
@@ -199,15 +207,16 @@ class DeepSeekRecipeFormat:
             if chat_format == "deepseek-v4"
             else recipe.DeepseekV41Encoding()
         )
-        # rendered once, as SGLang checks its default effort at boot: an effort recipe
-        # refuses is refused here, with recipe's reason
+        # rendered once, as SGLang checks its default effort at boot: an effort or a tool
+        # schema recipe refuses is refused here, with recipe's reason
         probe = (Message(role="user", content=""),)
         try:
             self._render(probe)
         except MessageContentError as exc:
             raise UnsupportedSettingError(
-                f"SGLang refuses reasoning_effort={settings.reasoning_effort!r} for "
-                f"{chat_format} ({exc}); pass low, medium, high, xhigh, max or none"
+                f"SGLang refuses these settings for {chat_format} ({exc}); an effort is one "
+                "of none, minimal, low, medium, high, xhigh, ultra, max, and a tool's "
+                'parameters a JSON Schema object ({"type": "object", ...})'
             ) from None
 
     def __repr__(self) -> str:
