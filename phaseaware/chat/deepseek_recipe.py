@@ -195,9 +195,7 @@ class DeepSeekRecipeFormat:
         self.name = chat_format
         self.settings = settings
         self.thinking = settings.thinking
-        self.markers: tuple[str, ...] = (
-            V4_MARKERS if chat_format == "deepseek-v4" else V41_MARKERS
-        )
+        self.markers: tuple[str, ...] = V4_MARKERS if chat_format == "deepseek-v4" else V41_MARKERS
         self._effort = sglang_effort(chat_format, settings.reasoning_effort)
         recipe = load_recipe()
         self._recipe = recipe

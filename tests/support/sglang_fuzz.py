@@ -117,9 +117,7 @@ def random_effort(rng: random.Random) -> Any:
 
 @dataclass
 class FuzzResult:
-    counts: dict[str, int] = field(
-        default_factory=lambda: {"same ids": 0, "refused by both": 0}
-    )
+    counts: dict[str, int] = field(default_factory=lambda: {"same ids": 0, "refused by both": 0})
     bad: list[str] = field(default_factory=list)
 
     def lines(self, name: str, n: int) -> list[str]:
