@@ -31,11 +31,14 @@ def effort_texts_of(
     offset: int,
     count: Callable[[ProbePrompt], int],
     where: str,
+    exact: bool,
 ) -> str | None:
     """The effort texts (``"0731"``, ``"preview"``) whose render of :data:`EFFORT_PROBE`
     the server counted (``count``: its ``usage.prompt_tokens`` for a prompt sent with
     EFFORT_PROBE's ``chat_template_kwargs``, ``offset`` tokens of its own); ``None`` and a
-    warning when neither does."""
+    warning when neither does. ``exact``: the probe saw the server honour the thinking
+    setting by its ids; otherwise a count that matches ``preview`` (no text for ``high``)
+    is also what a server ignoring the settings counts, and gives ``None``."""
     renders = {
         name: probe_prompts(
             tokenizer, "deepseek-v4", settings=ChatSettings(
@@ -47,7 +50,7 @@ def effort_texts_of(
     counted = count(renders["0731"])
     for name, prompt in renders.items():
         if counted == len(prompt.ids) + offset:
-            return name
+            return name if exact or name == "0731" else None
     warnings.warn(
         f"{where} counted {counted - offset} tokens for a DeepSeek-V4 thinking prompt with "
         f"effort 'high', which no known effort texts ({', '.join(EFFORT_TEXTS)}) give; plans "

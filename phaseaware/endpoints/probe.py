@@ -364,6 +364,7 @@ def probe_endpoint(
             offset=offsets[0],
             count=lambda p: _send(client, model, p, url, effort_kwargs, identity),
             where=url,
+            exact=used == "exact",
         )
         requests += 1
     requests += route.failed
