@@ -71,6 +71,7 @@ __all__ = [
     "get_chat_format",
     "register_chat_format",
     "format_markers",
+    "format_settings",
     "markers_of",
     "DeclaredFormat",
     "CHATML_MARKERS",
@@ -285,6 +286,13 @@ def format_markers(name: str) -> tuple[str, ...]:
     with _lock:
         entry = _entries.get(name) if isinstance(name, str) else None
     return entry.markers if entry is not None else ()
+
+
+def format_settings(name: str) -> frozenset[str]:
+    """The settings chat format ``name`` renders (empty for an unknown name)."""
+    with _lock:
+        entry = _entries.get(name) if isinstance(name, str) else None
+    return entry.supported_settings if entry is not None else frozenset()
 
 
 def _settings(

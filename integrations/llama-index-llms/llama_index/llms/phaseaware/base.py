@@ -108,6 +108,9 @@ def message_dict(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
+_EFFORT_FIX = " (PhaseAwareAgentLLM(settings=ChatSettings(reasoning_effort=...)))"
+
+
 class PhaseAwareAgentLLM(FunctionCallingLLM):
     """The agent's LLM with its newest tool result aligned (see docs/agent-steps.md).
 
@@ -141,6 +144,8 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         super().__init__(llm=llm, check_usage=on_mismatch)
         resolved = integrate.target_of(target)
         integrate.require_chat(resolved)
+        # an effort the wrapped LLM sends is planned with (or refused, saying how to set it)
+        resolved = resolved.with_effort(integrate.call_effort(None, llm), fix=_EFFORT_FIX)
         self._step = integrate.AgentStepper(
             resolved, policy, convert=lambda m, _: message_dict(m), text=_text,
             adapter="PhaseAwareAgentLLM",
@@ -192,6 +197,11 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         return out, step.result if step is not None else None
 
     def _send(self, messages: Sequence[ChatMessage], kwargs: Mapping[str, Any]) -> Any:
+        # a call's own reasoning_effort is planned with from this call on (never sent beside
+        # a plan made for another)
+        self._step.target = self.target.with_effort(
+            integrate.call_effort(kwargs, self.llm), fix=_EFFORT_FIX
+        )
         sent, result = self.align(messages, tools=kwargs.get("tools") or ())
         fix = "; state them on PhaseAwareAgentLLM (settings=, thinking=)"
         return sent, result, self.target.merged_kwargs(kwargs, fix=fix)
