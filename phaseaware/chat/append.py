@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from phaseaware.chat.deepseek_encoding import DeepSeekFormat
+from phaseaware.chat.deepseek_recipe import DeepSeekRecipeFormat
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat, markers_of
 from phaseaware.chat.hf import HFChatFormat
@@ -79,7 +80,9 @@ def drops_sent_reasoning(chat_format: ChatFormat) -> bool:
     """Whether ``chat_format`` re-renders text already sent by its own documented rule:
     DeepSeek thinking mode with ``drop_thinking`` drops earlier reasoning when a user or
     tool message arrives (the official encoder's behaviour; ``drop_thinking=False``
-    keeps it)."""
+    keeps it); deepseek-recipe (SGLang) by its own (:attr:`DeepSeekRecipeFormat.rewrites_sent`)."""
+    if isinstance(chat_format, DeepSeekRecipeFormat):  # recipe's rules (SGLang's renderer)
+        return chat_format.rewrites_sent
     return (
         isinstance(chat_format, DeepSeekFormat)
         and chat_format.thinking

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from phaseaware.chat.deepseek_v4 import ASSISTANT, THINK_CLOSE, THINK_OPEN
+from phaseaware.chat.deepseek_v4 import ASSISTANT, THINK_CLOSE, THINK_OPEN, USER
 from phaseaware.chat.deepseek_v4 import MARKERS as V4_MARKERS
 from phaseaware.chat.deepseek_v41 import DEFAULT_TABLE
 from phaseaware.chat.deepseek_v41 import MARKERS as V41_MARKERS
@@ -71,6 +71,7 @@ MODEL_NAMES = {"deepseek-v4": "DeepSeek-V4-Pro", "deepseek-v4.1": "DeepSeek-V4.1
 BUDGET_TIER, BUDGET_TIER_VALUE = "high", 75
 BUDGET_LINE = "Reasoning Effort: {budget}"
 _NUMERIC = re.compile(r"\d+(\.\d+)?")
+_CUT = "phaseaware-placeholder-result-7f3a"  # placeholder tool results, cut off again
 
 
 @functools.cache
@@ -135,12 +136,19 @@ def _wire_message(message: Message) -> dict[str, Any]:
 
 
 def sglang_body(
-    messages: Sequence[Message], *, chat_format: str, settings: ChatSettings, effort: RecipeEffort
+    messages: Sequence[Message],
+    *,
+    chat_format: str,
+    settings: ChatSettings,
+    effort: RecipeEffort,
+    request: bool = True,
 ) -> dict[str, Any]:
-    """The Chat Completions body SGLang hands recipe for ``messages`` (see the module doc)."""
+    """The Chat Completions body SGLang hands recipe for ``messages`` (see the module doc);
+    ``request=False``: the start of a longer conversation (a trailing assistant message
+    stays one)."""
     wire = [_wire_message(m) for m in messages]
     last = messages[-1] if messages else None
-    if last is not None and last.role == "assistant":
+    if request and last is not None and last.role == "assistant":
         wire[-1] = {"role": "user", "content": last.content}
     body: dict[str, Any] = {
         "model": MODEL_NAMES[chat_format],
@@ -217,12 +225,34 @@ class DeepSeekRecipeFormat:
                 'parameters a JSON Schema object ({"type": "object", ...})'
             ) from None
 
+    def _before_results(self, messages: tuple[Message, ...]) -> str:
+        """The start of a conversation that ends with tool calls not answered yet (an
+        agent's reply): recipe refuses unanswered calls, so it renders them answered by
+        placeholder results and the text is cut where their turn starts."""
+        placeholders = tuple(
+            Message(role="tool", content=_CUT, tool_call_id=call.id)
+            for call in messages[-1].tool_calls
+        )
+        text = self._render((*messages, *placeholders), request=False)
+        return text[: text.rfind(USER, 0, text.index(_CUT))]
+
+    @property
+    def rewrites_sent(self) -> bool:
+        """Whether appending messages may rewrite text already sent, by recipe's own rules:
+        thinking mode drops earlier reasoning when a user or tool message arrives, and V4
+        writes every system message at the start of the prompt."""
+        return self.thinking or self.name == "deepseek-v4"
+
     def __repr__(self) -> str:
         return f"DeepSeekRecipeFormat(chat_format={self.name!r}, settings={self.settings!r})"
 
-    def _render(self, messages: Sequence[Message]) -> str:
+    def _render(self, messages: Sequence[Message], *, request: bool = True) -> str:
         body = sglang_body(
-            messages, chat_format=self.name, settings=self.settings, effort=self._effort
+            messages,
+            chat_format=self.name,
+            settings=self.settings,
+            effort=self._effort,
+            request=request,
         )
         recipe = self._recipe
         try:
@@ -240,12 +270,15 @@ class DeepSeekRecipeFormat:
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
         """The prompt SGLang renders for ``messages`` with these settings;
-        ``add_generation_prompt=False`` leaves out the closing assistant opener (SGLang
-        always writes it). :class:`MessageContentError` with recipe's reason for a
+        ``add_generation_prompt=False`` renders them as the start of a longer conversation
+        (a trailing assistant message stays one) without the closing assistant opener
+        (SGLang always writes it). :class:`MessageContentError` with recipe's reason for a
         conversation SGLang refuses."""
         messages = tuple(messages)
         check_roles(messages, chat_format=self.name, roles=self.supported_roles)
-        text = self._render(messages)
+        if not add_generation_prompt and messages and messages[-1].tool_calls:
+            return self._before_results(messages)
+        text = self._render(messages, request=add_generation_prompt)
         if not add_generation_prompt:
             for opener in (ASSISTANT + THINK_OPEN, ASSISTANT + THINK_CLOSE):
                 if text.endswith(opener):

@@ -25,6 +25,14 @@ the prompt, not only how many tokens it had. Recognised today:
   renderer ``"sglang"`` (:mod:`phaseaware.chat.deepseek_recipe`); the probe renders
   with it before it sends a probe, and plans made with the record use it.
 
+- **vLLM**: ``GET /version`` answers ``{"version": ...}`` and nothing else
+  (``vllm/entrypoints/serve/instrumentator/basic.py``). It renders DeepSeek formats with
+  the checkpoint's encoder file (the default renderer).
+
+The name's first word (``vllm``, ``sglang``) picks the request field that returns a
+chat prompt's ids (:data:`phaseaware.endpoints.usage.PROMPT_IDS_FIELDS`): adapters ask
+for them and check ids, not counts.
+
 Anything else is ``None`` (unknown, not an error: the probe measures it the same way).
 """
 
@@ -77,7 +85,7 @@ def _get(client: openai.OpenAI, url: str) -> object:
 
 def server_identity(client: openai.OpenAI, base: str) -> ServerIdentity | None:
     """The server software at ``base`` (the ``/v1`` base URL or its root), else ``None``;
-    at most four ``GET`` requests, never an error."""
+    at most five ``GET`` requests, never an error."""
     return _identify(client, base)[0]
 
 
@@ -106,6 +114,12 @@ def _identify(client: openai.OpenAI, base: str) -> tuple[ServerIdentity | None, 
             if isinstance(version, str) and version and "model_path" in info:
                 return ServerIdentity(f"sglang {version}", renderer="sglang"), requests
             break  # answered, but not as SGLang does
+    version = _get(client, root + "/version")
+    requests += 1
+    if isinstance(version, dict) and set(version) == {"version"}:
+        number = version["version"]
+        if isinstance(number, str) and number:
+            return ServerIdentity(f"vllm {number}"), requests
     return None, requests
 
 

@@ -28,7 +28,13 @@ from phaseaware.chat.formats import (
 )
 from phaseaware.chat.layout import PromptLayout
 from phaseaware.chat.settings import ChatSettings, ChatSettingsError, UnsupportedSettingError
-from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
+from phaseaware.endpoints import (
+    PROMPT_IDS_FIELDS,
+    EndpointRecord,
+    EndpointRef,
+    endpoint_options,
+    load_endpoint,
+)
 from phaseaware.endpoints import usage_offsets as _usage_offsets
 from phaseaware.endpoints.request_settings import SETTINGS_FREE_FORMATS, record_settings
 from phaseaware.errors import InputError
@@ -84,20 +90,43 @@ class Target:
             return None
         return self.settings.chat_template_kwargs(fmt.name) or None
 
-    def request_kwargs(self) -> dict[str, Any]:
+    @property
+    def prompt_ids_field(self) -> str | None:
+        """The request field that makes the endpoint's server return the prompt's token ids
+        (vLLM ``return_token_ids``, SGLang ``return_prompt_token_ids``), from the endpoint
+        record's server; ``None``: unknown, or no record."""
+        server = self.endpoint.server if self.endpoint is not None else None
+        name = server.split(" ", 1)[0].lower() if server else ""
+        return PROMPT_IDS_FIELDS.get(name)
+
+    def request_kwargs(self, *, prompt_ids: bool = False) -> dict[str, Any]:
         """Keyword arguments for an OpenAI-compatible client call (``openai``,
         ``ChatOpenAI.bind``, LlamaIndex ``OpenAILike.chat``):
         ``{"extra_body": {"chat_template_kwargs": {...}}}``, or ``{}`` when there is
-        nothing to state (so OpenAI's own API, which rejects unknown fields, gets none)."""
+        nothing to state (so OpenAI's own API, which rejects unknown fields, gets none).
+        ``prompt_ids``: also ask for the prompt's ids where the server returns them
+        (:attr:`prompt_ids_field`; not for streaming: SGLang refuses it there)."""
+        body: dict[str, Any] = {}
         kwargs = self.chat_template_kwargs()
-        return {} if kwargs is None else {"extra_body": {"chat_template_kwargs": kwargs}}
+        if kwargs is not None:
+            body["chat_template_kwargs"] = kwargs
+        field = self.prompt_ids_field if prompt_ids else None
+        if field is not None:
+            body[field] = True
+        return {"extra_body": body} if body else {}
 
-    def merged_kwargs(self, existing: Mapping[str, Any] | None, *, fix: str = "") -> dict[str, Any]:
+    def merged_kwargs(
+        self, existing: Mapping[str, Any] | None, *, fix: str = "", prompt_ids: bool = False
+    ) -> dict[str, Any]:
         """``existing`` call kwargs (a framework's model settings) with
         :meth:`request_kwargs` merged into their ``extra_body``; a copy, the caller's
         mapping is not changed. ``chat_template_kwargs`` already there that disagree with
         the plan's are refused (``UnsupportedSettingError``; ``fix`` is added)."""
         merged = dict(existing or {})
+        field = self.prompt_ids_field if prompt_ids else None
+        if field is not None:
+            extra = merged.get("extra_body")
+            merged["extra_body"] = {**(extra if isinstance(extra, Mapping) else {}), field: True}
         ours = self.chat_template_kwargs()
         if ours is None:
             return merged

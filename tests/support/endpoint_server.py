@@ -15,6 +15,8 @@ a hosted endpoint's positions differ from the caller's rendering:
 * ``prompt_ids(body)``: the server's own prompt ids for a chat request in place of any
   rendering (a server that renders to ids itself: SGLang through deepseek-recipe);
 * ``get_routes``: ``GET`` paths and the JSON they answer (a server's info routes);
+* the prompt's ids come back where the request asks: ``return_token_ids`` (vLLM: on
+  the response), ``return_prompt_token_ids`` (SGLang: on the choice);
 * ``tokenize_route``: vLLM's ``POST /tokenize`` (``messages`` or ``prompt`` in,
   ``{"count", "max_model_len", "tokens"}`` out; no hidden prefix: it shows the
   template only, as a gateway's preamble would not appear there either).
@@ -145,7 +147,11 @@ class EndpointApp:
             choice["message"] = {"role": "assistant", "content": reply}
         else:
             choice["text"] = reply
+        if chat and body.get("return_prompt_token_ids"):  # SGLang: on the choice
+            choice["prompt_token_ids"] = list(ids)
+        extra_ids = {"prompt_token_ids": list(ids)} if body.get("return_token_ids") else {}
         return 200, {
+            **extra_ids,  # vLLM: on the response
             "id": f"sim-{index}",
             "object": "chat.completion" if chat else "text_completion",
             "created": 0,

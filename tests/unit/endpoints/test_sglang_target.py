@@ -52,7 +52,10 @@ def test_sglang_is_recognised_by_its_server_info_with_the_recipe_renderer() -> N
     found, requests = identify(older, "http://h:1/v1")  # type: ignore[arg-type]
     assert found is not None and found.name == "sglang 0.5.23" and requests == 4
     other = _Client({"http://h:1/server_info": {"version": "1.0"}})  # not SGLang's answer
-    assert identify(other, "http://h:1/v1") == (None, 3)  # type: ignore[arg-type]
+    assert identify(other, "http://h:1/v1") == (None, 4)  # type: ignore[arg-type]
+    vllm = _Client({"http://h:1/version": {"version": "0.32.0"}})
+    found, requests = identify(vllm, "http://h:1/v1")  # type: ignore[arg-type]
+    assert found is not None and (found.name, found.renderer, requests) == ("vllm 0.32.0", None, 5)
 
 
 def test_renderer_and_effort_texts_round_trip_and_reach_the_plan() -> None:
