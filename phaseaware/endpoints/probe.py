@@ -290,9 +290,9 @@ def probe_endpoint(
     # the server first: a DeepSeek format renders with the server's renderer (SGLang:
     # deepseek-recipe), so every probe is rendered as that server renders it
     identified = identify(client, base)
-    found = identified[0]
+    software = identified[0]
     deepseek = chat_format in ("deepseek-v4", "deepseek-v4.1")
-    renderer = found.renderer if found is not None and deepseek else None
+    renderer = software.renderer if software is not None and deepseek else None
     prompts = probe_prompts(
         tok, chat_format, thinking=thinking, settings=_stated(thinking, renderer)
     )

@@ -24,7 +24,7 @@ server renders nothing there.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from phaseaware.chat import ChatSettings
 from phaseaware.errors import InputError
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SETTINGS_FREE_FORMATS",
+    "ServerSettings",
     "chat_template_kwargs",
     "deepseek_server_settings",
     "record_settings",
@@ -61,15 +62,23 @@ def chat_template_kwargs(
     return settings.chat_template_kwargs(chat_format) or None
 
 
-def deepseek_server_settings(record: EndpointRecord) -> dict[str, str | None]:
+class ServerSettings(TypedDict):
+    """The chat settings that describe a server, not a request (never sent)."""
+
+    renderer: str | None
+    effort_texts: str | None
+    effort_budgets: str | None
+
+
+def deepseek_server_settings(record: EndpointRecord) -> ServerSettings:
     """The DeepSeek settings that describe ``record``'s server, not a request: its
     renderer, V4's effort texts, V4.1's effort table (all ``None`` for other formats)."""
     deepseek = record.chat_format in ("deepseek-v4", "deepseek-v4.1")
-    return {
-        "renderer": record.renderer if deepseek else None,
-        "effort_texts": record.effort_texts if record.chat_format == "deepseek-v4" else None,
-        "effort_budgets": record.effort_budgets if record.chat_format == "deepseek-v4.1" else None,
-    }
+    return ServerSettings(
+        renderer=record.renderer if deepseek else None,
+        effort_texts=record.effort_texts if record.chat_format == "deepseek-v4" else None,
+        effort_budgets=record.effort_budgets if record.chat_format == "deepseek-v4.1" else None,
+    )
 
 
 def record_settings(record: EndpointRecord, *, state_settings: bool = True) -> ChatSettings:
