@@ -78,16 +78,13 @@ def sent_text(*, sent: Sequence[Message], chat_format: ChatFormat) -> str:
 
 def drops_sent_reasoning(chat_format: ChatFormat) -> bool:
     """Whether ``chat_format`` re-renders text already sent by its own documented rule:
-    DeepSeek thinking mode with ``drop_thinking`` drops earlier reasoning when a user or
-    tool message arrives (the official encoder's behaviour; ``drop_thinking=False``
-    keeps it); deepseek-recipe (SGLang) by its own (:attr:`DeepSeekRecipeFormat.rewrites_sent`)."""
-    if isinstance(chat_format, DeepSeekRecipeFormat):  # recipe's rules (SGLang's renderer)
+    DeepSeek thinking mode with ``drop_thinking`` drops earlier reasoning when a user or tool
+    message arrives (``drop_thinking=False`` keeps it); recipe (SGLang) by its own rules."""
+    if isinstance(chat_format, DeepSeekRecipeFormat):
         return chat_format.rewrites_sent
-    return (
-        isinstance(chat_format, DeepSeekFormat)
-        and chat_format.thinking
-        and chat_format.drop_thinking
-    )
+    if not isinstance(chat_format, DeepSeekFormat):
+        return False
+    return chat_format.thinking and chat_format.drop_thinking
 
 
 def first_change(sent: str, full: str) -> int:
