@@ -1,6 +1,7 @@
 """A verdict a user can act on, from accuracy counts by residue.
 
-``calibrate``, ``compare`` and ``score`` all end with the same few lines: is the
+``calibrate`` and ``score`` end with the same few lines (``compare`` judges from
+its own paired tests instead: :mod:`phaseaware.compare.verdict`): is the
 model phase-sensitive at the test's level, which residues are worst and best,
 what phase-aware assembly should gain for a typical prompt, and whether the
 total prompt length's residue matters too. :func:`phase_verdict` builds them
