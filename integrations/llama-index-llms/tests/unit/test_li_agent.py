@@ -135,6 +135,8 @@ def test_the_wrapped_llms_reasoning_effort_is_planned_with():
 def test_the_prompt_ids_are_asked_for_where_the_server_returns_them():
     import dataclasses
 
+    pytest.importorskip("deepseek_recipe")  # the SGLang renderer (phaseaware's sglang extra)
+
     from phaseaware.endpoints import EndpointRecord
     from phaseaware.tokenizers import load_tokenizer
 
