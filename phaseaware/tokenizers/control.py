@@ -32,11 +32,11 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from phaseaware.caches import BoundedCache
 from phaseaware.errors import ControlTokenError, InputError
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.base import Tokenizer, implements
 
 __all__ = [
     "BREAK",
@@ -374,7 +374,11 @@ def scanner_for(
     if isinstance(markers, str):
         raise InputError("markers must be a list of control strings, not one string")
     markers = tuple(markers)
-    listed = tokenizer.special_strings if isinstance(tokenizer, SpecialStringsTokenizer) else None
+    listed = (
+        cast(SpecialStringsTokenizer, tokenizer).special_strings
+        if implements(tokenizer, SpecialStringsTokenizer)
+        else None
+    )
     key = (
         id(listed), getattr(tokenizer, "bos_text", None), getattr(tokenizer, "eos_text", None),
         markers, policy,

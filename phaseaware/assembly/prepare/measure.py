@@ -29,6 +29,7 @@ from phaseaware.tokenizers.base import (
     ParallelBatchTokenizer,
     TokenizedText,
     Tokenizer,
+    implements,
 )
 from phaseaware.tokenizers.bound import max_token_bytes, min_tokens
 from phaseaware.tokenizers.offsets import TokenStarts
@@ -75,8 +76,8 @@ def measure_chunks(
     texts = [c.text for c, f in zip(chunks, full, strict=True) if f]
     keyed = [k for k, f in zip(key_chars, full, strict=True) if f]
     parallel = (
-        isinstance(tokenizer, ParallelBatchTokenizer)
-        and tokenizer.parallel_batch
+        implements(tokenizer, ParallelBatchTokenizer)
+        and cast(ParallelBatchTokenizer, tokenizer).parallel_batch
         and len(texts) > 1
     )
     remembered = None
