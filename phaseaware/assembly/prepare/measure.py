@@ -95,7 +95,7 @@ def measure_chunks(
                 batch,
                 texts,
                 cache=cache,
-                fingerprint=batch.fingerprint(),
+                fingerprint=tokenizer.fingerprint(),
                 key_chars=keyed,
             )
         )
