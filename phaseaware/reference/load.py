@@ -12,7 +12,7 @@ from typing import Any
 
 from phaseaware.calibration.backends.hf import HFModelSource
 from phaseaware.errors import PhaseawareError
-from phaseaware.extras import install_line
+from phaseaware.extras import install_line, missing_message
 from phaseaware.reference.paths import MODEL_NAME, model_dir
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "reference_profile_defaults",
 ]
 
-_INSTALL_HINT = f"install the extra: {install_line('reference')}"
 
 
 def register() -> None:
@@ -32,7 +31,9 @@ def register() -> None:
         from transformers import AutoConfig, AutoModelForCausalLM
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise PhaseawareError(
-            f"the reference model needs transformers and torch; {_INSTALL_HINT}"
+            missing_message(
+                "transformers and torch", what="the reference model", command=install_line("reference")
+            )
         ) from exc
 
     from phaseaware.reference.configuration import PhaseRefConfig

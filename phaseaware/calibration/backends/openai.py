@@ -49,7 +49,7 @@ from phaseaware.calibration.backends.base import (
     prompt_token_mismatch,
 )
 from phaseaware.errors import BackendError, PhaseawareError
-from phaseaware.extras import install_line
+from phaseaware.extras import missing_message
 from phaseaware.redact import redact as redact_text
 from phaseaware.redact import redact_url
 
@@ -268,7 +268,7 @@ def _make_client(
         import openai  # noqa: F401 (the client's package: a missing extra fails here)
     except ImportError as exc:
         raise BackendError(
-            f"the HTTP backend needs the openai package: {install_line('openai')}"
+            missing_message("openai", what="the HTTP backend")
         ) from exc
     from phaseaware.httpclient import openai_client
 
