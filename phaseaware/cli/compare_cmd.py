@@ -91,7 +91,8 @@ def _check(args: argparse.Namespace) -> None:
     from phaseaware.assembly.inputs.options import check_position_offset
     from phaseaware.atomic import check_output_path, refuse_outputs_over_inputs, refuse_same_file
     from phaseaware.cli.run_inputs import compare_inputs
-    from phaseaware.errors import InputError
+    from phaseaware.cli.flags import check_server
+    from phaseaware.errors import BackendError, InputError
     from phaseaware.extras import require_extra
 
     if bool(args.questions) == bool(args.reference_questions):
@@ -106,6 +107,7 @@ def _check(args: argparse.Namespace) -> None:
                 "--backend openai needs --base-url, --model and --tokenizer (the served "
                 "model's tokenizer, so positions are exact)"
             )
+        check_server(args.base_url, error=BackendError)  # 3 s, not the client's retries
     elif args.backend == "hf":
         require_extra(
             modules=("torch", "safetensors", "transformers"), extra="torch", what="--backend hf"

@@ -12,7 +12,7 @@ import argparse
 
 from phaseaware.cli.argtypes import integer, seconds
 
-__all__ = ["add_chat_format", "add_openai_backend", "add_trust_flag"]
+__all__ = ["add_chat_format", "add_openai_backend", "add_trust_flag", "check_server"]
 
 
 def add_chat_format(parser: argparse.ArgumentParser, *, help: str, required: bool = False) -> None:
@@ -57,3 +57,17 @@ def add_openai_backend(parser: argparse.ArgumentParser, *, concurrency_help: str
         default=5,
         help="--backend openai: retries of 408/409/429/5xx/timeouts per request (default 5)",
     )
+
+
+def check_server(base_url: str | None, *, error: type[Exception]) -> None:
+    """Raise ``error`` naming the command that starts a server when nothing accepts a
+    connection at ``base_url`` within 3 s (before the command's work, and before the
+    client's retries of a refused connection)."""
+    from phaseaware.httpclient import START_A_SERVER, unreachable
+    from phaseaware.redact import redact_url
+
+    if not base_url:
+        return
+    why = unreachable(base_url)
+    if why is not None:
+        raise error(f"cannot reach the server at {redact_url(base_url)} ({why}): {START_A_SERVER}")

@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     from phaseaware.cli.api_keys import read_key_file
     from phaseaware.endpoints import probe_endpoint
     from phaseaware.endpoints.record import record_path
-    from phaseaware.errors import InputError
+    from phaseaware.cli.flags import check_server
+    from phaseaware.errors import EndpointError, InputError
 
     key = (
         read_key_file(args.api_key_file, error=InputError)
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         refuse_outputs_over_inputs(
             output, {f"--api-key-file {args.api_key_file}": args.api_key_file}
         )
+    check_server(args.base_url, error=EndpointError)  # 3 s: nothing listening, say so
     record = probe_endpoint(
         base_url=args.base_url, model=args.model, tokenizer=args.tokenizer,
         chat_format=args.chat_format, api_key=key, mode=args.mode, rounds=args.rounds,
