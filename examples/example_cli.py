@@ -31,6 +31,7 @@ __all__ = [
     "MODEL",
     "example_parser",
     "needs",
+    "preflight",
     "reference_profile",
     "run",
     "served",
@@ -75,11 +76,7 @@ def needs(framework: str | None = None) -> Iterator[None]:
 
 def example_parser(doc: str, *, profile: bool = True) -> argparse.ArgumentParser:
     """``--help`` from the example's docstring; ``--base-url`` and ``--profile``."""
-    parser = argparse.ArgumentParser(
-        description=doc.splitlines()[0],
-        allow_abbrev=False,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0], allow_abbrev=False)
     parser.add_argument(
         "--base-url",
         help="a running `phaseaware serve-reference` (e.g. http://127.0.0.1:8000/v1); "
@@ -92,6 +89,16 @@ def example_parser(doc: str, *, profile: bool = True) -> argparse.ArgumentParser
             f"({DEMO_PROFILE}) when it exists, else a quick calibration (~30 s)",
         )
     return parser
+
+
+def preflight() -> None:
+    """Before an example's imports (seconds of them): a ``--base-url`` on the command line
+    that nothing answers ends the example at once (3 s at most)."""
+    early = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    early.add_argument("--base-url")
+    known, _ = early.parse_known_args()
+    if known.base_url and not {"-h", "--help"} & set(sys.argv[1:]):
+        check_server(known.base_url)
 
 
 def served(args: argparse.Namespace) -> AbstractContextManager[str]:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import re
 
-from example_cli import MODEL, example_parser, needs, reference_profile, run, served
+from example_cli import MODEL, example_parser, needs, preflight, reference_profile, run, served
+
+preflight()  # a dead --base-url fails before the imports below
 
 with needs("langchain"):
     from langchain.agents import create_agent

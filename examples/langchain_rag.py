@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from operator import itemgetter
 
-from example_cli import MODEL, example_parser, needs, reference_profile, run, served
+from example_cli import MODEL, example_parser, needs, preflight, reference_profile, run, served
+
+preflight()  # a dead --base-url fails before the imports below
 
 with needs("langchain"):
     from langchain_common import BM25Retriever, check_answer, local_notes
@@ -30,7 +32,7 @@ with needs("langchain"):
 
 def main(argv: list[str] | None = None) -> int:
     parser = example_parser(__doc__)
-    parser.add_argument("--questions", type=int, default=4, help="questions to ask")
+    parser.add_argument("--questions", type=int, default=4, help="questions to ask (default 4)")
     args = parser.parse_args(argv)
 
     wrong = 0

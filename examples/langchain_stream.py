@@ -10,7 +10,9 @@ exits 1 when the answer is wrong or the usage check did not run.
 
 from __future__ import annotations
 
-from example_cli import MODEL, example_parser, needs, reference_profile, run, served
+from example_cli import MODEL, example_parser, needs, preflight, reference_profile, run, served
+
+preflight()  # a dead --base-url fails before the imports below
 
 with needs("langchain"):
     from langchain_common import BM25Retriever, check_answer, local_notes

@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from example_cli import example_parser, needs, reference_profile, served
+from example_cli import example_parser, needs, preflight, reference_profile, served
 from example_cli import run as run_example
+
+preflight()  # a dead --base-url fails before the imports below
 
 with needs("llama-index"):
     from llama_index.core import PromptTemplate

@@ -10,8 +10,10 @@ plan when the stream ends. The example exits 1 when the answer is wrong or no us
 
 from __future__ import annotations
 
-from example_cli import example_parser, needs, reference_profile, served
+from example_cli import example_parser, needs, preflight, reference_profile, served
 from example_cli import run as run_example
+
+preflight()  # a dead --base-url fails before the imports below
 
 with needs("llama-index"):
     from llama_index.core import PromptTemplate
