@@ -60,9 +60,7 @@ def _fail(message: str) -> None:
 
 def _missing(name: str, framework: str | None) -> str:
     everything = f"; everything its examples need: {INSTALL[framework]}" if framework else ""
-    return (
-        f"this example needs {name}, which is not installed: {install_command(name)}{everything}"
-    )
+    return f"this example needs {name}, which is not installed: {install_command(name)}{everything}"
 
 
 @contextmanager
@@ -191,7 +189,9 @@ def _one_line(exc: BaseException) -> str:
     cause: BaseException | None = exc
     while cause is not None:  # frameworks wrap the client's connection error
         if type(cause).__name__ in ("APIConnectionError", "ConnectError", "ConnectionError"):
-            return f"cannot reach the model server (connection refused or no such host): {_START_ONE}"
+            return (
+                f"cannot reach the model server (connection refused or no such host): {_START_ONE}"
+            )
         if type(cause).__name__ == "APIStatusError" or hasattr(cause, "status_code"):
             return f"the server refused the request: {str(cause).splitlines()[0]}"
         cause = cause.__cause__ or cause.__context__

@@ -61,9 +61,7 @@ def _run(profile: str | None, base_url: str) -> int:
         message_template="{context}\n\n{question}",  # the shape the reference model reads
     )
     question = questions[0]
-    llm = ChatOpenAI(
-        base_url=base_url, api_key="unused", model=MODEL, temperature=0, max_tokens=4
-    )
+    llm = ChatOpenAI(base_url=base_url, api_key="unused", model=MODEL, temperature=0, max_tokens=4)
     agent = create_agent(model=llm, tools=[search_notes], middleware=[middleware])
     call = {"name": "search_notes", "args": {"query": question.question}, "id": "call-1"}
     result = search_notes.invoke({**call, "type": "tool_call"})  # the scripted first step

@@ -106,8 +106,8 @@ def _questions(args: argparse.Namespace) -> Any:
 def _check(args: argparse.Namespace) -> None:
     from phaseaware.assembly.inputs.options import check_position_offset
     from phaseaware.atomic import check_output_path, refuse_outputs_over_inputs, refuse_same_file
-    from phaseaware.cli.run_inputs import compare_inputs
     from phaseaware.cli.flags import check_server
+    from phaseaware.cli.run_inputs import compare_inputs
     from phaseaware.errors import BackendError, InputError
     from phaseaware.extras import require_extra
 

@@ -47,9 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from phaseaware.cli.api_keys import read_key_file
+    from phaseaware.cli.flags import check_server
     from phaseaware.endpoints import probe_endpoint
     from phaseaware.endpoints.record import record_path
-    from phaseaware.cli.flags import check_server
     from phaseaware.errors import EndpointError, InputError
 
     key = (

@@ -24,7 +24,6 @@ __all__ = [
 ]
 
 
-
 def register() -> None:
     """Register ``phaseaware-ref`` with AutoConfig/AutoModelForCausalLM (idempotent)."""
     try:
@@ -32,7 +31,9 @@ def register() -> None:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise PhaseawareError(
             missing_message(
-                "transformers and torch", what="the reference model", command=install_line("reference")
+                "transformers and torch",
+                what="the reference model",
+                command=install_line("reference"),
             )
         ) from exc
 

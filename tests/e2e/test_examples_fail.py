@@ -20,7 +20,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 PROFILE = ROOT / "integrations/llama-index/tests/data/phaseaware-reference.json"
-SERVED = ["langchain_rag", "langchain_agent", "langchain_stream", "llama_index_rag", "llama_index_stream"]
+SERVED = [
+    "langchain_rag",
+    "langchain_agent",
+    "langchain_stream",
+    "llama_index_rag",
+    "llama_index_stream",
+]
 PATHS = [str(ROOT), str(ROOT / "integrations/langchain"), str(ROOT / "integrations/llama-index"),
          str(ROOT / "integrations/llama-index-llms")]  # fmt: skip
 

@@ -267,9 +267,7 @@ def _make_client(
     try:
         import openai  # noqa: F401 (the client's package: a missing extra fails here)
     except ImportError as exc:
-        raise BackendError(
-            missing_message("openai", what="the HTTP backend")
-        ) from exc
+        raise BackendError(missing_message("openai", what="the HTTP backend")) from exc
     from phaseaware.httpclient import openai_client
 
     return openai_client(

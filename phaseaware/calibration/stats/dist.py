@@ -30,6 +30,7 @@ __all__ = [
     "binom_pmf",
 ]
 
+
 def scipy_stats() -> ModuleType:
     """``scipy.stats``, imported on first use (``MissingExtraError`` naming the install)."""
     try:
