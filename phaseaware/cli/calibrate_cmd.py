@@ -101,7 +101,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the model's raw local window in tokens, where the backend cannot tell "
         "(--backend openai/callable); recorded in the profile and used by --sweeps window",
     )
-    add("--seed", type=integer(0, 2**63 - 1), default=0)
+    add("--seed", type=integer(0, 2**63 - 1), default=0, help="probe seed")
     add(
         "--max-tokens",
         type=integer(1, 100_000),

@@ -76,7 +76,9 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
         default = action.default
         if (
             "default" in text.lower()
-            or default in (None, False, argparse.SUPPRESS)
+            or default is None
+            or default is False
+            or default == argparse.SUPPRESS
             or not action.option_strings
         ):
             return text

@@ -7,6 +7,8 @@ transformers' Auto registries when first needed, so that
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +66,30 @@ def load_reference(device: str = "cpu", *, directory: str | Path | None = None) 
     register()
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-    model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True)
+    with _quiet_transformers():  # no weight-loading bar, no notices for the shipped model
+        model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True)
     # PreTrainedModel.to is decorated with functools.wraps(nn.Module.to); mypy then types it
     # as an unbound _Wrapped whose first argument is the model, not the device.
     model = model.to(device).eval()  # type: ignore[arg-type]
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
     return model, tokenizer
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' logging at ERROR and its progress bars off, restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def load_reference_model() -> Any:
