@@ -90,7 +90,7 @@ def test_a_missing_package_is_one_line_naming_its_install(name, module, install,
         "langchain_rag": ("langchain_core", "langchain_openai", "rank_bm25"),
         "langchain_agent": ("langchain.agents", "langchain_openai", "rank_bm25"),
         "llama_index_rag": ("llama_index.core", "llama_index.llms.openai_like", "rank_bm25"),
-        "llama_index_agent": ("llama_index.core", "llama_index.llms.phaseaware"),
+        "llama_index_agent": ("llama_index.core", "llama_index.llms.phaseaware", "rank_bm25"),
     }[name]
     _needs(*(m for m in needed if m != module))
     code, err = _run(name, block=(module,), tmp_path=tmp_path)
