@@ -350,7 +350,7 @@ def _probe(
     )
     from phaseaware.cli.calibrate_output import Progress
 
-    progress = Progress()
+    progress = Progress(log=log)
     try:
         result = run.run(backend, out_path=out, progress=progress)
     except KeyboardInterrupt:

@@ -241,7 +241,7 @@ def compare(
         position_offset=args.prompt_token_offset,
     )
     log = Path(args.log) if args.log else default_log(name, args.questions)
-    progress = Progress(label="compare", unit="answers")
+    progress = Progress(label="compare", unit="answers", log=log)
     try:
         result = run_compare(
             questions=questions,

