@@ -257,7 +257,7 @@ def failure_message(exc: BaseException, url: str) -> str:
         return f"{url}: {problem}"
     if isinstance(exc, openai.APITimeoutError):
         return f"{url} did not answer within --timeout: raise --timeout or check the server"
-    return f"cannot reach {url} ({type(exc).__name__}): check --base-url and that the server runs"
+    return f"cannot reach the server at {url} ({type(exc).__name__}): {START_A_SERVER}"
 
 
 #: Seconds a server has to accept a TCP connection before a command gives up on it.

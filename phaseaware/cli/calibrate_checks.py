@@ -28,11 +28,7 @@ def check_extras(args: argparse.Namespace) -> None:
             what="--backend hf (a local transformers model)",
         )
     elif args.backend == "openai":
-        from phaseaware.cli.flags import check_server
-        from phaseaware.errors import BackendError
-
         require_extra(modules=("openai",), extra="openai", what="--backend openai")
-        check_server(args.base_url, error=BackendError)  # 3 s, not the client's retries
 
 
 def check_paths(args: argparse.Namespace) -> None:

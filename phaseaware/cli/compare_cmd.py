@@ -53,6 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add("--tokenizer", help="tokenizer spec (required for openai: the served model's)")
     add_chat_format(parser, help="chat format: none, chatml, hf, deepseek-v4, ... (default hf)")
+    add = parser.add_argument_group("answers, grading and output").add_argument
     add(
         "--grader",
         default="exact",
@@ -76,8 +77,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--fresh", action="store_true", help="discard the log and start over")
     add("--json", action="store_true", help="print one JSON document")
     add("--plot", help="save accuracy and evidence-residue charts (needs matplotlib)")
+    served = parser.add_argument_group("--backend openai (an OpenAI-compatible server)")
+    add = served.add_argument
     add_openai_backend(
-        parser, concurrency_help="requests in flight (questions sent together; default 4)"
+        served, concurrency_help="requests in flight (questions sent together; default 4)"
     )
     add(
         "--prompt-token-offset",
@@ -90,6 +93,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="openai: do not compare usage.prompt_tokens with phaseaware's count (unsafe)",
     )
+    add = parser.add_argument_group("--backend hf (a local transformers model)").add_argument
     add("--threads", type=integer(1, 4096), default=1, help="--backend hf: torch CPU threads")
 
 
@@ -106,9 +110,8 @@ def _questions(args: argparse.Namespace) -> Any:
 def _check(args: argparse.Namespace) -> None:
     from phaseaware.assembly.inputs.options import check_position_offset
     from phaseaware.atomic import check_output_path, refuse_outputs_over_inputs, refuse_same_file
-    from phaseaware.cli.flags import check_server
     from phaseaware.cli.run_inputs import compare_inputs
-    from phaseaware.errors import BackendError, InputError
+    from phaseaware.errors import InputError
     from phaseaware.extras import require_extra
 
     if bool(args.questions) == bool(args.reference_questions):
@@ -123,7 +126,6 @@ def _check(args: argparse.Namespace) -> None:
                 "--backend openai needs --base-url, --model and --tokenizer (the served "
                 "model's tokenizer, so positions are exact)"
             )
-        check_server(args.base_url, error=BackendError)  # 3 s, not the client's retries
     elif args.backend == "hf":
         require_extra(
             modules=("torch", "safetensors", "transformers"), extra="torch", what="--backend hf"
@@ -167,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
 def _backend(args: argparse.Namespace) -> tuple[Any, Any, str]:
     from phaseaware.calibration.backends.factory import BackendOptions, make_backend, run_names
     from phaseaware.cli.api_keys import api_key_from_args
+    from phaseaware.cli.flags import check_openai_server
     from phaseaware.endpoints.request_settings import chat_template_kwargs
     from phaseaware.errors import InputError
     from phaseaware.tokenizers import load_tokenizer
@@ -188,6 +191,8 @@ def _backend(args: argparse.Namespace) -> tuple[Any, Any, str]:
         if args.backend == "openai"
         else None,
     )
+    if args.backend == "openai":  # 3 s, before any work: not the client's minute of retries
+        check_openai_server(args.base_url, api_key=options.api_key)
     default_model = None
     if args.backend == "hf" and args.model is None:
         from phaseaware.reference.load import reference_model_source

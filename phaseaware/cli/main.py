@@ -63,8 +63,24 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=DefaultsHelpFormatter,
         )
         module.configure(cmd)
+        cmd.usage = short_usage(cmd)
         cmd.set_defaults(_run=module.run)
     return parser
+
+
+def short_usage(parser: argparse.ArgumentParser) -> str | None:
+    """``prog [required flags] [options] positionals``: one line, not every flag (``--help``
+    lists them in groups); ``None`` (argparse's own) for a command with subcommands."""
+    words, positionals = [parser.prog], []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return None
+        if not action.option_strings:
+            name = action.metavar or action.dest
+            positionals.append(f"[{name}]" if action.nargs in ("?", "*") else str(name))
+        elif action.required:
+            words.append(f"{action.option_strings[0]} {action.metavar or action.dest.upper()}")
+    return " ".join([*words, "[options]", *positionals])
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
