@@ -15,7 +15,13 @@ from phaseaware.cli.argtypes import integer, seconds
 #: A parser or one of its argument groups (``--help`` lists a group under its title).
 Flags = argparse.ArgumentParser | argparse._ArgumentGroup
 
-__all__ = ["add_chat_format", "add_openai_backend", "add_trust_flag", "check_openai_server", "check_server"]
+__all__ = [
+    "add_chat_format",
+    "add_openai_backend",
+    "add_trust_flag",
+    "check_openai_server",
+    "check_server",
+]
 
 
 def add_chat_format(parser: Flags, *, help: str, required: bool = False) -> None:
