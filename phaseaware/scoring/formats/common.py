@@ -58,7 +58,7 @@ def _open_text(path: Path) -> str:
                 f"{path} is over {MAX_DOCUMENT_BYTES >> 20} MiB, more than one eval log "
                 "document holds; pass the log itself (JSONL logs are read line by line)"
             )
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a UTF-8 BOM is read, not parsed
     except UnicodeDecodeError:
         raise EvalLogError(f"{path} is not UTF-8 text; pass the JSON/JSONL log") from None
     except OSError as exc:
@@ -94,6 +94,8 @@ def read_jsonl(path: Path) -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise EvalLogError(f"{where} is not UTF-8 text; pass the JSON/JSONL log") from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")  # a UTF-8 BOM starts the file, not the record
         if not line.strip():
             continue
         try:
