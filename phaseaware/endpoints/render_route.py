@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from phaseaware.endpoints.record import redact_url
 from phaseaware.errors import EndpointError
+from phaseaware.httpclient import failure_message
 from phaseaware.tokenizers.base import TokenizedText
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,7 +103,7 @@ def render_ids(
             f"{RENDER_PATH} {why} at {redact_url(base)} (HTTP {exc.status_code}){hint}"
         ) from None
     except openai.APIError as exc:
-        raise EndpointError(f"{redact_url(url)} failed ({type(exc).__name__})") from None
+        raise EndpointError(failure_message(exc, redact_url(url))) from None
     if not isinstance(doc, dict):
         raise RenderUnavailable(f"{RENDER_PATH} at {redact_url(base)} returned no JSON object")
     ids = doc.get("token_ids")
