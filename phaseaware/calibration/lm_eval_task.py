@@ -30,10 +30,9 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from phaseaware.atomic import atomic_write_text, check_output_path
+from phaseaware.atomic import atomic_write_text, check_output_path, ensure_output_folder
 from phaseaware.calibration.probes import ProbeSettings, iter_groups
 from phaseaware.chat.layout import PromptLayout
-from phaseaware.errors import FilePathError
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["DEFAULT_TASK", "EmittedTask", "emit_lm_eval_task", "needle_of"]
@@ -123,15 +122,13 @@ def emit_lm_eval_task(
             }
             lines.append(json.dumps(doc, ensure_ascii=False))
     out = Path(folder)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FilePathError(
-            f"cannot create --emit-lm-eval-task folder {out}: {exc.strerror or exc}"
-        ) from None
-    data_path = (out / f"{task}.jsonl").resolve()
+    ensure_output_folder(out, what="--emit-lm-eval-task")
+    # Never resolved before the check: a link planted where the data file goes is refused
+    # by the safe write's link rules like any other output (the YAML names the path as given).
+    data_path = Path(os.path.abspath(out / f"{task}.jsonl"))
     yaml_path = out / f"{task}.yaml"
-    check_output_path(yaml_path)  # both targets checked before either is written
+    check_output_path(data_path)  # both targets checked before either is written
+    check_output_path(yaml_path)
     atomic_write_text(data_path, "\n".join(lines) + "\n")
     atomic_write_text(yaml_path, _yaml(task, data_path, settings.max_tokens))
     return EmittedTask(task, yaml_path, data_path, len(lines))

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from phaseaware.atomic import atomic_write_text, check_output_path
+from phaseaware.atomic import atomic_write_text, check_output_path, ensure_output_folder
 from phaseaware.errors import LogError
 from phaseaware.filelock import hold_lock
 from phaseaware.userfiles import LARGE_FILE, read_user_bytes
@@ -153,7 +153,7 @@ def open_compare_log(
 ) -> CompareLog:
     """Create, resume or (``fresh``) restart the log at ``path`` for ``header``'s run."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    ensure_output_folder(target.parent, what="the compare log")
     check_output_path(target)
     lock = contextlib.ExitStack()
     lock.enter_context(hold_lock(target, what="compare log"))
