@@ -145,7 +145,7 @@ class ProbeRecord:
 def _split_lines(data: bytes) -> tuple[list[bytes], int]:
     """Complete lines of ``data`` and the byte length they cover (a torn tail is dropped)."""
     end = data.rfind(b"\n") + 1
-    return data[:end].splitlines(), end
+    return data[:end].split(b"\n")[:-1], end  # \n only: JSONL's own line break
 
 
 def read_log(path: str | os.PathLike[str]) -> tuple[LogHeader, list[ProbeRecord]]:

@@ -20,6 +20,7 @@ from phaseaware.calibration.verdict import Verdict, phase_verdict
 from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
 from phaseaware.extras import install_line
+from phaseaware.plots import plot_format
 from phaseaware.profiles.model import Profile
 
 __all__ = [
@@ -223,7 +224,7 @@ def save_plot(result: CalibrationResult, path: str) -> None:
     ax.set_title(profile.model)
     fig.tight_layout()
     buffer = io.BytesIO()
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    fmt = plot_format(path)
     fig.savefig(buffer, dpi=120, format=fmt)
     plt.close(fig)
     try:

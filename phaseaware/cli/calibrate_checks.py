@@ -35,7 +35,10 @@ def check_paths(args: argparse.Namespace) -> None:
     """Output paths checked before any model loads or probe runs (the safe-write rule of
     :mod:`phaseaware.atomic`: regular files only, no output over an input or another output)."""
     from phaseaware.atomic import check_output_path, refuse_same_file
+    from phaseaware.plots import plot_format
 
+    if args.plot:
+        plot_format(args.plot)  # an unknown extension fails now, not after every probe
     outputs = {"--out": args.out, "--log": args.log, "--plot": args.plot}
     outputs["--emit-batch"] = args.emit_batch
     for value in outputs.values():

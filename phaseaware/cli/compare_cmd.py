@@ -93,11 +93,13 @@ def _check(args: argparse.Namespace) -> None:
     from phaseaware.cli.run_inputs import compare_inputs
     from phaseaware.errors import InputError
     from phaseaware.extras import require_extra
+    from phaseaware.plots import plot_format
 
     if bool(args.questions) == bool(args.reference_questions):
         raise InputError("pass a questions file (JSONL) or --reference-questions (one of them)")
     require_extra(modules=("scipy",), extra="stats", what="compare's statistics")
     if args.plot:
+        plot_format(args.plot)  # an unknown extension fails now, not after every request
         require_extra(modules=("matplotlib",), extra="plot", what="--plot")
     if args.backend == "openai":
         require_extra(modules=("openai",), extra="openai", what="--backend openai")

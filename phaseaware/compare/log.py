@@ -100,7 +100,7 @@ class AnswerRecord:
 def _read(path: Path) -> tuple[dict[str, Any], list[AnswerRecord], int]:
     data = read_user_bytes(path, what="compare log", max_bytes=LARGE_FILE, error=LogError)
     good_end = data.rfind(b"\n") + 1
-    lines = data[:good_end].splitlines()
+    lines = data[:good_end].split(b"\n")[:-1]  # \n only: JSONL's own line break
     try:
         header = json.loads(lines[0]) if lines else None
     except (json.JSONDecodeError, UnicodeDecodeError):

@@ -7,7 +7,6 @@ Nothing here prints; the CLI prints what these functions return. Fractions are
 from __future__ import annotations
 
 import io
-from collections import Counter
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from phaseaware.atomic import atomic_write_bytes
 from phaseaware.charts import bar_chart
 from phaseaware.errors import MissingExtraError
+from phaseaware.plots import plot_format
 from phaseaware.profiles.model import Profile, Provenance, TokenizerRef
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.score import ScoreResult
@@ -53,7 +53,8 @@ def _bucket(bucket: LengthBucket) -> dict[str, Any]:
 
 def to_json(result: ScoreResult) -> dict[str, Any]:
     """The ``--json`` document: ``period``, ``residues``, ``phase_dependence``, ``by_length``,
-    ``skipped`` (each ``{id, reason, detail}``), plus counts and provenance."""
+    ``skipped`` (the first few, each ``{id, reason, detail}``), ``skip_counts`` (every skip
+    by reason), plus counts and provenance."""
     t = result.tally
     d = t.detection
     return {
@@ -70,7 +71,8 @@ def to_json(result: ScoreResult) -> dict[str, Any]:
             "p_value": d.p_value,
         },
         "n_scored": t.n,
-        "n_skipped": len(result.skipped),
+        "n_skipped": result.n_skipped,
+        "skip_counts": dict(result.skip_counts),
         "residues": _rows(t.residues),
         "phase_dependence": _test(t.phase_dependence),
         "by_length": [_bucket(b) for b in t.by_length],
@@ -90,7 +92,7 @@ def format_report(result: ScoreResult) -> str:
     t = result.tally
     lines = [
         f"{result.source}  ({result.format}, tokenizer {result.tokenizer_spec})",
-        f"{t.n} samples scored, {len(result.skipped)} skipped; period {t.period}"
+        f"{t.n} samples scored, {result.n_skipped} skipped; period {t.period}"
         + (
             ""
             if t.detection is None
@@ -128,9 +130,8 @@ def format_report(result: ScoreResult) -> str:
         lines.append(
             f"length {b.low}-{b.high} tokens (n {b.n}): {accs}  ({_p(b.phase_dependence.p_value)})"
         )
-    if result.skipped:
-        reasons = Counter(s.reason for s in result.skipped)
-        lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
+    if result.n_skipped:
+        lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in result.skip_counts))
     lines.append("")
     lines.extend(t.verdict.lines())
     return "\n".join(lines)
@@ -159,7 +160,7 @@ def save_plot(result: ScoreResult, path: str | Path) -> None:
     ax.set_title(result.source.name)
     fig.tight_layout()
     buffer = io.BytesIO()
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    fmt = plot_format(path)
     fig.savefig(buffer, dpi=120, format=fmt)
     plt.close(fig)
     try:
@@ -195,7 +196,7 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
             kind="measured",
             source=source,
             protocol=(
-                f"eval log {result.source.name}: {t.n} samples scored ({len(result.skipped)} "
+                f"eval log {result.source.name}: {t.n} samples scored ({result.n_skipped} "
                 f"skipped), key = the needle's first token, residue = position mod {t.period}; "
                 f"{test.test} {_p(test.p_value)}"
             ),
@@ -207,7 +208,7 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
                 "source_log": str(result.source),
                 "format": result.format,
                 "samples": t.n,
-                "skipped": len(result.skipped),
+                "skipped": result.n_skipped,
                 "phase_dependence": _test(test),
             },
             "context_tokens": max(s.prompt_tokens for s in result.located),

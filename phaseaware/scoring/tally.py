@@ -172,6 +172,13 @@ def tally(
     if period is None:
         period, detection = choose_period(located, max_period=max_period)
     rows = residue_rows(located, period)
+    seen = [r.residue for r in rows if r.n > 0]
+    if len(seen) < 2:  # the verdict compares residues; say so in score's own words
+        raise EvalLogError(
+            f"every scored sample's key sits at residue {seen[0]} of period {period} "
+            f"({len(located)} samples): accuracy by residue needs keys at two residues or "
+            "more; score a log whose needles sit at varied positions, or pass another --period"
+        )
     by_length = tuple(
         LengthBucket(low, high, len(members), sub, phase_test(sub))
         for low, high, members in _buckets(located, length_buckets)

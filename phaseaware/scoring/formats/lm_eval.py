@@ -41,10 +41,10 @@ PROMPT_FIELD = "arguments.gen_args_0.arg_0"
 NEEDLE_FIELDS = ("doc.needle", "doc.outputs")
 
 
-def _filter_name(files: list[Path], wanted: str | None) -> str | None:
+def _filter_name(files: list[Path], wanted: str | None, *, cap: int) -> str | None:
     names: dict[str, None] = {}
     for file in files:
-        for _, record in read_jsonl(file):
+        for _, record in read_jsonl(file, cap=cap):
             if not isinstance(record, Skip) and isinstance(record.get("filter"), str):
                 names[record["filter"]] = None
     if wanted is not None:
@@ -76,9 +76,9 @@ def _metric_name(record: Mapping[str, Any]) -> str | None:
 
 def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
     files = files_in(path, "samples_*.jsonl")
-    chosen = _filter_name(files, options.lm_eval_filter)
+    chosen = _filter_name(files, options.lm_eval_filter, cap=options.line_cap())
     for file in files:
-        for where, record in read_jsonl(file):
+        for where, record in read_jsonl(file, cap=options.line_cap()):
             if isinstance(record, Skip):
                 yield record
                 continue
