@@ -29,6 +29,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from phaseaware.endpoints.record import EndpointRecord
+from phaseaware.endpoints.values import shown_text
 from phaseaware.errors import PhaseawareWarning
 from phaseaware.tokenizers.base import ChatTemplateTokenizer, Tokenizer
 
@@ -62,7 +63,7 @@ def _get(client: openai.OpenAI, url: str) -> object:
 
     try:
         return client.with_options(max_retries=0, timeout=10.0).get(url, cast_to=object)
-    except openai.APIError:
+    except (openai.APIError, ValueError):  # ValueError: a body that is not JSON
         return None
 
 
@@ -80,14 +81,18 @@ def _identify(client: openai.OpenAI, base: str) -> tuple[ServerIdentity | None, 
     title = info.get("title") if isinstance(info, dict) else None
     if isinstance(title, str) and LLAMA_CPP_PYTHON_TITLE in title:
         version = info.get("version") if isinstance(info, dict) else None
-        name = f"llama-cpp-python {version}" if isinstance(version, str) else "llama-cpp-python"
+        name = (  # the server's own words: escaped, cut, before they reach a terminal
+            f"llama-cpp-python {shown_text(version, limit=80)}"
+            if isinstance(version, str)
+            else "llama-cpp-python"
+        )
         return ServerIdentity(name), 1
     props = _get(client, root + "/props")
     build = props.get("build_info") if isinstance(props, dict) else None
     if isinstance(props, dict) and isinstance(build, str) and build:
         template = props.get("chat_template")
         served = template if isinstance(template, str) and template else None
-        return ServerIdentity(f"llama.cpp llama-server {build}", served), 2
+        return ServerIdentity(f"llama.cpp llama-server {shown_text(build, limit=80)}", served), 2
     return None, 2
 
 

@@ -29,7 +29,8 @@ from typing import Any
 
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.messages import parse_messages
-from phaseaware.errors import PhaseawareError
+from phaseaware.endpoints.values import decode_server_ids
+from phaseaware.errors import EndpointError, PhaseawareError
 from phaseaware.regexes import UntrustedPattern, compile_untrusted
 from phaseaware.scoring.sample import EvalSample, Skip
 from phaseaware.tokenizers.base import Tokenizer
@@ -94,7 +95,10 @@ def _prompt_text(sample: EvalSample, locator: Locator) -> tuple[str, int] | Skip
     assert sample.messages is not None  # a reader sets one of the two
     if locator.server_ids is not None:
         ids = locator.server_ids(sample.messages)
-        text = locator.tokenizer.decode(list(ids))
+        try:  # the server's ids: one outside the tokenizer's vocabulary is named, not a crash
+            text = decode_server_ids(locator.tokenizer, ids, source="the server's /tokenize")
+        except EndpointError as exc:
+            return Skip(sample.sample_id, "server-tokens", str(exc))
         if locator.tokenizer.encode(text) != list(ids):
             return Skip(
                 sample.sample_id,
