@@ -67,6 +67,7 @@ from phaseaware.integrate.agent import (
     MessageMemo,
     ParallelToolResultsWarning,
     SentMemory,
+    UnalignedToolResultWarning,
     align_step,
     model_view,
     question_of,
@@ -122,7 +123,7 @@ from phaseaware.integrate.records import (
     record_index,
     relevance_scores,
 )
-from phaseaware.integrate.reorder import reorder_profile, reorder_records
+from phaseaware.integrate.reorder import UnusableScoreWarning, reorder_profile, reorder_records
 from phaseaware.integrate.report import (
     PlacedRecord,
     placed_records,
@@ -176,6 +177,7 @@ __all__ = [
     "MessageMemo",
     "ParallelToolResultsWarning",
     "SentMemory",
+    "UnalignedToolResultWarning",
     "align_step",
     "model_view",
     "question_of",
@@ -206,6 +208,7 @@ __all__ = [
     "rendered_tokens",
     "reorder_profile",
     "reorder_records",
+    "UnusableScoreWarning",
     "reported_identity",
     "resolve_options",
     "resolve_settings",
