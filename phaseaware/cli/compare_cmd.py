@@ -99,7 +99,6 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError("pass a questions file (JSONL) or --reference-questions (one of them)")
     require_extra(modules=("scipy",), extra="stats", what="compare's statistics")
     if args.plot:
-        plot_format(args.plot)  # an unknown extension fails now, not after every request
         require_extra(modules=("matplotlib",), extra="plot", what="--plot")
     if args.backend == "openai":
         require_extra(modules=("openai",), extra="openai", what="--backend openai")
@@ -124,6 +123,8 @@ def _check(args: argparse.Namespace) -> None:
         refuse_same_file(value, others, output_name=flag)
     log = args.log or None  # the default log lives in its own folder
     refuse_outputs_over_inputs({"--log": log, "--plot": args.plot}, compare_inputs(args))
+    if args.plot:
+        plot_format(args.plot)  # an unknown extension fails now, not after every request
 
 
 def run(args: argparse.Namespace) -> int:

@@ -168,8 +168,6 @@ def _check_outputs(args: argparse.Namespace) -> None:
     from phaseaware.cli.run_inputs import score_inputs
     from phaseaware.plots import plot_format
 
-    if args.plot:
-        plot_format(args.plot)  # an unknown extension fails now, not after --profile-out
     outputs = {"--profile-out": args.profile_out, "--plot": args.plot}
     for value in outputs.values():
         if value:
@@ -177,6 +175,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if args.profile_out and args.plot:
         refuse_same_file(args.plot, {"--profile-out": args.profile_out}, output_name="--plot")
     refuse_outputs_over_inputs(outputs, score_inputs(args))
+    if args.plot:
+        plot_format(args.plot)  # an unknown extension fails now, not after --profile-out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,8 @@
 about 25 times its size (a 128 MiB HELMET file of them took 12 GB). Before parsing, the
 values are counted (every ``{``, ``[``, ``,`` and ``:`` opens at most one value or key; counted inside
 strings too, so the count only errs high) and the document is parsed only when its
-estimated footprint stays under :data:`PARSE_FACTOR` times the cap; past that it is
+estimated footprint stays under :data:`PARSE_FACTOR` times the cap plus
+:data:`PARSE_FLOOR`; past that it is
 refused (a document) or skipped (a line), naming the flag that raises the cap.
 
 Files are opened without blocking and must be regular files: a FIFO or a device is named
@@ -23,15 +24,19 @@ from phaseaware.scoring.errors import EvalLogError
 
 __all__ = [
     "PARSE_FACTOR",
+    "PARSE_FLOOR",
     "VALUE_BYTES",
     "file_kind",
+    "parse_budget",
     "parse_estimate",
     "read_context",
     "read_regular",
 ]
 
-#: The memory a parse may take, as a multiple of the cap (the text itself included).
+#: The memory a parse may take, as a multiple of the cap (the text itself included), plus
+#: :data:`PARSE_FLOOR` (small records are never refused for being dense).
 PARSE_FACTOR = 4
+PARSE_FLOOR = 64 << 20
 #: Bytes one parsed JSON value may hold at most in CPython (an empty dict: 64, plus the
 #: list slot or dict entry that holds it, plus a dict's growth; measured in the tests).
 VALUE_BYTES = 128
@@ -90,15 +95,21 @@ def parse_estimate(text: str) -> int:
 
 
 def over_budget(text: str, *, cap: int) -> int | None:
-    """The estimate when parsing ``text`` would take over ``PARSE_FACTOR * cap`` bytes."""
+    """The estimate when parsing ``text`` would take over :func:`parse_budget` bytes."""
     estimate = parse_estimate(text)
-    return estimate if estimate > PARSE_FACTOR * cap else None
+    return estimate if estimate > parse_budget(cap) else None
+
+
+def parse_budget(cap: int) -> int:
+    """The bytes a parse of a document or line under ``cap`` bytes may take."""
+    return PARSE_FACTOR * cap + PARSE_FLOOR
 
 
 def budget_message(estimate: int, *, cap: int, flag: str) -> str:
     return (
-        f"parsing it would take about {_mib(estimate)} of memory, over {PARSE_FACTOR} x the "
-        f"{_mib(cap)} cap (it is many small JSON values); raise the cap with {flag}"
+        f"parsing it would take about {_mib(estimate)} of memory, over the "
+        f"{_mib(parse_budget(cap))} allowed for the {_mib(cap)} cap ({PARSE_FACTOR} x it, plus "
+        f"{_mib(PARSE_FLOOR)}; it is many small JSON values); raise the cap with {flag}"
     )
 
 
