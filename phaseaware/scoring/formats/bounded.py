@@ -74,8 +74,7 @@ def read_regular(path: Path, *, cap: int, flag: str, what: str = "eval log") -> 
                 "pass the file itself"
             )
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(cap + 1)
+        data = _read_upto(fd, cap + 1, hint=info.st_size)
     except OSError as exc:
         raise EvalLogError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     finally:
@@ -85,6 +84,21 @@ def read_regular(path: Path, *, cap: int, flag: str, what: str = "eval log") -> 
             f"{what} {path} is over {_mib(cap)}, the cap on one document; raise it with {flag}"
         )
     return data
+
+
+def _read_upto(fd: int, limit: int, *, hint: int) -> bytes:
+    """At most ``limit`` bytes of ``fd``, read in pieces (``read(limit)`` would reserve
+    ``limit`` bytes up front, a GiB for an empty file); ``hint``: the expected size."""
+    pieces: list[bytes] = []
+    total = 0
+    step = max(1 << 16, min(hint + 1, 64 << 20))
+    while total < limit:
+        piece = os.read(fd, min(step, limit - total))
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
 
 
 def parse_estimate(text: str) -> int:
