@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import math
-from pathlib import Path
 from typing import Any
 
 from phaseaware.atomic import atomic_write_bytes

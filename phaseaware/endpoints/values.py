@@ -93,6 +93,16 @@ def offset_pairs(raw: object, *, count: int) -> tuple[tuple[tuple[int, int], ...
     return tuple(pairs), ""
 
 
+def _invisible(code: int) -> bool:
+    """Line and paragraph separators, zero-width and bidirectional controls, the BOM."""
+    return (
+        code in (0x2028, 0x2029, 0xFEFF)
+        or 0x200B <= code <= 0x200F
+        or 0x202A <= code <= 0x202E
+        or 0x2066 <= code <= 0x2069
+    )
+
+
 def shown_text(value: str, *, limit: int = SHOWN_CHARS) -> str:
     """``value`` safe to print: control characters (ANSI escapes, CR, LF, C1, bidi
     overrides) escaped as ``\\x..``/``\\u....``, cut to ``limit`` characters (and the
@@ -103,9 +113,7 @@ def shown_text(value: str, *, limit: int = SHOWN_CHARS) -> str:
         code = ord(ch)
         if code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0:
             out.append(f"\\x{code:02x}")
-        elif code in (0x2028, 0x2029) or 0x200B <= code <= 0x200F or 0x202A <= code <= 0x202E:
-            out.append(f"\\u{code:04x}")
-        elif 0x2066 <= code <= 0x2069 or code == 0xFEFF:
+        elif _invisible(code):
             out.append(f"\\u{code:04x}")
         else:
             out.append(ch)

@@ -152,8 +152,7 @@ def read_context(folder: Path, name: object, *, cap: int, flag: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise EvalLogError(
-            f"context file {path} is not UTF-8 text (byte {exc.start}); the harness saves "
-            "UTF-8"
+            f"context file {path} is not UTF-8 text (byte {exc.start}); the harness saves UTF-8"
         ) from None
 
 

@@ -71,9 +71,7 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
             yield Skip(file.name, "no-prompt", "no file_name: the run did not save its contexts")
             continue
         try:  # file_name is the log's word: a regular file inside --contexts, capped, UTF-8
-            context = read_context(
-                contexts, name, cap=options.document_cap(), flag=DOCUMENT_FLAG
-            )
+            context = read_context(contexts, name, cap=options.document_cap(), flag=DOCUMENT_FLAG)
         except EvalLogError as exc:
             yield Skip(file.name, "no-prompt", str(exc))
             continue

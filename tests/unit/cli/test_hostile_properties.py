@@ -43,8 +43,9 @@ leaves = (
 )
 json_values = st.recursive(
     leaves,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
-                                                                  max_size=4),  # fmt: skip
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),  # fmt: skip
     max_leaves=12,
 )
 KEYS = ["prompt", "messages", "needle", "correct", "id", "data", "input_text", "answer",

@@ -90,9 +90,7 @@ def test_a_dense_helmet_document_is_refused_naming_the_flag(folder, capsys):
     doc = json.dumps({"data": data, "pad": [{}] * 700_000})
     (folder / "h.json").write_text(doc, encoding="utf-8")
     start = time.monotonic()
-    code, _, err = _run(
-        [*SCORE, "--format", "helmet", "h.json", "--max-document-mb", "1"], capsys
-    )
+    code, _, err = _run([*SCORE, "--format", "helmet", "h.json", "--max-document-mb", "1"], capsys)
     assert code == 1 and "--max-document-mb" in err and "is over 1 MiB" in err
     assert time.monotonic() - start < 5
 
