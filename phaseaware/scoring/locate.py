@@ -132,7 +132,7 @@ def _needle_span(sample: EvalSample, text: str, locator: Locator) -> int | Skip:
     match = pattern.search(needle)
     if match is None or match.start(group) < 0 or match.start(group) == match.end(group):
         return Skip(sample.sample_id, "key-regex-no-match", f"in {needle[:60]!r}")
-    return first + match.start(group)
+    return first + int(match.start(group))
 
 
 def locate(sample: EvalSample, locator: Locator) -> Located | Skip:
