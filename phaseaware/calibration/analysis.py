@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,9 @@ import numpy as np
 
 from phaseaware.calibration.log import LogHeader, ProbeRecord, read_log
 from phaseaware.calibration.stats import CalibrationStats, PeriodDetection, calibration_stats
-from phaseaware.calibration.stats.period import detect_period
+from phaseaware.calibration.stats.period import detect_period_at_positions, unconfirmed
 from phaseaware.calibration.stats.window import WindowSweep, window_sweep
+from phaseaware.calibration.verdict import homogeneity_p_value
 from phaseaware.errors import CalibrationError
 from phaseaware.profiles.model import LengthResidueEffect, Profile, Provenance, TokenizerRef
 from phaseaware.version import __version__
@@ -66,18 +67,27 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
     detection = None
     period = settings.get("period")
     if period == "auto" or period is None:
-        n_offsets = int(settings["n_offsets"])
-        by_offset = _matrix(records, sweep="key", period=n_offsets, column="key_position")
-        if by_offset.size == 0:
-            raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
-        max_period = max(2, n_offsets // 2)
-        detection = detect_period(by_offset, max_period=max_period)
+        detection = _detect(records, int(settings["n_offsets"]), log_path)
         period = detection.period if detection.period is not None else detection.candidate
     period = int(period)
     key = _matrix(records, sweep="key", period=period, column="key_position")
     if key.size == 0 or np.isnan(key).all():
         raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
     stats = calibration_stats(key, seed=seed)
+    if detection is not None and detection.period is not None:
+        detection, stats = _confirm(detection, stats)
+    if detection is not None and detection.period is None:
+        # nothing is tested at a best-but-non-significant candidate: its residues are
+        # shown (and kept in the profile) but no test claims a weak residue there
+        stats = replace(
+            stats,
+            weak_residues=(),
+            verdict=(
+                f"not tested: no period detected (best candidate {period}, "
+                + (detection.note or f"Holm-adjusted p = {detection.p_value:.2g}")
+                + ")"
+            ),
+        )
     missing = [r for r, n in enumerate(stats.summary.n) if n == 0]
     if missing:
         raise CalibrationError(
@@ -88,6 +98,10 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
     length_stats = None
     if length.size and not np.isnan(length).all():
         length_stats = calibration_stats(length, seed=seed)
+        if detection is not None and detection.period is None:
+            length_stats = replace(
+                length_stats, weak_residues=(), verdict="not tested: no period detected"
+            )
     window = window_sweep(
         records,
         local_window=header.model_info.get("local_window"),
@@ -99,6 +113,49 @@ def analyze_log(log_path: str | os.PathLike[str], *, seed: int = 0) -> LogAnalys
         ),
     )
     return LogAnalysis(header, period, stats, length_stats, detection, len(records), window)
+
+
+def _confirm(
+    detection: PeriodDetection, stats: CalibrationStats
+) -> tuple[PeriodDetection, CalibrationStats]:
+    """A detected period stands when the chi-square over every key-sweep probe at that period
+    (:data:`~phaseaware.calibration.verdict.PEARSON`, the test the detection's own LR test
+    approximates) rejects too; else it is withdrawn (:func:`unconfirmed`). Cochran's Q uses
+    complete base-prompt rows only (a period that does not divide the offsets swept leaves
+    partial rows out): when it alone does not reject, its line says so instead of
+    contradicting the verdict."""
+    s = stats.summary
+    chi_p = homogeneity_p_value(s.successes, s.n)
+    if not chi_p < detection.alpha:
+        return unconfirmed(detection, test="chi-square", p_value=chi_p), stats
+    if stats.cochran.p_value < detection.alpha:
+        return detection, stats
+    weak = ", ".join(str(r) for r in stats.weak_residues) or "none significant"
+    return detection, replace(
+        stats,
+        verdict=(
+            f"chi-square over all {sum(s.n)} probes p = {chi_p:.2g}; weak residues: {weak} "
+            f"(Holm-corrected McNemar); Cochran's Q on the {stats.n_complete_rows} complete "
+            f"base-prompt rows only = {stats.cochran.q:.1f}, p = {stats.cochran.p_value:.2g}"
+        ),
+    )
+
+
+def _detect(records: list[ProbeRecord], n_offsets: int, log_path: Any) -> PeriodDetection:
+    """``--period auto``: every candidate ``2..n_offsets`` tested on the key sweep's
+    ``key_position mod p`` itself (not on a fold by ``n_offsets``)."""
+    key = [r for r in records if r.sweep == "key"]
+    if not key:
+        raise CalibrationError(f"{log_path} holds no key-sweep probe yet; run the calibration")
+    positions = np.array([r.key_position for r in key], dtype=np.int64)
+    if np.unique(positions).size <= n_offsets:
+        raise CalibrationError(
+            f"{log_path}: --period auto needs key positions at more than {n_offsets} places "
+            f"(--max-period); the log has {np.unique(positions).size}: run more "
+            "--base-prompts, or pass --period N"
+        )
+    correct = np.array([1.0 if r.correct else 0.0 for r in key])
+    return detect_period_at_positions(positions, correct, max_period=n_offsets)
 
 
 def _chat_format(settings: dict[str, Any]) -> str:
@@ -165,6 +222,7 @@ def build_profile_from_log(log_path: str | os.PathLike[str]) -> Profile:
             "p_value": d.p_value,
             "alpha": d.alpha,
             "test": d.test,
+            "note": d.note,
             # per candidate: Holm-adjusted p-value, power at the observed effect
             "candidates": [
                 {"period": p, "p_value": d.p_values[p], "power": d.power[p]}

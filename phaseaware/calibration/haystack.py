@@ -5,7 +5,8 @@ filler sentences, question) and renders it with any :class:`Zones` (pad tokens a
 the context start, before and after the target record, at the end).
 :func:`measure` re-tokenizes a rendering and reads off its length, key position
 and question position; :func:`fit_base` finds the zones of the offset-0 prompt
-(length exactly ``context_tokens``, key ``≡ 0 (mod n_offsets)``),
+(length exactly ``context_tokens``, key ``≡ 0 (mod n_offsets)``, or the base prompt's
+own residue when the settings spread the keys),
 :func:`fit_window` those of the window sweep, and :func:`variants` the zones and
 expected positions of every offset of a sweep. :class:`PadMismatch` means a pad
 scheme did not count exactly (the probe builder then tries the next one).
@@ -85,6 +86,7 @@ class BasePrompt:
         self.layout = with_system(layout, settings.system)
         self.n_sentences = 0
         self.pad_words: list[str] = []
+        self.key_residue = settings.key_residue(base_index)  # the offset-0 key's, mod n_offsets
 
     def _zone(self, k: int, start: int) -> list[str]:
         if k <= 0:
@@ -130,8 +132,10 @@ def measure(tokenizer: Tokenizer, base: BasePrompt, zones: Zones) -> tuple[Any, 
 def fit_base(
     tokenizer: Tokenizer, base: BasePrompt, settings: ProbeSettings
 ) -> tuple[Zones, int, int]:
-    """Zones of the offset-0 prompt: length exactly N, key ≡ 0 (mod n_offsets)."""
+    """Zones of the offset-0 prompt: length exactly N, key ≡ ``base.key_residue`` (mod
+    n_offsets; 0 unless the settings spread the keys)."""
     n, m = settings.context_tokens, settings.n_offsets
+    target = base.key_residue
     c = m - 1
     per_sentence = max(1, len(tokenizer.encode(" " + base.sentences[0])))
     base.n_sentences = 0
@@ -144,7 +148,7 @@ def fit_base(
     base.n_sentences = min(len(base.sentences), max(0, (n - empty - c) // per_sentence))
     for _ in range(len(base.sentences) + 8):
         _, length, key, _ = measure(tokenizer, base, Zones(0, 0, c, 0))
-        pre = (-key) % m
+        pre = (target - key) % m
         end = n - length - pre
         if end < 0 and base.n_sentences > 0:
             base.n_sentences -= 1
@@ -157,13 +161,13 @@ def fit_base(
     zones = Zones(pre, 0, c, end)
     for _ in range(4):  # a few corrections if zone tokens interact with their neighbours
         _, length, key, query = measure(tokenizer, base, zones)
-        if length == n and key % m == 0:
+        if length == n and key % m == target:
             return zones, key, query
-        pre = (zones.pre - key) % m
+        pre = (zones.pre + target - key) % m
         zones = Zones(pre, 0, c, zones.end + (n - length) - (pre - zones.pre))
         if zones.end < 0:
             break
-    raise PadMismatch(f"cannot reach exactly {n} tokens with key residue 0")
+    raise PadMismatch(f"cannot reach exactly {n} tokens with key residue {target}")
 
 
 Fit = tuple[Zones, int, int]  # zones, key position, query position

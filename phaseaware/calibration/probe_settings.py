@@ -20,6 +20,12 @@ class ProbeSettings:
 
     ``n_offsets``: offsets ``0..n_offsets-1`` per sweep (the period, or the
     largest period considered when the period is detected).
+    ``spread_keys`` (``--period auto``): base prompt ``b`` puts its offset-0 key at residue
+    ``b mod n_offsets`` instead of 0, so over the base prompts a key's position mod any
+    candidate period is not tied to its offset (its distance to the question): an effect
+    of the offset cannot pass for a period, and every period up to ``n_offsets`` is
+    identifiable. Left out of :meth:`to_dict` when off, so earlier runs keep their
+    fingerprints.
     """
 
     context_tokens: int
@@ -31,6 +37,7 @@ class ProbeSettings:
     max_tokens: int = 8
     depth: tuple[float, float] = (0.15, 0.6)
     system: str | None = None
+    spread_keys: bool = False
 
     def __post_init__(self) -> None:
         if self.n_offsets < 1:
@@ -51,7 +58,13 @@ class ProbeSettings:
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["sweeps"], doc["depth"] = list(self.sweeps), list(self.depth)
+        if not self.spread_keys:
+            del doc["spread_keys"]
         return doc
+
+    def key_residue(self, base_index: int) -> int:
+        """The residue (mod ``n_offsets``) of base prompt ``base_index``'s offset-0 key."""
+        return base_index % self.n_offsets if self.spread_keys else 0
 
     @property
     def probes_per_base(self) -> int:

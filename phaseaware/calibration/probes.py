@@ -5,7 +5,8 @@ records (one target, distractors with distinct names and numbers) followed by
 the question, rendered through a layout (BOS/template included). Its length is
 exactly ``context_tokens`` tokens of the run's tokenizer and its target key
 token (the first token of the target's name) sits at an absolute position
-``≡ 0 (mod n_offsets)``. Around the target record sit two *pad zones* of filler
+``≡ 0 (mod n_offsets)`` (``≡ base_index (mod n_offsets)`` with ``spread_keys``, the
+``--period auto`` runs: see :class:`ProbeSettings`). Around the target record sit two *pad zones* of filler
 words (one token each), ``before`` and ``after`` it:
 
 * key sweep, offset ``k``: ``k`` pad tokens before the target record and ``k``

@@ -15,7 +15,12 @@ from phaseaware.calibration.probe_settings import ProbeSettings
 from phaseaware.calibration.runner import CalibrationResult
 from phaseaware.calibration.stats.plan import plan_calibration
 from phaseaware.calibration.stats.window import WindowSweep
-from phaseaware.calibration.verdict import Verdict, phase_verdict
+from phaseaware.calibration.verdict import (
+    Verdict,
+    auto_period_test,
+    homogeneity_p_value,
+    phase_verdict,
+)
 from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
 from phaseaware.extras import install_line
@@ -52,18 +57,32 @@ def _ci_bounds(profile: Profile) -> tuple[list[float], list[float]]:
 
 def run_verdict(result: CalibrationResult) -> Verdict:
     """The verdict of a calibration: its key-residue counts with Cochran's Q (paired over base
-    prompts) as the test, and the length sweep's counts when it ran."""
+    prompts) as the test, and the length sweep's counts when it ran. Under ``--period auto``
+    the test is the detection with Cochran's Q at the detected period (both must reject),
+    or "no period detected" with nothing tested at the best candidate."""
     analysis = result.analysis
     stats, length = analysis.stats, analysis.length_stats
+    detection = analysis.detection
+    p_value, test, note = stats.cochran.p_value, "Cochran's Q over base prompts", None
+    if detection is not None:
+        # the test a detected period is confirmed by (calibration.analysis): the chi-square
+        # over every key-sweep probe at that period
+        chi_p = homogeneity_p_value(stats.summary.successes, stats.summary.n)
+        p_value, test, note = auto_period_test(
+            detection, residue_p=chi_p, residue_test="chi-square"
+        )
+    untested = detection is not None and detection.period is None
     return phase_verdict(
         successes=stats.summary.successes,
         n=stats.summary.n,
         period=analysis.period,
-        length_successes=None if length is None else length.summary.successes,
-        length_n=None if length is None else length.summary.n,
+        length_successes=None if length is None or untested else length.summary.successes,
+        length_n=None if length is None or untested else length.summary.n,
         alpha=stats.alpha,
-        p_value=stats.cochran.p_value,
-        test="Cochran's Q over base prompts",
+        p_value=p_value,
+        test=test,
+        period_note=note,
+        period_detected=None if detection is None else detection.period is not None,
     )
 
 
@@ -169,11 +188,20 @@ def format_report(result: CalibrationResult) -> str:
     detection = profile.extra.get("period_detection")
     if isinstance(detection, dict) and detection:
         found = detection["period"]
-        lines.append(
-            f"period detection: {'period ' + str(found) if found else 'no significant period'} "
-            f"(candidate {detection['candidate']}, strength {detection['strength']:.2f}, "
-            f"p = {detection['p_value']:.3g})"
-        )
+        top = max((row["period"] for row in detection.get("candidates") or []), default=None)
+        among = f" among 2-{top}" if top else ""
+        if found:
+            lines.append(
+                f"period detection: period {found} (detected{among}, strength "
+                f"{detection['strength']:.2f}, Holm-adjusted p = {detection['p_value']:.3g})"
+            )
+        else:
+            lines.append(
+                f"period detection: no period detected{among} (best candidate "
+                f"{detection['candidate']}, Holm-adjusted p = {detection['p_value']:.3g}"
+                + (f"; {detection['note']}" if detection.get("note") else "")
+                + "); residues shown at the candidate, untested"
+            )
         lines += _power_lines(detection)
     lines.append(f"key residue: {analysis.stats.verdict}")
     if analysis.length_stats is not None:
@@ -274,7 +302,7 @@ def plan_summary(
         price_per_million_tokens=price_per_million,
         sweeps=settings.sweeps,
         gap_period=gap_period,
-        max_period=max(2, period // 2) if auto_period else None,
+        max_period=period if auto_period else None,
     )
     return {
         k: getattr(plan, k)

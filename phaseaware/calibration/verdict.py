@@ -1,6 +1,7 @@
 """A verdict a user can act on, from accuracy counts by residue.
 
-``calibrate``, ``compare`` and ``score`` all end with the same few lines: is the
+``calibrate`` and ``score`` end with the same few lines (``compare`` judges from
+its own paired tests instead: :mod:`phaseaware.compare.verdict`): is the
 model phase-sensitive at the test's level, which residues are worst and best,
 what phase-aware assembly should gain for a typical prompt, and whether the
 total prompt length's residue matters too. :func:`phase_verdict` builds them
@@ -18,6 +19,11 @@ from plain counts (``successes[r]`` of ``n[r]`` probes with the key at residue
   is reported as 0 when the test finds no phase effect.
 * Total-length residues (optional counts by ``prompt length mod period``): they
   matter when their own homogeneity test rejects at ``alpha``.
+* A detected period (``--period auto``, :func:`auto_period_test`): the verdict's
+  test is the detection together with the residue test at that period (both must
+  reject; the p-value is the larger). When no period is detected, nothing is
+  tested at the best candidate: the verdict says "no period detected" and shows
+  the candidate's residues as untested.
 
 Accuracies are fractions (0..1); gains are printed in percentage points.
 """
@@ -31,10 +37,18 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from phaseaware.calibration.stats.dist import chi2_sf
+from phaseaware.calibration.stats.period import TEST as PERIOD_TEST
+from phaseaware.calibration.stats.period import PeriodDetection
 from phaseaware.errors import InputError
 from phaseaware.intervals import wilson_interval
 
-__all__ = ["LengthVerdict", "Verdict", "homogeneity_p_value", "phase_verdict"]
+__all__ = [
+    "LengthVerdict",
+    "Verdict",
+    "auto_period_test",
+    "homogeneity_p_value",
+    "phase_verdict",
+]
 
 PEARSON = "Pearson chi-square test of equal accuracy across residues"
 
@@ -71,6 +85,10 @@ class Verdict:
     phase_aware_accuracy: float
     expected_gain: float
     length: LengthVerdict | None
+    #: ``None``: the period was given; else how ``--period auto`` found it
+    #: (``period_detected`` False: none was, ``period`` is the untested best candidate)
+    period_note: str | None = None
+    period_detected: bool | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON-safe: plain numbers, lists and strings."""
@@ -81,6 +99,16 @@ class Verdict:
     def lines(self) -> list[str]:
         """The verdict as a few lines of text, first line the answer."""
         p = _format_p(self.p_value)
+        if self.period_detected is False:
+            return [
+                f"verdict: no period detected at alpha {self.alpha:g} ({p}, {self.test}): "
+                "not phase-sensitive; phase-aware assembly is not expected to help",
+                f"  residues shown at the best candidate, period {self.period} "
+                f"({self.period_note}): worst {self.worst_residue} "
+                f"({_pct(self.worst_accuracy)}), best {self.best_residue} "
+                f"({_pct(self.best_accuracy)}), untested",
+                "  total-length residues: not tested (no period)",
+            ]
         if self.phase_sensitive:
             head = f"verdict: phase-sensitive at alpha {self.alpha:g} ({p}, {self.test})"
         else:
@@ -88,11 +116,12 @@ class Verdict:
                 f"verdict: not phase-sensitive at alpha {self.alpha:g} ({p}, {self.test}); "
                 "phase-aware assembly is not expected to help"
             )
+        period = f"period {self.period}" + (f" ({self.period_note})" if self.period_note else "")
         lines = [
             head,
             f"  worst residue {self.worst_residue} ({_pct(self.worst_accuracy)}), "
             f"best residue {self.best_residue} ({_pct(self.best_accuracy)}), "
-            f"period {self.period}",
+            f"{period}",
         ]
         if self.phase_sensitive:
             good = _ranges(self.good_residues)
@@ -156,6 +185,38 @@ def _counts(
     return s, k
 
 
+def auto_period_test(
+    detection: PeriodDetection,
+    *,
+    residue_p: float | None = None,
+    residue_test: str | None = None,
+) -> tuple[float, str, str]:
+    """``(p_value, test, period_note)`` of a verdict whose period ``--period auto`` chose.
+
+    A detected period: the larger of the detection's Holm-adjusted p-value and the
+    residue test's at that period (``residue_p``), so the verdict rejects only when both
+    printed tests do; the same for a period the residue test did not confirm
+    (``detection.note``). None detected: the best candidate's adjusted p-value (>= alpha),
+    nothing tested at the candidate.
+    """
+    top = max(detection.p_values, default=detection.candidate)
+    held = f"Holm-adjusted {_format_p(detection.p_value)}"
+    if detection.period is None and not (detection.note and residue_p is not None):
+        return (
+            detection.p_value,
+            f"period detection over candidates 2-{top}: {PERIOD_TEST}",
+            detection.note or f"not significant, {held}",
+        )
+    if residue_p is None or residue_test is None:
+        raise InputError("a detected period's verdict needs the residue test at that period")
+    period = detection.period or detection.candidate
+    return (
+        max(detection.p_value, residue_p),
+        f"period detection over candidates 2-{top} and {residue_test} at period {period}",
+        detection.note or f"detected, {held}",
+    )
+
+
 def homogeneity_p_value(
     successes: Sequence[int] | np.ndarray, n: Sequence[int] | np.ndarray
 ) -> float:
@@ -190,12 +251,17 @@ def phase_verdict(
     alpha: float = 0.05,
     p_value: float | None = None,
     test: str | None = None,
+    period_note: str | None = None,
+    period_detected: bool | None = None,
 ) -> Verdict:
     """The verdict from counts by key residue (and optionally by total-length residue).
 
     ``successes[r]`` correct of ``n[r]`` with the key at residue ``r`` (``period``
     entries). ``p_value``/``test``: the caller's own test of phase dependence (else
-    Pearson's chi-square on the counts). Raises ``InputError`` for bad counts.
+    Pearson's chi-square on the counts). ``period_note``/``period_detected``: how
+    ``--period auto`` chose the period (:func:`auto_period_test`); with
+    ``period_detected=False`` the verdict is "no period detected" whatever
+    ``p_value`` says. Raises ``InputError`` for bad counts.
     """
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be a fraction in (0, 1), got {alpha}")
@@ -214,7 +280,7 @@ def phase_verdict(
         for r in measured
         if wilson_interval(int(s[r]), int(k[r]))[1] >= best_low and acc[r] >= typical
     )
-    sensitive = p_value < alpha
+    sensitive = p_value < alpha and period_detected is not False
     aware = min(float(np.mean(acc[list(good)])), float(acc[best])) if sensitive else typical
     length = None
     if length_successes is not None and length_n is not None:
@@ -244,4 +310,6 @@ def phase_verdict(
         phase_aware_accuracy=aware,
         expected_gain=aware - typical,
         length=length,
+        period_note=period_note,
+        period_detected=period_detected,
     )

@@ -64,7 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-period",
         type=integer(1, MAX_PERIOD),
         default=16,
-        help="offsets swept with --period auto (default 16)",
+        help="--period auto: offsets swept, and every period 2..N is tested (default 16)",
     )
     add(
         "--context-tokens",
@@ -229,6 +229,7 @@ def _settings(args: argparse.Namespace) -> Any:
         base_prompts=args.base_prompts,
         seed=args.seed,
         max_tokens=args.max_tokens,
+        spread_keys=args.period is None,  # --period auto: keys on every residue per offset
         **defaults,
     )
 

@@ -2,13 +2,15 @@
 
 Reads a JSONL file (one question a line: ``question``, ``chunks`` with
 ``text``/``score``/``id``/optional ``evidence``, ``answer``: a string or a list,
-optional ``system``), assembles each question three ways at the same token
-budget (retrieval order, lost-in-the-middle, phase-aware with ``--profile``),
-asks the model through a calibration backend (``--backend openai``: any
-OpenAI-compatible server; ``hf``: a local transformers model, the reference model
-by default; ``callable``: ``module:function``), grades every answer and prints
-accuracy per arrangement, the paired tests, where the evidence landed and the
-verdict. Answers are logged as they arrive; re-running resumes.
+optional ``system``), assembles each question five ways at the same token
+budget (retrieval order, lost-in-the-middle, phase-aware with ``--profile``, and
+the controls order-only and placebo; ``--arrangements`` picks some), asks the
+model through a calibration backend (``--backend openai``: any OpenAI-compatible
+server; ``hf``: a local transformers model, the reference model by default;
+``callable``: ``module:function``), grades every answer and prints accuracy per
+arrangement beside the profile's prediction, the paired tests, where the evidence
+landed and the verdict: the gain, and whether the order or phase placement
+carried it. Answers are logged as they arrive; re-running resumes.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--grader", default="exact", help="exact (default), contains, regex or module:function")
     add("--max-tokens", type=integer(1, 100_000), default=64, help="tokens per answer")
     add("--repeat", action="store_true", help="phase-aware also restates the top evidence")
+    add(
+        "--arrangements",
+        help="comma-separated subset to run, e.g. naive,phase-aware,placebo (default: all of "
+        "naive, lost-in-the-middle, phase-aware and the controls order-only, placebo)",
+    )
     add("--alpha", type=fraction(low_open=True), default=0.05, help="test level (default 0.05)")
     add("--log", help="answer log (JSONL); default ./phaseaware-compare/<model>.compare.jsonl")
     add("--fresh", action="store_true", help="discard the log and start over")
@@ -127,8 +134,15 @@ def _check(args: argparse.Namespace) -> None:
         plot_format(args.plot)  # an unknown extension fails now, not after every request
 
 
+def _arrangements(args: argparse.Namespace) -> tuple[str, ...]:
+    from phaseaware.compare.arrange import ARRANGEMENTS, parse_arrangements
+
+    return ARRANGEMENTS if args.arrangements is None else parse_arrangements(args.arrangements)
+
+
 def run(args: argparse.Namespace) -> int:
     _check(args)
+    _arrangements(args)  # a bad name fails before the model loads
     from phaseaware.compare.grade import check_regex_answers, load_grader
 
     questions = _questions(args)
@@ -192,21 +206,32 @@ def _backend(args: argparse.Namespace) -> tuple[Any, Any, str]:
 def compare(
     args: argparse.Namespace, questions: Any, grader: Any, backend: Any, tokenizer: Any, name: str
 ) -> Any:
+    import warnings
+
     from phaseaware.cli.calibrate_output import Progress
-    from phaseaware.compare.arrange import ARRANGEMENTS, Arranger
+    from phaseaware.compare.arrange import Arranger
+    from phaseaware.compare.mismatch import profile_mismatches
     from phaseaware.compare.report import compare_report
     from phaseaware.compare.run import CompareSettings, run_compare
+    from phaseaware.errors import PhaseawareWarning
     from phaseaware.profiles.registry import get_profile, profile_filename
 
     chat_format = args.chat_format or "hf"
     profile = get_profile(args.profile)
+    arrangements = _arrangements(args)
     settings = CompareSettings(
         budget_tokens=args.budget_tokens,
         max_tokens=args.max_tokens,
         repeat=args.repeat,
         # enough questions per group to keep --concurrency requests in flight
-        questions_per_group=-(-args.concurrency // len(ARRANGEMENTS)),
+        questions_per_group=-(-args.concurrency // len(arrangements)),
+        arrangements=arrangements,
     )
+    # said before the first request (the report repeats them): the run may be moot
+    for line in profile_mismatches(
+        profile, model=name, tokenizer=tokenizer, chat_format=chat_format
+    ):
+        warnings.warn(line, PhaseawareWarning, stacklevel=2)
     arranger = Arranger(
         tokenizer=tokenizer,
         chat_format=chat_format,

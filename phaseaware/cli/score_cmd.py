@@ -18,12 +18,12 @@ from typing import Any
 
 from phaseaware.cli.argtypes import integer, number, period_or_auto, seconds
 from phaseaware.cli.flags import add_chat_format
-from phaseaware.limits import MAX_PERIOD
+from phaseaware.limits import MAX_PERIOD, MAX_TOKENS
 
 NAME = "score"
 HELP = "Score an eval log (lm-eval, RULER, HELMET, NIAH, JSONL) by key residue."
 
-FORMAT_NAMES = ("lm-eval", "ruler", "helmet", "niah", "jsonl")
+FORMAT_NAMES = ("lm-eval", "ruler", "helmet", "niah", "opencompass", "jsonl")
 
 
 def _regex(text: str) -> Any:
@@ -108,12 +108,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-period",
         type=integer(4, MAX_PERIOD),
         default=16,
-        help="--period auto: fold positions by this; candidates up to half of it (default 16)",
+        help="--period auto: every period 2..N is tested on the key positions (default 16)",
     )
     add("--length-buckets", type=integer(1, 100), default=4, help="length buckets (default 4)")
     add("--json", action="store_true", help="print one JSON document")
     add("--plot", metavar="FILE", help="also save accuracy by residue as a chart (matplotlib)")
     add("--profile-out", metavar="FILE", help="write a phaseaware profile built from the eval")
+    add(
+        "--local-window",
+        type=integer(1, MAX_TOKENS),
+        help="--profile-out: the model's raw local window in tokens; samples whose key is "
+        "within it of the prompt's end give the profile's in-window accuracy",
+    )
     parser.epilog = (
         "The key token is the needle's first token (the token holding its first character), "
         "as calibrate defines its keys; positions are absolute, BOS = 0. A sample whose "
@@ -217,8 +223,10 @@ def run(args: argparse.Namespace) -> int:
     if args.profile_out:
         from phaseaware.profiles.io import save_profile
 
-        save_profile(build_profile(result, model=args.model), args.profile_out)
+        profile = build_profile(result, model=args.model, local_window=args.local_window)
+        save_profile(profile, args.profile_out)
         doc["profile"] = args.profile_out
+        doc["profile_lacks"] = profile.gaps()
     if args.plot:
         save_plot(result, args.plot)
     if args.json:
@@ -227,4 +235,6 @@ def run(args: argparse.Namespace) -> int:
         print(format_report(result))
         if args.profile_out:
             print(f"profile: {args.profile_out}")
+            for field_name, why in doc["profile_lacks"].items():
+                print(f"  the profile lacks {field_name}: {why}")
     return 0

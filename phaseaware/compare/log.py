@@ -38,6 +38,18 @@ def fingerprint(settings: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def _same_comparison(stored: dict[str, Any], expected: str) -> bool:
+    """The stored header is the comparison fingerprinted ``expected``. Headers written
+    before the controls listed the arrangements in their settings (and fingerprinted
+    them); the arrangements are no identity, so such a header counts without them."""
+    if stored.get("fingerprint") == expected:
+        return True
+    settings = stored.get("settings")
+    if not isinstance(settings, dict) or "arrangements" not in settings:
+        return False
+    return fingerprint({k: v for k, v in settings.items() if k != "arrangements"}) == expected
+
+
 @dataclass(frozen=True)
 class CompareHeader:
     fingerprint: str
@@ -163,7 +175,7 @@ def open_compare_log(
             atomic_write_text(target, line)
             return CompareLog(target, [], lock)
         stored, records, good_end = _read(target)
-        if stored.get("fingerprint") != header.fingerprint:
+        if not _same_comparison(stored, header.fingerprint):
             raise LogError(
                 f"{target} belongs to a different comparison (other questions, model, "
                 f"profile or settings); {_FIX}"

@@ -1,16 +1,19 @@
 """What a comparison found: accuracy per arrangement, paired tests, where evidence landed.
 
-* accuracy per arrangement, with 95% Wilson intervals;
-* phase-aware against every other arrangement, paired by question: wins (right
-  only with phase-aware), losses (right only with the other), and the exact
-  McNemar p-value (two-sided binomial test of wins against losses, ``scipy``);
-* where the top evidence's first key token landed: a histogram of its residue
-  (mod the profile's period) per arrangement;
+* accuracy per arrangement, with 95% Wilson intervals, beside the profile's
+  prediction for it (the mean expected accuracy of the top evidence where it landed,
+  read with the run's profile: the placebo's too);
+* paired by question (exact McNemar, ``scipy``): phase-aware against every other
+  arrangement, and order-only against naive; wins (right only with the first),
+  losses (right only with the second), the observed difference beside the one the
+  profile predicted;
+* where the top evidence's first key token landed: per arrangement and residue
+  (mod the profile's period), questions answered right of questions there;
 * tokens: mean prompt length, tokens added by padding and by repeats, chunks
-  the budget dropped; the requests this run made;
-* the verdict (:mod:`phaseaware.calibration.verdict`) from the answers in
-  retrieval order, counted by the evidence's residue: is this model
-  phase-sensitive on these questions.
+  the budget dropped; the requests this run made; what the run measured on;
+* the verdict (:mod:`phaseaware.compare.verdict`) from the paired tests alone: the
+  gain (phase-aware vs naive), the order (order-only vs naive) and phase placement
+  (phase-aware vs placebo), and which of the two carried the result.
 
 Nothing here prints; the command prints :meth:`CompareReport.text` or
 :meth:`CompareReport.to_dict`.
@@ -25,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from phaseaware.atomic import atomic_write_bytes
-from phaseaware.calibration.stats.dist import binom_two_sided_half
-from phaseaware.calibration.verdict import Verdict, phase_verdict
+from phaseaware.calibration.stats.paired import PairedOutcomes, paired_mcnemar
 from phaseaware.charts import bar_chart
-from phaseaware.compare.arrange import PHASE_AWARE
+from phaseaware.compare.arrange import CONTROLS, NAIVE, ORDER_ONLY, PHASE_AWARE, PLACEBO
 from phaseaware.compare.grade import Grader
 from phaseaware.compare.questions import CompareQuestion
 from phaseaware.compare.run import CompareRun
+from phaseaware.compare.verdict import CompareVerdict, compare_verdict, format_p_value
 from phaseaware.errors import InputError, MissingExtraError
 from phaseaware.intervals import wilson_interval
 from phaseaware.plots import plot_format
@@ -44,8 +47,11 @@ __all__ = ["ArrangementRow", "PairedTest", "CompareReport", "compare_report", "s
 class ArrangementRow:
     """One arrangement over every question (fractions 0..1, tokens).
 
-    ``evidence_residues[r]``: questions whose top evidence's first key token sat at
-    residue ``r``; ``evidence_unplaced``: questions where it had no key or was dropped."""
+    ``expected_accuracy``: the profile's prediction (mean over questions whose top
+    evidence has a key; ``None``: none has). ``evidence_residues[r]``: questions whose
+    top evidence's first key token sat at residue ``r``, ``evidence_correct[r]`` of
+    them answered right; ``evidence_unplaced``: questions where it had no key or
+    was dropped."""
 
     arrangement: str
     correct: int
@@ -60,6 +66,7 @@ class ArrangementRow:
     dropped_chunks: int
     expected_accuracy: float | None
     evidence_residues: tuple[int, ...]
+    evidence_correct: tuple[int, ...]
     evidence_unplaced: int
 
     @property
@@ -71,89 +78,153 @@ class ArrangementRow:
 
 @dataclass(frozen=True)
 class PairedTest:
-    """Phase-aware against ``other`` over the same questions (exact McNemar)."""
+    """``arrangement`` against ``other`` over the same questions (exact McNemar);
+    ``predicted_difference``: the profile's predicted accuracies' difference (a
+    fraction; ``None`` when either has no prediction)."""
 
+    arrangement: str
     other: str
-    wins: int
-    losses: int
-    both_right: int
-    both_wrong: int
-    p_value: float
+    outcome: PairedOutcomes
+    predicted_difference: float | None
 
     @property
     def difference(self) -> float:
-        n = self.wins + self.losses + self.both_right + self.both_wrong
-        return (self.wins - self.losses) / n if n else 0.0
+        return self.outcome.difference
 
 
 @dataclass(frozen=True)
 class CompareReport:
+    """``paired``: phase-aware against every other arrangement; ``order``: order-only
+    against naive (``None`` unless both ran); ``measured_on``: the run's identity
+    (model, backend, tokenizer, chat format, budget, profile); ``warnings``: how the
+    profile's measurement differs from this run."""
+
     rows: tuple[ArrangementRow, ...]
     paired: tuple[PairedTest, ...]
+    order: PairedTest | None
     period: int
     n_questions: int
     n_requests: int
     n_skipped: int
     grader: str
     alpha: float
-    verdict: Verdict | None
-    verdict_note: str
+    verdict: CompareVerdict
     log_path: str
+    warnings: tuple[str, ...] = ()
+    measured_on: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """One JSON document (fractions 0..1, tokens)."""
+        """One JSON document (fractions 0..1, tokens); each paired test's counts flat."""
         doc: dict[str, Any] = to_plain(self)
         for row, plain in zip(self.rows, doc["rows"], strict=True):
             plain["added_tokens_share"] = row.added_tokens_share
-        for test, plain in zip(self.paired, doc["paired"], strict=True):
-            plain["difference"] = test.difference
-        doc["verdict"] = None if self.verdict is None else self.verdict.to_dict()
+        doc["paired"] = [_test_dict(t) for t in self.paired]
+        doc["order"] = None if self.order is None else _test_dict(self.order)
+        doc["verdict"] = self.verdict.to_dict()
         return doc
 
     def text(self) -> str:
-        """The readable report: table, paired tests, residue histogram, verdict."""
-        lines = [
-            f"{self.n_questions} questions x {len(self.rows)} arrangements, grader "
-            f"{self.grader}, 95% Wilson intervals",
-            f"  {'arrangement':<20} {'accuracy':>9} {'95% CI':>16} {'tokens/prompt':>14} "
-            f"{'added':>7} {'dropped':>8}",
+        """The readable report: warnings, table, paired tests, residues, verdict."""
+        lines = [f"warning: {w}" for w in self.warnings]
+        lines += _table(self)
+        lines.append("")
+        lines.append(f"paired by question (exact McNemar, alpha {self.alpha:g}):")
+        tests = [*self.paired, *([self.order] if self.order is not None else [])]
+        lines += [f"  {_paired_line(t, self.alpha)}" for t in tests] or [
+            "  none: a paired test needs phase-aware and another arrangement"
         ]
-        for r in self.rows:
-            ci = f"{100 * r.ci_low:.1f}-{100 * r.ci_high:.1f}%"
-            lines.append(
-                f"  {r.arrangement:<20} {100 * r.accuracy:>8.1f}% {ci:>16} "
-                f"{r.mean_prompt_tokens:>14.1f} {100 * r.added_tokens_share:>6.2f}% "
-                f"{r.dropped_chunks:>8}"
-            )
         lines.append("")
-        for t in self.paired:
-            p = "p < 0.001" if t.p_value < 0.001 else f"p = {t.p_value:.3g}"
-            verdict = "significant" if t.p_value < self.alpha else "not significant"
-            lines.append(
-                f"{PHASE_AWARE} vs {t.other}: {100 * t.difference:+.1f} points; wins {t.wins}, "
-                f"losses {t.losses} (exact McNemar {p}, {verdict} at alpha {self.alpha:g})"
-            )
-        lines.append("")
-        lines.append(
-            f"where the top evidence's key landed (questions per residue mod {self.period}):"
-        )
-        lines.append(f"  {'residue':<20} " + " ".join(f"{i:>4}" for i in range(self.period)))
-        for r in self.rows:
-            counts = " ".join(f"{c:>4}" for c in r.evidence_residues)
-            tail = f"  (+{r.evidence_unplaced} without a key)" if r.evidence_unplaced else ""
-            lines.append(f"  {r.arrangement:<20} {counts}{tail}")
+        lines += _residue_lines(self)
         for r in self.rows:
             if r.padding_tokens or r.repeated_tokens:
                 lines.append(
                     f"tokens added by {r.arrangement}: {r.padding_tokens} padding + "
                     f"{r.repeated_tokens} repeated over {r.total} prompts"
                 )
+        if self.measured_on:
+            lines.append(_measured_on_line(self.measured_on))
         lines.append(
             f"requests: {self.n_requests} made by this run, {self.n_skipped} answers reused "
             f"from {self.log_path}"
         )
-        lines += self.verdict.lines() if self.verdict is not None else [self.verdict_note]
+        lines += self.verdict.lines()
         return "\n".join(lines)
+
+
+def _test_dict(test: PairedTest) -> dict[str, Any]:
+    o = test.outcome
+    return {
+        "arrangement": test.arrangement,
+        "other": test.other,
+        "wins": o.wins,
+        "losses": o.losses,
+        "both_right": o.both_right,
+        "both_wrong": o.both_wrong,
+        "p_value": o.p_value,
+        "difference": o.difference,
+        "predicted_difference": test.predicted_difference,
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _table(report: CompareReport) -> list[str]:
+    lines = [
+        f"{report.n_questions} questions x {len(report.rows)} arrangements, grader "
+        f"{report.grader}, 95% Wilson intervals; predicted: the profile's expected accuracy",
+        f"  {'arrangement':<20} {'accuracy':>9} {'95% CI':>16} {'predicted':>10} "
+        f"{'tokens/prompt':>14} {'added':>7} {'dropped':>8}",
+    ]
+    for r in report.rows:
+        ci = f"{100 * r.ci_low:.1f}-{100 * r.ci_high:.1f}%"
+        name = f"{r.arrangement} (control)" if r.arrangement in CONTROLS else r.arrangement
+        lines.append(
+            f"  {name:<20} {100 * r.accuracy:>8.1f}% {ci:>16} {_pct(r.expected_accuracy):>10} "
+            f"{r.mean_prompt_tokens:>14.1f} {100 * r.added_tokens_share:>6.2f}% "
+            f"{r.dropped_chunks:>8}"
+        )
+    return lines
+
+
+def _paired_line(test: PairedTest, alpha: float) -> str:
+    o = test.outcome
+    significant = "significant" if o.p_value < alpha else "not significant"
+    predicted = (
+        ""
+        if test.predicted_difference is None
+        else f" (the profile predicted {100 * test.predicted_difference:+.1f})"
+    )
+    return (
+        f"{test.arrangement} vs {test.other}: {100 * o.difference:+.1f} points observed"
+        f"{predicted}; wins {o.wins}, losses {o.losses}, "
+        f"{format_p_value(o.p_value, alpha)}, {significant}"
+    )
+
+
+def _residue_lines(report: CompareReport) -> list[str]:
+    lines = [
+        "where the top evidence's key landed: answered right / questions, by residue "
+        f"mod {report.period}",
+        f"  {'residue':<20} " + " ".join(f"{i:>7}" for i in range(report.period)),
+    ]
+    for r in report.rows:
+        cells = " ".join(
+            f"{f'{c}/{n}':>7}" for c, n in zip(r.evidence_correct, r.evidence_residues, strict=True)
+        )
+        tail = f"  (+{r.evidence_unplaced} without a key)" if r.evidence_unplaced else ""
+        lines.append(f"  {r.arrangement:<20} {cells}{tail}")
+    return lines
+
+
+def _measured_on_line(on: dict[str, Any]) -> str:
+    return (
+        f"measured on: model {on.get('model')!r} ({on.get('backend')}), tokenizer "
+        f"{on.get('tokenizer_spec')!r}, chat format {on.get('chat_format')!r}, budget "
+        f"{on.get('budget_tokens')} tokens; profile {on.get('profile_model')!r}, period "
+        f"{on.get('period')}"
+    )
 
 
 def _rows(
@@ -166,15 +237,17 @@ def _rows(
     rows = []
     for arrangement in arrangements:
         records = [by_key[(q.id, arrangement)] for q in questions]
-        correct = sum(grades[(q.id, arrangement)] for q in questions)
+        right = [grades[(q.id, arrangement)] for q in questions]
+        correct = sum(right)
         low, high = wilson_interval(correct, len(records))
-        histogram = [0] * period
+        histogram, hits = [0] * period, [0] * period
         unplaced = 0
-        for r in records:
+        for r, ok in zip(records, right, strict=True):
             if r.evidence_residue is None:
                 unplaced += 1
             else:
                 histogram[r.evidence_residue % period] += 1
+                hits[r.evidence_residue % period] += ok
         expected = [r.expected_accuracy for r in records if r.expected_accuracy is not None]
         rows.append(
             ArrangementRow(
@@ -191,63 +264,38 @@ def _rows(
                 dropped_chunks=sum(r.dropped for r in records),
                 expected_accuracy=sum(expected) / len(expected) if expected else None,
                 evidence_residues=tuple(histogram),
+                evidence_correct=tuple(hits),
                 evidence_unplaced=unplaced,
             )
         )
     return rows
 
 
-def _paired(
+def _paired_test(
+    first: str,
+    second: str,
     questions: Sequence[CompareQuestion],
     grades: dict[tuple[str, str], bool],
-    arrangements: Sequence[str],
-) -> list[PairedTest]:
-    if PHASE_AWARE not in arrangements:
-        return []
-    tests = []
-    for other in arrangements:
-        if other == PHASE_AWARE:
-            continue
-        pairs = [(grades[(q.id, PHASE_AWARE)], grades[(q.id, other)]) for q in questions]
-        wins = sum(a and not b for a, b in pairs)
-        losses = sum(b and not a for a, b in pairs)
-        tests.append(
-            PairedTest(
-                other=other,
-                wins=wins,
-                losses=losses,
-                both_right=sum(a and b for a, b in pairs),
-                both_wrong=sum(not a and not b for a, b in pairs),
-                p_value=binom_two_sided_half(wins, wins + losses),
-            )
-        )
-    return tests
+    rows: Sequence[ArrangementRow],
+) -> PairedTest:
+    predicted = {r.arrangement: r.expected_accuracy for r in rows}
+    a, b = predicted[first], predicted[second]
+    outcome = paired_mcnemar(
+        [grades[(q.id, first)] for q in questions], [grades[(q.id, second)] for q in questions]
+    )
+    return PairedTest(first, second, outcome, None if a is None or b is None else a - b)
 
 
 def _verdict(
-    questions: Sequence[CompareQuestion],
-    by_key: dict[tuple[str, str], Any],
-    grades: dict[tuple[str, str], bool],
-    arrangements: Sequence[str],
-    period: int,
-    alpha: float,
-) -> tuple[Verdict | None, str]:
-    """The verdict from the arrangement in retrieval order (no padding), by evidence residue."""
-    plain = next((a for a in arrangements if a != PHASE_AWARE), None)
-    if plain is None:
-        return None, "verdict: needs an arrangement without padding (naive) to judge"
-    successes, n = [0] * period, [0] * period
-    for q in questions:
-        residue = by_key[(q.id, plain)].evidence_residue
-        if residue is not None:
-            n[residue % period] += 1
-            successes[residue % period] += grades[(q.id, plain)]
-    if sum(k > 0 for k in n) < 2:
-        return None, (
-            f"verdict: the {plain} arrangement put the top evidence on fewer than two residues; "
-            "not enough spread to judge phase sensitivity from these questions"
-        )
-    return phase_verdict(successes=successes, n=n, period=period, alpha=alpha), ""
+    paired: Sequence[PairedTest], order: PairedTest | None, alpha: float
+) -> CompareVerdict:
+    by_other = {t.other: t.outcome for t in paired}
+    return compare_verdict(
+        gain=by_other.get(NAIVE),
+        order=None if order is None else order.outcome,
+        placement=by_other.get(PLACEBO),
+        alpha=alpha,
+    )
 
 
 def compare_report(
@@ -273,19 +321,32 @@ def compare_report(
         key: grader(by_key[key].completion, questions_by_id[key[0]].answers)
         for key in ((q.id, a) for q in questions for a in arrangements)
     }
-    verdict, note = _verdict(questions, by_key, grades, arrangements, period, alpha)
+    rows = _rows(questions, by_key, arrangements, grades, period)
+    names = [r.arrangement for r in rows]
+    paired = [
+        _paired_test(PHASE_AWARE, other, questions, grades, rows)
+        for other in names
+        if PHASE_AWARE in names and other != PHASE_AWARE
+    ]
+    order = (
+        _paired_test(ORDER_ONLY, NAIVE, questions, grades, rows)
+        if ORDER_ONLY in names and NAIVE in names
+        else None
+    )
     return CompareReport(
-        rows=tuple(_rows(questions, by_key, arrangements, grades, period)),
-        paired=tuple(_paired(questions, grades, arrangements)),
+        rows=tuple(rows),
+        paired=tuple(paired),
+        order=order,
         period=period,
         n_questions=len(questions),
         n_requests=run.n_requests,
         n_skipped=run.n_skipped,
         grader=grader_name,
         alpha=alpha,
-        verdict=verdict,
-        verdict_note=note,
+        verdict=_verdict(paired, order, alpha),
         log_path=run.log_path,
+        warnings=run.warnings,
+        measured_on=run.settings,
     )
 
 

@@ -8,6 +8,10 @@ local transformers model or a Python callable) and the answer is logged
 questions' prompts go to the backend at once (a group); the OpenAI backend
 keeps at most its ``concurrency`` requests in flight. Running the same
 comparison again resumes from the log: nothing answered is asked twice.
+
+Which arrangements run is not part of a comparison's identity: a log answered
+under some arrangements (or a log written before the controls existed) resumes,
+and only the arrangements it lacks are asked.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from phaseaware.compare.log import (
     fingerprint,
     open_compare_log,
 )
+from phaseaware.compare.mismatch import profile_mismatches
 from phaseaware.compare.questions import CompareQuestion, questions_digest
 from phaseaware.errors import BackendError, InputError
 from phaseaware.serialize import to_plain
@@ -44,8 +49,9 @@ ProgressFn = Callable[[int, int, AnswerRecord | None], None]
 class CompareSettings:
     """``budget_tokens``: prompt tokens every arrangement may use (template included);
     ``max_tokens``: tokens generated per answer; ``repeat``: the phase-aware arrangement
-    restates the top evidence before the question; ``questions_per_group``: questions
-    sent to the backend together."""
+    (and the placebo) restates the top evidence before the question;
+    ``questions_per_group``: questions sent to the backend together; ``arrangements``:
+    which to run (all, the controls included, by default)."""
 
     budget_tokens: int
     max_tokens: int = 64
@@ -60,20 +66,30 @@ class CompareSettings:
                 f"(got {self.budget_tokens}, {self.max_tokens}, {self.questions_per_group})"
             )
         unknown = [a for a in self.arrangements if a not in ARRANGEMENTS]
-        if unknown or len(set(self.arrangements)) != len(self.arrangements):
-            raise InputError(f"arrangements must be distinct names of {', '.join(ARRANGEMENTS)}")
+        if (
+            not self.arrangements
+            or unknown
+            or len(set(self.arrangements)) != len(self.arrangements)
+        ):
+            raise InputError(
+                f"arrangements must be distinct names of {', '.join(ARRANGEMENTS)} "
+                f"(got {', '.join(map(repr, self.arrangements)) or 'none'})"
+            )
 
 
 @dataclass(frozen=True)
 class CompareRun:
     """The answers of a comparison (one record per question and arrangement, log order),
-    ``n_requests`` sent by this run and ``n_skipped`` found in the log already."""
+    ``n_requests`` sent by this run and ``n_skipped`` found in the log already;
+    ``warnings``: how the profile's measurement differs from this run
+    (:func:`~phaseaware.compare.mismatch.profile_mismatches`)."""
 
     records: tuple[AnswerRecord, ...]
     n_requests: int
     n_skipped: int
     settings: dict[str, Any]
     log_path: str
+    warnings: tuple[str, ...] = ()
 
 
 def _digest(value: object) -> str:
@@ -82,12 +98,17 @@ def _digest(value: object) -> str:
 
 
 def _record(
-    question: CompareQuestion, arrangement: str, result: AssemblyResult, text: str, **extra: Any
+    arranger: Arranger,
+    question: CompareQuestion,
+    arrangement: str,
+    result: AssemblyResult,
+    text: str,
+    **extra: Any,
 ) -> AnswerRecord:
     top = question.top_evidence_id
     evidence = [p for p in result.placements if p.chunk_id == top]
     residue = evidence[0].residues[0] if evidence and evidence[0].residues else None
-    expected = evidence[0].expected_accuracy if evidence else None
+    expected = arranger.predicted_accuracy(result, top) if top is not None else None
     return AnswerRecord(
         question_id=question.id,
         arrangement=arrangement,
@@ -113,13 +134,13 @@ def comparison_settings(
     backend: str,
 ) -> dict[str, Any]:
     """What identifies a comparison (its log header's settings; ``fingerprint`` of it is the
-    run's fingerprint): the questions, tokenizer, chat format, profile, budget, model, backend."""
+    run's fingerprint): the questions, tokenizer, chat format, profile, budget, model, backend.
+    Not the arrangements: each answer's line names its own, so a log resumes under more."""
     if not questions:
         raise InputError("no question to compare; pass a JSONL file with at least one line")
     return {
         "questions": questions_digest(questions),
         "n_questions": len(questions),
-        "arrangements": list(settings.arrangements),
         "tokenizer": arranger.tokenizer.fingerprint(),
         "tokenizer_spec": arranger.tokenizer.spec,
         "chat_format": chat_format,
@@ -186,6 +207,7 @@ def run_compare(
                 now = time.perf_counter()
                 log.append(
                     _record(
+                        arranger,
                         question,
                         arrangement,
                         result,
@@ -204,7 +226,10 @@ def run_compare(
                     "run the same command again to retry them"
                 )
         records = tuple(log.done.values())
-    return CompareRun(records, n_requests, n_skipped, doc, str(log_path))
+    warnings = profile_mismatches(
+        arranger.profile, model=model, tokenizer=arranger.tokenizer, chat_format=chat_format
+    )
+    return CompareRun(records, n_requests, n_skipped, doc, str(log_path), warnings)
 
 
 def _group(
@@ -216,15 +241,13 @@ def _group(
     """The pending prompts of ``questions``, assembled, by request id."""
     group: dict[str, tuple[ProbeRequest, CompareQuestion, str, AssemblyResult]] = {}
     for question in questions:
-        for arrangement in settings.arrangements:
-            if (question.id, arrangement) in done:
-                continue
-            result = arranger.assemble(
-                arrangement,
-                chunks=question.chunks,
-                question=question.question,
-                system=question.system,
-            )
+        pending = [a for a in settings.arrangements if (question.id, a) not in done]
+        if not pending:
+            continue
+        results = arranger.assemble_question(
+            pending, chunks=question.chunks, question=question.question, system=question.system
+        )
+        for arrangement, result in results.items():
             request_id = f"{len(group)}:{arrangement}"
             request = ProbeRequest(
                 probe_id=request_id,

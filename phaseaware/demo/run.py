@@ -2,11 +2,12 @@
 
 1. calibrate the reference model (a residue sweep, resumable log, profile);
 2. run :mod:`phaseaware.compare` on the shipped held-out RAG questions with the
-   same retrieved chunks arranged three ways (retrieval order,
-   lost-in-the-middle, phase-aware with the new profile): accuracy with 95%
-   intervals, the paired tests, where the evidence landed, the tokens each used
-   and the verdict. Answers are logged next to the profile (one log per
-   comparison, named by its fingerprint), so a second run reuses them.
+   same retrieved chunks arranged five ways (retrieval order,
+   lost-in-the-middle, phase-aware with the new profile, and the controls
+   order-only and placebo): accuracy with 95% intervals, the paired tests, where
+   the evidence landed, the tokens each used and the verdict. Answers are logged
+   next to the profile (one log per comparison, named by its fingerprint), so a
+   second run reuses them.
 
 :func:`run_demo` returns a :class:`DemoResult`; it prints nothing itself, but
 reports its stages to ``on_stage`` and the finished calibration to
@@ -53,12 +54,15 @@ __all__ = [
     "ANSWER_TOKENS",
     "DemoSettings",
     "DemoResult",
+    "answer_log",
     "run_demo",
     "strategy_summary",
 ]
 
 DEFAULT_OUT = Path("phaseaware-demo")
 ANSWER_TOKENS = 8  # tokens generated per answer: the number, then end of turn
+# what a demo log's name fingerprinted before the controls existed (such a log resumes)
+ARRANGEMENTS_BEFORE_CONTROLS = ("naive", "lost-in-the-middle", "phase-aware")
 CHAT_FORMAT = "hf"
 
 
@@ -97,7 +101,7 @@ class DemoSettings:
 
 @dataclass(frozen=True)
 class DemoResult:
-    """The calibration and the comparison of the three arrangements."""
+    """The calibration and the comparison of the arrangements."""
 
     calibration: CalibrationResult
     comparison: CompareReport
@@ -139,7 +143,7 @@ def run_demo(
     on_calibrated: Callable[[CalibrationResult], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> DemoResult:
-    """Calibrate the reference model, then compare the three arrangements on it.
+    """Calibrate the reference model, then compare the arrangements on it.
 
     ``on_stage``: one line per step, saying whether it runs, resumes or reuses a saved
     log; ``on_progress(step, done, total)``: progress within a step ("calibrate",
@@ -245,6 +249,20 @@ def _calibrate(
     )
 
 
+def answer_log(out: Path, identity: dict[str, Any]) -> Path:
+    """One answer log per comparison (other --questions, --seed or profile: another file),
+    each resumable; the calibration log beside it is shared. A log named before the
+    controls (its name fingerprinted the three arrangements then run) is resumed."""
+
+    def named(settings: dict[str, Any]) -> Path:
+        tag = fingerprint(settings).removeprefix("sha256:")[:12]
+        return out / f"{MODEL_NAME}.compare-{tag}.jsonl"
+
+    log = named(identity)
+    earlier = named({**identity, "arrangements": list(ARRANGEMENTS_BEFORE_CONTROLS)})
+    return earlier if not log.exists() and earlier.exists() else log
+
+
 def _compare(
     settings: DemoSettings,
     calibration: CalibrationResult,
@@ -265,7 +283,10 @@ def _compare(
         profile=calibration.profile,
         budget_tokens=BUDGET_TOKENS,
     )
-    running = f"[2/2] phaseaware compare: {len(questions)} held-out RAG questions x 3 arrangements"
+    running = (
+        f"[2/2] phaseaware compare: {len(questions)} held-out RAG questions x "
+        f"{len(compare_settings.arrangements)} arrangements"
+    )
     identity = comparison_settings(
         questions=questions,
         arranger=arranger,
@@ -274,10 +295,7 @@ def _compare(
         chat_format=CHAT_FORMAT,
         backend=backend.name,
     )
-    # one answer log per comparison (other --questions, --seed or profile: another file),
-    # each resumable; the calibration log beside it is shared
-    tag = fingerprint(identity).removeprefix("sha256:")[:12]
-    log = settings.out / f"{MODEL_NAME}.compare-{tag}.jsonl"
+    log = answer_log(settings.out, identity)
     run = run_compare(
         questions=questions,
         backend=backend,

@@ -200,6 +200,15 @@ class Profile:
         values: list[float] = (base * self.length_factor(prompt_length + offset)).tolist()
         return values
 
+    def gaps(self) -> dict[str, str]:
+        """What the profile says it lacks (``extra["lacks"]``: a field name -> why, and how to
+        measure it), e.g. a profile from ``phaseaware score`` whose log held no key inside
+        the model's local window. Empty for a complete profile."""
+        lacks = self.extra.get("lacks")
+        if not isinstance(lacks, dict):
+            return {}
+        return {str(k): str(v) for k, v in lacks.items()}
+
     def window_reliability(self) -> float:
         """Reliability of a key token inside the raw local window.
 

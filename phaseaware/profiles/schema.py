@@ -64,12 +64,14 @@ KEY_ORDER = (
     "provenance",
 )
 # Top-level keys kept in ``Profile.extra``: what calibration records, what
-# ``phaseaware score`` records (``score``: the source log, its format, samples), and
+# ``phaseaware score`` records (``score``: the source log, its format, samples; ``lacks``:
+# what the eval could not measure, field -> why and how to measure it), and
 # ``context_tokens`` (the longest prompt measured, in tokens; bounds local_window).
 # Any other key is an error (a typo must not pass silently), except a private
 # extension named ``x-...`` or ``x_...``.
 EXTRA_KEYS = (
     "context_tokens",
+    "lacks",
     "length_stats",
     "period_detection",
     "position_offset",

@@ -43,11 +43,10 @@ def get_path(record: Any, path: str) -> Any:
 
 def needle_values(value: Any) -> tuple[str, ...] | None:
     """A needle field's value as strings: one string, or a list of them (several needles);
-    ``None`` for anything else (missing, empty, not text)."""
+    ``None`` for anything else (missing, empty, not text: a JSON number, ``NaN`` included, is
+    refused rather than matched as its decimal text, e.g. ``"nan"``)."""
     if isinstance(value, str):
         return (value,) if value else None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return (str(value),)
     if isinstance(value, Sequence) and not isinstance(value, bytes) and value:
         items = tuple(needle_values(v) for v in value)
         if any(v is None or len(v) != 1 for v in items):

@@ -14,11 +14,12 @@ from typing import Any
 from phaseaware.atomic import atomic_write_bytes
 from phaseaware.charts import bar_chart
 from phaseaware.errors import MissingExtraError
+from phaseaware.intervals import wilson_interval
 from phaseaware.plots import plot_format
-from phaseaware.profiles.model import Profile, Provenance, TokenizerRef
+from phaseaware.profiles.model import LocalWindowEffect, Profile, Provenance, TokenizerRef
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.score import ScoreResult
-from phaseaware.scoring.tally import LengthBucket, PhaseTest, ResidueRow
+from phaseaware.scoring.tally import LengthBucket, PhaseTest, ResidueRow, Tally
 from phaseaware.version import __version__
 
 __all__ = ["to_json", "format_report", "save_plot", "build_profile"]
@@ -37,7 +38,9 @@ def _rows(rows: tuple[ResidueRow, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def _test(test: PhaseTest) -> dict[str, Any]:
+def _test(test: PhaseTest | None) -> dict[str, Any] | None:
+    if test is None:
+        return None
     return {"test": test.test, "statistic": test.statistic, "df": test.df, "p_value": test.p_value}
 
 
@@ -69,6 +72,12 @@ def to_json(result: ScoreResult) -> dict[str, Any]:
             "candidate": d.candidate,
             "strength": d.strength,
             "p_value": d.p_value,
+            "test": d.test,
+            "note": d.note,
+            "candidates": [
+                {"period": p, "p_value": d.p_values[p], "power": d.power[p]}
+                for p in sorted(d.p_values)
+            ],
         },
         "n_scored": t.n,
         "n_skipped": result.n_skipped,
@@ -92,13 +101,7 @@ def format_report(result: ScoreResult) -> str:
     t = result.tally
     lines = [
         f"{result.source}  ({result.format}, tokenizer {result.tokenizer_spec})",
-        f"{t.n} samples scored, {result.n_skipped} skipped; period {t.period}"
-        + (
-            ""
-            if t.detection is None
-            else f" ({'detected' if t.detection.period else 'not significant; best candidate'}, "
-            f"{_p(t.detection.p_value)})"
-        ),
+        f"{t.n} samples scored, {result.n_skipped} skipped; " + _period_text(t),
         f"{'residue':>7}  {'n':>5}  {'correct':>7}  {'accuracy':>8}  {'95% CI':>15}",
     ]
     for r in t.residues:
@@ -119,22 +122,45 @@ def format_report(result: ScoreResult) -> str:
         )
     )
     test = t.phase_dependence
-    lines.append(
-        f"phase dependence: {test.test}: X2 = {test.statistic:.1f}, df {test.df}, "
-        f"{_p(test.p_value)}"
-    )
+    if test is None:
+        lines.append("phase dependence: not tested (no period detected)")
+    else:
+        lines.append(
+            f"phase dependence: {test.test}: X2 = {test.statistic:.1f}, df {test.df}, "
+            f"{_p(test.p_value)}"
+        )
     for b in t.by_length:
         accs = " ".join(
             "-" if r.accuracy is None else f"{100 * r.accuracy:.0f}" for r in b.residues
         )
-        lines.append(
-            f"length {b.low}-{b.high} tokens (n {b.n}): {accs}  ({_p(b.phase_dependence.p_value)})"
-        )
+        tested = "untested" if b.phase_dependence is None else _p(b.phase_dependence.p_value)
+        lines.append(f"length {b.low}-{b.high} tokens (n {b.n}): {accs}  ({tested})")
     if result.n_skipped:
+        reasons = dict(result.skip_counts)
         lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in result.skip_counts))
+        if reasons.get("duplicate"):
+            lines.append(
+                f"{reasons['duplicate']} repeated samples (the same doc_id and prompt in another "
+                "samples file of this run) counted once"
+            )
     lines.append("")
     lines.extend(t.verdict.lines())
     return "\n".join(lines)
+
+
+def _period_text(t: Tally) -> str:
+    """The period, and how ``--period auto`` found it (or that it found none)."""
+    d = t.detection
+    if d is None:
+        return f"period {t.period}"
+    top = max(d.p_values, default=d.candidate)
+    if d.period is None:
+        return (
+            f"no period detected among 2-{top} (best candidate {d.candidate}, Holm-adjusted "
+            f"{_p(d.p_value)}{'; ' + d.note if d.note else ''}); residues shown mod "
+            f"{t.period}, untested"
+        )
+    return f"period {t.period} (detected among 2-{top}, Holm-adjusted {_p(d.p_value)})"
 
 
 def save_plot(result: ScoreResult, path: str | Path) -> None:
@@ -169,9 +195,54 @@ def save_plot(result: ScoreResult, path: str | Path) -> None:
         raise EvalLogError(f"cannot write --plot {path}: {exc.strerror or exc}") from None
 
 
-def build_profile(result: ScoreResult, *, model: str) -> Profile:
+def _window(
+    result: ScoreResult, local_window: int | None
+) -> tuple[LocalWindowEffect | None, dict[str, str]]:
+    """The in-window accuracy the log measured (samples whose key sat within ``local_window``
+    tokens of the prompt's end, as calibrate's window sweep pools them), and what is lacking."""
+    fix = (
+        "calibrate with --sweeps key,window to measure it, or score a log whose needles sit "
+        "near the prompt's end with --local-window N"
+    )
+    if local_window is None:
+        return None, {
+            "local_window": "an eval log cannot tell the model's raw local window, so the "
+            "planner never places a key inside it (a calibrated profile records it); pass "
+            "--local-window N (the model's window in tokens) with --profile-out, or calibrate "
+            "with --sweeps key,window",
+        }
+    inside = [s for s in result.located if s.prompt_tokens - s.key_position <= local_window]
+    if not inside:
+        nearest = min(s.prompt_tokens - s.key_position for s in result.located)
+        return None, {
+            "local_window_accuracy": f"no scored sample had its key within the "
+            f"{local_window}-token window (nearest: {nearest} tokens from the end); the planner "
+            f"assumes the best residue's accuracy there; {fix}",
+        }
+    correct = sum(1 for s in inside if s.correct)
+    low, high = wilson_interval(correct, len(inside))
+    distances = [s.prompt_tokens - s.key_position for s in inside]
+    effect = LocalWindowEffect(
+        accuracy=correct / len(inside),
+        n=len(inside),
+        ci_low=low,
+        ci_high=high,
+        min_distance=min(distances),
+        max_distance=max(distances),
+        source=f"phaseaware score of {result.source.name}: samples with the key "
+        f"{min(distances)}-{max(distances)} tokens from the end, window {local_window}",
+    )
+    return effect, {}
+
+
+def build_profile(result: ScoreResult, *, model: str, local_window: int | None = None) -> Profile:
     """A measured profile of ``model`` from the eval (every residue needs a sample), with its
-    provenance: the source log, its format, and the samples scored and skipped."""
+    provenance: the source log, its format, and the samples scored and skipped.
+
+    ``local_window`` (tokens, the model's raw window): recorded, with the in-window accuracy
+    of the samples whose key sat that close to the end when the log holds some. What the eval
+    could not measure is named in ``extra["lacks"]`` (:meth:`Profile.gaps`), and assembling
+    with the profile says so."""
     t = result.tally
     empty = [r.residue for r in t.residues if r.accuracy is None or r.ci is None]
     if empty:
@@ -179,8 +250,16 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
             f"no scored sample at residue(s) {empty} of period {t.period}: a profile needs "
             "every residue; score a larger log or pass a smaller --period"
         )
+    longest = max(s.prompt_tokens for s in result.located)
+    if local_window is not None and local_window > longest:
+        raise EvalLogError(
+            f"--local-window {local_window} is longer than the longest prompt scored "
+            f"({longest} tokens); pass the model's window, at most {longest}"
+        )
+    window_effect, lacks = _window(result, local_window)
     source = f"phaseaware score of {result.source.name} ({result.format})"
     test = t.phase_dependence
+    tested = "no period detected (untested)" if test is None else f"{test.test} {_p(test.p_value)}"
     return Profile(
         model=model,
         period=t.period,
@@ -191,14 +270,15 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
         tokenizer=TokenizerRef(
             spec=result.tokenizer_spec, fingerprint=result.tokenizer_fingerprint
         ),
-        local_window=None,
+        local_window=local_window,
+        local_window_accuracy=window_effect,
         provenance=Provenance(
             kind="measured",
             source=source,
             protocol=(
                 f"eval log {result.source.name}: {t.n} samples scored ({result.n_skipped} "
                 f"skipped), key = the needle's first token, residue = position mod {t.period}; "
-                f"{test.test} {_p(test.p_value)}"
+                f"{tested}"
             ),
             created=date.today().isoformat(),
             tool_version=__version__,
@@ -211,6 +291,7 @@ def build_profile(result: ScoreResult, *, model: str) -> Profile:
                 "skipped": result.n_skipped,
                 "phase_dependence": _test(test),
             },
-            "context_tokens": max(s.prompt_tokens for s in result.located),
+            "context_tokens": longest,
+            **({"lacks": lacks} if lacks else {}),
         },
     )

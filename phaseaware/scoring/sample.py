@@ -25,6 +25,8 @@ SKIP_REASONS: tuple[str, ...] = (
     "length-mismatch",  # the log's own token count disagrees with the tokenizer's
     "render-failed",  # the chat format refused the messages
     "server-tokens",  # the server's /tokenize ids do not round-trip through the tokenizer
+    "duplicate",  # the same sample (doc_id and prompt) in another file of the same run: read once
+    "prompt-cut",  # the harness logged a shortened copy of the prompt, not the prompt sent
 )
 
 

@@ -6,9 +6,13 @@ homogeneity over the residue × correct table (``df = residues observed - 1``),
 its p-value from the calibration statistics' chi-square tail. Accuracies and
 Wilson 95% intervals come from :func:`phaseaware.calibration.stats.residue_summary`
 (each sample one observed outcome). ``period=None`` detects the period as
-``calibrate --period auto`` does: accuracy by ``key_position mod max_period``,
-then :func:`phaseaware.calibration.stats.detect_period` with candidates up to
-``max_period // 2``; the candidate is used when no period is significant.
+``calibrate --period auto`` does: every candidate ``2..max_period`` tested on
+``key_position mod p`` itself
+(:func:`phaseaware.calibration.stats.detect_period_at_positions`). With a
+period detected, the residue table and chi-square are at that period and the
+verdict needs both the detection and the chi-square at ``alpha``; with none,
+the table is shown at the best candidate and nothing is tested there (no
+chi-square, no length-bucket test): the verdict is "no period detected".
 Fractions are 0..1; positions and lengths are tokens.
 """
 
@@ -19,9 +23,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phaseaware.calibration.stats import PeriodDetection, detect_period, residue_summary
+from phaseaware.calibration.stats import (
+    PeriodDetection,
+    detect_period_at_positions,
+    residue_summary,
+)
 from phaseaware.calibration.stats.dist import chi2_sf
-from phaseaware.calibration.verdict import Verdict, phase_verdict
+from phaseaware.calibration.stats.period import unconfirmed
+from phaseaware.calibration.verdict import Verdict, auto_period_test, phase_verdict
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.locate import Located
 
@@ -62,21 +71,25 @@ class PhaseTest:
 
 @dataclass(frozen=True)
 class LengthBucket:
-    """Samples with ``low <= prompt_tokens <= high``, by residue, with their own test."""
+    """Samples with ``low <= prompt_tokens <= high``, by residue, with their own test
+    (``None``: no period was detected, nothing is tested)."""
 
     low: int
     high: int
     n: int
     residues: tuple[ResidueRow, ...]
-    phase_dependence: PhaseTest
+    phase_dependence: PhaseTest | None
 
 
 @dataclass(frozen=True)
 class Tally:
+    """``phase_dependence`` is ``None`` when ``--period auto`` detected no period (the
+    residues are then those of the best candidate, untested)."""
+
     period: int
     detection: PeriodDetection | None
     residues: tuple[ResidueRow, ...]
-    phase_dependence: PhaseTest
+    phase_dependence: PhaseTest | None
     by_length: tuple[LengthBucket, ...]
     n: int
     verdict: Verdict
@@ -115,27 +128,18 @@ def phase_test(rows: Sequence[ResidueRow]) -> PhaseTest:
     return PhaseTest(PHASE_TEST, float(statistic), df, chi2_sf(statistic, df))
 
 
-def choose_period(located: Sequence[Located], *, max_period: int) -> tuple[int, PeriodDetection]:
-    """The period ``calibrate --period auto`` would report for these samples (see module doc)."""
-    offsets = np.array([s.key_position % max_period for s in located])
+def choose_period(located: Sequence[Located], *, max_period: int) -> PeriodDetection:
+    """Detect the period of these samples as ``calibrate --period auto`` does (see module doc):
+    every candidate ``2..max_period`` tested on ``key_position mod p`` itself."""
+    positions = np.array([s.key_position for s in located], dtype=np.int64)
     right = np.array([1.0 if s.correct else 0.0 for s in located])
-    counts = np.bincount(offsets, minlength=max_period)
-    candidates = max_period // 2
-    if candidates < 2 or int((counts > 0).sum()) <= candidates:
+    if max_period < 2 or np.unique(positions).size <= max_period:
         raise EvalLogError(
-            f"--period auto needs samples at more than {candidates} of the {max_period} "
-            f"positions mod {max_period} (--max-period) and --max-period >= 4; "
-            "pass --period N instead"
+            f"--period auto needs samples at more than {max_period} distinct key positions "
+            f"(--max-period {max_period}); the log has {np.unique(positions).size}: "
+            "pass --period N or a smaller --max-period"
         )
-    # outcomes by position mod max_period, one column each (NaN pads the shorter columns):
-    # the detector's binomial test then weighs each position by its sample count
-    outcomes = np.full((int(counts.max()), max_period), np.nan)
-    filled = np.zeros(max_period, dtype=int)
-    for offset, value in zip(offsets.tolist(), right.tolist(), strict=True):
-        outcomes[filled[offset], offset] = value
-        filled[offset] += 1
-    detection = detect_period(outcomes, max_period=candidates)
-    return (detection.period or detection.candidate), detection
+    return detect_period_at_positions(positions, right, max_period=max_period)
 
 
 def _buckets(located: Sequence[Located], n_buckets: int) -> list[tuple[int, int, list[Located]]]:
@@ -170,7 +174,8 @@ def tally(
         )
     detection = None
     if period is None:
-        period, detection = choose_period(located, max_period=max_period)
+        detection = choose_period(located, max_period=max_period)
+        period = detection.period or detection.candidate
     rows = residue_rows(located, period)
     seen = [r.residue for r in rows if r.n > 0]
     if len(seen) < 2:  # the verdict compares residues; say so in score's own words
@@ -179,12 +184,18 @@ def tally(
             f"({len(located)} samples): accuracy by residue needs keys at two residues or "
             "more; score a log whose needles sit at varied positions, or pass another --period"
         )
+    confirm = None
+    if detection is not None and detection.period is not None:
+        confirm = phase_test(rows)
+        if not confirm.p_value < detection.alpha:
+            detection = unconfirmed(detection, test="chi-square", p_value=confirm.p_value)
+    tested = detection is None or detection.period is not None
     by_length = tuple(
-        LengthBucket(low, high, len(members), sub, phase_test(sub))
+        LengthBucket(low, high, len(members), sub, phase_test(sub) if tested else None)
         for low, high, members in _buckets(located, length_buckets)
         for sub in [residue_rows(members, period)]
     )
-    test = phase_test(rows)
+    test = phase_test(rows) if tested else None
     # the total prompt length's residue too (the field report's effect): counts by
     # prompt_tokens mod period, beside the key's residue
     length_n = [0] * period
@@ -193,15 +204,26 @@ def tally(
         length_n[sample.prompt_tokens % period] += 1
         length_ok[sample.prompt_tokens % period] += int(sample.correct)
     # one prompt length for every sample (a calibration sweep's exact-length probes):
-    # nothing to say about the total length's residue
-    varied = sum(1 for n in length_n if n) >= 2
+    # nothing to say about the total length's residue; no period: nothing tested
+    varied = tested and sum(1 for n in length_n if n) >= 2
+    if detection is not None:
+        p_value, test_name, note = auto_period_test(
+            detection,
+            residue_p=None if confirm is None else confirm.p_value,
+            residue_test="chi-square",
+        )
+    else:
+        assert test is not None  # a given period is always tested
+        p_value, test_name, note = test.p_value, test.test, None
     verdict = phase_verdict(
         successes=[r.correct for r in rows],
         n=[r.n for r in rows],
         period=period,
         length_successes=length_ok if varied else None,
         length_n=length_n if varied else None,
-        p_value=test.p_value,
-        test=test.test,
+        p_value=p_value,
+        test=test_name,
+        period_note=note,
+        period_detected=None if detection is None else detection.period is not None,
     )
     return Tally(period, detection, rows, test, by_length, len(located), verdict)

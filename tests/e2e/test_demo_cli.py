@@ -19,8 +19,9 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path, capsys) -> None:
     doc = json.loads(first.out)
     assert "[1/2] calibrating phaseaware-reference" in first.err
     assert "calibrate: 32/32 probes done" in first.err  # progress on every long step
-    assert "compare: 18/18 answers done" in first.err
-    assert [row["strategy"] for row in doc["rag"]] == ["naive", "lost-in-the-middle", "phase-aware"]
+    assert "compare: 30/30 answers done" in first.err
+    assert [row["strategy"] for row in doc["rag"]] == [
+        "naive", "lost-in-the-middle", "phase-aware", "order-only", "placebo"]  # fmt: skip
     for row in doc["rag"]:
         assert row["total"] == 6 and 0 <= row["correct"] <= 6
         assert row["ci_low"] <= row["accuracy"] <= row["ci_high"]
@@ -65,5 +66,5 @@ def test_demo_with_other_questions_reuses_the_calibration_and_keeps_each_answer_
     capsys.readouterr()
     assert main([*base, "--questions", "3"]) == 0  # another comparison, same calibration
     doc = json.loads(capsys.readouterr().out)
-    assert doc["calibration"]["probes_run"] == 0 and doc["compare"]["n_requests"] == 9
+    assert doc["calibration"]["probes_run"] == 0 and doc["compare"]["n_requests"] == 3 * 5
     assert len(list(tmp_path.glob("phaseaware-reference.compare-*.jsonl"))) == 2

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_o
 from phaseaware.chat.formats import ChatFormat, chat_format_names
 from phaseaware.chat.layout import PromptLayout
 from phaseaware.chat.settings import ChatSettings
-from phaseaware.errors import InputError
+from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
@@ -33,6 +34,7 @@ __all__ = [
     "AssemblyRequest",
     "resolve_options",
     "resolve_profile",
+    "warn_gaps",
     "resolve_tokenizer",
     "stated_settings",
 ]
@@ -74,11 +76,15 @@ class AssemblyRequest:
         ``None``), ``AssemblyOptions`` (``default_options`` for ``None``, the offset
         applied) and ``ChatSettings`` (or ``None``); the chat format stays as given
         (a name is built with the settings by the entry point). ``InputError`` names
-        the field that is wrong."""
+        the field that is wrong. A profile that says it lacks data the planner would use
+        (:meth:`Profile.gaps`, e.g. the local window) is named in one warning."""
+        profile = resolve_profile(self.profile)
+        if profile is not None:
+            warn_gaps(profile)
         return dataclasses.replace(
             self,
             tokenizer=resolve_tokenizer(self.tokenizer),
-            profile=resolve_profile(self.profile),
+            profile=profile,
             options=resolve_options(
                 self.options, position_offset=self.position_offset, default=default_options
             ),
@@ -141,15 +147,27 @@ def resolve_tokenizer(tokenizer: object) -> Tokenizer:
     )
 
 
+def warn_gaps(profile: Profile) -> None:
+    """One ``PhaseawareWarning`` per gap the profile names (:meth:`Profile.gaps`): the same
+    text from the same line is shown once per process, however many calls plan with it."""
+    for field_name, why in profile.gaps().items():
+        warnings.warn(
+            f"profile {profile.model!r} lacks {field_name}: {why}", PhaseawareWarning, stacklevel=2
+        )
+
+
 def resolve_profile(profile: object) -> Profile | None:
-    if profile is None or isinstance(profile, Profile):
-        return profile
+    """The profile to plan with (a name or path loaded through the registry)."""
+    if profile is None:
+        return None
     if isinstance(profile, str | os.PathLike):
-        return get_profile(profile)  # the registry's cache, its file rules
-    raise InputError(
-        f"profile must be a model name, a profile file path or a Profile, "
-        f"got {type(profile).__name__}"
-    )
+        profile = get_profile(profile)  # the registry's cache, its file rules
+    if not isinstance(profile, Profile):
+        raise InputError(
+            f"profile must be a model name, a profile file path or a Profile, "
+            f"got {type(profile).__name__}"
+        )
+    return profile
 
 
 def _check_format(chat_format: object) -> FormatRef:

@@ -19,7 +19,11 @@ from phaseaware.calibration.stats.paired import (
     mcnemar_vs_best,
     weak_residues,
 )
-from phaseaware.calibration.stats.period import PeriodDetection, detect_period
+from phaseaware.calibration.stats.period import (
+    PeriodDetection,
+    detect_period,
+    detect_period_at_positions,
+)
 from phaseaware.calibration.stats.plan import CalibrationPlan, plan_calibration
 from phaseaware.calibration.stats.shrink import BetaPrior, beta_prior, shrink_accuracies
 from phaseaware.calibration.stats.summary import (
@@ -49,6 +53,7 @@ __all__ = [
     "beta_prior",
     "shrink_accuracies",
     "detect_period",
+    "detect_period_at_positions",
     "plan_calibration",
     "verdict",
     "calibration_stats",

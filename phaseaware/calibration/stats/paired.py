@@ -1,11 +1,14 @@
-"""Paired tests over base prompts: Cochran's Q and exact McNemar against the best residue.
+"""Paired tests: Cochran's Q and exact McNemar against the best residue (over base
+prompts), and exact McNemar between two arrangements (over questions).
 
-Both use complete rows only (a pair needs both outcomes from the same base
-prompt). p-values come from ``scipy.stats`` (through :mod:`.dist`, imported on first use).
+The residue tests use complete rows only (a pair needs both outcomes from the same
+base prompt). p-values come from ``scipy.stats`` (through :mod:`.dist`, imported on
+first use).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -18,9 +21,11 @@ from phaseaware.errors import InputError
 __all__ = [
     "CochranResult",
     "McNemarResult",
+    "PairedOutcomes",
     "cochran_q",
     "holm_adjust",
     "mcnemar_vs_best",
+    "paired_mcnemar",
     "weak_residues",
 ]
 
@@ -147,4 +152,53 @@ def weak_residues(results: tuple[McNemarResult, ...], *, alpha: float = 0.05) ->
         raise InputError(f"alpha must be a fraction in (0, 1), got {alpha}")
     return tuple(
         res.residue for res in results if res.p_holm < alpha and res.best_only > res.residue_only
+    )
+
+
+@dataclass(frozen=True)
+class PairedOutcomes:
+    """``first`` against ``second`` on the same items: ``wins`` (right only with ``first``),
+    ``losses`` (right only with ``second``), the concordant counts, and the exact McNemar
+    p-value (two-sided binomial test of wins against losses at 1/2)."""
+
+    wins: int
+    losses: int
+    both_right: int
+    both_wrong: int
+    p_value: float
+
+    @property
+    def n(self) -> int:
+        return self.wins + self.losses + self.both_right + self.both_wrong
+
+    @property
+    def difference(self) -> float:
+        """Accuracy of ``first`` minus that of ``second`` (a fraction; 0 with no item)."""
+        return (self.wins - self.losses) / self.n if self.n else 0.0
+
+    def better(self, alpha: float) -> bool:
+        """``first`` is right more often, significantly at ``alpha``."""
+        return self.p_value < alpha and self.wins > self.losses
+
+    def worse(self, alpha: float) -> bool:
+        """``second`` is right more often, significantly at ``alpha``."""
+        return self.p_value < alpha and self.losses > self.wins
+
+
+def paired_mcnemar(first: Sequence[bool], second: Sequence[bool]) -> PairedOutcomes:
+    """Exact McNemar test of two arrangements graded on the same items, in the same order."""
+    if len(first) != len(second):
+        raise InputError(
+            f"paired outcomes need one grade per item from each side ({len(first)} vs "
+            f"{len(second)})"
+        )
+    pairs = list(zip(first, second, strict=True))
+    wins = sum(bool(a) and not b for a, b in pairs)
+    losses = sum(bool(b) and not a for a, b in pairs)
+    return PairedOutcomes(
+        wins=wins,
+        losses=losses,
+        both_right=sum(bool(a) and bool(b) for a, b in pairs),
+        both_wrong=sum(not a and not b for a, b in pairs),
+        p_value=binom_two_sided_half(wins, wins + losses),
     )

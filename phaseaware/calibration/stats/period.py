@@ -39,7 +39,7 @@ Distributions from ``scipy.stats`` (through :mod:`.dist`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -48,7 +48,14 @@ from phaseaware.calibration.stats.dist import chi2_isf, chi2_sf, f_isf, f_sf, nc
 from phaseaware.calibration.stats.paired import holm_adjust
 from phaseaware.errors import InputError
 
-__all__ = ["PeriodDetection", "detect_period", "period_power", "TEST"]
+__all__ = [
+    "PeriodDetection",
+    "detect_period",
+    "detect_period_at_positions",
+    "unconfirmed",
+    "period_power",
+    "TEST",
+]
 
 TEST = "nested test of the fold by p against each of its divisors, Holm over candidates"
 
@@ -75,6 +82,22 @@ class PeriodDetection:
     power: dict[int, float] = field(default_factory=dict, hash=False)
     alpha: float = 0.05
     test: str = TEST
+    #: why a significant candidate is not reported (see :func:`unconfirmed`), else ""
+    note: str = ""
+
+
+def unconfirmed(detection: PeriodDetection, *, test: str, p_value: float) -> PeriodDetection:
+    """``detection`` with its period withdrawn: the residue test at that period (``test``,
+    ``p_value`` >= alpha) did not confirm it, and a report must not print a detected period
+    above a test that finds nothing there. The candidate stays, untested."""
+    return replace(
+        detection,
+        period=None,
+        note=(
+            f"period {detection.period} passed the detection but {test} at it gave "
+            f"p = {p_value:.2g}: not confirmed"
+        ),
+    )
 
 
 def _counts_by_offset(values: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -177,28 +200,84 @@ def detect_period(
     a 2-D 0/1 outcome array (base prompts × offsets; NaN/-1 = missing), which
     is reduced to per-offset accuracy. Needs more measured offsets than
     ``max_period``; two full cycles of the largest candidate are advisable.
+    The offsets must be the positions themselves (or all shifted by one
+    constant): a fold of positions by some modulus cannot be tested for a
+    period that does not divide it; use :func:`detect_period_at_positions`.
     Deterministic: no permutation, no random numbers.
     """
-    if isinstance(max_period, bool) or not isinstance(max_period, int) or max_period < 2:
-        raise InputError(f"max_period must be an int >= 2, got {max_period!r}")
-    if not 0 < alpha < 1:
-        raise InputError(f"alpha must be a fraction in (0, 1), got {alpha}")
+    _check(max_period, alpha)
     values, trials = _counts_by_offset(accuracy_by_offset)
     measured = ~np.isnan(values)
     offsets = np.flatnonzero(measured)
     y = values[measured]
     n = None if trials is None else trials[measured]
+    return _detect(y, n, offsets, max_period=max_period, alpha=alpha, what="offsets")
+
+
+def detect_period_at_positions(
+    positions: Any,
+    correct: Any,
+    *,
+    max_period: int,
+    alpha: float = 0.05,
+) -> PeriodDetection:
+    """Find the period of 0/1 outcomes observed at absolute token ``positions``.
+
+    Every candidate ``p`` in ``2..max_period`` is tested on ``position mod p``
+    itself, so any period up to ``max_period`` is found whether or not it
+    divides another candidate (a fold by 16 first would hide 3, 5, 6 or 12).
+    Outcomes are pooled per distinct position (successes of trials) and tested
+    as :func:`detect_period` tests its offsets. ``correct``: 0/1 (or booleans),
+    NaN = not measured. Needs more distinct measured positions than ``max_period``.
+    """
+    _check(max_period, alpha)
+    pos = np.asarray(positions, dtype=np.int64).ravel()
+    ok = np.asarray(correct, dtype=float).ravel()
+    if pos.shape != ok.shape:
+        raise InputError(f"positions ({pos.size}) and outcomes ({ok.size}) differ in length")
+    keep = ~np.isnan(ok)
+    if (pos[keep] < 0).any():
+        raise InputError("positions must be token indices >= 0")
+    unique, index = np.unique(pos[keep], return_inverse=True)
+    successes = np.bincount(index, weights=ok[keep], minlength=unique.size)
+    trials = np.bincount(index, minlength=unique.size).astype(float)
+    return _detect(
+        successes, trials, unique, max_period=max_period, alpha=alpha, what="distinct positions"
+    )
+
+
+def _check(max_period: int, alpha: float) -> None:
+    if isinstance(max_period, bool) or not isinstance(max_period, int) or max_period < 2:
+        raise InputError(f"max_period must be an int >= 2, got {max_period!r}")
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha must be a fraction in (0, 1), got {alpha}")
+
+
+def _detect(
+    y: np.ndarray,
+    n: np.ndarray | None,
+    offsets: np.ndarray,
+    *,
+    max_period: int,
+    alpha: float,
+    what: str,
+) -> PeriodDetection:
+    """The nested tests over candidates ``2..max_period`` (``n is None``: ``y`` are accuracies,
+    F-tests; else ``y`` successes of ``n`` trials, likelihood-ratio tests)."""
     if y.size <= max_period:
         raise InputError(
-            f"only {y.size} measured offsets for max_period={max_period}; measure more "
-            "offsets (at least 2 * max_period) or lower max_period"
+            f"only {y.size} measured {what} for max_period={max_period}; measure more "
+            f"{what} (at least 2 * max_period) or lower max_period"
         )
     periods = list(range(2, max_period + 1))
     fits = {p: _fold(y, offsets, p, n) for p in range(1, max_period + 1)}
     acc = y if n is None else y / n
-    total = float(np.sum((acc - acc.mean()) ** 2))
+    # the spread of the fitted values around the mean, weighted by trials
+    w = np.ones_like(acc) if n is None else n
+    mean = float(np.sum(w * acc) / np.sum(w))
+    total = float(np.sum(w * (acc - mean) ** 2))
     scores = {
-        p: (float(np.sum((fits[p][0] - acc.mean()) ** 2)) / total if total > 0 else 0.0)
+        p: float(np.sum(w * (fits[p][0] - mean) ** 2)) / total if total > 0 else 0.0
         for p in periods
     }
     level = alpha / len(periods)
@@ -245,7 +324,9 @@ def period_power(
 
     The planned effect is one accuracy per residue (fractions; its length is the
     period); a sweep of ``n_offsets`` consecutive offsets measures each with
-    ``n_base_prompts`` probes. The power is that of the likelihood-ratio test
+    ``n_base_prompts`` probes (each base prompt at its own key positions, so the
+    run holds ``n_base_prompts * n_offsets`` distinct positions; candidates up to
+    ``max_period <= n_offsets``, as :func:`detect_period_at_positions` tests them). The power is that of the likelihood-ratio test
     against the hardest divisor, at the Holm first-step level
     ``alpha / (max_period - 1)`` (the noncentral chi-square, binomial noise, the
     noncentrality divided by the mean of the test's dispersion floor;
@@ -254,9 +335,9 @@ def period_power(
     """
     acc = np.asarray(accuracy_by_residue, dtype=float)
     period = int(acc.size)
-    if not 2 <= period <= max_period < n_offsets:
+    if not 2 <= period <= max_period <= n_offsets:
         raise InputError(
-            f"need 2 <= period ({period}) <= max_period ({max_period}) < n_offsets ({n_offsets})"
+            f"need 2 <= period ({period}) <= max_period ({max_period}) <= n_offsets ({n_offsets})"
         )
     if n_base_prompts < 1:
         raise InputError(f"n_base_prompts must be >= 1, got {n_base_prompts}")
@@ -265,7 +346,7 @@ def period_power(
     level = alpha / (max_period - 1)
     # the test divides by the residuals' dispersion floored at 1; its mean under binomial
     # noise, E[max(1, X / df)] for X chi-square(df), = P(X <= df) + P(chi-square(df + 2) > df)
-    df = n_offsets - period
+    df = n_base_prompts * n_offsets - period  # base prompts sit at distinct positions
     floor = 1.0 - chi2_sf(df, df) + chi2_sf(df, df + 2)
     powers = []
     for d in _divisors(period):

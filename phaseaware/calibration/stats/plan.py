@@ -169,7 +169,7 @@ def plan_calibration(
     Accuracies, half-widths and gaps are fractions; ``tokens_per_probe`` counts
     prompt plus completion tokens; ``price_per_million_tokens`` in any currency.
     ``gap_period`` (with ``detect_gap``): size a period-detecting sweep of
-    ``period`` offsets (candidates up to ``max_period``, default ``period // 2``)
+    ``period`` offsets (candidates up to ``max_period``, default ``period``)
     so that a gap repeating every ``gap_period`` offsets is found.
     """
     _check(period, target_half_width, detect_gap, baseline_accuracy, alpha, power, tokens_per_probe)
@@ -193,7 +193,7 @@ def plan_calibration(
         n_gap, achieved_power, reason = _plan_period(
             offsets=period,
             gap_period=gap_period,
-            max_period=max_period if max_period is not None else period // 2,
+            max_period=max_period if max_period is not None else period,
             detect_gap=detect_gap,
             baseline_accuracy=baseline_accuracy,
             alpha=alpha,
@@ -271,9 +271,9 @@ def _plan_period(
     power: float,
 ) -> tuple[int, float, str]:
     """Base prompts for ``detect_period`` to find a gap repeating every ``gap_period`` offsets."""
-    if not 2 <= gap_period <= max_period < offsets:
+    if not 2 <= gap_period <= max_period <= offsets:
         raise InputError(
-            f"gap_period must be in [2, max_period={max_period}] and max_period below the "
+            f"gap_period must be in [2, max_period={max_period}] and max_period at most the "
             f"{offsets} offsets swept, got gap_period={gap_period}; sweep more offsets "
             "(--max-period) or ask for a shorter period"
         )

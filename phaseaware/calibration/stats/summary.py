@@ -175,18 +175,28 @@ def verdict(
 ) -> str:
     """One-line conclusion of a sweep (gap and interval as fractions, printed in points).
 
-    Weak residues (Holm-corrected McNemar p < ``alpha``) make the sweep
-    "phase-sensitive"; otherwise a significant Cochran's Q reports an effect
-    no single residue accounts for; otherwise "no significant phase effect".
+    Weak residues (Holm-corrected McNemar p < ``alpha``) with a significant Cochran's Q
+    make the sweep "phase-sensitive"; a significant Cochran's Q alone reports an effect
+    no single residue accounts for; otherwise "no significant phase effect" (weak
+    residues McNemar names without Cochran's Q are listed, not called an effect: the
+    verdict, :func:`~phaseaware.calibration.verdict.phase_verdict`, follows Cochran's Q).
     """
     q_text = f"Cochran's Q = {cochran.q:.1f}, {_format_p(cochran.p_value)}"
     gap_text = f"gap {100 * gap:.1f} points"
     if gap_interval is not None:
         low, high = gap_interval
         gap_text += f" [{100 * level:.0f}% CI {100 * low:.1f}, {100 * high:.1f}]"
+    names = ", ".join(str(r) for r in weak)
+    label = "residue" if len(weak) == 1 else "residues"
+    if weak and not cochran.p_value < alpha:
+        # the omnibus test decides; McNemar against the best residue (chosen after seeing
+        # the data) alone must not make a line that contradicts it
+        return (
+            f"no significant phase effect ({q_text}); {label} {names} below the best by "
+            f"Holm-corrected McNemar (p < {alpha:g}), against a best residue picked from the "
+            f"data; {gap_text}"
+        )
     if weak:
-        names = ", ".join(str(r) for r in weak)
-        label = "residue" if len(weak) == 1 else "residues"
         return (
             f"phase-sensitive: weak {label} {names} "
             f"(Holm-corrected McNemar p < {alpha:g}); {gap_text}"

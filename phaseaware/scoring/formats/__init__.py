@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from phaseaware.scoring.formats import helmet, lm_eval, niah, plain, ruler
+from phaseaware.scoring.formats import helmet, lm_eval, niah, opencompass, plain, ruler
 from phaseaware.scoring.formats.common import ReadOptions
 from phaseaware.scoring.sample import EvalSample, Skip
 
@@ -22,5 +22,6 @@ FORMATS: dict[str, Reader] = {
     "ruler": ruler.read,
     "helmet": helmet.read,
     "niah": niah.read,
+    "opencompass": opencompass.read,
     "jsonl": plain.read,
 }

@@ -112,6 +112,8 @@ def read_jsonl(
         except UnicodeDecodeError:
             raise EvalLogError(f"{where} is not UTF-8 text; pass the JSON/JSONL log") from None
         del raw
+        if number == 1:
+            line = line.removeprefix("\ufeff")  # a UTF-8 BOM starts the file, not the record
         if not line.strip():
             continue
         estimate = over_budget(line, cap=cap)
@@ -140,7 +142,7 @@ def read_json(path: Path, *, cap: int | None = None) -> Any:
     cap = MAX_DOCUMENT_BYTES if cap is None else cap
     raw = read_regular(path, cap=cap, flag=DOCUMENT_FLAG)
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a UTF-8 BOM is read, not parsed
     except UnicodeDecodeError:
         raise EvalLogError(f"{path} is not UTF-8 text; pass the JSON/JSONL log") from None
     del raw

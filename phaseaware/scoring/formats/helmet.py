@@ -17,6 +17,13 @@ and the dataset's ``post_process`` (``data.py``) adds its metrics, e.g.
 The needle is ``answer`` (``--needle-field``); correctness is the first of
 ``ruler_recall``, ``substring_exact_match``, ``exact_match`` present, correct at
 ``>= --pass-at`` (default 1), unless ``--correct-field`` names another.
+
+HELMET's local backends do not log the prompt they sent: ``model_utils.py`` stores
+``decode(first 500 tokens) + " <skip> " + decode(last 500 tokens)`` as ``input_text``
+(``HFModel.generate`` always; ``VLLMModel.generate`` and ``SGLangModel.generate`` when the
+prompt is over 1,000 tokens). Such a sample cannot be placed (the middle, where the needle
+usually sits, is gone); it is skipped as ``prompt-cut`` with the fix: run HELMET's API path
+(``input_text`` is then the prompt sent) or its vLLM backend with prompts under 1,000 tokens.
 """
 
 from __future__ import annotations
@@ -28,9 +35,16 @@ from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.formats.common import ReadOptions, files_in, read_json, sample_from
 from phaseaware.scoring.sample import EvalSample, Skip
 
-__all__ = ["read", "CORRECT_FIELDS"]
+__all__ = ["read", "CORRECT_FIELDS", "CUT_MARK", "CUT_REASON"]
 
 CORRECT_FIELDS = ("ruler_recall", "substring_exact_match", "exact_match")
+#: what HELMET's local backends put between the first and last 500 tokens they log
+CUT_MARK = " <skip> "
+CUT_REASON = (
+    "HELMET logged the first and last 500 tokens joined by ' <skip> ' (its HF backend always, "
+    "vLLM/SGLang above 1,000 tokens), not the prompt sent; re-run with HELMET's API path "
+    "(which logs the prompt sent) or its vLLM backend under 1,000 tokens"
+)
 
 
 def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
@@ -46,13 +60,17 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
                 continue
             raw_id = record.get("id", record.get("qid"))
             sample_id = f"{file.name}:{raw_id}" if isinstance(raw_id, str | int) else where
+            prompt = record.get("input_text")
+            if isinstance(prompt, str) and prompt.count(CUT_MARK) == 1:
+                yield Skip(sample_id, "prompt-cut", CUT_REASON)
+                continue
             correct_field = options.correct_field or next(
                 (f for f in CORRECT_FIELDS if f in record), CORRECT_FIELDS[0]
             )
             yield sample_from(
                 record,
                 sample_id=sample_id,
-                prompt=record.get("input_text"),
+                prompt=prompt,
                 needle_field=options.needle_field or "answer",
                 correct_field=correct_field,
                 pass_at=1.0 if options.pass_at is None else options.pass_at,

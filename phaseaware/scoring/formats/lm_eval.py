@@ -7,8 +7,11 @@ renames each request's ``args`` tuple to ``arguments.gen_args_<i>.arg_<j>``):
 
 * ``arguments.gen_args_0.arg_0``: the prompt of the (first) request, the
   rendered context string; for chat APIs (``--apply_chat_template`` with
-  ``local-chat-completions``) a JSON string of the message list
-  (``JsonChatStr``), rendered here with ``--chat-format`` or by ``--server``;
+  ``local-chat-completions``) a ``JsonChatStr`` (``lm_eval/models/api_models.py``,
+  ``TemplateAPI.apply_chat_template``: ``JsonChatStr(json.dumps(chat_history))``), a
+  NamedTuple that ``json.dumps`` writes as a **one-element list** holding the JSON
+  string of the message list; it is unwrapped and rendered here with
+  ``--chat-format`` or by ``--server``;
 * ``doc``: the task document: the needle is read from ``--needle-field``,
   default ``doc.needle`` (the phase-sweep task ``calibrate --emit-lm-eval-task``
   writes) or else ``doc.outputs`` (lm-eval's RULER tasks keep the needle values
@@ -22,11 +25,20 @@ renames each request's ``args`` tuple to ``arguments.gen_args_<i>.arg_<j>``):
   ``aggregate_metrics`` drops the ``-1`` values the same way);
 * ``doc_id`` and ``filter``: lm-eval writes one record per document and
   filter; a log with several filters needs ``--lm-eval-filter``.
+
+A folder is read as one run: lm-eval writes ``<output_path>/<model>/samples_<task>_<date>.jsonl``
+(``evaluation_tracker.py``, ``save_results_samples``), and a re-run into the same
+``--output_path`` adds another dated file. Files of one task holding the same samples
+(``doc_id`` and prompt) are read once, the copies skipped as ``duplicate``; a folder that
+mixes models, tasks, or runs whose samples differ is refused with the file to pass instead.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +53,86 @@ PROMPT_FIELD = "arguments.gen_args_0.arg_0"
 NEEDLE_FIELDS = ("doc.needle", "doc.outputs")
 
 
-def _filter_name(files: list[Path], wanted: str | None, *, cap: int) -> str | None:
-    names: dict[str, None] = {}
+_SAMPLES_FILE = re.compile(r"samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.:-]+)\.jsonl$")
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a pre-pass over the samples files found: the filter names and, per file, the
+    task and the samples it holds (``(doc_id, filter, prompt digest)``)."""
+
+    filters: tuple[str, ...]
+    tasks: dict[Path, str]
+    samples: dict[Path, frozenset[tuple[object, object, str]]]
+
+
+def _prompt(record: Mapping[str, Any]) -> Any:
+    """The first request's prompt; a chat API's ``JsonChatStr`` (written by ``json.dumps`` as a
+    one-element list holding the JSON string of the messages) unwrapped to that string."""
+    prompt = get_path(record, PROMPT_FIELD)
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        return prompt[0]
+    return prompt
+
+
+def _digest(prompt: Any) -> str:
+    text = prompt if isinstance(prompt, str) else repr(prompt)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _scan(files: list[Path], *, cap: int) -> _Run:
+    filters: dict[str, None] = {}
+    tasks: dict[Path, str] = {}
+    samples: dict[Path, frozenset[tuple[object, object, str]]] = {}
     for file in files:
+        match = _SAMPLES_FILE.match(file.name)
+        tasks[file] = match.group("task") if match else file.stem
+        keys = set()
         for _, record in read_jsonl(file, cap=cap):
-            if not isinstance(record, Skip) and isinstance(record.get("filter"), str):
-                names[record["filter"]] = None
+            if isinstance(record, Skip):
+                continue
+            if isinstance(record.get("filter"), str):
+                filters[record["filter"]] = None
+            keys.add((record.get("doc_id"), record.get("filter"), _digest(_prompt(record))))
+        samples[file] = frozenset(keys)
+    return _Run(tuple(filters), tasks, samples)
+
+
+def _one_run(path: Path, files: list[Path], run: _Run) -> dict[Path, Path]:
+    """Each file that repeats an earlier one's samples, mapped to that earlier file (read once);
+    raises when the folder mixes models, tasks or runs (the message names what to pass)."""
+    models = sorted({str(f.parent.relative_to(path)) for f in files}) if path.is_dir() else []
+    if len(models) > 1:
+        raise EvalLogError(
+            f"{path} holds samples of several models ({', '.join(models)}); score one model's "
+            f"folder, e.g. {path / models[0]}"
+        )
+    tasks = sorted(set(run.tasks.values()))
+    if len(tasks) > 1:
+        example = next(f for f in files if run.tasks[f] == tasks[0])
+        raise EvalLogError(
+            f"{path} holds samples of several tasks ({', '.join(tasks)}); score one task's "
+            f"samples file, e.g. {example}"
+        )
+    repeats: dict[Path, Path] = {}
+    first: dict[frozenset[tuple[object, object, str]], Path] = {}
+    for file in files:
+        held = run.samples[file]
+        if held in first:
+            repeats[file] = first[held]
+        elif first:
+            earlier = next(iter(first.values()))
+            raise EvalLogError(
+                f"{path} holds several runs of {tasks[0]} whose samples differ ({earlier.name}, "
+                f"{file.name}); score one samples file, e.g. {file}"
+            )
+        else:
+            first[held] = file
+    return repeats
+
+
+def _filter_name(run: _Run, wanted: str | None) -> str | None:
+    names = run.filters
     if wanted is not None:
         if wanted not in names:
             raise EvalLogError(
@@ -76,7 +162,9 @@ def _metric_name(record: Mapping[str, Any]) -> str | None:
 
 def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
     files = files_in(path, "samples_*.jsonl")
-    chosen = _filter_name(files, options.lm_eval_filter, cap=options.line_cap())
+    run = _scan(files, cap=options.line_cap())
+    repeats = _one_run(path, files, run)
+    chosen = _filter_name(run, options.lm_eval_filter)
     for file in files:
         for where, record in read_jsonl(file, cap=options.line_cap()):
             if isinstance(record, Skip):
@@ -86,6 +174,9 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
                 continue  # another filter's copy of the same document (the user chose one)
             doc_id = record.get("doc_id")
             sample_id = f"{file.name}:doc {doc_id}" if isinstance(doc_id, int) else where
+            if file in repeats:
+                yield Skip(sample_id, "duplicate", f"the same sample as in {repeats[file].name}")
+                continue
             needle_field = options.needle_field or next(
                 (f for f in NEEDLE_FIELDS if get_path(record, f) is not MISSING), NEEDLE_FIELDS[0]
             )
@@ -98,7 +189,7 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
             yield sample_from(
                 record,
                 sample_id=sample_id,
-                prompt=get_path(record, PROMPT_FIELD),
+                prompt=_prompt(record),
                 needle_field=needle_field,
                 correct_field=correct_field,
                 pass_at=1.0 if options.pass_at is None else options.pass_at,

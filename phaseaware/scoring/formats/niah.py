@@ -17,12 +17,21 @@ position is; the prompt length depends on the question. The needle is the
 ``needle`` sentence without its surrounding newlines; correct at ``score >=
 --pass-at`` (default 10, the judge's full mark). ``--contexts`` names the
 context folder (default: ``contexts`` beside the results folder).
+
+Multi-needle runs (``needlehaystack/llm_multi_needle_haystack_tester.py``,
+``LLMMultiNeedleHaystackTester.insert_needles``) insert every entry of ``needles`` but log the
+tester's single default ``needle`` (``evaluate_and_log``), which is not in the context. The
+needles scored are the record's ``needles`` when it has them (the LangSmith evaluator's
+record), else ``needle`` when the context holds it, else the harness's default ``needles``
+(``needlehaystack/run.py``, ``CommandArgs.needles``) found in the context: each is one
+sample, scored on its own key, with the record's one grade (the judge grades the reply).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.formats.bounded import read_context
@@ -35,7 +44,7 @@ from phaseaware.scoring.formats.common import (
 )
 from phaseaware.scoring.sample import EvalSample, Skip
 
-__all__ = ["read", "SYSTEM", "QUESTION", "QUESTION_SUFFIX", "PASS_AT"]
+__all__ = ["read", "SYSTEM", "QUESTION", "QUESTION_SUFFIX", "PASS_AT", "MULTI_NEEDLES"]
 
 SYSTEM = (
     "You are a helpful AI bot that answers questions for a user. Keep your response short "
@@ -44,6 +53,24 @@ SYSTEM = (
 QUESTION = "What is the best thing to do in San Francisco?"
 QUESTION_SUFFIX = " Don't give information outside the document or repeat your findings"
 PASS_AT = 10.0
+#: the multi-needle tester's default needles (run.py, ``CommandArgs.needles``)
+MULTI_NEEDLES = (
+    " Figs are one of the secret ingredients needed to build the perfect pizza. ",
+    " Prosciutto is one of the secret ingredients needed to build the perfect pizza. ",
+    " Goat cheese is one of the secret ingredients needed to build the perfect pizza. ",
+)
+
+
+def _needles(record: Mapping[str, Any], context: str) -> list[Any]:
+    """The needles inserted into ``context`` (see the module docstring); each as logged."""
+    listed = record.get("needles")
+    if isinstance(listed, list) and listed:
+        return listed
+    needle = record.get("needle")
+    if isinstance(needle, str) and needle.strip() and needle.strip() in context:
+        return [needle]
+    found = [n for n in MULTI_NEEDLES if n.strip() in context]
+    return found or [needle]
 
 
 def _contexts(path: Path, options: ReadOptions) -> Path:
@@ -75,19 +102,21 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
         except EvalLogError as exc:
             yield Skip(file.name, "no-prompt", str(exc))
             continue
-        needle = record.get("needle")
-        if isinstance(needle, str):
-            record = {**record, "needle": needle.strip()}
         messages = [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": context},
             {"role": "user", "content": question},
         ]
-        yield sample_from(
-            record,
-            sample_id=file.name,
-            prompt=messages,
-            needle_field=options.needle_field or "needle",
-            correct_field=options.correct_field or "score",
-            pass_at=PASS_AT if options.pass_at is None else options.pass_at,
-        )
+        needles = _needles(record, context) if options.needle_field is None else [None]
+        for k, needle in enumerate(needles):
+            one = record
+            if options.needle_field is None:
+                one = {**record, "needle": needle.strip() if isinstance(needle, str) else needle}
+            yield sample_from(
+                one,
+                sample_id=file.name if len(needles) == 1 else f"{file.name}#needle {k}",
+                prompt=messages,
+                needle_field=options.needle_field or "needle",
+                correct_field=options.correct_field or "score",
+                pass_at=PASS_AT if options.pass_at is None else options.pass_at,
+            )

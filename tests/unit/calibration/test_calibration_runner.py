@@ -400,7 +400,7 @@ def test_plan_sizes_a_period_detecting_run_for_a_gap(capsys) -> None:
 
 def test_period_auto_finds_a_short_period_through_calibrate(tmp_path):
     """``--period auto`` (period=None): a responder weak at odd key positions is found as
-    period 2 among candidates 2..8, with the power of each candidate in the report."""
+    period 2 among candidates 2..16 (every period up to --max-period), with the power of each candidate in the report."""
     rng = np.random.default_rng(3)
 
     def odd_weak(prompt: str) -> str:
@@ -423,5 +423,5 @@ def test_period_auto_finds_a_short_period_through_calibrate(tmp_path):
     )
     detection = result.profile.extra["period_detection"]
     assert detection["period"] == 2 == result.profile.period
-    assert [row["period"] for row in detection["candidates"]] == list(range(2, 9))
+    assert [row["period"] for row in detection["candidates"]] == list(range(2, 17))
     assert "power" in format_report(result)

@@ -255,3 +255,10 @@ def test_verdict_invariants(pairs) -> None:
     assert v.worst_accuracy <= v.typical_accuracy <= v.best_accuracy
     assert v.best_residue in v.good_residues and v.expected_gain >= -1e-12
     assert (v.expected_gain == 0.0) or v.phase_sensitive
+
+
+def test_weak_residues_without_cochran_are_not_called_an_effect() -> None:
+    """Issue 36: McNemar against the best residue may name a weak one while Cochran's Q (the
+    verdict's test) finds nothing; the line then says "no significant phase effect"."""
+    text = verdict(cochran=CochranResult(13.2, 7, 0.065), weak=(3,), gap=0.28, gap_interval=None)
+    assert text.startswith("no significant phase effect (Cochran's Q = 13.2, p = 0.065); residue 3")

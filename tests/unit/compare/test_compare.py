@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from phaseaware.cli.main import main
@@ -18,45 +17,13 @@ from tests.support import compare_responder
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
-NAMES = ["Ada", "Bram", "Cleo", "Dov", "Elif", "Fenna", "Gus", "Hana", "Ivo", "Juno"]
-WORDS = "river stone lamp garden tower market bridge window valley harbor".split()
-
-
-def _questions(path, count=48, seed=0):
-    rng = np.random.default_rng(seed)
-    lines = []
-    for i in range(count):
-        names = rng.choice(NAMES, size=3, replace=False)
-        chunks = []
-        for slot, name in enumerate(names):
-            filler = " ".join(rng.choice(WORDS, size=int(rng.integers(3, 15))))
-            code = f"{rng.integers(100, 999)}"
-            text = f"{filler}. The code for {name} is {code}. {filler}."
-            if slot == 0:
-                answer = code
-            chunks.append(
-                {
-                    "text": text,
-                    "score": [0.9, 0.7, 0.5][slot],
-                    "id": f"c{slot}",
-                    "evidence": [f"{name} is {code}"[: len(name)]] if slot == 0 else [],
-                }
-            )
-        rng.shuffle(chunks)
-        lines.append(
-            {"id": f"q{i}", "question": f"What is the code for {names[0]}?", "chunks": chunks,
-             "answer": answer}
-        )  # fmt: skip
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return path
-
 
 @pytest.fixture()
 def setup(tmp_path):
     tok = load_tokenizer("tiktoken:cl100k_base")
     acc = (1.0, 1.0, 1.0, 0.1)
     profile = Profile(
-        model="sim",
+        model="tests.support.compare_responder:answer",  # what calibrate names a callable
         period=4,
         residue_accuracy=acc,
         n=(50,) * 4,
@@ -70,7 +37,7 @@ def setup(tmp_path):
     )
     profile_path = tmp_path / "sim.json"
     save_profile(profile, profile_path)
-    return _questions(tmp_path / "q.jsonl"), profile_path
+    return compare_responder.write_questions(tmp_path / "q.jsonl"), profile_path
 
 
 def _argv(questions, profile, tmp_path, *extra):
@@ -97,12 +64,14 @@ def test_phase_aware_wins_where_the_model_is_weak_and_resumes(setup, tmp_path, c
     assert paired["naive"]["p_value"] == pytest.approx(
         scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue
     )
-    assert doc["n_requests"] == 3 * 48 and doc["verdict"]["worst_residue"] == 3
+    assert doc["n_requests"] == 5 * 48
+    assert naive["evidence_correct"][compare_responder.WEAK] == 0  # every miss is there
+    assert doc["verdict"]["placement_helped"] and doc["verdict"]["carried_by"] == "placement"
     assert naive["ci_low"] <= naive["accuracy"] <= naive["ci_high"]
     # resume: nothing asked again; another grader re-grades the same answers
     assert main([*_argv(questions, profile, tmp_path), "--grader", "contains"]) == 0
     text = capsys.readouterr().out
-    assert "requests: 0 made by this run, 144 answers reused" in text
+    assert "requests: 0 made by this run, 240 answers reused" in text
     assert "phase-aware vs naive" in text and "verdict:" in text
 
 
@@ -115,7 +84,7 @@ def test_another_comparison_refuses_the_log_and_a_torn_line_is_cut(setup, tmp_pa
     log.write_bytes(b"".join(lines[:-2]) + lines[-2][:20])  # a killed run: torn last line
     assert main([*_argv(questions, profile, tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["n_requests"] == 2 and doc["n_skipped"] == 142
+    assert doc["n_requests"] == 2 and doc["n_skipped"] == 5 * 48 - 2
     argv = _argv(questions, profile, tmp_path)
     argv[argv.index("--budget-tokens") + 1] = "390"
     assert main(argv) == 1

@@ -131,7 +131,10 @@ def test_field_paths_and_verdicts():
     assert get_path(record, "doc.outputs.1") == "43"
     assert get_path(record, "doc.missing") is MISSING
     assert get_path(record, "doc.outputs.9") is MISSING
-    assert needle_values(["42", 43]) == ("42", "43")
+    assert needle_values(["42", "43"]) == ("42", "43")
+    # issue 36: a needle that is not text (a number, NaN) is refused, never matched as "nan"
+    assert needle_values(["42", 43]) is None and needle_values(43) is None
+    assert needle_values(float("nan")) is None
     assert needle_values([]) is None and needle_values({"a": 1}) is None
     assert correct_value(1.0, pass_at=1.0) is True
     assert correct_value(0.5, pass_at=1.0) is False

@@ -1,0 +1,145 @@
+"""lm-evaluation-harness's chat-API route, end to end, against the real reference model.
+
+``phaseaware calibrate --emit-lm-eval-task`` (``--chat-format none``: the prompt is the plain
+haystack and question) is run by a real ``lm_eval`` 0.4.13 (its own process) against
+``serve-reference`` twice: through ``local-completions`` (the prompt sent as text) and through
+``local-chat-completions --apply_chat_template`` (the prompt, without the BOS text the
+completions route needs, sent as a user message and rendered by the server's chat template). lm-eval logs the chat route's prompt as a ``JsonChatStr``,
+which ``json.dumps`` writes as a one-element list. ``phaseaware score --format lm-eval``
+must place every sample of both runs, the chat run's keys exactly where the server's own
+tokenization of the chat (``ReferenceEngine.encode_chat``) puts them, and the two runs must
+agree: the same documents graded, and the chat run's key at the completions run's key shifted
+by the server's chat prefix (the same for every sample).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from phaseaware.cli.main import main
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("lm_eval")
+pytest.importorskip("aiohttp")  # lm-eval[api]: its API models need it
+
+pytestmark = pytest.mark.slow
+
+BASE_PROMPTS = "3"  # 24 probes per route: each request is one CPU generation
+
+
+@pytest.fixture(scope="module")
+def served():
+    from phaseaware.reference.engine import ReferenceEngine
+    from phaseaware.reference.load import load_reference
+    from phaseaware.reference.server import start_server
+
+    torch.set_num_threads(1)
+    model, tok = load_reference("cpu")
+    engine = ReferenceEngine(model, tok)
+    with start_server(engine, host="127.0.0.1", port=0) as server:
+        yield server, engine
+
+
+def _lm_eval(task_dir: Path, out: Path, base_url: str, model: str, *, chat: bool) -> None:
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(out / "hf"))
+    route = "chat/completions" if chat else "completions"
+    model_args = (
+        f"model={model},base_url={base_url}/{route},tokenizer_backend=none,"
+        "tokenized_requests=False,num_concurrent=4,max_retries=1"
+    )
+    args = [
+        sys.executable, "-m", "lm_eval",
+        "--model", "local-chat-completions" if chat else "local-completions",
+        "--model_args", model_args, "--include_path", str(task_dir),
+        "--tasks", "phaseaware_phase_sweep", "--log_samples", "--output_path", str(out),
+    ]  # fmt: skip
+    if chat:
+        args.append("--apply_chat_template")
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _score(capsys, out: Path, *flags: str) -> dict:
+    args = ["score", str(out), "--format", "lm-eval", "--tokenizer", "reference", "--json"]
+    assert main([*args, *flags]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def _start(haystack: list[int], needle: list[int]) -> int:
+    """Where ``needle`` starts in ``haystack`` (exactly once)."""
+    starts = [
+        i for i in range(len(haystack) - len(needle) + 1) if haystack[i : i + len(needle)] == needle
+    ]
+    assert len(starts) == 1, starts
+    return starts[0]
+
+
+def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(served, tmp_path, capsys):
+    server, engine = served
+    common = ["--period", "8", "--base-prompts", BASE_PROMPTS, "--sweeps", "key"]
+    task = tmp_path / "task"
+    args = ["calibrate", *common, "--chat-format", "none", "--emit-lm-eval-task", str(task)]
+    assert main(args) == 0
+    capsys.readouterr()
+
+    plain, chat = tmp_path / "completions", tmp_path / "chat"
+    _lm_eval(task, plain, server.base_url, engine.model_name, chat=False)
+    # a chat server reads every character of a message as content: the prompt's leading BOS
+    # text (there for the completions route) would be content, not a BOS; drop it
+    from phaseaware.tokenizers import load_tokenizer
+
+    tok = load_tokenizer("reference")
+    data = next(task.glob("*.jsonl"))
+    docs = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
+    for doc in docs:
+        assert doc["prompt"].startswith(tok.bos_text)
+        doc["prompt"] = doc["prompt"][len(tok.bos_text) :]
+    data.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    _lm_eval(task, chat, server.base_url, engine.model_name, chat=True)
+    samples = sorted(chat.rglob("samples_phaseaware_phase_sweep_*.jsonl"))
+    assert len(samples) == 1
+    records = [json.loads(line) for line in samples[0].read_text().splitlines()]
+    logged = records[0]["arguments"]["gen_args_0"]["arg_0"]
+    assert isinstance(logged, list) and len(logged) == 1  # the JsonChatStr as json.dumps wrote it
+
+    n = 8 * int(BASE_PROMPTS)
+    by_text = _score(capsys, plain)
+    by_chat = _score(capsys, chat, "--chat-format", "hf")
+    for doc in (by_text, by_chat):
+        assert doc["skipped"] == [] and doc["n_scored"] == n
+
+    from phaseaware.chat.formats import get_chat_format
+    from phaseaware.scoring.formats import ReadOptions
+    from phaseaware.scoring.locate import Locator
+    from phaseaware.scoring.score import score_log
+
+    chat_format = get_chat_format("hf", tok)
+    located = score_log(
+        chat, format="lm-eval", locator=Locator(tokenizer=tok, chat_format=chat_format),
+        options=ReadOptions(),
+    ).located  # fmt: skip
+    text_located = score_log(
+        plain, format="lm-eval", locator=Locator(tokenizer=tok), options=ReadOptions()
+    ).located
+    text_keys = {s.sample_id.split(":doc ")[1]: s.key_position for s in text_located}
+    found = {s.sample_id.split(":doc ")[1]: s for s in located}
+    assert set(found) == set(text_keys)  # the same documents graded by both routes
+    shifts = set()
+    for record in records:
+        messages = json.loads(record["arguments"]["gen_args_0"]["arg_0"][0])
+        ids = engine.encode_chat(messages)  # the server's own tokenization of the chat
+        sample = found[str(record["doc_id"])]
+        assert sample.prompt_tokens == len(ids)
+        # the key: the needle's first token, found in the server's ids (the needle is unique)
+        assert sample.key_position == _start(ids, tok.encode(record["doc"]["needle"]))
+        shifts.add(sample.key_position - text_keys[str(record["doc_id"])])
+    # the chat route moves every key by the same template prefix: the runs agree sample for
+    # sample (the prompt's leading "<bos>" text is content there, one token with its word)
+    assert len(shifts) == 1, shifts
