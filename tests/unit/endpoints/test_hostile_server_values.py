@@ -32,7 +32,8 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "this is a bug" not in err, err
     if code == 1:
-        assert err.count("phaseaware: error: ") == 1 and err.count("\n") == 1, err
+        errors = [line for line in err.splitlines() if not line.startswith("phaseaware: warning")]
+        assert len(errors) == 1 and errors[0].startswith("phaseaware: error: "), err
     return code, out, err
 
 
