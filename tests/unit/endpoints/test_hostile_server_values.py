@@ -214,3 +214,15 @@ def test_calibrate_takes_a_malformed_response_as_an_error(tmp_path, capsys):
         )  # fmt: skip
     assert code == 1 and "malformed response" in err and "choices is str" in err
     assert not (tmp_path / "p.json").exists()
+
+
+def test_a_mismatch_names_the_route_the_ids_came_from():
+    """The error said "/tokenize" when the ids came from the render route; ids beyond the
+    vocabulary are named without decoding them (it crashed the tokenizer)."""
+    from phaseaware.endpoints.defaults import TemplateMismatchError, compare_tokens
+    from phaseaware.tokenizers import load_tokenizer
+
+    tok = load_tokenizer(TOKENIZER)
+    with pytest.raises(TemplateMismatchError, match="^the render endpoint of u differs") as info:
+        compare_tokens([2_000_000_000, 5], [7, 8], tok, url="u", source="the render endpoint")
+    assert "id 2000000000" in str(info.value)
