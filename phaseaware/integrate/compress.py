@@ -36,6 +36,7 @@ SUMMARY_KEYS = (  # the placement report's keys every compressed record carries
     "position_offset",
     "tokenizer",
     "dropped",
+    "merged_duplicates",
 )
 
 

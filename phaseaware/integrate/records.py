@@ -10,9 +10,16 @@ for every adapter:
   ``n``, the last ``1``. Otherwise every unscored record ranks after every scored
   one, in retrieval order (scores below the lowest real score, one step apart),
   so the planner gives it no more weight than the least relevant scored record.
-- **Ids.** Chunk ids are positional, ``doc-<index>``, so framework ids may repeat
-  or be missing; the report carries each record's index and its own id
-  (:func:`phaseaware.integrate.placement_report`).
+- **Ids.** Chunk ids are positional, ``doc-<index>`` (the input index of the record),
+  so framework ids may be missing or of any type; the report carries each record's
+  index and its own id (:func:`phaseaware.integrate.placement_report`).
+- **Duplicates**, as hybrid retrievers return them: records with the same framework
+  id are one record, by the core's rule
+  (:func:`phaseaware.assembly.inputs.chunks.duplicate_groups`): the best-scored copy
+  kept (its index is the chunk's), at the place of the first copy, the merge listed
+  in ``AssemblyResult.merged_duplicates``; different texts under one id raise
+  ``InputError`` naming the id; ``options.duplicate_ids="error"`` refuses any
+  duplicate. Records without an id never merge.
 - **Bad input.** ``None`` or non-string text, a score that is not a finite number
   (a string, a bool, NaN) or evidence that is not a string or a list of strings
   raises ``InputError`` naming the record (``documents[3]``, ``nodes[0]``).
@@ -24,12 +31,19 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.assembly.inputs.chunks import (
+    DUPLICATE_POLICIES,
+    Chunk,
+    MergedDuplicate,
+    duplicate_groups,
+)
 from phaseaware.errors import InputError
 
 __all__ = [
     "CHUNK_ID_PREFIX",
+    "RecordChunks",
     "SourceRecord",
+    "merge_records",
     "record_chunks",
     "record_index",
     "relevance_scores",
@@ -98,13 +112,27 @@ def _evidence(value: object, where: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def record_chunks(records: Sequence[SourceRecord], *, what: str = "documents") -> list[Chunk]:
-    """One chunk per record, in input order (rules in the module docstring).
+@dataclass(frozen=True)
+class RecordChunks:
+    """:func:`merge_records`' answer: one chunk per distinct record (order of first
+    copies, id ``doc-<index of the kept copy>``) and the merges (record indices)."""
 
-    ``what`` names the records in errors (``documents``, ``nodes``).
-    """
+    chunks: list[Chunk]
+    merged: tuple[MergedDuplicate, ...]
+
+
+def merge_records(
+    records: Sequence[SourceRecord], *, what: str = "documents", duplicate_ids: str = "merge"
+) -> RecordChunks:
+    """The records checked and converted, copies under one framework id merged (or, with
+    ``duplicate_ids="error"``, refused); rules in the module docstring. ``what`` names
+    the records in errors (``documents``, ``nodes``)."""
     if isinstance(records, str | bytes) or not isinstance(records, Sequence):
         raise InputError(f"{what} must be a list, got {type(records).__name__}")
+    if duplicate_ids not in DUPLICATE_POLICIES:
+        raise InputError(
+            f"duplicate_ids must be one of {', '.join(DUPLICATE_POLICIES)}, got {duplicate_ids!r}"
+        )
     texts: list[str] = []
     scores: list[float | None] = []
     evidence: list[tuple[str, ...]] = []
@@ -120,11 +148,25 @@ def record_chunks(records: Sequence[SourceRecord], *, what: str = "documents") -
         texts.append(record.text)
         scores.append(_score(record.score, where))
         evidence.append(_evidence(record.evidence, where))
-    relevance = relevance_scores(scores)
-    return [
-        Chunk(text=t, score=s, id=f"{CHUNK_ID_PREFIX}{i}", evidence=e)
-        for i, (t, s, e) in enumerate(zip(texts, relevance, evidence, strict=True))
+    groups = duplicate_groups(
+        [r.id for r in records], texts=texts, scores=scores, where=lambda i: f"{what}[{i}]",
+        strict=duplicate_ids == "error",
+    )  # fmt: skip
+    relevance = relevance_scores([scores[i] for i in groups.kept])
+    chunks = [
+        Chunk(text=texts[i], score=r, id=f"{CHUNK_ID_PREFIX}{i}", evidence=evidence[i])
+        for i, r in zip(groups.kept, relevance, strict=True)
     ]
+    merged = tuple(
+        MergedDuplicate(chunk_id=f"{CHUNK_ID_PREFIX}{kept}", kept=kept, merged=others)
+        for kept, others in groups.merged
+    )
+    return RecordChunks(chunks, merged)
+
+
+def record_chunks(records: Sequence[SourceRecord], *, what: str = "documents") -> list[Chunk]:
+    """One chunk per distinct record, in input order (:func:`merge_records`' chunks)."""
+    return merge_records(records, what=what).chunks
 
 
 def record_index(chunk_id: str) -> int:

@@ -10,6 +10,9 @@ planner's own (:func:`phaseaware.assembly.plan.planner.order_chunks`, strategy
   least relevant in the middle, and the most relevant one last, nearest the question
   that follows the context. (``LongContextReorder`` puts it first or last depending on
   whether the count is odd or even; otherwise the arrangement is the same.)
+- **duplicates** (records under one framework id, as hybrid retrievers return them)
+  are merged by the kit's rule (:mod:`.records`): the best-scored copy stays, the
+  others leave the list, as ``LostInTheMiddleRanker`` deduplicates.
 - **a profile**: ascending relevance, the most relevant last: a calibrated profile
   measures the raw local window before the question as the most reliable place, and
   its residue effects need padding, which a reorder cannot add (use the compressor or
@@ -31,7 +34,7 @@ from dataclasses import replace
 
 from phaseaware.assembly.plan.planner import order_chunks
 from phaseaware.errors import InputError, PhaseawareWarning
-from phaseaware.integrate.records import SourceRecord, record_chunks
+from phaseaware.integrate.records import SourceRecord, record_chunks, record_index
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
 
@@ -87,13 +90,14 @@ def reorder_records(
     records: Sequence[SourceRecord], *, profile: Profile | None, what: str = "documents"
 ) -> tuple[int, ...]:
     """The input indices of ``records`` in context order, first to last (see the module
-    docstring); every record appears once, none is dropped. A score that is no finite
-    number orders like a missing one (one warning); ``InputError`` names a record that
-    cannot be placed at all (``what[i]``: no text)."""
+    docstring); every distinct record appears once (a duplicate's best-scored copy),
+    none is dropped. A score that is no finite number orders like a missing one (one
+    warning); ``InputError`` names a record that cannot be placed at all (``what[i]``)."""
     chunks = record_chunks(_scores_usable(records, what), what=what)
-    return order_chunks(
+    order = order_chunks(
         admitted=range(len(chunks)),
         scores=[c.score for c in chunks],
         strategy="reorder",
         has_profile=profile is not None,
     )
+    return tuple(record_index(chunks[i].id or "") for i in order)

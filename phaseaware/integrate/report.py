@@ -20,8 +20,12 @@ def placement_report(result: AssemblyResult, ids: Sequence[object]) -> dict[str,
     index + ``position_offset``. Planned over an offset set (``options.offsets``, or a
     varying endpoint record), no single residue is known: each placement's
     ``residues`` is ``None`` and ``report["robust"]`` holds the per-offset claims.
+    ``merged_duplicates``: records under one id merged into one (``kept``, ``merged``:
+    record indices; ``document_id``: their shared id); its length counts the merges.
     """
     report = result.to_dict()
+    for entry in report["merged_duplicates"]:
+        entry["document_id"] = ids[entry["kept"]]
     for placement in report["placements"]:
         index = record_index(placement["chunk_id"])
         placement["document_index"] = index

@@ -1,15 +1,17 @@
 """lm-evaluation-harness's chat-API route, end to end, against the real reference model.
 
-``phaseaware calibrate --emit-lm-eval-task`` (``--chat-format none``: the prompt is the plain
-haystack and question) is run by a real ``lm_eval`` 0.4.13 (its own process) against
-``serve-reference`` twice: through ``local-completions`` (the prompt sent as text) and through
-``local-chat-completions --apply_chat_template`` (the prompt, without the BOS text the
-completions route needs, sent as a user message and rendered by the server's chat template). lm-eval logs the chat route's prompt as a ``JsonChatStr``,
-which ``json.dumps`` writes as a one-element list. ``phaseaware score --format lm-eval``
-must place every sample of both runs, the chat run's keys exactly where the server's own
-tokenization of the chat (``ReferenceEngine.encode_chat``) puts them, and the two runs must
-agree: the same documents graded, and the chat run's key at the completions run's key shifted
-by the server's chat prefix (the same for every sample).
+``phaseaware calibrate --emit-lm-eval-task`` (the default chat format, ``hf``: the reference
+model's own template) writes two tasks over the same probes, and a real ``lm_eval`` 0.4.13 (its
+own process) runs each, as emitted, against ``serve-reference``: ``phaseaware_phase_sweep``
+through ``local-completions`` (the full rendered prompt sent as text) and
+``phaseaware_phase_sweep_chat`` through ``local-chat-completions --apply_chat_template`` (each
+document's ``content``, the probe's user text without BOS text or template, sent as the user
+message and rendered by the server's chat template). lm-eval logs the chat route's prompt as a
+``JsonChatStr``, which ``json.dumps`` writes as a one-element list. ``phaseaware score
+--format lm-eval`` must place every sample of both runs, the chat run's keys exactly where the
+server's own tokenization of the chat (``ReferenceEngine.encode_chat``) puts them, and the two
+runs must agree: the same documents graded, each key at the same position and in a prompt of
+the same length (the server's template renders the content back into the completions prompt).
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ def served():
         yield server, engine
 
 
+TASK = "phaseaware_phase_sweep"
+CHAT_TASK = "phaseaware_phase_sweep_chat"  # written beside TASK by --emit-lm-eval-task
+
+
 def _lm_eval(task_dir: Path, out: Path, base_url: str, model: str, *, chat: bool) -> None:
     env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(out / "hf"))
     route = "chat/completions" if chat else "completions"
@@ -58,7 +64,7 @@ def _lm_eval(task_dir: Path, out: Path, base_url: str, model: str, *, chat: bool
         sys.executable, "-m", "lm_eval",
         "--model", "local-chat-completions" if chat else "local-completions",
         "--model_args", model_args, "--include_path", str(task_dir),
-        "--tasks", "phaseaware_phase_sweep", "--log_samples", "--output_path", str(out),
+        "--tasks", CHAT_TASK if chat else TASK, "--log_samples", "--output_path", str(out),
     ]  # fmt: skip
     if chat:
         args.append("--apply_chat_template")
@@ -85,25 +91,13 @@ def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(served, 
     server, engine = served
     common = ["--period", "8", "--base-prompts", BASE_PROMPTS, "--sweeps", "key"]
     task = tmp_path / "task"
-    args = ["calibrate", *common, "--chat-format", "none", "--emit-lm-eval-task", str(task)]
-    assert main(args) == 0
+    assert main(["calibrate", *common, "--emit-lm-eval-task", str(task)]) == 0
     capsys.readouterr()
 
     plain, chat = tmp_path / "completions", tmp_path / "chat"
     _lm_eval(task, plain, server.base_url, engine.model_name, chat=False)
-    # a chat server reads every character of a message as content: the prompt's leading BOS
-    # text (there for the completions route) would be content, not a BOS; drop it
-    from phaseaware.tokenizers import load_tokenizer
-
-    tok = load_tokenizer("reference")
-    data = next(task.glob("*.jsonl"))
-    docs = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
-    for doc in docs:
-        assert doc["prompt"].startswith(tok.bos_text)
-        doc["prompt"] = doc["prompt"][len(tok.bos_text) :]
-    data.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
-    _lm_eval(task, chat, server.base_url, engine.model_name, chat=True)
-    samples = sorted(chat.rglob("samples_phaseaware_phase_sweep_*.jsonl"))
+    _lm_eval(task, chat, server.base_url, engine.model_name, chat=True)  # the task as emitted
+    samples = sorted(chat.rglob(f"samples_{CHAT_TASK}_*.jsonl"))
     assert len(samples) == 1
     records = [json.loads(line) for line in samples[0].read_text().splitlines()]
     logged = records[0]["arguments"]["gen_args_0"]["arg_0"]
@@ -119,7 +113,9 @@ def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(served, 
     from phaseaware.scoring.formats import ReadOptions
     from phaseaware.scoring.locate import Locator
     from phaseaware.scoring.score import score_log
+    from phaseaware.tokenizers import load_tokenizer
 
+    tok = load_tokenizer("reference")
     chat_format = get_chat_format("hf", tok)
     located = score_log(
         chat, format="lm-eval", locator=Locator(tokenizer=tok, chat_format=chat_format),
@@ -128,18 +124,27 @@ def test_chat_api_route_is_placed_and_agrees_with_the_completions_route(served, 
     text_located = score_log(
         plain, format="lm-eval", locator=Locator(tokenizer=tok), options=ReadOptions()
     ).located
-    text_keys = {s.sample_id.split(":doc ")[1]: s.key_position for s in text_located}
+    text_found = {s.sample_id.split(":doc ")[1]: s for s in text_located}
     found = {s.sample_id.split(":doc ")[1]: s for s in located}
-    assert set(found) == set(text_keys)  # the same documents graded by both routes
-    shifts = set()
+    assert set(found) == set(text_found)  # the same documents graded by both routes
     for record in records:
         messages = json.loads(record["arguments"]["gen_args_0"]["arg_0"][0])
+        # lm-eval sent the document's content as the one user message, without BOS text
+        assert messages == [{"role": "user", "content": record["doc"]["content"]}]
+        assert not record["doc"]["content"].startswith(tok.bos_text)
         ids = engine.encode_chat(messages)  # the server's own tokenization of the chat
         sample = found[str(record["doc_id"])]
         assert sample.prompt_tokens == len(ids)
         # the key: the needle's first token, found in the server's ids (the needle is unique)
         assert sample.key_position == _start(ids, tok.encode(record["doc"]["needle"]))
-        shifts.add(sample.key_position - text_keys[str(record["doc_id"])])
-    # the chat route moves every key by the same template prefix: the runs agree sample for
-    # sample (the prompt's leading "<bos>" text is content there, one token with its word)
-    assert len(shifts) == 1, shifts
+        # the routes agree sample for sample: the server's template renders the content back
+        # into the completions prompt, so the key and the length are the same, and both are
+        # where the emitted document (phaseaware's probe) put them
+        text_sample = text_found[str(record["doc_id"])]
+        assert (sample.key_position, sample.prompt_tokens) == (
+            text_sample.key_position, text_sample.prompt_tokens
+        )  # fmt: skip
+        assert sample.key_position == record["doc"]["key_position"]
+    assert sorted(r["doc"]["residue"] for r in records) == sorted(
+        list(range(8)) * int(BASE_PROMPTS)
+    )

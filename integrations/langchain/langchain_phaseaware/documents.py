@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,12 +78,20 @@ class PhaseAwareCompressor(BaseDocumentCompressor):
             out.append(Document(page_content=c.text, metadata=metadata, id=original.id))
         return out
 
+    async def acompress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """:meth:`compress_documents` in a worker thread (``asyncio.to_thread``: tokenizing
+        is CPU work, kept off the event loop): the same documents."""
+        return await asyncio.to_thread(self.compress_documents, documents, query, callbacks)
+
 
 class PhaseAwareReorder(BaseDocumentTransformer, BaseModel):
-    """For ``LongContextReorder``: the same documents, none dropped or changed, in the kit's
-    order (:func:`phaseaware.integrate.reorder_records`): lost in the middle without a
-    profile, phase-aware with one; relevance: the first of ``score_keys`` in the metadata,
-    else retrieval order."""
+    """For ``LongContextReorder``: the same documents, none changed, in the kit's order
+    (:func:`phaseaware.integrate.reorder_records`): lost in the middle without a profile,
+    phase-aware with one; relevance: the first of ``score_keys`` in the metadata, else
+    retrieval order. Copies under one ``Document.id`` (a hybrid retriever's) are merged
+    into the best-scored one; different texts under one id raise ``InputError``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -104,3 +113,10 @@ class PhaseAwareReorder(BaseDocumentTransformer, BaseModel):
         records = document_records(documents, score_keys=self.score_keys, evidence_key=None)
         order = kit.reorder_records(records, profile=self._profile, what="documents")
         return [documents[i] for i in order]
+
+    async def atransform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
+        """:meth:`transform_documents` on the event loop itself: ordering is arithmetic
+        over the scores (no tokenizer, no I/O), so no thread hop; the same documents."""
+        return self.transform_documents(documents, **kwargs)

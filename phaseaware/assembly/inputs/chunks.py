@@ -5,18 +5,41 @@ Framework-free on purpose: the LangChain and LlamaIndex adapters build
 ``Chunk.from_dict`` reads the request format (``phaseaware assemble``'s JSON);
 ``normalize_chunks`` checks ``Chunk`` objects. Both check fields with the same
 functions, so a request and a Python caller get the same rules.
+
+Duplicates, as hybrid and multi-query retrievers return them: items under one id are
+one item (:func:`duplicate_groups`, THE rule, used here for chunk ids and by the
+integration kit for framework ids): the copy with the best score is kept (the first of
+equal ones; a missing score ranks below any real one), at the place of the first copy,
+and the merge is reported (:class:`MergedDuplicate`); copies whose texts differ are
+refused with ``InputError`` naming the id. ``duplicate_ids="error"`` (the strict mode)
+refuses every duplicate id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from phaseaware.errors import InputError
 from phaseaware.limits import MAX_CHUNKS
 
-__all__ = ["Chunk", "make_chunk", "normalize_chunks", "chunks_from_request"]
+__all__ = [
+    "DUPLICATE_POLICIES",
+    "Chunk",
+    "DuplicateGroups",
+    "MergedDuplicate",
+    "NormalizedChunks",
+    "chunks_from_request",
+    "duplicate_groups",
+    "make_chunk",
+    "normalize_chunks",
+    "normalize_merged",
+]
+
+#: ``AssemblyOptions.duplicate_ids``: "merge" (the best-scored copy kept, the merge
+#: reported) or "error" (the strict mode: ``InputError`` on any duplicate id).
+DUPLICATE_POLICIES = ("merge", "error")
 
 
 @dataclass(frozen=True)
@@ -136,7 +159,8 @@ def _check_evidence(evidence: object, where: str) -> tuple[str, ...]:
 
 
 def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
-    """The chunks with ids filled in (``chunk-<index>``) and types checked.
+    """The chunks with ids filled in (``chunk-<index>``) and types checked; the strict
+    mode: ``InputError`` on a duplicate id (:func:`normalize_merged` merges them).
 
     A chunk already in canonical form (float score, tuple evidence, str id) is
     kept as is (it is frozen); others are rebuilt, never changed in place.
@@ -144,6 +168,121 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
     Plain strings are accepted as chunks with score 0. Raises ``InputError`` on
     an empty list, a non-string text, a non-finite score or a duplicate id.
     """
+    return normalize_merged(chunks, duplicate_ids="error").chunks
+
+
+@dataclass(frozen=True)
+class MergedDuplicate:
+    """Copies of one item under one id, merged into one (see the module docstring).
+
+    ``chunk_id``: the kept chunk's id; ``kept``: the input index of the copy kept (the
+    best score, the first of equal ones); ``merged``: the input indices of the other
+    copies, in input order. Input indices count the caller's list, duplicates included.
+    """
+
+    chunk_id: str
+    kept: int
+    merged: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DuplicateGroups:
+    """:func:`duplicate_groups`' answer: ``kept`` lists the input index of each distinct
+    item's kept copy, in the order of each item's first copy; ``merged`` pairs each kept
+    index with the indices merged into it (only items that had copies)."""
+
+    kept: tuple[int, ...]
+    merged: tuple[tuple[int, tuple[int, ...]], ...]
+
+
+def duplicate_groups(
+    ids: Sequence[object],
+    *,
+    texts: Sequence[str],
+    scores: Sequence[float | None],
+    where: Callable[[int], str],
+    strict: bool = False,
+    noun: str = "id",
+) -> DuplicateGroups:
+    """THE duplicate rule (module docstring) over parallel lists: ``ids[i]`` (``None``,
+    or an unhashable id: never a duplicate), ``texts[i]``, ``scores[i]`` (``None``:
+    missing). ``where(i)`` names item ``i`` in errors (``"chunks[3]"``), ``noun`` its id
+    (``"chunk id"``). ``InputError`` for copies whose texts differ, or, with ``strict``,
+    for any duplicate id."""
+    first: dict[Hashable, int] = {}  # id -> the group's slot in ``order``
+    order: list[list[int]] = []  # per distinct item: its input indices
+    for index, item_id in enumerate(ids):
+        if item_id is None or not isinstance(item_id, Hashable):
+            order.append([index])
+            continue
+        try:
+            slot = first.setdefault(item_id, len(order))
+        except TypeError:  # a hashable type holding an unhashable value
+            order.append([index])
+            continue
+        if slot == len(order):
+            order.append([index])
+            continue
+        original = order[slot][0]
+        if strict:
+            raise InputError(
+                f"duplicate {noun} {item_id!r} ({where(original)} and {where(index)}); give "
+                "every item a unique id, or let copies merge (duplicate_ids='merge')"
+            )
+        if texts[index] != texts[original]:
+            raise InputError(
+                f"{where(original)} and {where(index)} share the {noun} {item_id!r} but their "
+                "texts differ; give each text its own id (a retriever that returns one id "
+                "for different texts is mixing up its documents)"
+            )
+        order[slot].append(index)
+    kept: list[int] = []
+    merged: list[tuple[int, tuple[int, ...]]] = []
+    for group in order:
+        best = max(group, key=lambda i: (_rank_score(scores[i]), -i))
+        kept.append(best)
+        if len(group) > 1:
+            merged.append((best, tuple(i for i in group if i != best)))
+    return DuplicateGroups(tuple(kept), tuple(merged))
+
+
+def _rank_score(score: float | None) -> float:
+    return float("-inf") if score is None else score
+
+
+@dataclass(frozen=True)
+class NormalizedChunks:
+    """:func:`normalize_merged`' answer: the chunks assembly reads (duplicates merged,
+    order of first copies) and what was merged (input indices of the caller's list)."""
+
+    chunks: tuple[Chunk, ...]
+    merged: tuple[MergedDuplicate, ...]
+
+
+def normalize_merged(
+    chunks: Sequence[Chunk | str], *, duplicate_ids: str = "merge"
+) -> NormalizedChunks:
+    """:func:`normalize_chunks` with the duplicate rule: copies under one id merged
+    (``duplicate_ids="merge"``) or refused (``"error"``); see the module docstring."""
+    if duplicate_ids not in DUPLICATE_POLICIES:
+        raise InputError(
+            f"duplicate_ids must be one of {', '.join(DUPLICATE_POLICIES)}, got {duplicate_ids!r}"
+        )
+    checked = _checked_chunks(chunks)
+    groups = duplicate_groups(
+        [c.id for c in checked], texts=[c.text for c in checked],
+        scores=[c.score for c in checked], where=lambda i: f"chunks[{i}]",
+        strict=duplicate_ids == "error", noun="chunk id",
+    )  # fmt: skip
+    merged = tuple(
+        MergedDuplicate(chunk_id=checked[kept].id or "", kept=kept, merged=others)
+        for kept, others in groups.merged
+    )
+    return NormalizedChunks(tuple(checked[i] for i in groups.kept), merged)
+
+
+def _checked_chunks(chunks: Sequence[Chunk | str]) -> list[Chunk]:
+    """Every chunk checked, ids filled in; duplicates still there."""
     if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
         raise InputError("chunks must be a list of Chunk objects (or strings)")
     if len(chunks) == 0:
@@ -154,7 +293,6 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
             "keep the best-ranked ones (a prompt holds a few hundred)"
         )
     out: list[Chunk] = []
-    seen: dict[str, int] = {}
     for index, chunk in enumerate(chunks):
         if isinstance(chunk, str):
             chunk = Chunk(text=chunk)
@@ -174,12 +312,6 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
             chunk_id = _check_id(chunk_id, f"chunks[{index}]")
         if chunk_id is None:
             chunk_id = f"chunk-{index}"
-        if chunk_id in seen:
-            raise InputError(
-                f"duplicate chunk id {chunk_id!r} (chunks[{seen[chunk_id]}] and chunks[{index}]); "
-                "give every chunk a unique id"
-            )
-        seen[chunk_id] = index
         if score is chunk.score and evidence is chunk.evidence and chunk_id is chunk.id:
             out.append(chunk)  # already canonical; frozen, and assembly never reads metadata
             continue
@@ -192,4 +324,4 @@ def normalize_chunks(chunks: Sequence[Chunk | str]) -> tuple[Chunk, ...]:
                 evidence=evidence,
             )
         )
-    return tuple(out)
+    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from phaseaware.assembly.inputs.chunks import DUPLICATE_POLICIES
 from phaseaware.assembly.plan.order import STRATEGIES
 from phaseaware.errors import InputError, PhaseawareError
 from phaseaware.limits import (
@@ -101,6 +102,10 @@ class AssemblyOptions:
     then reported per offset only. ``position_offset`` may only be the smallest.
     robust_tolerance: with ``offsets``, a residue is reliable when its
     reliability is within this much of the profile's best residue.
+    duplicate_ids: "merge" (default) merges chunks under one id as retrievers
+    return them (the best-scored copy kept, listed in
+    ``AssemblyResult.merged_duplicates``; differing texts refused); "error"
+    refuses any duplicate id (``assembly.inputs.chunks``).
     """
 
     strategy: str = "reorder"
@@ -118,6 +123,7 @@ class AssemblyOptions:
     control_tokens: str = "neutralize"
     offsets: tuple[int, ...] | None = None
     robust_tolerance: float = 0.05
+    duplicate_ids: str = "merge"
 
     def __post_init__(self) -> None:
         for name in ("pad", "repeat", "length_pad", "allow_tokenizer_mismatch"):
@@ -148,6 +154,11 @@ class AssemblyOptions:
             raise InputError(
                 f"options.control_tokens={self.control_tokens!r} is unknown; "
                 f"use one of {', '.join(CONTROL_POLICIES)}"
+            )
+        if self.duplicate_ids not in DUPLICATE_POLICIES:
+            raise InputError(
+                f"options.duplicate_ids={self.duplicate_ids!r} is unknown; "
+                f"use one of {', '.join(DUPLICATE_POLICIES)}"
             )
         if not isinstance(self.strategy, str) or self.strategy not in STRATEGIES:
             raise InputError(

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from phaseaware.assembly.evidence.keys import question_terms
-from phaseaware.assembly.inputs.chunks import Chunk, normalize_chunks
+from phaseaware.assembly.inputs.chunks import Chunk, MergedDuplicate, normalize_merged
 from phaseaware.assembly.inputs.options import MAX_PERIOD, AssemblyOptions, check_budget
 from phaseaware.assembly.inputs.untrusted import clean_inputs
 from phaseaware.assembly.plan.initial import RepeatOffer
@@ -81,6 +81,7 @@ class Setup:
     )
     # chunks dropped unread, before tokenizing: their length alone proves them over budget
     oversize: Mapping[int, str] = field(default_factory=dict)
+    merged: tuple[MergedDuplicate, ...] = ()  # copies under one id, merged (input indices)
 
 
 def prepare(
@@ -107,8 +108,9 @@ def prepare(
     if options.offsets:  # offset-robust: plan for the smallest offset, copies cover the rest
         options = replace(options, position_offset=primary_offset(options.offsets))
     given = _format_or_layout(chat_format, tokenizer)
+    merged = normalize_merged(chunks, duplicate_ids=options.duplicate_ids)
     normalized, question, system, neutralized, scanner = clean_inputs(
-        normalize_chunks(chunks), question=question, system=system, tokenizer=tokenizer,
+        merged.chunks, question=question, system=system, tokenizer=tokenizer,
         layout=given.name, policy=options.control_tokens,
     )  # fmt: skip
     if isinstance(given, PromptLayout):
@@ -189,6 +191,7 @@ def prepare(
         options=options, budget=budget, frame=frame, chunks=prepared, filler=kept,
         request=request, neutralized=neutralized, scanner=scanner,
         tokenizer_mismatch_allowed=mismatch_allowed, cache=cache, oversize=oversize,
+        merged=merged.merged,
     )  # fmt: skip
 
 

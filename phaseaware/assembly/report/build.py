@@ -106,6 +106,7 @@ def build_result(setup: Setup, planned: PlanStart, confirmed: Confirmed) -> Asse
         position_offset=shift,
         neutralized=setup.neutralized,
         tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,
+        merged_duplicates=setup.merged,
         verification=measured.verification,
         unchanged_prefix_tokens=without_context_tokens(setup, prompt.text, starts=measured.starts),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from phaseaware.assembly.inputs.chunks import MergedDuplicate
 from phaseaware.serialize import to_plain
 from phaseaware.tokenizers.control import Neutralized
 
@@ -166,6 +167,9 @@ class AssemblyResult:
     # against the sent conversation (the previous request; None elsewhere).
     unchanged_prefix_tokens: int = 0
     unchanged_sent_tokens: int | None = None
+    # Chunks under one id, merged into the best-scored copy (options.duplicate_ids="merge"):
+    # input indices of the caller's list; the placements and ``dropped`` name the kept one.
+    merged_duplicates: tuple[MergedDuplicate, ...] = ()
 
     @property
     def segments(self) -> tuple[Segment, ...]:

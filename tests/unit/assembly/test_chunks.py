@@ -60,3 +60,37 @@ def test_python_callers_get_the_same_field_rules() -> None:
             normalize_chunks([chunk])
         assert str(info.value).startswith(message)
     assert normalize_chunks([Chunk("t", evidence="t")])[0].evidence == ("t",)  # type: ignore[arg-type]
+
+
+def test_copies_under_one_chunk_id_merge_and_are_reported() -> None:
+    from phaseaware import assemble
+    from phaseaware.assembly.inputs.chunks import MergedDuplicate, normalize_merged
+    from phaseaware.assembly.inputs.options import AssemblyOptions
+
+    text = "The access code for Priya is 317 ."
+    chunks = [
+        Chunk(text, score=0.3, id="kb-1"),
+        Chunk("Hugo likes tea .", score=0.5, id="kb-2"),
+        Chunk(text, score=0.8, id="kb-1"),
+    ]
+    normalized = normalize_merged(chunks)
+    assert [c.score for c in normalized.chunks] == [0.8, 0.5]  # the best copy, first place
+    assert normalized.merged == (MergedDuplicate(chunk_id="kb-1", kept=2, merged=(0,)),)
+    result = assemble(
+        chunks, tokenizer="tiktoken:o200k_base", chat_format="chatml",
+        question="What is the access code for Priya ?", budget_tokens=300,
+        options=AssemblyOptions(repeat=False),
+    )  # fmt: skip
+    assert sorted(p.chunk_id for p in result.placements) == ["kb-1", "kb-2"]
+    assert result.prompt.count(text) == 1
+    assert result.merged_duplicates == normalized.merged
+    assert result.to_dict()["merged_duplicates"] == [{"chunk_id": "kb-1", "kept": 2, "merged": [0]}]
+    with pytest.raises(InputError, match="chunks\\[0\\] and chunks\\[1\\] share the chunk id 'x'"):
+        normalize_merged([Chunk("a", id="x"), Chunk("b", id="x")])
+    with pytest.raises(InputError, match="duplicate chunk id 'kb-1'"):
+        assemble(
+            chunks, tokenizer="tiktoken:o200k_base", chat_format="chatml", question="q",
+            budget_tokens=300, options=AssemblyOptions(duplicate_ids="error"),
+        )  # fmt: skip
+    with pytest.raises(InputError, match="duplicate_ids"):
+        AssemblyOptions(duplicate_ids="keep")

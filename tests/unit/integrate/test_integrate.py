@@ -20,10 +20,12 @@ from phaseaware.integrate import (
     assemble_records,
     check_usage,
     conversation,
+    merge_records,
     placement_report,
     record_chunks,
     record_index,
     relevance_scores,
+    reorder_records,
     resolve_options,
     resolve_target,
 )
@@ -59,14 +61,65 @@ def test_all_missing_is_retrieval_order():
     assert relevance_scores([None, None, None]) == [3.0, 2.0, 1.0]
 
 
-def test_record_chunks_ids_are_positional_and_duplicates_are_fine():
+def test_record_chunks_ids_are_positional():
     chunks = record_chunks(
-        [SourceRecord("a", 0.5, "x"), SourceRecord("b", None, "x"), SourceRecord("c", 1, None)]
+        [SourceRecord("a", 0.5, "x"), SourceRecord("b", None, None), SourceRecord("c", 1, None)]
     )
     assert [c.id for c in chunks] == ["doc-0", "doc-1", "doc-2"]
     assert [record_index(c.id) for c in chunks] == [0, 1, 2]
     assert chunks[1].score < 0.5 and chunks[2].score == 1.0
     assert record_chunks([SourceRecord("a", evidence="a")])[0].evidence == ("a",)
+
+
+def test_copies_under_one_id_merge_into_the_best_scored_one_at_the_first_place():
+    records = [
+        SourceRecord("a", 0.2, "x"),  # BM25's copy
+        SourceRecord("b", None, None),
+        SourceRecord("a", 0.9, "x"),  # the vector retriever's copy: the best score
+        SourceRecord("c", None, "y"),
+        SourceRecord("c", None, "y"),  # unscored copies: the first kept
+        SourceRecord("d", 0.9, 7),
+        SourceRecord("d", 0.9, 7),  # equal scores: the first kept
+    ]
+    merged = merge_records(records)
+    assert [c.id for c in merged.chunks] == ["doc-2", "doc-1", "doc-3", "doc-5"]
+    assert [c.text for c in merged.chunks] == ["a", "b", "c", "d"]
+    assert merged.chunks[0].score == 0.9
+    assert [(m.chunk_id, m.kept, m.merged) for m in merged.merged] == [
+        ("doc-2", 2, (0,)), ("doc-3", 3, (4,)), ("doc-5", 5, (6,)),
+    ]  # fmt: skip
+    assert record_chunks(records) == merged.chunks
+    with pytest.raises(InputError, match=r"nodes\[0\] and nodes\[1\] share the id 'x' but"):
+        merge_records([SourceRecord("a", id="x"), SourceRecord("A", id="x")], what="nodes")
+    with pytest.raises(InputError, match=r"duplicate id 'x' \(documents\[0\] and documents\[2\]"):
+        merge_records(records, duplicate_ids="error")
+    assert len(merge_records([SourceRecord("a"), SourceRecord("a")]).chunks) == 2  # no id
+    assert (
+        len(merge_records([SourceRecord("a", id=["x"]), SourceRecord("a", id=["x"])]).chunks) == 2
+    )
+
+
+def test_assembly_reports_the_merge_with_the_framework_ids(o200k):
+    target = _resolve(tokenizer=o200k, chat_format="chatml", budget_tokens=400)
+    records = [
+        SourceRecord("The code of vault A is 17.", 0.2, "kb-a"),
+        SourceRecord("The code of vault B is 23.", 0.5, "kb-b"),
+        SourceRecord("The code of vault A is 17.", 0.9, "kb-a"),
+    ]
+    layout = conversation(target, [{"role": "user", "content": "{context}\n\n{question}"}])
+    result = assemble_records(records, target=target, layout=layout, question="Vault A?")
+    assert sorted(p.chunk_id for p in result.placements) == ["doc-1", "doc-2"]
+    report = placement_report(result, [r.id for r in records])
+    assert report["merged_duplicates"] == [
+        {"chunk_id": "doc-2", "kept": 2, "merged": [0], "document_id": "kb-a"}
+    ]
+    assert {p["document_index"] for p in report["placements"]} == {1, 2}
+    order = reorder_records(records, profile=None)
+    assert sorted(order) == [1, 2] and order[-1] == 2  # the merged copy, most relevant, last
+    strict = _resolve(tokenizer=o200k, chat_format="chatml", budget_tokens=400,
+                      options=AssemblyOptions(duplicate_ids="error"))  # fmt: skip
+    with pytest.raises(InputError, match="duplicate id 'kb-a'"):
+        assemble_records(records, target=strict, layout=layout, question="Vault A?")
 
 
 @pytest.mark.parametrize(
@@ -126,7 +179,9 @@ def test_report_is_to_dict_plus_index_and_id(o200k):
     report = placement_report(result, [r.id for r in records])
     plain = result.to_dict()
     for p in report["placements"]:
-        assert p.pop("document_id") == "kb" and p.pop("document_index") in (0, 1)
+        assert p.pop("document_id") == "kb" and p.pop("document_index") == 0
+    (merged,) = report["merged_duplicates"]  # the same record twice: one, kept first
+    assert merged.pop("document_id") == "kb" and (merged["kept"], merged["merged"]) == (0, [1])
     assert report == plain
     empty = assemble_records([], target=target, layout=layout, question=QUESTION)
     assert empty.placements == () and empty.dropped == ()
@@ -193,3 +248,27 @@ def test_refuse_tools_names_the_fix(o200k):
     refuse_tools(target, [], fix="x")
     with pytest.raises(UnsupportedRequestError, match="binds 1 tool.*pass tool_schemas"):
         refuse_tools(target, [object()], fix="pass tool_schemas='not_rendered'")
+
+
+def test_rank_records_takes_the_most_relevant_within_top_k_and_the_token_budget(o200k):
+    from phaseaware.integrate import rank_records
+
+    texts = ["alpha beta", "gamma", "delta epsilon zeta", "eta", "theta iota"]
+    records = [SourceRecord(t, s, f"id{i}") for i, (t, s) in enumerate(
+        zip(texts, [0.1, 0.9, 0.5, None, 0.7], strict=True))]  # fmt: skip
+    records.append(SourceRecord("gamma", 0.2, "id1"))  # a copy: merged, 0.9 kept
+    everything = rank_records(records, profile=None)
+    assert sorted(everything) == [0, 1, 2, 3, 4] and everything[-1] == 1
+    assert sorted(rank_records(records, profile=None, top_k=2)) == [1, 4]
+    sizes = {i: len(o200k.encode(t)) for i, t in enumerate(texts)}
+    budget = sizes[1] + sizes[4]
+    assert sorted(rank_records(records, profile=None, token_budget=budget, tokenizer=o200k)) == [
+        1, 4,
+    ]  # fmt: skip
+    assert rank_records(records, profile=None, token_budget=sizes[1], tokenizer=o200k) == (1,)
+    profile = phaseaware.get_profile("deepseek-v4-flash-base")
+    assert rank_records(records, profile=profile) == (3, 0, 2, 4, 1)  # ascending relevance
+    with pytest.raises(InputError, match="top_k must be an integer > 0"):
+        rank_records(records, profile=None, top_k=0)
+    with pytest.raises(InputError, match="pass the tokenizer"):
+        rank_records(records, profile=None, token_budget=5)

@@ -1,14 +1,16 @@
 """The agent middleware places a tool result exactly as ``phaseaware.assemble_append`` does.
 
-Property test: random documents (scores present or missing, duplicate ids, evidence or
-none), both tool roles and message templates; the oracle is ``assemble_append`` called
-with hand-built OpenAI-style messages and hand-built chunks (the kit's documented
-missing-score rule written out), so the middleware's conversion and the kit are
-checked against the core entry point, not against themselves.
+Property test: random documents (scores present or missing, duplicate ids: copies of
+one document, evidence or none), both tool roles and message templates; the oracle is
+``assemble_append`` called with hand-built OpenAI-style messages and hand-built chunks
+(the kit's documented missing-score and duplicate rules written out), so the
+middleware's conversion and the kit are checked against the core entry point, not
+against themselves.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -30,6 +32,28 @@ from phaseaware import AssemblyOptions, Chunk  # noqa: E402
 QUESTION = "Below which voltage is a Helios-3 module disabled?"
 CALL = {"name": "search", "args": {"query": "helios"}, "id": "call-1"}
 WORDS = ["Helios", "module", "volts", "disabled", "below", "the", "3.32", "note", "{x}", "é"]
+
+
+def _merged(docs: list[Any]) -> tuple[list[int], list[tuple[int, list[int]]]]:
+    """The duplicate rule, written out: per id, the best score kept (missing lowest, the
+    first of equal ones), at the first copy's place; no id: never merged."""
+    groups: dict[Any, list[int]] = {}
+    order: list[list[int]] = []
+    for i, (_, _, doc_id, _) in enumerate(docs):
+        if doc_id is None or doc_id not in groups:
+            order.append([i])
+            if doc_id is not None:
+                groups[doc_id] = order[-1]
+        else:
+            groups[doc_id].append(i)
+    kept, merged = [], []
+    for group in order:
+        scores = [docs[i][1] if docs[i][1] is not None else float("-inf") for i in group]
+        best = group[scores.index(max(scores))]
+        kept.append(best)
+        if len(group) > 1:
+            merged.append((best, [i for i in group if i != best]))
+    return kept, merged
 
 
 def _expected_scores(scores: list[float | None]) -> list[float]:
@@ -63,6 +87,8 @@ documents_st = st.lists(
     options=st.sampled_from([None, AssemblyOptions(allow_tokenizer_mismatch=True)]),
 )
 def test_middleware_equals_assemble_append(o200k, profile_name, docs, tool_role, template, options):
+    first_text: dict[str, str] = {}  # copies under one id hold one text (else: refused)
+    docs = [(first_text.setdefault(i, t) if i else t, s, i, e) for t, s, i, e in docs]
     documents = [
         Document(
             page_content=text,
@@ -103,16 +129,19 @@ def test_middleware_equals_assemble_append(o200k, profile_name, docs, tool_role,
         if tool_role == "tool"
         else {"role": "user", "content": template}
     )
-    scores = _expected_scores([s for _, s, _, _ in docs])
+    kept, merged = _merged(docs)
+    scores = _expected_scores([docs[i][1] for i in kept])
     chunks = [
-        Chunk(text=t, score=s, id=f"doc-{i}", evidence=(t.split()[0],) if e else ())
-        for i, ((t, _, _, e), s) in enumerate(zip(docs, scores, strict=True))
-    ]
+        Chunk(text=docs[i][0], score=s, id=f"doc-{i}",
+              evidence=(docs[i][0].split()[0],) if docs[i][3] else ())
+        for i, s in zip(kept, scores, strict=True)
+    ]  # fmt: skip
     expected = phaseaware.assemble_append(
         sent=sent, new=new, chunks=chunks, tokenizer=o200k, chat_format="chatml",
         question=QUESTION, profile=profile_arg, budget_tokens=4000, options=options,
     )  # fmt: skip
-    assert result == expected
+    assert [(m.kept, list(m.merged)) for m in result.merged_duplicates] == merged
+    assert replace(result, merged_duplicates=()) == expected
     assert aligned.content == expected.messages[-1]["content"]
     report = aligned.response_metadata[REPORT_KEY]
     plain = expected.to_dict()
@@ -122,4 +151,8 @@ def test_middleware_equals_assemble_append(o200k, profile_name, docs, tool_role,
         index = int(placement["chunk_id"].removeprefix("doc-"))
         placement["document_index"] = index
         placement["document_id"] = docs[index][2]
+    plain["merged_duplicates"] = [
+        {"chunk_id": f"doc-{k}", "kept": k, "merged": m, "document_id": docs[k][2]}
+        for k, m in merged
+    ]
     assert report == plain

@@ -266,9 +266,10 @@ class PhaseAwarePostprocessor(BaseNodePostprocessor):
 
 
 class PhaseAwareReorder(BaseNodePostprocessor):
-    """A drop-in for ``LongContextReorder``: the same nodes, none dropped or changed, in
-    the kit's order (lost in the middle without a profile, phase-aware with one; unscored
-    nodes after scored ones, in retrieval order)."""
+    """A drop-in for ``LongContextReorder``: the same nodes, none changed, in the kit's
+    order (lost in the middle without a profile, phase-aware with one; unscored nodes
+    after scored ones, in retrieval order); copies of one node id (a hybrid retriever's)
+    merged into the best-scored one."""
 
     profile: Any = Field(
         default=None, description="a model name, profile path or Profile; None: lost in the middle"
@@ -291,3 +292,9 @@ class PhaseAwareReorder(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         order = integrate.reorder_records(node_records(nodes), profile=self._profile, what="nodes")
         return [nodes[i] for i in order]
+
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        # on the event loop itself: ordering is arithmetic over the scores, no tokenizer
+        return self._postprocess_nodes(nodes, query_bundle)
