@@ -80,6 +80,21 @@ def _digest(prompt: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _hashable(value: object) -> object:
+    """A log's ``doc_id`` or ``filter`` as a set member: any JSON value (a list, an object)
+    becomes its JSON text, so a malformed record is compared, not a crash."""
+    return value if value is None or isinstance(value, str | int | float | bool) else repr(value)
+
+
+def _sample_key(record: Mapping[str, Any]) -> tuple[object, object, str]:
+    """What makes a sample the same sample in another samples file of the run."""
+    return (
+        _hashable(record.get("doc_id")),
+        _hashable(record.get("filter")),
+        _digest(_prompt(record)),
+    )
+
+
 def _scan(files: list[Path], *, cap: int) -> _Run:
     filters: dict[str, None] = {}
     tasks: dict[Path, str] = {}
@@ -93,7 +108,7 @@ def _scan(files: list[Path], *, cap: int) -> _Run:
                 continue
             if isinstance(record.get("filter"), str):
                 filters[record["filter"]] = None
-            keys.add((record.get("doc_id"), record.get("filter"), _digest(_prompt(record))))
+            keys.add(_sample_key(record))
         samples[file] = frozenset(keys)
     return _Run(tuple(filters), tasks, samples)
 

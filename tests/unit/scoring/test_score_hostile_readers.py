@@ -228,3 +228,12 @@ def test_keys_at_one_residue_get_scores_own_message(folder, capsys):
     (folder / "e.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     code, _, err = _run([*SCORE, "--format", "jsonl", "e.jsonl", "--server-bos", "none"], capsys)
     assert code == 1 and "residue 0 of period 8" in err and "measured probe" not in err
+
+
+def test_an_lm_eval_record_with_a_list_filter_is_read_not_a_crash(folder, capsys):
+    """Found by the round-5 property: ``"filter": []`` crashed the samples-file pre-pass
+    (unhashable type 'list')."""
+    bad = {"prompt": None, "messages": None, "needle": None, "correct": None, "filter": []}
+    (folder / "samples_t.jsonl").write_text(json.dumps(bad) + "\n", encoding="utf-8")
+    code, _, err = _run([*SCORE, "--format", "lm-eval", "samples_t.jsonl"], capsys)
+    assert code == 1 and "no sample could be placed" in err
