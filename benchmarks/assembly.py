@@ -15,21 +15,28 @@ time of this process: the machine is shared). Cold = a fresh
 that the result is identical cold, warm and with the cache disabled.
 Also printed: planner scaling (chunks x period), assembly time by period, and
 the tracemalloc peak of a 128K-token assembly.
+
+The cache-aware figures (issue 39: warm <= 0.2x, cold <= 1.0x one encode): the
+DeepSeek-V4 dense case (20 x 300 tokens, ``chat_format="none"``) timed with the
+report (``unchanged_prefix_tokens`` counted, as every call does) and without it
+(``report.build.cache_figures`` stubbed for the timing only), side by side with
+the peers, in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import statistics
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from phaseaware.assembly import AssemblyOptions, Chunk, assemble
+from phaseaware.assembly import AssemblyOptions, AssemblyResult, Chunk, assemble
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 from phaseaware.chat import get_chat_format
 from phaseaware.profiles.registry import get_profile, list_profiles
@@ -338,6 +345,61 @@ def case_rows(repeats: int, quick: bool) -> list[str]:
     return rows
 
 
+_FIGURES = "cache_figures"  # report.build's name for the cache-aware figures
+
+
+@contextlib.contextmanager
+def _without_report() -> Iterator[None]:
+    """The report stage without its cache-aware figures (``unchanged_*`` left 0/None)."""
+    from phaseaware.assembly.report import build
+
+    kept = getattr(build, _FIGURES)
+    setattr(build, _FIGURES, lambda setup, text, *, starts: (0, None))
+    try:
+        yield
+    finally:
+        setattr(build, _FIGURES, kept)
+
+
+def report_rows(repeats: int) -> list[str]:
+    """DeepSeek-V4 dense 20 x 300, chat format none: with and without the cache-aware report."""
+    tok = load_tokenizer("deepseek-v4")
+    fmt = get_chat_format("none", tok)
+    profile = get_profile("deepseek-v4-flash-base")
+    options = AssemblyOptions(allow_tokenizer_mismatch=True)
+    chunks = make_dense(20, 300, seed=3)
+    lc, li = _langchain_reorder(), _llamaindex_reorder()
+
+    def run(cache: ChunkTokenCache | None) -> AssemblyResult:
+        return assemble(
+            chunks, tokenizer=tok, chat_format=fmt, question=QUESTION, profile=profile,
+            budget_tokens=8_000, options=options, cache=cache,
+        )  # fmt: skip
+
+    plain = run(None)
+    warm_cache = ChunkTokenCache()
+    run(warm_cache)
+    t_encode = _median_cpu(lambda: tok.encode(plain.prompt), repeats)
+    rows = [
+        f"DeepSeek-V4 dense 20 x 300, chat_format none: {plain.token_count} tokens, "
+        f"unchanged_prefix_tokens {plain.unchanged_prefix_tokens}, encode "
+        f"{t_encode * 1e3:.1f} ms",
+        f"{'report':<8} {'cold ms':>8} {'cold x':>7} {'warm ms':>8} {'warm x':>7} "
+        f"{'LC x':>6} {'LI x':>6}",
+    ]
+    t_lc = _median_cpu(lambda: lc(chunks), repeats)
+    t_li = _median_cpu(lambda: li(chunks), repeats)
+    for label in ("with", "without"):
+        with _without_report() if label == "without" else contextlib.nullcontext():
+            t_cold = _median_cpu(lambda: run(ChunkTokenCache()), repeats)
+            t_warm = _median_cpu(lambda: run(warm_cache), repeats)
+        rows.append(
+            f"{label:<8} {t_cold * 1e3:>8.1f} {t_cold / t_encode:>7.2f} {t_warm * 1e3:>8.1f} "
+            f"{t_warm / t_encode:>7.2f} {t_lc / t_encode:>6.3f} {t_li / t_encode:>6.3f}"
+        )
+    return rows
+
+
 def synthetic_profile(period: int):  # type: ignore[no-untyped-def]
     """deepseek-v4-flash-base with ``period`` residues (deterministic accuracies)."""
     base = get_profile("deepseek-v4-flash-base")
@@ -430,7 +492,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timing repeats (median)")
     parser.add_argument("--quick", action="store_true", help="fewer cases (smoke run)")
     parser.add_argument("--no-accuracy", action="store_true", help="skip the accuracy table")
+    parser.add_argument(
+        "--report-only", action="store_true", help="only the with/without-report table"
+    )
     args = parser.parse_args()
+    print("\n".join(report_rows(args.repeats)), flush=True)
+    print()
+    if args.report_only:
+        return
     rows = case_rows(args.repeats, args.quick)
     print(rows[-1] if rows[-1].startswith("LC*") else "")
     print()

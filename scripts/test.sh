@@ -31,6 +31,11 @@ done
 # the wheels of all the packages, installed from the wheels into a fresh venv
 bash scripts/check_wheels.sh
 
+# --- SGLang tier (tests/e2e/sglang, marker `sglang`): SGLang 0.5.23's DeepSeek glue files,
+# read from its wheel (downloaded with --no-deps, never installed), over deepseek-recipe.
+PHASEAWARE_SGLANG_GLUE="$(bash scripts/fetch_sglang_glue.sh | tail -n 1)"
+export PHASEAWARE_SGLANG_GLUE
+
 # --- vLLM tier (tests/e2e/vllm, marker `vllm`): a real vLLM OpenAI server in its own venv.
 # The tests skip only when PHASEAWARE_VLLM_PYTHON is unset; CI always runs this block.
 if [ -z "${PHASEAWARE_VLLM_PYTHON:-}" ]; then

@@ -214,6 +214,7 @@ def assemble_append(
         tokenizer=r.tokenizer, control_tokens=r.options.control_tokens, strict=strict_prefix,
     )  # fmt: skip
     changed = None if layout.strict else layout.rewritten_at(question)
+    reason = "" if changed is None else _rewrite_reason(layout, changed)
     result = assemble_tail(
         chunks,
         tokenizer=r.tokenizer,
@@ -223,9 +224,11 @@ def assemble_append(
         budget_tokens=r.budget_tokens,
         options=r.options,
         prefix_cache=prefix_cache,
+        full_because=reason,
     )
-    if changed is not None:  # the format's own drop rule: exact, but the prefix cache misses
-        return _rewritten(result, layout, changed)
+    if reason:  # the format's own drop rule: exact, but the prefix cache misses
+        _warn_once(layout, reason)
+        return result
     held = layout.sent_text
     if not result.prompt.startswith(held):  # the layout checked it; the final prompt too
         offset = next(
@@ -255,25 +258,26 @@ _WARNED_MAX = 1024
 _warned: OrderedDict[tuple[object, ...], None] = OrderedDict()  # conversations warned about
 
 
-def _rewritten(result: AssemblyResult, layout: AppendLayout, changed: int) -> AssemblyResult:
-    """``result`` of a step whose format rewrote sent text: the reason, and a warning once
-    per conversation (known by its format and opening text)."""
-    name = layout.chat_format.name
-    reason = (
-        f"chat format {name!r} thinking mode drops earlier reasoning when a tool or user "
-        f"message arrives (drop_thinking), so the text already sent changes at character "
-        f"{changed}: the whole conversation was assembled (positions exact; the server's "
-        "prefix cache misses from there); pass ChatSettings(thinking=True, "
+def _rewrite_reason(layout: AppendLayout, changed: int) -> str:
+    """Why a step whose format rewrites sent text at char ``changed`` is assembled whole."""
+    return (
+        f"chat format {layout.chat_format.name!r} thinking mode drops earlier reasoning when "
+        f"a tool or user message arrives (drop_thinking), so the text already sent changes at "
+        f"character {changed}: the whole conversation was assembled (positions exact; the "
+        "server's prefix cache misses from there); pass ChatSettings(thinking=True, "
         "drop_thinking=False) to keep the prefix, or strict_prefix=True to refuse such a step"
     )
+
+
+def _warn_once(layout: AppendLayout, reason: str) -> None:
+    """One ``PrefixRewriteWarning`` per conversation (known by its format and opening text)."""
     opening = layout.template.messages[:2]  # a conversation is known by how it starts
-    key = (name, *((m.role, m.content[:512]) for m in opening))
+    key = (layout.chat_format.name, *((m.role, m.content[:512]) for m in opening))
     if key not in _warned:
         _warned[key] = None
         while len(_warned) > _WARNED_MAX:
             _warned.popitem(last=False)
         warnings.warn(reason, PrefixRewriteWarning, stacklevel=4)
-    return replace(result, append_path="full", append_reason=reason)
 
 
 def assemble_append_after(

@@ -22,21 +22,25 @@ why (``append_path == "full"``, ``append_reason``): no cached prefix, no proven
 cut for the tokenizer, no profile (the lost-in-the-middle estimate used
 without one reads positions from the prompt's start, not absolute ones), ``options.offsets`` (robust copies rewrite the prompt
 after verification), an error (the full path raises it with its own numbers),
-or a chunk dropped after a boundary merge (its reason quotes the budget). Every
-result's tokenization is cached for the next step.
+a chunk dropped after a boundary merge (its reason quotes the budget), or a
+chat format that rewrites sent text (the caller's reason). Every result's
+tokenization is cached for the next step.
+
+One pipeline call site: the ways to tokenize (the tail from a cut, then the
+whole conversation) are tried in order and the first that holds is reported,
+its ``unchanged_*`` figures counted by the report stage (``report.prefix``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.assembly.inputs.options import AssemblyOptions
 from phaseaware.assembly.pipeline import assemble_measured
-from phaseaware.assembly.report.prefix import unchanged_prefix_tokens
 from phaseaware.assembly.report.result import AssemblyResult, DroppedAfterMerge, shift_positions
 from phaseaware.assembly.retokenize.prefix import PrefixEntry, PrefixTokenCache, prefix_cut
 from phaseaware.chat.append import AppendLayout, TailLayout
@@ -45,6 +49,24 @@ from phaseaware.profiles.model import Profile
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = ["assemble_tail"]
+
+_NO_STARTS = np.zeros(0, dtype=np.int32)
+
+
+@dataclass(frozen=True)
+class _Way:
+    """One way to tokenize the conversation: from char ``cut`` on (0: the whole), after
+    ``head_starts`` (the cached tokens before the cut, ``k`` of them)."""
+
+    cut: int
+    head_starts: np.ndarray
+
+    @property
+    def k(self) -> int:
+        return int(self.head_starts.size)
+
+
+_WHOLE = _Way(cut=0, head_starts=_NO_STARTS)
 
 
 def assemble_tail(
@@ -57,86 +79,82 @@ def assemble_tail(
     budget_tokens: int,
     options: AssemblyOptions,
     prefix_cache: PrefixTokenCache | None,
+    full_because: str = "",
 ) -> AssemblyResult:
-    """``assemble(chunks, chat_format=layout, ...)``, incremental where a sent prompt is cached."""
+    """``assemble(chunks, chat_format=layout, ...)``, incremental where a sent prompt is cached.
+
+    ``full_because``: why the whole conversation must be assembled (the caller knows:
+    the chat format rewrites sent text); it becomes ``append_reason``.
+    """
     fingerprint = tokenizer.fingerprint()
-    why = _incremental_blocker(prefix_cache, options, profile)
-    if prefix_cache is not None and not why:
-        entry = prefix_cache.longest_prefix_of(fingerprint, layout.sent_text)
-        if entry is None:
-            why = "sent prefix not seen (first call, another conversation, or evicted)"
-        else:
-            cut, why = prefix_cut(tokenizer, entry.text)
-            if cut is not None:
-                done, why = _incremental(
-                    chunks, tokenizer=tokenizer, layout=layout, question=question,
-                    profile=profile, budget_tokens=budget_tokens, options=options,
-                    entry=entry, cut=cut,
-                )  # fmt: skip
-                if done is not None:
-                    result, starts = done
-                    prefix_cache.put(fingerprint, PrefixEntry(result.prompt, starts))
-                    return _since_sent(result, tokenizer, layout, starts)
-    result, measured = assemble_measured(
-        chunks, tokenizer=tokenizer, chat_format=layout, question=question, profile=profile,
-        budget_tokens=budget_tokens, options=options,
-    )  # fmt: skip
+    tail, why = (
+        (None, full_because)
+        if full_because
+        else _tail_way(prefix_cache, fingerprint, tokenizer, layout, profile, options)
+    )
+    if tail is not None and budget_tokens - tail.k < 1:
+        tail, why = None, "budget below the sent prefix (the full path reports it)"
+    for way in (tail, _WHOLE) if tail is not None else (_WHOLE,):
+        try:
+            result, measured = assemble_measured(
+                chunks, tokenizer=tokenizer,
+                chat_format=TailLayout(layout, way.cut) if way.cut else layout,
+                question=question, profile=profile, budget_tokens=budget_tokens - way.k,
+                options=replace(options, position_offset=options.position_offset + way.k),
+            )  # fmt: skip
+        except PhaseawareError as exc:
+            if way is _WHOLE:
+                raise
+            why = f"the tail path raised {type(exc).__name__} (the full path reports it)"
+            continue
+        rejected = "" if way is _WHOLE else _tail_rejected(result, measured is not None)
+        if not rejected:
+            break
+        why = rejected
+    if way is not _WHOLE:  # the tail's result as the whole prompt's
+        result = _absolute(result, layout.sent_text[: way.cut], way.k, options.position_offset)
+    else:
+        result = replace(result, append_path="full", append_reason=why)
     if prefix_cache is not None and measured is not None:
-        prefix_cache.put(fingerprint, PrefixEntry(result.prompt, _compact(measured.starts)))
-    result = replace(result, append_path="full", append_reason=why)
-    return _since_sent(result, tokenizer, layout, None if measured is None else measured.starts)
+        starts = np.concatenate([way.head_starts, _compact(measured.starts) + way.cut])
+        prefix_cache.put(fingerprint, PrefixEntry(result.prompt, _compact(starts)))
+    return result
 
 
-def _since_sent(
-    result: AssemblyResult, tokenizer: Tokenizer, layout: AppendLayout, starts: np.ndarray | None
-) -> AssemblyResult:
-    """``result`` with ``unchanged_sent_tokens``: its ids shared with the sent text's."""
-    kept = unchanged_prefix_tokens(tokenizer, result.prompt, layout.sent_text, starts=starts)
-    return replace(result, unchanged_sent_tokens=kept)
-
-
-def _incremental_blocker(
-    cache: PrefixTokenCache | None, options: AssemblyOptions, profile: Profile | None
-) -> str:
-    if cache is None:
-        return "no prefix cache (prefix_cache=None)"
-    if profile is None:  # the profile's model is offset-exact; the heuristic is not
-        return "no profile: the lost-in-the-middle estimate reads positions from the prompt start"
-    if options.offsets:
-        return "options.offsets: robust copies rewrite the prompt after verification"
-    return ""
-
-
-def _incremental(
-    chunks: Sequence[Chunk | str],
-    *,
+def _tail_way(
+    cache: PrefixTokenCache | None,
+    fingerprint: str,
     tokenizer: Tokenizer,
     layout: AppendLayout,
-    question: str,
     profile: Profile | None,
-    budget_tokens: int,
     options: AssemblyOptions,
-    entry: PrefixEntry,
-    cut: int,
-) -> tuple[tuple[AssemblyResult, np.ndarray] | None, str]:
-    k = entry.tokens_before(cut)
-    if budget_tokens - k < 1:
-        return None, "budget below the sent prefix (the full path reports it)"
-    try:
-        tail, measured = assemble_measured(
-            chunks, tokenizer=tokenizer, chat_format=TailLayout(layout, cut), question=question,
-            profile=profile, budget_tokens=budget_tokens - k,
-            options=replace(options, position_offset=options.position_offset + k),
-        )  # fmt: skip
-    except PhaseawareError as exc:
-        return None, f"the tail path raised {type(exc).__name__} (the full path reports it)"
-    if measured is None:
-        return None, "no verified tokenization of the tail"
+) -> tuple[_Way | None, str]:
+    """The tail from a cut of the longest cached prompt the sent text starts with; or why not."""
+    if cache is None:
+        return None, "no prefix cache (prefix_cache=None)"
+    if profile is None:  # the profile's model is offset-exact; the heuristic is not
+        return (
+            None,
+            "no profile: the lost-in-the-middle estimate reads positions from the prompt start",
+        )
+    if options.offsets:
+        return None, "options.offsets: robust copies rewrite the prompt after verification"
+    entry = cache.longest_prefix_of(fingerprint, layout.sent_text)
+    if entry is None:
+        return None, "sent prefix not seen (first call, another conversation, or evicted)"
+    cut, why = prefix_cut(tokenizer, entry.text)
+    if cut is None:
+        return None, why
+    return _Way(cut=cut, head_starts=entry.starts[: entry.tokens_before(cut)]), ""
+
+
+def _tail_rejected(tail: AssemblyResult, measured: bool) -> str:
+    """Why the tail's result cannot stand for the whole prompt's ("" where it can)."""
+    if not measured:
+        return "no verified tokenization of the tail"
     if any(isinstance(d, DroppedAfterMerge) for d in tail.dropped):
-        return None, "a chunk was dropped after a boundary merge (its reason quotes the budget)"
-    result = _absolute(tail, entry.text[:cut], k, options.position_offset)
-    starts = np.concatenate([entry.starts[:k], _compact(measured.starts) + cut])
-    return (result, _compact(starts)), ""
+        return "a chunk was dropped after a boundary merge (its reason quotes the budget)"
+    return ""
 
 
 def _compact(starts: np.ndarray) -> np.ndarray:
@@ -147,12 +165,16 @@ def _compact(starts: np.ndarray) -> np.ndarray:
 
 
 def _absolute(tail: AssemblyResult, head: str, k: int, position_offset: int) -> AssemblyResult:
-    """The tail's result as the whole prompt's: ``head`` (k tokens) before it."""
+    """The tail's result as the whole prompt's: ``head`` (k tokens) before it; the
+    cut is a cut of both the prompt and the sent text, so both cache figures grow by k."""
     return replace(
         shift_positions(tail, tokens=k, chars=len(head)),
         prompt=head + tail.prompt,
         position_offset=position_offset,
-        unchanged_prefix_tokens=tail.unchanged_prefix_tokens + k,  # k: tokens before the cut
+        unchanged_prefix_tokens=tail.unchanged_prefix_tokens + k,
+        unchanged_sent_tokens=(
+            tail.unchanged_sent_tokens + k if tail.unchanged_sent_tokens is not None else None
+        ),
         append_path="incremental",
         append_reason="",
     )

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from phaseaware.chat.deepseek_encoding import DeepSeekFormat
+from phaseaware.chat.deepseek_recipe import DeepSeekRecipeFormat
 from phaseaware.chat.errors import PrefixRewriteError
 from phaseaware.chat.formats import ChatFormat, markers_of
 from phaseaware.chat.hf import HFChatFormat
@@ -77,14 +78,13 @@ def sent_text(*, sent: Sequence[Message], chat_format: ChatFormat) -> str:
 
 def drops_sent_reasoning(chat_format: ChatFormat) -> bool:
     """Whether ``chat_format`` re-renders text already sent by its own documented rule:
-    DeepSeek thinking mode with ``drop_thinking`` drops earlier reasoning when a user or
-    tool message arrives (the official encoder's behaviour; ``drop_thinking=False``
-    keeps it)."""
-    return (
-        isinstance(chat_format, DeepSeekFormat)
-        and chat_format.thinking
-        and chat_format.drop_thinking
-    )
+    DeepSeek thinking mode with ``drop_thinking`` drops earlier reasoning when a user or tool
+    message arrives (``drop_thinking=False`` keeps it); recipe (SGLang) by its own rules."""
+    if isinstance(chat_format, DeepSeekRecipeFormat):
+        return chat_format.rewrites_sent
+    if not isinstance(chat_format, DeepSeekFormat):
+        return False
+    return chat_format.thinking and chat_format.drop_thinking
 
 
 def first_change(sent: str, full: str) -> int:

@@ -141,7 +141,7 @@ class DeepSeekFormat:
     name = "deepseek"
     chat = True
     dialect: Dialect
-    supported_settings = frozenset(SETTING_NAMES) - {"tool_arguments"}
+    supported_settings = frozenset(SETTING_NAMES) - {"tool_arguments", "effort_texts"}
     supported_roles = frozenset(
         {"system", "developer", "user", "assistant", "tool", "latest_reminder"}
     )

@@ -91,6 +91,7 @@ __all__ = [
     "DIALECT",
     "MARKERS",
     "EFFORT_PREAMBLES",
+    "EFFORT_TEXTS",
     "LOW_NAMES",
     "server_effort",
     "BOS",
@@ -134,6 +135,15 @@ EFFORT_PREAMBLES: dict[str, str] = {
 }
 DEFAULT_EFFORT = "low"  # the encoder's (vLLM's server default is "high")
 
+#: The effort texts by checkpoint (``ChatSettings(effort_texts=...)``): ``"0731"`` is
+#: DeepSeek-V4-Flash-0731's encoder (:data:`EFFORT_PREAMBLES`; vLLM 0.32 and deepseek-recipe
+#: write it for every V4 checkpoint); ``"preview"`` the first V4 checkpoints' encoder
+#: (``REASONING_EFFORT_MAX`` only: ``max`` writes what 0731 calls ``high``).
+EFFORT_TEXTS: dict[str, dict[str, str]] = {
+    "0731": EFFORT_PREAMBLES,
+    "preview": {"low": "", "high": "", "max": EFFORT_PREAMBLES["high"]},
+}
+
 #: Every control string the V4 encoding writes; message text never holds one.
 MARKERS: tuple[str, ...] = (
     BOS,
@@ -168,7 +178,8 @@ def server_effort(effort: str | int | None) -> str:
 
 
 def _preamble(settings: ChatSettings) -> str:
-    return EFFORT_PREAMBLES[server_effort(settings.reasoning_effort)]
+    texts = EFFORT_TEXTS[settings.effort_texts or "0731"]
+    return texts[server_effort(settings.reasoning_effort)]
 
 
 DIALECT = Dialect(

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from phaseaware.chat import deepseek_v4, deepseek_v41
+from phaseaware.chat.deepseek_recipe import DeepSeekRecipeFormat
 from phaseaware.chat.deepseek_v4 import DeepSeekV4Format
 from phaseaware.chat.deepseek_v41 import DeepSeekV41Format
 from phaseaware.chat.hf import HFChatFormat
@@ -70,6 +71,7 @@ __all__ = [
     "get_chat_format",
     "register_chat_format",
     "format_markers",
+    "format_settings",
     "markers_of",
     "DeclaredFormat",
     "CHATML_MARKERS",
@@ -286,6 +288,13 @@ def format_markers(name: str) -> tuple[str, ...]:
     return entry.markers if entry is not None else ()
 
 
+def format_settings(name: str) -> frozenset[str]:
+    """The settings chat format ``name`` renders (empty for an unknown name)."""
+    with _lock:
+        entry = _entries.get(name) if isinstance(name, str) else None
+    return entry.supported_settings if entry is not None else frozenset()
+
+
 def _settings(
     settings: ChatSettings | None, *, thinking: bool, drop_thinking: bool
 ) -> ChatSettings:
@@ -356,12 +365,22 @@ def _register_built_ins() -> None:
         supported_settings=HFChatFormat.supported_settings,
         markers=HFChatFormat.markers,  # the tokenizer's special strings cover a template's
     )
-    register_chat_format("deepseek-v4", lambda _, settings: DeepSeekV4Format(settings=settings),
+    register_chat_format("deepseek-v4", lambda _, settings: _deepseek("deepseek-v4", settings),
                          supported_settings=DeepSeekV4Format.supported_settings,
                          markers=deepseek_v4.MARKERS)  # fmt: skip
-    register_chat_format("deepseek-v4.1", lambda _, settings: DeepSeekV41Format(settings=settings),
+    register_chat_format("deepseek-v4.1", lambda _, settings: _deepseek("deepseek-v4.1", settings),
                          supported_settings=DeepSeekV41Format.supported_settings,
                          markers=deepseek_v41.MARKERS)  # fmt: skip
+
+
+def _deepseek(name: str, settings: ChatSettings) -> ChatFormat:
+    """The DeepSeek format for the target's renderer: the encoder file as vLLM wraps it,
+    or DeepSeek's reference encoder as SGLang drives it (``settings.renderer``)."""
+    if settings.renderer == "sglang":
+        return DeepSeekRecipeFormat(chat_format=name, settings=settings)
+    if name == "deepseek-v4":
+        return DeepSeekV4Format(settings=settings)
+    return DeepSeekV41Format(settings=settings)
 
 
 _register_built_ins()

@@ -25,6 +25,15 @@ and the request cannot disagree:
 - ``drop_thinking``: ``None`` is the encoder's rule (drop earlier reasoning,
   except when tools are present); ``False`` keeps every assistant turn's
   reasoning.
+- ``renderer`` (DeepSeek formats): which renderer serves the target. ``None``/``"vllm"``:
+  the checkpoint's encoder file as vLLM 0.32 wraps it; ``"sglang"``: DeepSeek's
+  reference encoder (``deepseek-recipe``) as SGLang 0.5.23 drives it
+  (:mod:`phaseaware.chat.deepseek_recipe`). A property of the server, never sent;
+  ``probe-endpoint`` records it.
+- ``effort_texts`` (``deepseek-v4``): the checkpoint's reasoning-effort texts.
+  ``None``/``"0731"``: DeepSeek-V4-Flash-0731's (what vLLM 0.32 and deepseek-recipe
+  write for every V4 checkpoint); ``"preview"``: the first V4 checkpoints' encoder
+  (``high`` writes nothing, ``max`` the "Absolute maximum" text).
 - ``tool_arguments`` (``hf`` only): how an assistant tool call's ``arguments`` reach
   the Jinja template. ``None``/``"object"``: parsed into a JSON object, as vLLM
   (``renderers/chat_utils.py: _postprocess_messages``), SGLang and llama.cpp's
@@ -69,9 +78,15 @@ SETTING_NAMES = (
     "drop_thinking",
     "effort_budgets",
     "tool_arguments",
+    "renderer",
+    "effort_texts",
 )
 #: How an ``hf`` template receives tool-call arguments (:attr:`ChatSettings.tool_arguments`).
 TOOL_ARGUMENTS = ("object", "string")
+#: The renderers a DeepSeek target may be served by (:attr:`ChatSettings.renderer`).
+RENDERERS = ("vllm", "sglang")
+#: DeepSeek-V4 checkpoints' effort-text sets (:attr:`ChatSettings.effort_texts`).
+EFFORT_TEXTS = ("0731", "preview")
 #: The effort that turns thinking off, in vLLM's and SGLang's DeepSeek request handling.
 EFFORT_NONE = "none"
 
@@ -128,6 +143,8 @@ class ChatSettings:
     drop_thinking: bool | None = None
     effort_budgets: str | None = None
     tool_arguments: str | None = None
+    renderer: str | None = None
+    effort_texts: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.thinking, bool):
@@ -160,6 +177,18 @@ class ChatSettings:
                 f"tool_arguments must be 'object' (vLLM, SGLang, llama-server) or 'string' "
                 f"(llama-cpp-python), got {self.tool_arguments!r}"
             )
+        if self.renderer is not None and self.renderer not in RENDERERS:
+            raise ChatSettingsError(
+                f"renderer must be 'vllm' (the checkpoint's encoder file, as vLLM wraps it) or "
+                f"'sglang' (DeepSeek's reference encoder, as SGLang drives it), got "
+                f"{self.renderer!r}; `phaseaware probe-endpoint` records the server's"
+            )
+        if self.effort_texts is not None and self.effort_texts not in EFFORT_TEXTS:
+            raise ChatSettingsError(
+                f"effort_texts must be '0731' (DeepSeek-V4-Flash-0731, what vLLM and "
+                f"deepseek-recipe write) or 'preview' (the first V4 checkpoints), got "
+                f"{self.effort_texts!r}"
+            )
         tools = self.tools
         if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
             raise ChatSettingsError(
@@ -185,8 +214,8 @@ class ChatSettings:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as JSON (every field, defaults included; ``effort_budgets`` and
-        ``tool_arguments`` only when set, so documents written before they existed read
+        """The settings as JSON (every field, defaults included; ``effort_budgets``,
+        ``tool_arguments``, ``renderer`` and ``effort_texts`` only when set, so documents written before they existed read
         back unchanged)."""
         out: dict[str, Any] = {
             "thinking": self.thinking,
@@ -197,8 +226,9 @@ class ChatSettings:
         }
         if self.effort_budgets is not None:
             out["effort_budgets"] = self.effort_budgets
-        if self.tool_arguments is not None:
-            out["tool_arguments"] = self.tool_arguments
+        for name in ("tool_arguments", "renderer", "effort_texts"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
     @classmethod
@@ -253,6 +283,17 @@ class ChatSettings:
                     "system message, or leave response_format unset"
                 )
             out: dict[str, Any] = dict(thinking)
+            if self.renderer == "sglang":
+                # SGLang reads thinking from chat_template_kwargs.thinking, and the effort
+                # from the request's reasoning_effort, which the kwargs' one replaces
+                # (serving_chat.py: _convert_to_internal_request; integer budgets travel
+                # only this way). Unset in thinking mode is stated as recipe's default,
+                # "high", so no server default (SGLANG_DSV4*_REASONING_EFFORT) renders it.
+                if self.reasoning_effort is not None or self.thinking:
+                    out["reasoning_effort"] = (
+                        "high" if self.reasoning_effort is None else self.reasoning_effort
+                    )
+                return out
             if self.reasoning_effort is not None:
                 # the value as given: the server maps it as the format does
                 out["reasoning_effort"] = self.reasoning_effort

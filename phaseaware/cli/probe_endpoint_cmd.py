@@ -96,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if record.effort_budgets:
         print(f"V4.1 effort table: {record.effort_budgets} (every plan with this record uses it)")
+    if record.renderer == "sglang":
+        print("renderer: sglang (DeepSeek's reference encoder, as SGLang renders; every plan "
+              "with this record renders so)")  # fmt: skip
+    if record.effort_texts:
+        print(f"V4 effort texts: {record.effort_texts} (every plan with this record uses them)")
     if record.tool_arguments:
         form = "a JSON object" if record.tool_arguments == "object" else "JSON text"
         print(f"tool-call arguments reach the template as {form} (every plan with this "

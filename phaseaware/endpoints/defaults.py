@@ -82,11 +82,13 @@ _VLLM_FIELDS = {
 _SGLANG_FIELDS = {
     "chat_template_kwargs.thinking": "thinking on (true) for this request",
     "reasoning_effort": (
-        "none/low/medium/high/max (chat_template_kwargs.reasoning_effort is promoted to "
-        "it); none turns thinking off; V4 renders only high and max, other values render "
-        "the encoder's default"
+        "none/minimal/low/medium/high/xhigh/ultra/max or a float 0-0.99; "
+        "chat_template_kwargs.reasoning_effort replaces it (any value: V4.1 integer budgets "
+        "travel so); a top-level value other than none turns thinking on unless the kwargs "
+        "name it; deepseek-recipe maps minimal/low -> low, medium/high/xhigh -> high, "
+        "ultra/max -> max; V4 refuses numbers (HTTP 400)"
     ),
-    "return_prompt_token_ids": "the response carries prompt_token_ids",
+    "return_prompt_token_ids": "the first choice carries prompt_token_ids (not streaming)",
 }
 _VLLM_ROUTES = ("/v1/chat/completions/render (--enable-scale-out)", "/tokenize")
 
@@ -112,9 +114,9 @@ SERVER_DEFAULTS: dict[tuple[str, str], ServerDefault] = {
         switches="SGLANG_DEFAULT_THINKING=1 turns the default on; SGLANG_DSV4_REASONING_EFFORT "
         "sets the default effort",
         request_fields=_SGLANG_FIELDS, prompt_ids_field="return_prompt_token_ids",
-        ids_routes=(),  # no chat tokenize route: ids come back with the reply
-        source="sglang: srt/entrypoints/openai/serving_chat.py, reasoning_request.py "
-        "(normalize_reasoning_inputs, resolve_v4_reasoning_effort)",
+        ids_routes=(),  # /tokenize refuses add_generation_prompt for dsv4: ids come back with the reply
+        source="sglang 0.5.23: srt/entrypoints/openai/serving_chat.py (_thinking_requested), "
+        "serving_deepseek_recipe.py (_encode), parser/deepseek_recipe_renderer.py; deepseek-recipe",
     ),
     ("sglang", "deepseek-v4.1"): ServerDefault(
         server="sglang", chat_format="deepseek-v4.1", thinking=False, reasoning_effort=None,
@@ -122,8 +124,9 @@ SERVER_DEFAULTS: dict[tuple[str, str], ServerDefault] = {
         "SGLANG_DSV41_REASONING_EFFORT sets the default effort",
         request_fields=_SGLANG_FIELDS, prompt_ids_field="return_prompt_token_ids",
         ids_routes=(),
-        source="sglang: srt/entrypoints/openai/encoding_dsv41.py (REASONING_EFFORT_MAPPINGS)",
-        effort_budgets="low25-high50",
+        source="sglang 0.5.23: serving_deepseek_recipe.py (_encode), deepseek-recipe's V4.1 "
+        "table (50/75/100; SGLang's earlier encoding_dsv41.py wrote low25-high50, issue 39909)",
+        effort_budgets="low50-high75",
     ),
 }  # fmt: skip
 

@@ -30,7 +30,11 @@ budgets are one token each, so only the ids tell the tables apart, never a count
 count mode checks thinking on/off or says it cannot tell
 (:mod:`phaseaware.endpoints.defaults`).
 The record keeps the ``model`` and ``system_fingerprint`` the server reports, and the
-server software and ``hf`` template (:mod:`phaseaware.endpoints.server`).
+server software and ``hf`` template (:mod:`phaseaware.endpoints.server`). The server is
+identified first: SGLang renders DeepSeek formats through DeepSeek's reference encoder,
+so its probes are rendered so and the record says ``renderer: sglang``. For
+``deepseek-v4`` at other servers one more request finds the checkpoint's effort texts
+(``effort_texts``, :mod:`phaseaware.endpoints.effort_texts`).
 
 The result is an :class:`~phaseaware.endpoints.record.EndpointRecord`,
 saved atomically per (base URL, model) unless ``save=False``. API keys are
@@ -54,6 +58,7 @@ from phaseaware.endpoints.defaults import (
     compare_tokens,
     thinking_distinguished,
 )
+from phaseaware.endpoints.effort_texts import EFFORT_PROBE, effort_texts_of
 from phaseaware.endpoints.probe_ids import (
     IdsRoute,
     effort_table_of,
@@ -63,7 +68,7 @@ from phaseaware.endpoints.probe_ids import (
 from phaseaware.endpoints.prompts import PROBE_QUESTION, ProbePrompt, probe_prompts
 from phaseaware.endpoints.record import EndpointRecord, redact_url, save_endpoint_record
 from phaseaware.endpoints.request_settings import chat_template_kwargs
-from phaseaware.endpoints.server import with_server
+from phaseaware.endpoints.server import identify, with_server
 from phaseaware.endpoints.tokenize import TokenizeUnavailable, server_token_ids
 from phaseaware.endpoints.tool_arguments import (
     TOOL_HISTORY,
@@ -228,15 +233,19 @@ def _check_thinking_counts(
     thinking: bool,
     url: str,
     offsets: tuple[int, ...],
+    renderer: str | None = None,
 ) -> str:
     """Count mode's thinking check (two requests): ``"verified"``, or why a count cannot
     tell (also warned); ``TemplateMismatchError`` when the server renders it otherwise."""
-    probes = {t: probe_prompts(tok, chat_format, thinking=t)[1] for t in (False, True)}
+    probes = {
+        t: probe_prompts(tok, chat_format, thinking=t, settings=_stated(t, renderer))[1]
+        for t in (False, True)
+    }
     if probes[False].text == probes[True].text:
         return "verified"
 
     def count(t: bool) -> int:
-        kwargs = chat_template_kwargs(chat_format=chat_format, thinking=t)
+        kwargs = chat_template_kwargs(chat_format=chat_format, thinking=t, renderer=renderer)
         return _send(client, model, probes[t], url, kwargs)
 
     ok, problem = thinking_distinguished(
@@ -252,6 +261,12 @@ def _check_thinking_counts(
         return "verified"
     warnings.warn(f"count mode at {url}: {problem}", PhaseawareWarning, stacklevel=3)
     return f"cannot tell: {problem}"
+
+
+def _stated(thinking: bool, renderer: str | None) -> ChatSettings | None:
+    """The settings a probe renders with for the server's renderer (``None``: the format's
+    default, vLLM's)."""
+    return ChatSettings(thinking=thinking, renderer=renderer) if renderer else None
 
 
 def probe_endpoint(
@@ -285,8 +300,16 @@ def probe_endpoint(
     base = base_url.strip().rstrip("/")
     url = redact_url(base)
     client = client if client is not None else make_client(base, api_key=api_key, timeout=timeout)
-    prompts = probe_prompts(tok, chat_format, thinking=thinking)
-    kwargs = chat_template_kwargs(chat_format=chat_format, thinking=thinking)
+    # the server first: a DeepSeek format renders with the server's renderer (SGLang:
+    # deepseek-recipe), so every probe is rendered as that server renders it
+    identified = identify(client, base)
+    software = identified[0]
+    deepseek = chat_format in ("deepseek-v4", "deepseek-v4.1")
+    renderer = software.renderer if software is not None and deepseek else None
+    prompts = probe_prompts(
+        tok, chat_format, thinking=thinking, settings=_stated(thinking, renderer)
+    )
+    kwargs = chat_template_kwargs(chat_format=chat_format, thinking=thinking, renderer=renderer)
     identity = _Seen()
     offsets: tuple[int, ...] | None = None
     used: Literal["exact", "count"] = "count"
@@ -297,7 +320,7 @@ def probe_endpoint(
     requests = 0
     if mode in ("auto", "exact"):
         try:
-            if chat_format == "deepseek-v4.1":
+            if chat_format == "deepseek-v4.1" and renderer is None:
                 # first: the table decides every thinking-mode render (budgets differ in id)
                 table = effort_table_of(client, model, base, tok, None, route)
                 requests += 1
@@ -325,7 +348,7 @@ def probe_endpoint(
             requests += 1
             if check.ok:
                 offsets, used = (exact,), "exact"
-                if kwargs is not None:
+                if kwargs is not None and renderer is None:
                     default = server_default_of(
                         client, model, base, tok, chat_format, exact, route, table
                     )
@@ -345,9 +368,21 @@ def probe_endpoint(
         requests += rounds * len(prompts)
         if kwargs is not None:
             settings_check = _check_thinking_counts(
-                client, model, tok, chat_format, thinking, url, offsets
+                client, model, tok, chat_format, thinking, url, offsets, renderer
             )
             requests += 2
+    texts = None
+    if chat_format == "deepseek-v4" and renderer is None and len(offsets) == 1:
+        # one more request: the checkpoint's effort texts (vLLM writes 0731's for every V4)
+        effort_kwargs = EFFORT_PROBE.chat_template_kwargs(chat_format)
+        texts = effort_texts_of(
+            tokenizer=tok,
+            offset=offsets[0],
+            count=lambda p: _send(client, model, p, url, effort_kwargs, identity),
+            where=url,
+            exact=used == "exact",
+        )
+        requests += 1
     requests += route.failed
     arguments = None
     lengths = tool_argument_lengths(tok, thinking=thinking) if chat_format == "hf" else None
@@ -382,8 +417,10 @@ def probe_endpoint(
         ids_route=route.name if used == "exact" else None,
         ids_note=route.note if used == "exact" else None,
         tool_arguments=arguments,
+        renderer=renderer,
+        effort_texts=texts,
     )
-    record = with_server(record, client=client, base=base, tokenizer=tok)  # llama.cpp
+    record = with_server(record, client=client, base=base, tokenizer=tok, identified=identified)
     if save:
         save_endpoint_record(record, directory=Path(directory) if directory else None)
     return record

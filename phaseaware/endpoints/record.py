@@ -95,6 +95,8 @@ class EndpointRecord:
     server: str | None = None  # the server software, when recognised ("llama-cpp-python 0.3.36")
     chat_template_sha256: str | None = None  # hf format: sha256 of the Jinja template probed
     tool_arguments: str | None = None  # hf: how the server hands tool-call arguments over
+    renderer: str | None = None  # DeepSeek formats: "sglang" (deepseek-recipe); None: vLLM's
+    effort_texts: str | None = None  # deepseek-v4: the effort texts the server writes
     schema: str = RECORD_SCHEMA
 
     def __post_init__(self) -> None:
@@ -113,6 +115,16 @@ class EndpointRecord:
             raise InputError(
                 f"endpoint record offsets {offsets!r} / offset {self.offset!r} / stability "
                 f"{self.stability!r} are inconsistent; rerun `phaseaware probe-endpoint`"
+            )
+        if self.renderer not in (None, "vllm", "sglang"):
+            raise InputError(
+                f"endpoint record renderer must be vllm or sglang, got {self.renderer!r}; "
+                "rerun `phaseaware probe-endpoint`"
+            )
+        if self.effort_texts not in (None, "0731", "preview"):
+            raise InputError(
+                f"endpoint record effort_texts must be 0731 or preview, got "
+                f"{self.effort_texts!r}; rerun `phaseaware probe-endpoint`"
             )
         if self.tool_arguments not in (None, "object", "string"):
             raise InputError(
@@ -162,7 +174,9 @@ class EndpointRecord:
 
 
 # fields a record written before they existed may lack (their defaults apply)
-_WRITTEN_WHEN_SET = ("effort_budgets", "ids_route", "ids_note", "tool_arguments")
+_WRITTEN_WHEN_SET = (
+    "effort_budgets", "ids_route", "ids_note", "tool_arguments", "renderer", "effort_texts",
+)  # fmt: skip
 _OPTIONAL = frozenset(
     {"thinking", "server_default", "served_model", "system_fingerprint", "settings_check",
      "server", "chat_template_sha256"}

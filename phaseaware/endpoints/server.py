@@ -18,6 +18,21 @@ the prompt, not only how many tokens it had. Recognised today:
   not the one phaseaware rendered with, the probe warns: the record's sha256 would name
   a template the server does not use.
 
+- **SGLang** (``sglang.launch_server``): ``GET /server_info`` (``/get_server_info``
+  before 0.5.x, still served) answers with its ``version`` beside the launch settings
+  (``model_path``, ``tp_size``, ...). SGLang 0.5.23 renders DeepSeek-V4/V4.1 through
+  DeepSeek's reference encoder (``deepseek-recipe``), so its identity carries the
+  renderer ``"sglang"`` (:mod:`phaseaware.chat.deepseek_recipe`); the probe renders
+  with it before it sends a probe, and plans made with the record use it.
+
+- **vLLM**: ``GET /version`` answers ``{"version": ...}`` and nothing else
+  (``vllm/entrypoints/serve/instrumentator/basic.py``). It renders DeepSeek formats with
+  the checkpoint's encoder file (the default renderer).
+
+The name's first word (``vllm``, ``sglang``) picks the request field that returns a
+chat prompt's ids (:data:`phaseaware.endpoints.usage.PROMPT_IDS_FIELDS`): adapters ask
+for them and check ids, not counts.
+
 Anything else is ``None`` (unknown, not an error: the probe measures it the same way).
 """
 
@@ -39,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "LLAMA_CPP_PYTHON_TITLE",
     "ServerIdentity",
+    "identify",
     "identify_server",
     "server_identity",
     "template_sha256",
@@ -56,6 +72,7 @@ class ServerIdentity:
 
     name: str
     chat_template: str | None = None
+    renderer: str | None = None  # how it renders DeepSeek formats (ChatSettings.renderer)
 
 
 def _get(client: openai.OpenAI, url: str) -> object:
@@ -69,7 +86,7 @@ def _get(client: openai.OpenAI, url: str) -> object:
 
 def server_identity(client: openai.OpenAI, base: str) -> ServerIdentity | None:
     """The server software at ``base`` (the ``/v1`` base URL or its root), else ``None``;
-    at most two ``GET`` requests, never an error."""
+    at most five ``GET`` requests, never an error."""
     return _identify(client, base)[0]
 
 
@@ -93,7 +110,29 @@ def _identify(client: openai.OpenAI, base: str) -> tuple[ServerIdentity | None, 
         template = props.get("chat_template")
         served = template if isinstance(template, str) and template else None
         return ServerIdentity(f"llama.cpp llama-server {shown_text(build, limit=80)}", served), 2
-    return None, 2
+    requests = 2
+    for route in ("/server_info", "/get_server_info"):
+        info = _get(client, root + route)
+        requests += 1
+        if isinstance(info, dict):
+            version = info.get("version")
+            if isinstance(version, str) and version and "model_path" in info:
+                shown = shown_text(version, limit=80)  # the server's words: escaped, cut
+                return ServerIdentity(f"sglang {shown}", renderer="sglang"), requests
+            break  # answered, but not as SGLang does
+    version = _get(client, root + "/version")
+    requests += 1
+    if isinstance(version, dict) and set(version) == {"version"}:
+        number = version["version"]
+        if isinstance(number, str) and number:
+            return ServerIdentity(f"vllm {shown_text(number, limit=80)}"), requests
+    return None, requests
+
+
+def identify(client: openai.OpenAI, base: str) -> tuple[ServerIdentity | None, int]:
+    """:func:`server_identity` and the number of requests it sent (the probe identifies the
+    server first: it renders DeepSeek formats with the server's renderer)."""
+    return _identify(client, base)
 
 
 def identify_server(client: openai.OpenAI, base: str) -> str | None:
@@ -118,13 +157,19 @@ def _same_template(served: str, template: str | None) -> bool:
 
 
 def with_server(
-    record: EndpointRecord, *, client: openai.OpenAI, base: str, tokenizer: Tokenizer
+    record: EndpointRecord,
+    *,
+    client: openai.OpenAI,
+    base: str,
+    tokenizer: Tokenizer,
+    identified: tuple[ServerIdentity | None, int] | None = None,
 ) -> EndpointRecord:
-    """``record`` with the server software (one or two more requests) and, for the ``hf``
-    format, the sha256 of the tokenizer's template the probes were rendered with; warns
-    when the server publishes another template."""
+    """``record`` with the server software (a few more requests, unless ``identified``
+    gives :func:`identify`'s answer already) and, for the ``hf`` format, the sha256 of
+    the tokenizer's template the probes were rendered with; warns when the server
+    publishes another template."""
     template = tokenizer.chat_template if isinstance(tokenizer, ChatTemplateTokenizer) else None
-    found, requests = _identify(client, base)
+    found, requests = identified if identified is not None else _identify(client, base)
     served = found.chat_template if found is not None else None
     if record.chat_format == "hf" and served is not None and not _same_template(served, template):
         warnings.warn(

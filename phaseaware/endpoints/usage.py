@@ -169,17 +169,23 @@ def check_prompt_tokens(
     return check
 
 
+def _extra(obj: Any, name: str) -> Any:
+    value = obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+    if value is None:
+        extra = getattr(obj, "model_extra", None)  # openai objects keep extras here
+        value = extra.get(name) if isinstance(extra, Mapping) else None
+    return value
+
+
 def reported_prompt_ids(response: Any) -> tuple[int, ...] | None:
     """The response's ``prompt_token_ids`` (an openai object or a mapping; None if absent):
-    sent by vLLM and SGLang when the request asks (:data:`PROMPT_IDS_FIELDS`)."""
-    value = (
-        response.get("prompt_token_ids")
-        if isinstance(response, Mapping)
-        else getattr(response, "prompt_token_ids", None)
-    )
+    sent by vLLM (on the response) and SGLang (on its first choice) when the request asks
+    (:data:`PROMPT_IDS_FIELDS`)."""
+    value = _extra(response, "prompt_token_ids")
     if value is None:
-        extra = getattr(response, "model_extra", None)  # openai objects keep extras here
-        value = extra.get("prompt_token_ids") if isinstance(extra, Mapping) else None
+        choices = _extra(response, "choices")
+        if isinstance(choices, Sequence) and not isinstance(choices, str) and choices:
+            value = _extra(choices[0], "prompt_token_ids")
     if isinstance(value, list) and all(
         type(t) is int and 0 <= t <= MAX_TOKEN_ID for t in value
     ):  # a bool, a negative or a 20-digit "id" is no token id: the list is not used

@@ -155,6 +155,7 @@ from phaseaware.integrate.synthesis import (
 from phaseaware.integrate.target import (
     APPEND_OPTIONS,
     Target,
+    call_effort,
     record_settings,
     resolve_options,
     resolve_settings,
@@ -202,6 +203,7 @@ __all__ = [
     "Target",
     "append_records",
     "assemble_records",
+    "call_effort",
     "check_on_mismatch",
     "check_usage",
     "conversation",

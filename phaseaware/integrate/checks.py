@@ -20,7 +20,12 @@ from collections.abc import (
 from typing import Any, TypeVar
 
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
-from phaseaware.endpoints import UsageCheck, reported_prompt_tokens
+from phaseaware.endpoints import (
+    UsageCheck,
+    check_prompt_ids,
+    reported_prompt_ids,
+    reported_prompt_tokens,
+)
 from phaseaware.errors import InputError
 from phaseaware.integrate.agent import TOOL_SCHEMA_POLICIES, ToolSchemas
 from phaseaware.integrate.calls import (
@@ -103,10 +108,25 @@ def check_raw_usage(
     raw: Any,
     on_mismatch: OnMismatch,
     reported_tokens: int | None = None,
+    planned_ids: Callable[[], Sequence[int]] | None = None,
 ) -> UsageCheck | None:
     """:func:`check_usage` on an OpenAI-style raw response (an ``openai`` object or a
-    mapping): its ``usage.prompt_tokens`` (else ``reported_tokens``), model and fingerprint."""
+    mapping): its ``usage.prompt_tokens`` (else ``reported_tokens``), model and fingerprint.
+    Where the response carries the prompt's ids (the request asked: :meth:`Target.
+    request_kwargs` with ``prompt_ids=True``) they are compared with ``planned_ids()``
+    (called only then), id for id: a mismatch names the first differing position."""
     served_model, fingerprint = reported_identity(raw)
+    server_ids = reported_prompt_ids(raw) if planned_ids is not None else None
+    if planned_ids is not None and server_ids is not None:
+        check_usage(  # the served identity (no count: the ids decide)
+            target, planned_tokens=planned_tokens, reported_tokens=None,
+            on_mismatch=on_mismatch, served_model=served_model, system_fingerprint=fingerprint,
+        )  # fmt: skip
+        expected, offsets = target.usage_offsets
+        return check_prompt_ids(
+            planned_ids=planned_ids(), reported_ids=server_ids, offset=expected,
+            offsets=offsets, on_mismatch=on_mismatch,
+        )  # fmt: skip
     reported = reported_prompt_tokens(raw)
     return check_usage(
         target,

@@ -133,9 +133,11 @@ class AgentStepper(Generic[_M]):
         ``None``: nothing was aligned, nothing checked)."""
         if result is None:
             return None
+        tokenizer = self.target.tokenizer
         return check_raw_usage(
-            self.target, planned_tokens=result.token_count, raw=raw, on_mismatch=on_mismatch
-        )
+            self.target, planned_tokens=result.token_count, raw=raw, on_mismatch=on_mismatch,
+            planned_ids=lambda: tokenizer.encode(result.prompt),  # only where ids came back
+        )  # fmt: skip
 
     def reset(self) -> None:
         """Forget what was sent and converted (a new conversation)."""

@@ -20,10 +20,21 @@ from phaseaware.assembly.inputs.request import (
     resolve_tokenizer,
     stated_settings,
 )
-from phaseaware.chat.formats import CHAT_FORMAT_NAMES, ChatFormat, get_chat_format
+from phaseaware.chat.formats import (
+    CHAT_FORMAT_NAMES,
+    ChatFormat,
+    format_settings,
+    get_chat_format,
+)
 from phaseaware.chat.layout import PromptLayout
-from phaseaware.chat.settings import ChatSettings, UnsupportedSettingError
-from phaseaware.endpoints import EndpointRecord, EndpointRef, endpoint_options, load_endpoint
+from phaseaware.chat.settings import ChatSettings, ChatSettingsError, UnsupportedSettingError
+from phaseaware.endpoints import (
+    PROMPT_IDS_FIELDS,
+    EndpointRecord,
+    EndpointRef,
+    endpoint_options,
+    load_endpoint,
+)
 from phaseaware.endpoints import usage_offsets as _usage_offsets
 from phaseaware.endpoints.request_settings import SETTINGS_FREE_FORMATS, record_settings
 from phaseaware.errors import InputError
@@ -33,6 +44,7 @@ from phaseaware.tokenizers.base import Tokenizer
 __all__ = [
     "APPEND_OPTIONS",
     "Target",
+    "call_effort",
     "record_settings",
     "resolve_options",
     "resolve_settings",
@@ -78,20 +90,43 @@ class Target:
             return None
         return self.settings.chat_template_kwargs(fmt.name) or None
 
-    def request_kwargs(self) -> dict[str, Any]:
+    @property
+    def prompt_ids_field(self) -> str | None:
+        """The request field that makes the endpoint's server return the prompt's token ids
+        (vLLM ``return_token_ids``, SGLang ``return_prompt_token_ids``), from the endpoint
+        record's server; ``None``: unknown, or no record."""
+        server = self.endpoint.server if self.endpoint is not None else None
+        name = server.split(" ", 1)[0].lower() if server else ""
+        return PROMPT_IDS_FIELDS.get(name)
+
+    def request_kwargs(self, *, prompt_ids: bool = False) -> dict[str, Any]:
         """Keyword arguments for an OpenAI-compatible client call (``openai``,
         ``ChatOpenAI.bind``, LlamaIndex ``OpenAILike.chat``):
         ``{"extra_body": {"chat_template_kwargs": {...}}}``, or ``{}`` when there is
-        nothing to state (so OpenAI's own API, which rejects unknown fields, gets none)."""
+        nothing to state (so OpenAI's own API, which rejects unknown fields, gets none).
+        ``prompt_ids``: also ask for the prompt's ids where the server returns them
+        (:attr:`prompt_ids_field`; not for streaming: SGLang refuses it there)."""
+        body: dict[str, Any] = {}
         kwargs = self.chat_template_kwargs()
-        return {} if kwargs is None else {"extra_body": {"chat_template_kwargs": kwargs}}
+        if kwargs is not None:
+            body["chat_template_kwargs"] = kwargs
+        field = self.prompt_ids_field if prompt_ids else None
+        if field is not None:
+            body[field] = True
+        return {"extra_body": body} if body else {}
 
-    def merged_kwargs(self, existing: Mapping[str, Any] | None, *, fix: str = "") -> dict[str, Any]:
+    def merged_kwargs(
+        self, existing: Mapping[str, Any] | None, *, fix: str = "", prompt_ids: bool = False
+    ) -> dict[str, Any]:
         """``existing`` call kwargs (a framework's model settings) with
         :meth:`request_kwargs` merged into their ``extra_body``; a copy, the caller's
         mapping is not changed. ``chat_template_kwargs`` already there that disagree with
         the plan's are refused (``UnsupportedSettingError``; ``fix`` is added)."""
         merged = dict(existing or {})
+        field = self.prompt_ids_field if prompt_ids else None
+        if field is not None:
+            extra = merged.get("extra_body")
+            merged["extra_body"] = {**(extra if isinstance(extra, Mapping) else {}), field: True}
         ours = self.chat_template_kwargs()
         if ours is None:
             return merged
@@ -134,6 +169,37 @@ class Target:
         except UnsupportedSettingError as exc:
             raise UnsupportedSettingError(f"{exc}{fix}") from None
         return dataclasses.replace(self, chat_format=rendered, settings=settings)
+
+    def with_effort(self, effort: object, *, fix: str = "") -> Target:
+        """This target planned with a model call's own ``reasoning_effort`` (bound to the
+        chat model or passed on the call; :func:`call_effort` reads it): the plan renders
+        it, and :meth:`chat_template_kwargs` states it beside the call's own field, so a
+        server renders it whichever it reads (vLLM: the field; SGLang: the kwargs').
+        ``None``, the plan's own effort, or a format that renders no effort: this target.
+        Refused (``UnsupportedSettingError`` + ``fix``) when the plan cannot take it: no
+        stated settings, or a value the server refuses."""
+        settings, fmt = self.settings, self.chat_format
+        if effort is None or fmt is None or (settings and effort == settings.reasoning_effort):
+            return self
+        if "reasoning_effort" not in format_settings(fmt.name):
+            return self  # the format renders no effort (the server writes none either)
+        if settings is None or not self.state_settings:
+            raise UnsupportedSettingError(
+                f"the model call sets reasoning_effort={effort!r}, but the plan's chat "
+                f"settings are not stated with the request; pass the effort to the phaseaware "
+                f"adapter (settings=ChatSettings(reasoning_effort={effort!r})) and not to the "
+                f"model{fix}"
+            )
+        try:
+            stated = dataclasses.replace(settings, reasoning_effort=effort)  # type: ignore[arg-type]
+            rendered = get_chat_format(fmt.name, self.tokenizer, settings=stated)
+        except ChatSettingsError as exc:
+            raise UnsupportedSettingError(
+                f"the model call sets reasoning_effort={effort!r}, which the plan cannot take "
+                f"({exc}); set another on the model, or pass settings=ChatSettings("
+                f"reasoning_effort=...) to the phaseaware adapter{fix}"
+            ) from None
+        return dataclasses.replace(self, chat_format=rendered, settings=stated)
 
     @property
     def usage_offsets(self) -> tuple[int, tuple[int, ...] | None]:
@@ -210,6 +276,25 @@ class Target:
         if self.budget_tokens is None:
             raise InputError("this call assembles a prompt: pass budget_tokens= to the adapter")
         return self.budget_tokens
+
+
+def call_effort(kwargs: Mapping[str, Any] | None, *models: object) -> object:
+    """The ``reasoning_effort`` a model call sends: its own keyword (``kwargs``, or their
+    ``extra_body``), else the first of ``models`` (the chat model, its bound keywords,
+    its ``additional_kwargs``/``model_kwargs``) that sets one; ``None`` when none does."""
+    body = (kwargs or {}).get("extra_body")
+    for source in (kwargs or {}, body if isinstance(body, Mapping) else {}):
+        if source.get("reasoning_effort") is not None:
+            return source["reasoning_effort"]
+    for model in models:
+        for name in ("kwargs", "additional_kwargs", "model_kwargs"):
+            bound = getattr(model, name, None)
+            if isinstance(bound, Mapping) and bound.get("reasoning_effort") is not None:
+                return bound["reasoning_effort"]
+        own = getattr(model, "reasoning_effort", None)
+        if own is not None:
+            return own
+    return None
 
 
 def resolve_target(

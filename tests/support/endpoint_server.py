@@ -12,6 +12,11 @@ a hosted endpoint's positions differ from the caller's rendering:
   template version that differs by a character);
 * ``renderer(messages, chat_template_kwargs)``: the server's own chat rendering in
   place of ``chat_format`` (a server whose template reads the request's settings);
+* ``prompt_ids(body)``: the server's own prompt ids for a chat request in place of any
+  rendering (a server that renders to ids itself: SGLang through deepseek-recipe);
+* ``get_routes``: ``GET`` paths and the JSON they answer (a server's info routes);
+* the prompt's ids come back where the request asks: ``return_token_ids`` (vLLM: on
+  the response), ``return_prompt_token_ids`` (SGLang: on the choice);
 * ``tokenize_route``: vLLM's ``POST /tokenize`` (``messages`` or ``prompt`` in,
   ``{"count", "max_model_len", "tokens"}`` out; no hidden prefix: it shows the
   template only, as a gateway's preamble would not appear there either).
@@ -66,7 +71,11 @@ class EndpointApp:
         tokenize_route: bool = False,
         answer: Callable[[Served, dict[str, Any]], str | dict[str, Any]] | None = None,
         renderer: Callable[[list[dict[str, Any]], dict[str, Any] | None], str] | None = None,
+        prompt_ids: Callable[[dict[str, Any]], list[int]] | None = None,
+        get_routes: dict[str, Any] | None = None,
     ) -> None:
+        self.prompt_ids = prompt_ids
+        self.get_routes = dict(get_routes or {})
         self.renderer = renderer
         self.tokenizer = tokenizer
         self.format = get_chat_format(chat_format, tokenizer)
@@ -109,8 +118,10 @@ class EndpointApp:
         index = self._next()
         hidden = self.hidden_prefix(index) if self.hidden_prefix is not None else ""
         extra = len(self._bos_ids) if self.extra_bos else 0
-        if path.endswith("/chat/completions"):
-            text: str | None = self.render(
+        if path.endswith("/chat/completions") and self.prompt_ids is not None:
+            text, extra, ids = None, 0, tuple(self.prompt_ids(body))
+        elif path.endswith("/chat/completions"):
+            text = self.render(
                 list(body["messages"]), hidden=hidden, kwargs=body.get("chat_template_kwargs")
             )
         else:
@@ -136,7 +147,11 @@ class EndpointApp:
             choice["message"] = {"role": "assistant", "content": reply}
         else:
             choice["text"] = reply
+        if chat and body.get("return_prompt_token_ids"):  # SGLang: on the choice
+            choice["prompt_token_ids"] = list(ids)
+        extra_ids = {"prompt_token_ids": list(ids)} if body.get("return_token_ids") else {}
         return 200, {
+            **extra_ids,  # vLLM: on the response
             "id": f"sim-{index}",
             "object": "chat.completion" if chat else "text_completion",
             "created": 0,
@@ -174,7 +189,9 @@ class EndpointApp:
                 break
         path = str(scope["path"]).rstrip("/")
         body = json.loads(raw) if raw else {}
-        if path in ("/v1/chat/completions", "/v1/completions"):
+        if scope.get("method") == "GET" and path in self.get_routes:
+            status, payload = 200, self.get_routes[path]
+        elif path in ("/v1/chat/completions", "/v1/completions"):
             status, payload = self._generate(path, body)
         elif path == "/tokenize" and self.tokenize_route:
             status, payload = self._tokenize(body)

@@ -79,6 +79,7 @@ INNER_LAYERS: dict[str, dict[str, int]] = {
         "untrusted": 2,
         "deepseek_v4": 3,
         "deepseek_v41": 4,
+        "deepseek_recipe": 4,
         "formats": 5,
         "spans": 6,
         "layout": 6,

@@ -100,7 +100,12 @@ class PhaseAwareMiddleware(AgentMiddleware):
         """The request to send, the aligned tool message (``None``: none) and its assembly;
         ``request`` and its messages are unchanged."""
         messages = list(request.messages)
-        settings = self.target.merged_kwargs(request.model_settings)
+        # the model's own reasoning_effort (bound or on the call) is planned with, or refused
+        target = self.target.with_effort(
+            kit.call_effort(request.model_settings, request.model),
+            fix=" (PhaseAwareMiddleware(settings=ChatSettings(reasoning_effort=...)))",
+        )
+        settings = target.merged_kwargs(request.model_settings)
         view = _model_view(messages, self.policy.tool_role)  # shown when nothing aligns
         system = [request.system_message] if request.system_message is not None else []
         everything = [*system, *messages]
@@ -114,7 +119,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
             tool = cast(ToolMessage, everything[index])
             records, ids = _artifact_records(tool, self.score_keys, self.evidence_key)
             step = kit.align_step(
-                self.target, self.policy, messages=dicts, index=index, records=records, ids=ids,
+                target, self.policy, messages=dicts, index=index, records=records, ids=ids,
                 tools=tool_schemas(request.tools), fix=kit.tools_fix("PhaseAwareMiddleware"),
             )  # fmt: skip
         if step is None:

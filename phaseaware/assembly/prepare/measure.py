@@ -69,7 +69,7 @@ def measure_chunks(
     pieces' encodes also fill the chunk-core cache that verification stitches
     from (``retokenize.windowed.seed_cores``), so a cold assemble encodes each chunk once.
     """
-    key_chars = chunk_key_chars(chunks, terms=terms, max_keys=max_keys)
+    key_chars = _key_chars(chunks, terms=terms, max_keys=max_keys, cache=cache)
     full = [bool(c.text.strip()) for c in chunks]
     texts = [c.text for c, f in zip(chunks, full, strict=True) if f]
     keyed = [k for k, f in zip(key_chars, full, strict=True) if f]
@@ -106,6 +106,22 @@ def measure_chunks(
             key_tokens = tuple(locate(c) for c in keys)
         out.append(MeasuredChunk(chunk, tokens, keys, key_tokens, False))
     return tuple(out)
+
+
+def _key_chars(
+    chunks: Sequence[Chunk], *, terms: Sequence[str], max_keys: int, cache: ChunkTokenCache | None
+) -> tuple[tuple[int, ...], ...]:
+    """``chunk_key_chars``, remembered per retrieved set in ``cache.key_sets`` (the same
+    texts, evidence, terms and ``max_keys`` give the same keys)."""
+    if cache is None:
+        return chunk_key_chars(chunks, terms=terms, max_keys=max_keys)
+    texts = tuple(c.text for c in chunks)
+    key = (tuple(terms), max_keys, texts, tuple(tuple(c.evidence) for c in chunks))
+    known = cache.key_sets.get(key)
+    if known is None:
+        known = chunk_key_chars(chunks, terms=terms, max_keys=max_keys)
+        cache.key_sets.put(key, known)
+    return known
 
 
 def drop_oversize(

@@ -17,7 +17,7 @@ from phaseaware.assembly.plan.planner import PlanStart
 from phaseaware.assembly.plan.reliability import position_reliabilities, weighted_accuracy
 from phaseaware.assembly.prepare.measured_request import Setup
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
-from phaseaware.assembly.report.prefix import without_context_tokens
+from phaseaware.assembly.report.prefix import cache_figures
 from phaseaware.assembly.report.result import (
     AssemblyResult,
     Dropped,
@@ -75,6 +75,7 @@ def build_result(setup: Setup, planned: PlanStart, confirmed: Confirmed) -> Asse
     effect = profile.length_residue_accuracy if profile is not None else None
     pad_sum = sum(spans.pad_counts) if spans is not None else 0
     end_padding = spans.end_padding if spans is not None else 0
+    unchanged, since_sent = cache_figures(setup, prompt.text, starts=measured.starts)
     result = AssemblyResult(
         prompt=prompt.text,
         messages=prompt.messages,
@@ -108,7 +109,8 @@ def build_result(setup: Setup, planned: PlanStart, confirmed: Confirmed) -> Asse
         tokenizer_mismatch_allowed=setup.tokenizer_mismatch_allowed,
         merged_duplicates=setup.merged,
         verification=measured.verification,
-        unchanged_prefix_tokens=without_context_tokens(setup, prompt.text, starts=measured.starts),
+        unchanged_prefix_tokens=unchanged,
+        unchanged_sent_tokens=since_sent,
     )
     copies = confirmed.copies
     return robust_result(setup, planned, result, copies) if copies is not None else result

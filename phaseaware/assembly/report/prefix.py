@@ -1,67 +1,46 @@
-"""How many leading tokens of a prompt a prefix cache can reuse: token-exact, from ids.
+"""The cache-aware figures of a result: how many leading tokens a prefix cache can reuse.
 
 A server's prefix cache (vLLM's automatic prefix caching, DeepSeek's hosted
 context cache) reuses the KV entries of the longest run of leading token ids a
-new request shares with one it has seen. :func:`unchanged_prefix_tokens` counts
-that run between two texts: the length of the longest common prefix of their
-token ids (never of their characters: BPE merges across the point where the
-texts part, so the last shared characters may sit in a token that differs).
+new request shares with one it has seen. ``AssemblyResult`` reports that run
+twice (:func:`cache_figures`, once, in the report stage):
 
-``AssemblyResult`` reports it twice: ``unchanged_prefix_tokens``, against the
-prompt rendered with an empty context (the system prompt and history before
-the context slot: what stays cached whatever is retrieved), and, for
-``assemble_append``, ``unchanged_sent_tokens``, against the sent conversation
-(what the server holds from the previous request). A server caching whole
-blocks of ``B`` tokens reuses at most ``B * (n // B)`` of ``n`` such tokens.
+- ``unchanged_prefix_tokens``, against the prompt rendered with an empty context:
+  the layout's ``prefix + suffix`` (the system prompt and history before the
+  context slot, what stays cached whatever is retrieved), which the layout
+  already holds: nothing is rendered again;
+- ``unchanged_sent_tokens``, where the layout holds a conversation already sent
+  (``assemble_append``), against the sent text: what the server holds from the
+  previous request.
 
-Cost: where the tokenizer has a proven cut rule
-(:func:`~phaseaware.assembly.retokenize.prefix.prefix_cut`), only the text
-around the point where the two texts part is encoded; the tokens before the
-cut are counted from the prompt's verified token starts. Otherwise both texts
-are encoded in full.
+A server caching whole blocks of ``B`` tokens reuses at most ``B * (n // B)`` of
+``n`` such tokens. The count itself (token ids, never characters: BPE merges
+across the point where two texts part) is
+:func:`~phaseaware.assembly.retokenize.prefix.shared_tokens`: the prompt's verified
+token starts give the tokens before the last proven cut, and only the few
+characters around the parting point are encoded. :func:`unchanged_prefix_tokens`
+is the same count for any two texts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from phaseaware.assembly.prepare.measured_request import Setup
-from phaseaware.assembly.retokenize.prefix import prefix_cut
+from phaseaware.assembly.retokenize.prefix import (
+    common_prefix_chars,
+    common_prefix_ids,
+    shared_tokens,
+)
+from phaseaware.chat.append import AppendLayout, TailLayout
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
+    "cache_figures",
     "common_prefix_chars",
     "common_prefix_ids",
     "unchanged_prefix_tokens",
-    "without_context_tokens",
 ]
-
-_WINDOWS = (256, 4096, 65536)  # chars past the parting point searched for a cut
-
-
-def common_prefix_ids(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the longest common prefix of two id sequences (vectorised)."""
-    n = min(len(a), len(b))
-    if n == 0:
-        return 0
-    diff = np.flatnonzero(np.asarray(a[:n], dtype=np.int64) != np.asarray(b[:n], dtype=np.int64))
-    return int(diff[0]) if diff.size else n
-
-
-def common_prefix_chars(a: str, b: str) -> int:
-    """Length of the longest common prefix of two strings (C-level compares, O(n log n))."""
-    lo, hi = 0, min(len(a), len(b))
-    if a[:hi] == b[:hi]:
-        return hi
-    while lo < hi:  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def unchanged_prefix_tokens(
@@ -69,46 +48,26 @@ def unchanged_prefix_tokens(
 ) -> int:
     """Longest common prefix of ``tokenizer.encode(text)`` and ``tokenizer.encode(other)``.
 
-    ``starts``: the char start of each token of ``text`` (its verified
-    tokenization), if known: saves encoding the shared head. Exact for every tokenizer: with a proven cut ``p`` in the
-    shared text, both encodings are the tokens of ``text[:p]`` followed by those
-    of the rest, so only the rest is compared; without one, both texts are
-    encoded in full.
+    ``starts``: the char start of each token of ``text``, if known (saves encoding
+    the shared head). Exact for every tokenizer (``retokenize.prefix.shared_tokens``).
     """
-    shared = common_prefix_chars(text, other)
-    if shared == len(text) == len(other):
-        return len(starts) if starts is not None else len(tokenizer.encode(text))
-    p, _ = prefix_cut(tokenizer, text[:shared]) if shared > 1 else (None, "")
-    if p is None:
-        return common_prefix_ids(tokenizer.encode(text), tokenizer.encode(other))
-    if starts is not None:  # p is a cut of text: a token starts there
-        head = int(np.searchsorted(starts, p, side="left"))
-    else:
-        head = len(tokenizer.encode(text[:p]))
-    # Both texts start with text[:p]; ids can agree only on tokens that end at or
-    # before ``shared`` (a token crossing it would hold differing characters), so
-    # the text's tokens from p up to a cut past ``shared`` hold every candidate.
-    mine = _ids_through(tokenizer, text, start=p, shared=shared)
-    theirs = tokenizer.encode(other[p:])  # the other text's tail: encoded whole
-    return head + common_prefix_ids(mine, theirs)
+    return shared_tokens(tokenizer, text, (other,), starts=starts)[0]
 
 
-def _ids_through(tokenizer: Tokenizer, text: str, *, start: int, shared: int) -> list[int]:
-    """Ids of ``text`` from char ``start`` (a cut) through the token holding ``shared``."""
-    if shared >= len(text):
-        return tokenizer.encode(text[start:])
-    for window in _WINDOWS:
-        end = shared + window
-        if end >= len(text):
-            break
-        q, _ = prefix_cut(tokenizer, text[:end])
-        if q is not None and q > shared:
-            return tokenizer.encode(text[start:q])
-    return tokenizer.encode(text[start:])
+def cache_figures(setup: Setup, text: str, *, starts: np.ndarray | None) -> tuple[int, int | None]:
+    """(``unchanged_prefix_tokens``, ``unchanged_sent_tokens``) of the prompt ``text``.
 
-
-def without_context_tokens(setup: Setup, text: str, *, starts: np.ndarray | None) -> int:
-    """``unchanged_prefix_tokens`` of the prompt ``text`` against ``setup``'s layout
-    rendered with an empty context (same system prompt, history and question)."""
-    empty = setup.layout.render(system=setup.system, context="", question=setup.question)
-    return unchanged_prefix_tokens(setup.tokenizer, text, empty.text, starts=starts)
+    The first against the prompt without context, ``frame.prefix + frame.suffix``
+    (the layout invariant: ``render(context="").text == prefix + suffix``); the second
+    against the layout's sent text, where it has one (an append layout, or its tail
+    from the cut on: the caller adds the tokens before the cut), else ``None``.
+    """
+    layout, frame = setup.layout, setup.frame
+    sent: str | None = None
+    if isinstance(layout, TailLayout):
+        sent = layout.inner.sent_text[layout.start :]
+    elif isinstance(layout, AppendLayout):
+        sent = layout.sent_text
+    others = (frame.prefix + frame.suffix,) if sent is None else (frame.prefix + frame.suffix, sent)
+    counts = shared_tokens(setup.tokenizer, text, others, starts=starts)
+    return counts[0], (counts[1] if sent is not None else None)

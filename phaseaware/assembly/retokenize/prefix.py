@@ -20,11 +20,19 @@ so one crossing ``p`` would put a ``|`` within :data:`SPECIAL_REACH` characters
 of ``p``; ``p`` is taken only where ``P`` holds none there and the whole reach
 lies inside ``P``. Any other tokenizer has no cut (``prefix_cut`` returns the
 reason) and the caller encodes in full.
+
+:func:`shared_tokens` counts the leading token ids two texts share (what a
+server's prefix cache reuses) the same way: the tokens before the last cut
+before the point where the texts part are counted from the text's known token
+starts, and only the characters from that cut to a cut past the parting point
+are encoded, in each text (the start of a text is always a cut). The oracle
+(encode both texts in full, count equal leading ids) lives in the tests.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,12 +45,17 @@ __all__ = [
     "SPECIAL_REACH",
     "PrefixEntry",
     "PrefixTokenCache",
+    "common_prefix_chars",
+    "common_prefix_ids",
     "default_prefix_cache",
     "prefix_cut",
+    "shared_tokens",
 ]
 
 SPECIAL_REACH = 20  # tiktoken: "<|" + name (< 16) + "|>" spans fewer characters
 _SEARCH_CHARS = 1 << 16  # a cut is searched in the last 64K characters of the prefix only
+
+_WINDOWS = (256, 4096, 65536)  # chars past the parting point searched for a cut
 
 DEFAULT_PREFIX_ENTRIES = 16
 DEFAULT_PREFIX_BYTES = 64 * 1024 * 1024
@@ -170,3 +183,78 @@ def prefix_cut(tokenizer: Tokenizer, text: str) -> tuple[int | None, str]:
             continue
         return p, ""
     return None, f"no cut in the last {_SEARCH_CHARS} characters of the sent text"
+
+
+def common_prefix_ids(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two id sequences (vectorised)."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:n], dtype=np.int64) != np.asarray(b[:n], dtype=np.int64))
+    return int(diff[0]) if diff.size else n
+
+
+def common_prefix_chars(a: str, b: str) -> int:
+    """Length of the longest common prefix of two strings (C-level compares, O(n log n))."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while lo < hi:  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def shared_tokens(
+    tokenizer: Tokenizer,
+    text: str,
+    others: Sequence[str],
+    *,
+    starts: np.ndarray | None = None,
+) -> list[int]:
+    """For each of ``others``: the longest common prefix of ``tokenizer.encode(text)``
+    and ``tokenizer.encode(other)`` (token ids).
+
+    ``starts``: the char start of each token of ``text`` (its verified
+    tokenization), if known: the tokens before the cut are then counted, not
+    encoded. Exact for every tokenizer: with a proven cut ``p`` in the shared text
+    (0 where none is found), both encodings are the tokens of ``text[:p]``
+    followed by those of the rest; ids can agree only on tokens that end at or
+    before the parting point (a token crossing it holds differing characters), so
+    each text's tokens from ``p`` up to a cut past that point hold every
+    candidate. Without a cut rule, both texts are encoded in full.
+    """
+    counts = []
+    for other in others:
+        shared = common_prefix_chars(text, other)
+        if shared == len(text) == len(other):
+            counts.append(len(starts) if starts is not None else len(tokenizer.encode(text)))
+            continue
+        p = (prefix_cut(tokenizer, text[:shared])[0] if shared > 1 else None) or 0
+        if p == 0:
+            head = 0
+        elif starts is not None:  # p is a cut of text: a token starts there
+            head = int(np.searchsorted(starts, p, side="left"))
+        else:
+            head = len(tokenizer.encode(text[:p]))
+        mine = _ids_through(tokenizer, text, start=p, shared=shared)
+        theirs = _ids_through(tokenizer, other, start=p, shared=shared)
+        counts.append(head + common_prefix_ids(mine, theirs))
+    return counts
+
+
+def _ids_through(tokenizer: Tokenizer, text: str, *, start: int, shared: int) -> list[int]:
+    """Ids of ``text`` from char ``start`` (a cut) through the token holding ``shared``."""
+    if shared >= len(text):
+        return tokenizer.encode(text[start:])
+    for window in _WINDOWS:
+        end = shared + window
+        if end >= len(text):
+            break
+        q, _ = prefix_cut(tokenizer, text[:end])  # a tokenizer without a rule: None at once
+        if q is not None and q > shared:
+            return tokenizer.encode(text[start:q])
+    return tokenizer.encode(text[start:])

@@ -317,10 +317,11 @@ def stitched_starts(
             core = got.whole[i:j]
         cores.append((a, b, core))
         chunk_at.append(start)
+    encode = cache.remembering(family.encode, fp)  # junctions repeat when chunks do
     if family.bar_specials:
-        junctions, junction_at = junction_starts(family.encode, text, cores, bar_specials=True)
+        junctions, junction_at = junction_starts(encode, text, cores, bar_specials=True)
     else:
-        junctions, junction_at = unique_junction_starts(family.encode, text, cores)
+        junctions, junction_at = unique_junction_starts(encode, text, cores)
     parts: list[np.ndarray] = []
     at: list[int] = []
     for (_, _, core), start, junction, j_at in zip(

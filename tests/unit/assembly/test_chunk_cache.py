@@ -113,3 +113,28 @@ def test_period_above_the_bound_is_a_clear_error(cl100k):
             question="q?", profile=big, budget_tokens=500,
             options=AssemblyOptions(allow_tokenizer_mismatch=True),
         )  # fmt: skip
+
+
+def test_warm_call_reuses_the_sets_evidence_and_junctions_and_clear_empties_them(deepseek_v4):
+    """The same chunks again: the set's default evidence and verification's junction
+    encodes come from the cache (the result is equal); a fresh or cleared cache is cold."""
+    kwargs = dict(
+        tokenizer=deepseek_v4, chat_format="none", budget_tokens=900,
+        question="Which vault code opens the Tamarind archive?",
+        profile=get_profile("deepseek-v4-flash-base"),
+    )  # fmt: skip
+    cache = ChunkTokenCache()
+    cold = assemble(_chunks(), cache=cache, **kwargs)
+    assert len(cache.key_sets) == 1 and len(cache.joins) >= 1
+    sets, joins = (cache.key_sets.hits, cache.joins.hits)
+    warm = assemble(_chunks(), cache=cache, **kwargs)
+    assert warm.to_dict() == cold.to_dict() == assemble(_chunks(), cache=None, **kwargs).to_dict()
+    assert cache.key_sets.hits == sets + 1 and cache.joins.hits > joins
+    for key in cache.joins.snapshot_keys():  # handed out read-only: no caller can alter them
+        stored = cache.joins.get(key)
+        assert stored is not None and not stored.flags.writeable
+    other = assemble(_chunks()[:5], cache=cache, **kwargs)  # another set: its own keys
+    assert other.to_dict() == assemble(_chunks()[:5], cache=None, **kwargs).to_dict()
+    assert len(cache.key_sets) == 2
+    cache.clear()
+    assert len(cache) == len(cache.key_sets) == len(cache.joins) == 0

@@ -79,3 +79,51 @@ def test_a_result_without_a_call_id_is_aligned_but_not_remembered(o200k):
     )
     assert step is not None and out[2]["content"] == step.content
     assert len(stepper.sent) == 0 and stepper.last_report() is None
+
+
+def test_ids_are_asked_for_where_the_server_returns_them_and_checked_id_for_id(o200k):
+    import dataclasses
+
+    import pytest
+
+    from phaseaware.endpoints import EndpointRecord
+    from phaseaware.errors import PromptTokenDriftError
+
+    record = EndpointRecord(
+        base_url="http://127.0.0.1:30000/v1", model="m", offset=1, offsets=(1,), mode="count",
+        stability="constant", date="2026-12-04T00:00:00+00:00", tokenizer_spec=o200k.spec,
+        tokenizer_fingerprint=o200k.fingerprint(), chat_format="chatml", probes=9,
+        tool_version="0", server="sglang 0.5.23",
+    )  # fmt: skip
+    target = target_of({"tokenizer": o200k, "chat_format": "chatml", "profile": None,
+                        "budget_tokens": 4000, "endpoint": record})  # fmt: skip
+    assert target.request_kwargs() == {}  # nothing asked by default (streaming: SGLang refuses)
+    assert target.request_kwargs(prompt_ids=True) == {
+        "extra_body": {"return_prompt_token_ids": True}}  # fmt: skip
+    assert target.merged_kwargs({"extra_body": {"x": 1}}, prompt_ids=True) == {
+        "extra_body": {"x": 1, "return_prompt_token_ids": True}}  # fmt: skip
+    vllm = dataclasses.replace(target, endpoint=dataclasses.replace(record, server="vllm 0.32.0"))
+    assert vllm.request_kwargs(prompt_ids=True) == {"extra_body": {"return_token_ids": True}}
+    unknown = dataclasses.replace(target, endpoint=dataclasses.replace(record, server=None))
+    assert unknown.request_kwargs(prompt_ids=True) == {}
+
+    stepper = AgentStepper(target, AgentPolicy(), convert=lambda m, _: dict(m),
+                           text=lambda m: m["content"], adapter="Adapter")  # fmt: skip
+    _, step = stepper.align(_conversation("alpha\n\nbeta"), rebuild=_rebuild,
+                            call_id=_call_id, aligned=lambda m: "report" in m)  # fmt: skip
+    assert step is not None and step.result is not None
+    ids = [7, *o200k.encode(step.result.prompt)]  # the server's own token, then the plan's
+
+    def raw(server_ids: list[int]) -> dict[str, Any]:  # SGLang: the ids on the first choice
+        return {"usage": {"prompt_tokens": len(server_ids)},
+                "choices": [{"index": 0, "prompt_token_ids": server_ids}]}  # fmt: skip
+
+    check = stepper.check(step.result, raw(ids), on_mismatch="raise")
+    assert check is not None and check.ok and check.ids_compared
+    swapped = [*ids[:6], ids[6] + 1, *ids[7:]]  # same count, one id off
+    with pytest.raises(PromptTokenDriftError, match="differ from phaseaware.s at planned token 5 "):
+        stepper.check(step.result, raw(swapped), on_mismatch="raise")
+    counted = stepper.check(
+        step.result, {"usage": {"prompt_tokens": len(ids)}}, on_mismatch="raise"
+    )
+    assert counted is not None and counted.ok and not counted.ids_compared  # no ids: the count

@@ -71,3 +71,28 @@ def test_prompt_model_kwargs_is_the_binding() -> None:
     }
     plain = PhaseAwarePrompt(template, chat_format="chatml", **COMMON)
     assert plain.model_kwargs() == {}
+
+
+def test_the_models_own_reasoning_effort_is_planned_with() -> None:
+    """A model bound to reasoning_effort="max" (13 tokens off on V4 if planned for "high"):
+    the plan renders max and the request states it beside the model's own field."""
+    from phaseaware.chat.deepseek_v4 import EFFORT_PREAMBLES
+
+    high = ChatSettings(thinking=True, reasoning_effort="high")
+    middleware = PhaseAwareMiddleware(chat_format="deepseek-v4", settings=high, **COMMON)
+    model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused", model="m",  # type: ignore[arg-type]
+                       reasoning_effort="max")  # fmt: skip
+    for request in (_request().override(model=model), _request(reasoning_effort="max")):
+        sent, _, result = middleware.align(request)
+        stated = sent.model_settings["extra_body"]["chat_template_kwargs"]
+        assert stated["reasoning_effort"] == "max" and stated["thinking"] is True
+        assert result is not None and EFFORT_PREAMBLES["max"] in result.prompt
+    sent, _, result = middleware.align(_request())  # none on the model: the adapter's own
+    assert sent.model_settings["extra_body"]["chat_template_kwargs"]["reasoning_effort"] == "high"
+    assert result is not None and EFFORT_PREAMBLES["high"] in result.prompt
+
+
+def test_an_effort_the_server_refuses_is_refused_with_the_way_to_set_it() -> None:
+    middleware = PhaseAwareMiddleware(chat_format="deepseek-v4.1", thinking=True, **COMMON)
+    with pytest.raises(UnsupportedSettingError, match=r"PhaseAwareMiddleware\(settings="):
+        middleware.align(_request(reasoning_effort="minimal"))  # vLLM's V4.1: HTTP 400

@@ -101,3 +101,58 @@ def test_bound_tools_are_rendered_where_the_format_can():
         budget_tokens=8000, tool_schemas="not_rendered",
     )  # fmt: skip
     assert quiet.align(_history(1), tools=[TOOL])[1] is not None
+
+
+def test_the_wrapped_llms_reasoning_effort_is_planned_with():
+    from phaseaware.chat import ChatSettings
+    from phaseaware.chat.deepseek_v4 import EFFORT_PREAMBLES
+
+    inner = OpenAILike(model="m", api_base="http://127.0.0.1:9/v1", api_key="x",
+                       is_chat_model=True, is_function_calling_model=True,
+                       additional_kwargs={"reasoning_effort": "max"})  # fmt: skip
+    llm = PhaseAwareAgentLLM(
+        llm=inner, tokenizer="deepseek-v4", chat_format="deepseek-v4", budget_tokens=8000,
+        profile="deepseek-v4-flash-base", settings=ChatSettings(thinking=True),
+    )  # fmt: skip
+    assert llm.target.settings is not None and llm.target.settings.reasoning_effort == "max"
+    _, result, kwargs = llm._send(_history(1), {})
+    assert kwargs["extra_body"]["chat_template_kwargs"]["reasoning_effort"] == "max"
+    assert EFFORT_PREAMBLES["max"] in result.prompt
+    _, result, kwargs = llm._send(_history(2), {"reasoning_effort": "high"})  # on the call
+    assert kwargs["reasoning_effort"] == "high"
+    assert kwargs["extra_body"]["chat_template_kwargs"]["reasoning_effort"] == "high"
+    assert (
+        EFFORT_PREAMBLES["high"] in result.prompt and EFFORT_PREAMBLES["max"] not in result.prompt
+    )
+    v41 = PhaseAwareAgentLLM(
+        llm=inner, tokenizer="deepseek-v4", chat_format="deepseek-v4.1", budget_tokens=8000,
+        profile="deepseek-v4-flash-base", settings=ChatSettings(thinking=True),
+    )  # fmt: skip
+    with pytest.raises(UnsupportedSettingError, match=r"PhaseAwareAgentLLM\(settings="):
+        v41._send(_history(1), {"reasoning_effort": "minimal"})  # vLLM's V4.1: HTTP 400
+
+
+def test_the_prompt_ids_are_asked_for_where_the_server_returns_them():
+    import dataclasses
+
+    pytest.importorskip("deepseek_recipe")  # the SGLang renderer (phaseaware's sglang extra)
+
+    from phaseaware.endpoints import EndpointRecord
+    from phaseaware.tokenizers import load_tokenizer
+
+    tok = load_tokenizer("deepseek-v4")
+    record = EndpointRecord(
+        base_url="http://127.0.0.1:30000/v1", model="m", offset=0, offsets=(0,), mode="count",
+        stability="constant", date="2026-12-04T00:00:00+00:00", tokenizer_spec=tok.spec,
+        tokenizer_fingerprint=tok.fingerprint(), chat_format="deepseek-v4", probes=9,
+        tool_version="0", server="sglang 0.5.23", renderer="sglang",
+    )  # fmt: skip
+    llm = _llm(NodeRegistry(), endpoint=record)
+    assert llm.target.settings is not None and llm.target.settings.renderer == "sglang"
+    _, _, kwargs = llm._send(_history(1), {})
+    assert kwargs["extra_body"]["return_prompt_token_ids"] is True
+    _, _, kwargs = llm._send(_history(2), {}, stream=True)  # SGLang refuses them streaming
+    assert "return_prompt_token_ids" not in kwargs["extra_body"]
+    vllm = _llm(NodeRegistry(), endpoint=dataclasses.replace(record, server="vllm 0.32.0",
+                                                             renderer=None))  # fmt: skip
+    assert vllm._send(_history(1), {})[2]["extra_body"]["return_token_ids"] is True

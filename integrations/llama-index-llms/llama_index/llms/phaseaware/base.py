@@ -108,6 +108,9 @@ def message_dict(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
+_EFFORT_FIX = " (PhaseAwareAgentLLM(settings=ChatSettings(reasoning_effort=...)))"
+
+
 class PhaseAwareAgentLLM(FunctionCallingLLM):
     """The agent's LLM with its newest tool result aligned (see docs/agent-steps.md).
 
@@ -141,6 +144,8 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         super().__init__(llm=llm, check_usage=on_mismatch)
         resolved = integrate.target_of(target)
         integrate.require_chat(resolved)
+        # an effort the wrapped LLM sends is planned with (or refused, saying how to set it)
+        resolved = resolved.with_effort(integrate.call_effort(None, llm), fix=_EFFORT_FIX)
         self._step = integrate.AgentStepper(
             resolved, policy, convert=lambda m, _: message_dict(m), text=_text,
             adapter="PhaseAwareAgentLLM",
@@ -191,10 +196,20 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         )  # fmt: skip
         return out, step.result if step is not None else None
 
-    def _send(self, messages: Sequence[ChatMessage], kwargs: Mapping[str, Any]) -> Any:
+    def _send(
+        self, messages: Sequence[ChatMessage], kwargs: Mapping[str, Any], *, stream: bool = False
+    ) -> Any:
+        # a call's own reasoning_effort is planned with from this call on (never sent beside
+        # a plan made for another)
+        self._step.target = self.target.with_effort(
+            integrate.call_effort(kwargs, self.llm), fix=_EFFORT_FIX
+        )
         sent, result = self.align(messages, tools=kwargs.get("tools") or ())
         fix = "; state them on PhaseAwareAgentLLM (settings=, thinking=)"
-        return sent, result, self.target.merged_kwargs(kwargs, fix=fix)
+        # the prompt's ids where the server returns them (checked id for id); SGLang refuses
+        # them with streaming
+        merged = self.target.merged_kwargs(kwargs, fix=fix, prompt_ids=not stream)
+        return sent, result, merged
 
     def _checked(self, response: ChatResponse, result: AssemblyResult | None) -> ChatResponse:
         on_mismatch = self.check_usage  # a field: read at each call
@@ -237,13 +252,13 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         return self._checked(await self.llm.achat(sent, **kwargs), result)
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        sent, result, kwargs = self._send(messages, kwargs)
+        sent, result, kwargs = self._send(messages, kwargs, stream=True)
         stream = self.llm.stream_chat(sent, **kwargs)
         return integrate.then_last(stream, lambda r: self._checked(r, result))
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
-        sent, result, kwargs = self._send(messages, kwargs)
+        sent, result, kwargs = self._send(messages, kwargs, stream=True)
         stream = await self.llm.astream_chat(sent, **kwargs)
         return integrate.then_last_async(stream, lambda r: self._checked(r, result))
