@@ -76,10 +76,9 @@ from phaseaware.endpoints.tool_arguments import (
     tool_argument_lengths,
 )
 from phaseaware.endpoints.usage import check_prompt_tokens
-from phaseaware.endpoints.values import shown_text
+from phaseaware.endpoints.values import check_token_count
 from phaseaware.errors import EndpointError, InputError, PhaseawareWarning
 from phaseaware.httpclient import failure_message, openai_client
-from phaseaware.limits import MAX_TOKENS
 from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.version import __version__
@@ -161,18 +160,7 @@ def _send(
             f"{url} reports no usage.prompt_tokens, so the offset cannot be counted; use a "
             "server that reports usage, or one with /tokenize (exact mode)"
         )
-    if type(reported) is not int or not 0 <= reported <= MAX_TOKENS:  # a bool is no count
-        raise EndpointError(
-            f"{url} reports usage.prompt_tokens = {shown_text(repr(reported), limit=40)}, "
-            f"which is no token count (an integer in [0, {MAX_TOKENS}]): the server's answer "
-            "is broken"
-        )
-    return reported
-
-
-def _route_name(route: IdsRoute) -> str:
-    """Where the server's ids came from, for messages."""
-    return "the render endpoint" if route.name == "render" else "/tokenize"
+    return check_token_count(reported, source=url)
 
 
 def _text(value: object) -> str | None:
@@ -329,15 +317,14 @@ def probe_endpoint(
                     prompts = probe_prompts(tok, chat_format, settings=stated)
             found = {compare_tokens(server_ids(client, model, p, base, kwargs, route, tok),
                                     p.ids, tok, url=url, thinking=thinking,
-                                    source=_route_name(route))
+                                    source=route.label)
                      for p in (prompts[1], prompts[-1])}  # fmt: skip
             requests += 2
             exact = min(found)
             if len(found) > 1:
                 raise TemplateMismatchError(
-                    f"{_route_name(route)} of {url} puts {sorted(found)} tokens before probes "
-                    "that differ "
-                    "only in content: check --chat-format"
+                    f"{route.label} of {url} puts {sorted(found)} tokens before probes that "
+                    "differ only in content: check --chat-format"
                 )
             check = check_prompt_tokens(
                 planned_tokens=len(prompts[1].ids),
@@ -355,8 +342,7 @@ def probe_endpoint(
                     requests += 1
             elif mode == "exact":
                 raise EndpointError(
-                    f"{_route_name(route)} of {url} shows offset {exact} but the chat route "
-                    "counted "
+                    f"{route.label} of {url} shows offset {exact} but the chat route counted "
                     f"{check.observed_offset}: the server adds text at chat time; rerun with "
                     "--mode count"
                 )

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_OFFSET",
     "MAX_TOKEN_ID",
     "SHOWN_CHARS",
+    "check_token_count",
     "check_token_ids",
     "decode_server_ids",
     "offset_pairs",
@@ -60,6 +61,19 @@ def check_token_ids(values: Sequence[object], *, source: str) -> list[int]:
                 f"(an integer in [0, {MAX_TOKEN_ID}]): the server's answer is broken"
             )
     return [int(v) for v in values]  # type: ignore[call-overload]
+
+
+def check_token_count(value: object, *, source: str) -> int:
+    """``value`` (a server's ``usage.prompt_tokens``) as a count, or :class:`EndpointError`
+    naming ``source``: an ``int`` (never a ``bool``) in ``[0, MAX_TOKENS]``."""
+    from phaseaware.limits import MAX_TOKENS
+
+    if type(value) is int and 0 <= value <= MAX_TOKENS:
+        return value
+    raise EndpointError(
+        f"{source} reports usage.prompt_tokens = {_shown_value(value)}, which is no token "
+        f"count (an integer in [0, {MAX_TOKENS}]): the server's answer is broken"
+    )
 
 
 def decode_server_ids(tokenizer: Any, ids: Sequence[int], *, source: str) -> str:
