@@ -23,7 +23,7 @@ from phaseaware.calibration.verdict import (
 )
 from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
-from phaseaware.extras import install_line
+from phaseaware.extras import missing_message
 from phaseaware.plots import plot_format
 from phaseaware.profiles.model import Profile
 
@@ -234,7 +234,7 @@ def save_plot(result: CalibrationResult, path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise CalibrationError(f"--plot needs matplotlib: {install_line('plot')}") from None
+        raise CalibrationError(missing_message("matplotlib", what="--plot")) from None
     profile = result.profile
     residues = list(range(profile.period))
     acc = profile.residue_accuracy

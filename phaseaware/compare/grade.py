@@ -2,7 +2,10 @@
 
 * ``exact`` (default): normalised exact match, as SQuAD scores it: lower case,
   punctuation and the articles a/an/the removed, whitespace collapsed; right
-  when the completion equals any accepted answer so normalised;
+  when the completion's first non-empty line equals any accepted answer so
+  normalised (a model asked for a short answer gives it on the first line; what
+  follows is the model going on until ``--max-tokens``, as lm-eval's
+  ``until: ["\n"]`` stops it);
 * ``contains``: the normalised answer occurs in the normalised completion as
   whole words;
 * ``regex``: each accepted answer is a regular expression searched in the raw
@@ -22,7 +25,7 @@ from collections.abc import Callable, Sequence
 from phaseaware.errors import InputError
 from phaseaware.regexes import compile_untrusted
 
-__all__ = ["Grader", "BUILTIN_GRADERS", "normalize_answer", "load_grader"]
+__all__ = ["Grader", "BUILTIN_GRADERS", "first_line", "normalize_answer", "load_grader"]
 
 Grader = Callable[[str, Sequence[str]], bool]
 BUILTIN_GRADERS = ("exact", "contains", "regex")
@@ -37,8 +40,13 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", lowered).split())
 
 
+def first_line(completion: str) -> str:
+    """The completion's first non-empty line (the answer ``exact`` grades)."""
+    return next((line for line in completion.splitlines() if line.strip()), "")
+
+
 def _exact(completion: str, answers: Sequence[str]) -> bool:
-    got = normalize_answer(completion)
+    got = normalize_answer(first_line(completion))
     return any(got == normalize_answer(a) for a in answers)
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from phaseaware.endpoints.record import redact_url
 from phaseaware.endpoints.values import check_token_ids, offset_pairs
 from phaseaware.errors import EndpointError
+from phaseaware.httpclient import failure_message
 from phaseaware.tokenizers.base import TokenizedText
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,7 +104,9 @@ def render_ids(
         raise RenderUnavailable(
             f"{RENDER_PATH} {why} at {redact_url(base)} (HTTP {exc.status_code}){hint}"
         ) from None
-    except (openai.APIError, ValueError) as exc:  # ValueError: a body that is not JSON
+    except openai.APIError as exc:
+        raise EndpointError(failure_message(exc, redact_url(url))) from None
+    except ValueError as exc:  # a body labelled JSON that is not JSON
         raise EndpointError(f"{redact_url(url)} failed ({type(exc).__name__})") from None
     if not isinstance(doc, dict):
         raise RenderUnavailable(f"{RENDER_PATH} at {redact_url(base)} returned no JSON object")

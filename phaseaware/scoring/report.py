@@ -14,6 +14,7 @@ from typing import Any
 from phaseaware.atomic import atomic_write_bytes
 from phaseaware.charts import bar_chart
 from phaseaware.errors import MissingExtraError
+from phaseaware.extras import missing_message
 from phaseaware.intervals import wilson_interval
 from phaseaware.plots import plot_format
 from phaseaware.profiles.model import LocalWindowEffect, Profile, Provenance, TokenizerRef
@@ -171,7 +172,7 @@ def save_plot(result: ScoreResult, path: str | Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise MissingExtraError("--plot needs matplotlib: pip install 'phaseaware[plot]'") from None
+        raise MissingExtraError(missing_message("matplotlib", what="--plot")) from None
     rows = [r for r in result.tally.residues if r.accuracy is not None and r.ci is not None]
     acc = [float(r.accuracy or 0.0) for r in rows]
     err = [

@@ -50,7 +50,7 @@ from phaseaware.calibration.backends.base import (
 )
 from phaseaware.calibration.backends.shape import MalformedResponse, response_text
 from phaseaware.errors import BackendError, PhaseawareError
-from phaseaware.extras import install_line
+from phaseaware.extras import missing_message
 from phaseaware.redact import redact as redact_text
 from phaseaware.redact import redact_url
 
@@ -62,8 +62,9 @@ _CONTEXT_CUES = ("context length", "context_length", "maximum context", "too man
 _NO_KEY = "phaseaware-no-key"  # sent when no key is configured (local servers ignore it)
 
 
-def _resolve_api_key(api_key: str | None) -> tuple[str, str | None]:
-    """(key, where it came from); where is ``None`` when no key is configured."""
+def resolve_api_key(api_key: str | None) -> tuple[str, str | None]:
+    """(key, where it came from); where is ``None`` when no key is configured. A key no
+    HTTP header can carry (a newline, non-ASCII) is refused, naming where it came from."""
     from phaseaware.credentials import check_api_key
 
     if api_key:
@@ -119,7 +120,7 @@ class OpenAIBackend:
         self.chat_template_kwargs = dict(chat_template_kwargs) if chat_template_kwargs else None
         self._lock = threading.Lock()
         self._retries = 0
-        key, key_source = _resolve_api_key(api_key)
+        key, key_source = resolve_api_key(api_key)
         self._context = ErrorContext(redact_url(self.base_url), model, key_source, secret=key)
         self._client = _make_client(
             self.base_url, key, self.timeout, max_retries, on_request=self._count_retry
@@ -276,9 +277,7 @@ def _make_client(
     try:
         import openai  # noqa: F401 (the client's package: a missing extra fails here)
     except ImportError as exc:
-        raise BackendError(
-            f"the HTTP backend needs the openai package: {install_line('openai')}"
-        ) from exc
+        raise BackendError(missing_message("openai", what="the HTTP backend")) from exc
     from phaseaware.httpclient import openai_client
 
     return openai_client(
