@@ -283,11 +283,14 @@ def _backend_options(args: argparse.Namespace) -> Any:
 
 
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
-    from phaseaware.atomic import refuse_outputs_over_inputs, refuse_same_file
+    from phaseaware.atomic import (
+        ensure_output_folder,
+        refuse_outputs_over_inputs,
+        refuse_same_file,
+    )
     from phaseaware.calibration.backends.factory import run_names
     from phaseaware.cli.flags import check_openai_server
     from phaseaware.cli.run_inputs import calibrate_inputs
-    from phaseaware.errors import FilePathError
     from phaseaware.filelock import hold_lock
     from phaseaware.profiles.registry import profile_filename
     from phaseaware.tokenizers import load_tokenizer
@@ -308,12 +311,7 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     if args.backend == "openai" and not (args.emit_batch or args.ingest):
         check_openai_server(args.base_url, api_key=options.api_key)  # 3 s, before any work
     tokenizer = load_tokenizer(spec)
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FilePathError(
-            f"cannot create folder {log.parent} for the calibration log: {exc.strerror or exc}"
-        ) from None
+    ensure_output_folder(log.parent, what="the calibration log")
     with hold_lock(log, what="calibration log"):  # a second run on this log fails here
         run = _run(args, settings, tokenizer, name, chat_format, log)
         if args.emit_batch or args.ingest:

@@ -120,6 +120,7 @@ def _check(args: argparse.Namespace) -> None:
     from phaseaware.cli.run_inputs import compare_inputs
     from phaseaware.errors import InputError
     from phaseaware.extras import require_extra
+    from phaseaware.plots import plot_format
 
     if bool(args.questions) == bool(args.reference_questions):
         raise InputError("pass a questions file (JSONL) or --reference-questions (one of them)")
@@ -149,6 +150,8 @@ def _check(args: argparse.Namespace) -> None:
         refuse_same_file(value, others, output_name=flag)
     log = args.log or None  # the default log lives in its own folder
     refuse_outputs_over_inputs({"--log": log, "--plot": args.plot}, compare_inputs(args))
+    if args.plot:
+        plot_format(args.plot)  # an unknown extension fails now, not after every request
 
 
 def _arrangements(args: argparse.Namespace) -> tuple[str, ...]:

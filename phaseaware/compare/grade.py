@@ -9,7 +9,8 @@
 * ``contains``: the normalised answer occurs in the normalised completion as
   whole words;
 * ``regex``: each accepted answer is a regular expression searched in the raw
-  completion (case-insensitive);
+  completion (case-insensitive), each search under a time limit
+  (:data:`phaseaware.regexes.SEARCH_SECONDS`);
 * ``module:function``: ``function(completion, answers) -> bool``, imported
   once; anything else it returns or raises is refused with the grader named.
 """
@@ -22,6 +23,7 @@ import string
 from collections.abc import Callable, Sequence
 
 from phaseaware.errors import InputError
+from phaseaware.regexes import compile_untrusted
 
 __all__ = ["Grader", "BUILTIN_GRADERS", "first_line", "normalize_answer", "load_grader"]
 
@@ -54,7 +56,12 @@ def _contains(completion: str, answers: Sequence[str]) -> bool:
 
 
 def _regex(completion: str, answers: Sequence[str]) -> bool:
-    return any(re.search(a, completion, flags=re.IGNORECASE) for a in answers)
+    # answers (the questions file) and completions (the model) are both untrusted: every
+    # search is bounded in time and a pattern past the limit is an error naming it
+    return any(
+        compile_untrusted(a, source="--grader regex answer", ignore_case=True).search(completion)
+        for a in answers
+    )
 
 
 def _external(spec: str) -> Grader:
@@ -106,6 +113,6 @@ def check_regex_answers(answers: Sequence[str], *, where: str) -> None:
     """Refuse an accepted answer that is not a valid regular expression (``--grader regex``)."""
     for a in answers:
         try:
-            re.compile(a)
-        except re.error as exc:
-            raise InputError(f"{where}: answer {a!r} is not a regular expression ({exc})") from None
+            compile_untrusted(a, source="answer", ignore_case=True)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None

@@ -38,6 +38,7 @@ from phaseaware.compare.verdict import CompareVerdict, compare_verdict, format_p
 from phaseaware.errors import InputError, MissingExtraError
 from phaseaware.extras import missing_message
 from phaseaware.intervals import wilson_interval
+from phaseaware.plots import plot_format
 from phaseaware.serialize import to_plain
 
 __all__ = ["ArrangementRow", "PairedTest", "CompareReport", "compare_report", "save_plot"]
@@ -389,7 +390,7 @@ def save_plot(report: CompareReport, path: str | Path) -> None:
     right.legend(fontsize=8)
     fig.tight_layout()
     buffer = io.BytesIO()
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    fmt = plot_format(path)
     fig.savefig(buffer, dpi=120, format=fmt)
     plt.close(fig)
     atomic_write_bytes(path, buffer.getvalue())

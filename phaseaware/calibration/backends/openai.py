@@ -48,6 +48,7 @@ from phaseaware.calibration.backends.base import (
     bad_token_count,
     prompt_token_mismatch,
 )
+from phaseaware.calibration.backends.shape import MalformedResponse, response_text
 from phaseaware.errors import BackendError, PhaseawareError
 from phaseaware.extras import missing_message
 from phaseaware.redact import redact as redact_text
@@ -211,20 +212,16 @@ class OpenAIBackend:
         return client.completions.create(prompt=request.prompt, **common)
 
     def _to_completion(self, request: ProbeRequest, response: Any) -> Completion:
-        choices = getattr(response, "choices", None) or []
-        if not choices:
+        try:  # the shape is checked first: a malformed body is an error, never an answer
+            text = response_text(response, endpoint=self.endpoint)
+        except MalformedResponse as exc:
             raise BackendError(
-                f"server at {redact_url(self.base_url)} returned no choices for probe {request.probe_id}; "
-                "check that --base-url points at an OpenAI-compatible server"
-            )
-        choice = choices[0]
-        if self.endpoint == "chat":
-            message = getattr(choice, "message", None)
-            text = (getattr(message, "content", None) or "") if message is not None else ""
-        else:
-            text = getattr(choice, "text", None) or ""
+                f"server at {redact_url(self.base_url)} returned a malformed response for "
+                f"probe {request.probe_id} ({exc}); check that --base-url points at an "
+                "OpenAI-compatible server"
+            ) from None
         usage = getattr(response, "usage", None)
-        reported = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        reported = _usage_prompt_tokens(usage)
         bad = bad_token_count(reported, source=redact_url(self.base_url), probe_id=request.probe_id)
         if bad is not None:  # never logged, checked or not
             raise BackendError(bad)
@@ -235,6 +232,18 @@ class OpenAIBackend:
             if problem is not None:
                 raise BackendError(problem)
         return Completion(request.probe_id, text, reported_prompt_tokens=reported)
+
+
+def _usage_prompt_tokens(usage: Any) -> Any:
+    """``usage.prompt_tokens`` as sent (checked by ``bad_token_count``); a ``usage`` that is
+    no object reads as its own value, so it is refused as no count."""
+    if usage is None:
+        return None
+    if isinstance(usage, str | bytes | int | float | bool | list | tuple):
+        return usage
+    if isinstance(usage, dict):
+        return usage.get("prompt_tokens")
+    return getattr(usage, "prompt_tokens", None)
 
 
 def _validate(
