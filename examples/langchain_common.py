@@ -1,45 +1,30 @@
-"""Shared parts of the LangChain examples: local notes, a BM25 retriever, the reference
-server as a subprocess on loopback (from reference_server.py), and the reference model's profile. All offline.
+"""Shared parts of the LangChain examples: local notes and a BM25 retriever. All offline
+(the server and the profile: example_cli.py).
 
-Run the examples from the repository root (``python examples/langchain_rag.py``);
-they need ``langchain-phaseaware`` (``pip install -e integrations/langchain``, or
-``PYTHONPATH=integrations/langchain``), ``langchain-openai``, ``rank-bm25`` and
-phaseaware's ``reference`` extra.
+Run the examples from the repository root (``python examples/langchain_rag.py``) after
+the README's LangChain install line (``example_cli.INSTALL["langchain"]``).
 """
 
 from __future__ import annotations
 
 import re
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from example_cli import needs
+from example_cli import MODEL, needs
 
-with needs():
+with needs("langchain"):
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
     from pydantic import ConfigDict, PrivateAttr
     from rank_bm25 import BM25Okapi
-    from reference_server import reference_server
 
     from phaseaware.assembly import Chunk
     from phaseaware.demo.rag_questions import RagQuestion, make_questions
     from phaseaware.demo.run import CHUNKS_PER_QUESTION, MAX_FILLER_SENTENCES
-    from phaseaware.profiles.io import load_profile
-    from phaseaware.profiles.model import Profile
 
-__all__ = [
-    "BM25Retriever",
-    "check_answer",
-    "local_notes",
-    "reference_profile",
-    "reference_server",
-]
+__all__ = ["MODEL", "BM25Retriever", "check_answer", "local_notes"]
 
-MODEL = "phaseaware-reference"
 _WORD = re.compile(r"\w+")
 _FACT = re.compile(r"The access code for (\S+) is (\S+) \.")
 
@@ -139,34 +124,3 @@ def check_answer(question: str, answer: str, expected: str) -> bool:
     verdict = "OK" if ok else "WRONG"
     print(f"\n{question}  ->  {answer.strip()!r}  (expected {expected}: {verdict})")
     return ok
-
-
-def reference_profile(path: str | None) -> Profile:
-    """The given profile, else a quick calibration of the reference model (~15-30 s)."""
-    if path:
-        return load_profile(Path(path))
-    from phaseaware.calibration.backends.hf import load_hf_backend
-    from phaseaware.calibration.runner import calibrate
-    from phaseaware.chat import conversation_layout
-    from phaseaware.demo.run import DemoSettings
-    from phaseaware.reference.load import reference_model_source
-    from phaseaware.tokenizers import load_tokenizer
-
-    print("calibrating the reference model (pass --profile FILE to skip) ...", file=sys.stderr)
-    out = Path(tempfile.mkdtemp(prefix="phaseaware-example-"))
-    tokenizer = load_tokenizer("reference")
-    backend = load_hf_backend(reference_model_source(), tokenizer, threads=1)
-    try:
-        return calibrate(
-            backend=backend,
-            tokenizer=tokenizer,
-            layout=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
-            settings=DemoSettings(base_prompts=12).probe_settings(),
-            model=MODEL,
-            chat_format="hf",
-            log_path=out / "calibration.jsonl",
-            period=8,
-            out_path=out / f"{MODEL}.json",
-        ).profile
-    finally:
-        backend.close()

@@ -7,27 +7,20 @@ the profile's expected accuracy there); a callback checks the server's
 ``usage.prompt_tokens`` against the planned count. It exits with status 1 when an
 answer differs from the expected one.
 
-    PYTHONPATH=integrations/langchain python examples/langchain_rag.py [--profile FILE]
+    python examples/langchain_rag.py [--profile FILE]   # after the README's LangChain install line
     python examples/langchain_rag.py --base-url http://127.0.0.1:8000/v1   # a running server
 """
 
 from __future__ import annotations
 
-import argparse
-from contextlib import nullcontext
 from operator import itemgetter
 
-from example_cli import needs, run
+from example_cli import MODEL, example_parser, needs, preflight, reference_profile, run, served
 
-with needs():
-    from langchain_common import (
-        MODEL,
-        BM25Retriever,
-        check_answer,
-        local_notes,
-        reference_profile,
-        reference_server,
-    )
+preflight()  # a dead --base-url fails before the imports below
+
+with needs("langchain"):
+    from langchain_common import BM25Retriever, check_answer, local_notes
     from langchain_core.output_parsers import StrOutputParser
     from langchain_core.prompts import ChatPromptTemplate
     from langchain_core.runnables import RunnablePassthrough
@@ -38,24 +31,21 @@ with needs():
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", help="a reference-model profile (default: calibrate now)")
-    parser.add_argument("--questions", type=int, default=4)
-    parser.add_argument("--base-url", help="a running serve-reference (default: start one)")
+    parser = example_parser(__doc__)
+    parser.add_argument("--questions", type=int, default=4, help="questions to ask (default 4)")
     args = parser.parse_args(argv)
 
-    corpus, questions = local_notes()
-    retriever = BM25Retriever(documents=corpus, k=5)
-    tokenizer = load_tokenizer("reference")
-    profile = reference_profile(args.profile)
-    template = ChatPromptTemplate.from_messages([("human", "{context}\n\n{question}")])
-    prompt = PhaseAwarePrompt(
-        template, tokenizer=tokenizer, chat_format="hf", profile=profile, budget_tokens=512
-    )
-    check = PhaseAwareUsageCheck(tokenizer=tokenizer, chat_format="hf", on_mismatch="raise")
     wrong = 0
-    server = nullcontext(args.base_url) if args.base_url else reference_server()
-    with server as base_url:
+    with served(args) as base_url:  # a given --base-url is checked first (3 s)
+        corpus, questions = local_notes()
+        retriever = BM25Retriever(documents=corpus, k=5)
+        tokenizer = load_tokenizer("reference")
+        profile = reference_profile(args.profile)
+        template = ChatPromptTemplate.from_messages([("human", "{context}\n\n{question}")])
+        prompt = PhaseAwarePrompt(
+            template, tokenizer=tokenizer, chat_format="hf", profile=profile, budget_tokens=512
+        )
+        check = PhaseAwareUsageCheck(tokenizer=tokenizer, chat_format="hf", on_mismatch="raise")
         llm = ChatOpenAI(
             base_url=base_url, api_key="unused", model=MODEL, temperature=0, max_tokens=4
         )

@@ -5,25 +5,17 @@ arrives on the stream's last chunk only when ``stream_usage=True`` is set, and
 ``PhaseAwareUsageCheck`` then compares its prompt token count with the plan. The example
 exits 1 when the answer is wrong or the usage check did not run.
 
-    PYTHONPATH=integrations/langchain python examples/langchain_stream.py [--profile FILE]
+    python examples/langchain_stream.py [--profile FILE]   # after the README's LangChain install line
 """
 
 from __future__ import annotations
 
-import argparse
-from contextlib import nullcontext
+from example_cli import MODEL, example_parser, needs, preflight, reference_profile, run, served
 
-from example_cli import needs, run
+preflight()  # a dead --base-url fails before the imports below
 
-with needs():
-    from langchain_common import (
-        MODEL,
-        BM25Retriever,
-        check_answer,
-        local_notes,
-        reference_profile,
-        reference_server,
-    )
+with needs("langchain"):
+    from langchain_common import BM25Retriever, check_answer, local_notes
     from langchain_core.prompts import ChatPromptTemplate
     from langchain_openai import ChatOpenAI
     from langchain_phaseaware import PhaseAwarePrompt, PhaseAwareUsageCheck
@@ -32,11 +24,12 @@ with needs():
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", help="a reference-model profile (default: calibrate now)")
-    parser.add_argument("--base-url", help="a running serve-reference (default: start one)")
-    args = parser.parse_args(argv)
+    args = example_parser(__doc__).parse_args(argv)
+    with served(args) as base_url:  # a given --base-url is checked first (3 s)
+        return _run(args.profile, base_url)
 
+
+def _run(profile: str | None, base_url: str) -> int:
     corpus, questions = local_notes()
     question = questions[0]
     tokenizer = load_tokenizer("reference")
@@ -45,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         template,
         tokenizer=tokenizer,
         chat_format="hf",
-        profile=reference_profile(args.profile),
+        profile=reference_profile(profile),
         budget_tokens=512,
     )
     checks = []
@@ -54,22 +47,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     documents = BM25Retriever(documents=corpus, k=5).invoke(question.question)
     prompt = place.invoke({"question": question.question, "documents": documents})
-    server = nullcontext(args.base_url) if args.base_url else reference_server()
-    with server as base_url:
-        llm = ChatOpenAI(
-            base_url=base_url,
-            api_key="unused",
-            model=MODEL,
-            temperature=0,
-            max_tokens=4,
-            stream_usage=True,  # without it the stream carries no usage to check
-        )
-        pieces = []
-        print("streamed: ", end="", flush=True)
-        for chunk in llm.stream(prompt, config={"callbacks": [usage]}):
-            pieces.append(str(chunk.content))
-            print(repr(chunk.content), end=" ", flush=True)
-        print()
+    llm = ChatOpenAI(
+        base_url=base_url,
+        api_key="unused",
+        model=MODEL,
+        temperature=0,
+        max_tokens=4,
+        stream_usage=True,  # without it the stream carries no usage to check
+    )
+    pieces = []
+    print("streamed: ", end="", flush=True)
+    for chunk in llm.stream(prompt, config={"callbacks": [usage]}):
+        pieces.append(str(chunk.content))
+        print(repr(chunk.content), end=" ", flush=True)
+    print()
     right = check_answer(question.question, "".join(pieces), question.answer)
     if not checks:
         print("usage check: no usage arrived (is stream_usage=True set?)")

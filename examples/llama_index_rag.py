@@ -6,23 +6,24 @@ on a free loopback port, indexes local documents with a small BM25 retriever
 and prints where the evidence landed: absolute token position, residue mod 8 and
 the profile's expected accuracy, checked against the server's usage.prompt_tokens.
 
-    PYTHONPATH=.:integrations/llama-index python examples/llama_index_rag.py
+    python examples/llama_index_rag.py [--profile FILE]   # after the README's LlamaIndex line
     python examples/llama_index_rag.py --base-url http://127.0.0.1:8000/v1   # a running server
 
-Nothing is downloaded. The profile is the reference model's calibration
-(``phaseaware calibrate`` writes one like it in ~30 s).
+Nothing is downloaded. The profile is the reference model's calibration: ``--profile``,
+else the one ``phaseaware demo`` wrote, else a quick calibration (~30 s).
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-from pathlib import Path
+from typing import Any
 
-from example_cli import needs
+from example_cli import example_parser, needs, preflight, reference_profile, served
 from example_cli import run as run_example
 
-with needs():
+preflight()  # a dead --base-url fails before the imports below
+
+with needs("llama-index"):
     from llama_index.core import PromptTemplate
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
@@ -33,10 +34,6 @@ with needs():
         phaseaware_query_engine,
     )
     from rank_bm25 import BM25Okapi
-    from reference_server import reference_server
-
-ROOT = Path(__file__).resolve().parents[1]
-PROFILE = ROOT / "integrations" / "llama-index" / "tests" / "data" / "phaseaware-reference.json"
 
 # Local documents in the reference model's task language (word-level vocabulary).
 DOCUMENTS = {
@@ -87,7 +84,7 @@ EXPECTED = {
 }
 
 
-def run(base_url: str, question: str) -> int:
+def run(base_url: str, question: str, profile: Any) -> int:
     nodes = [
         TextNode(text=text, id_=name, metadata={"file_name": f"{name}.txt"},
                  excluded_llm_metadata_keys=["file_name"])
@@ -107,7 +104,7 @@ def run(base_url: str, question: str) -> int:
         llm=llm,
         tokenizer="reference",
         chat_format="hf",  # the server renders messages with the model's own chat template
-        profile=str(PROFILE),
+        profile=profile,
         budget_tokens=512,
         text_qa_template=PromptTemplate("{context_str}\n\n{query_str}"),
         on_mismatch="raise",
@@ -134,14 +131,11 @@ def run(base_url: str, question: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", help="a running serve-reference (default: start one)")
+    parser = example_parser(__doc__)
     parser.add_argument("--question", default="What is the access code for Mina ?")
     args = parser.parse_args(argv)
-    if args.base_url:
-        return run(args.base_url, args.question)
-    with reference_server() as base_url:
-        return run(base_url, args.question)
+    with served(args) as base_url:  # a given --base-url is checked first (3 s)
+        return run(base_url, args.question, reference_profile(args.profile))
 
 
 if __name__ == "__main__":

@@ -5,34 +5,31 @@ The answer streams from ``phaseaware serve-reference`` through LlamaIndex's own
 the stream's last chunk, and the synthesizer checks that prompt token count against the
 plan when the stream ends. The example exits 1 when the answer is wrong or no usage came.
 
-    PYTHONPATH=.:integrations/llama-index python examples/llama_index_stream.py
+    python examples/llama_index_stream.py [--profile FILE]   # after the README's LlamaIndex line
 """
 
 from __future__ import annotations
 
-import argparse
-from contextlib import nullcontext
-
-from example_cli import needs
+from example_cli import example_parser, needs, preflight, reference_profile, served
 from example_cli import run as run_example
 
-with needs():
+preflight()  # a dead --base-url fails before the imports below
+
+with needs("llama-index"):
     from llama_index.core import PromptTemplate
     from llama_index.core.schema import TextNode
     from llama_index.llms.openai_like import OpenAILike
     from llama_index.postprocessor.phaseaware import SENT_KEY, phaseaware_query_engine
-    from llama_index_rag import DOCUMENTS, EXPECTED, PROFILE, BM25Retriever
-    from reference_server import reference_server
+    from llama_index_rag import DOCUMENTS, EXPECTED, BM25Retriever
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", help="a running serve-reference (default: start one)")
+    parser = example_parser(__doc__)
     parser.add_argument("--question", default="What is the access code for Hugo ?")
     args = parser.parse_args(argv)
     nodes = [TextNode(text=text, id_=name) for name, text in DOCUMENTS.items()]
-    server = nullcontext(args.base_url) if args.base_url else reference_server()
-    with server as base_url:
+    with served(args) as base_url:  # a given --base-url is checked first (3 s)
+        profile = reference_profile(args.profile)
         llm = OpenAILike(
             model="phaseaware-reference",
             api_base=base_url,
@@ -48,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             llm=llm,
             tokenizer="reference",
             chat_format="hf",
-            profile=str(PROFILE),
+            profile=profile,
             budget_tokens=512,
             text_qa_template=PromptTemplate("{context_str}\n\n{query_str}"),
             on_mismatch="raise",

@@ -24,16 +24,23 @@ rename on one file system), is flushed and fsynced, then renamed over the
 target. On any error the temporary file is removed and the target is untouched.
 
 A process killed mid-write (SIGKILL, power loss) cannot remove its temporary
-file ``.NAME.<random>.tmp``; the next write to ``NAME`` removes every such file
-older than :data:`STALE_SECONDS` (younger ones may belong to a writer still at work).
+file. The next write into the same folder removes such files, and only files it can
+prove phaseaware made (:func:`is_own_temp`): the name is ``.phaseaware-<32 random hex>-
+<16 hex tag>.tmp``, where the tag is a keyed digest of the random part (a form no user
+file takes, and the output's own name is never part of it, so no glob over a user's name
+is ever built), the file is a regular file (not a link) with one link, owned by the user
+running phaseaware, and older than :data:`STALE_SECONDS` (younger ones may belong to a
+writer still at work). A user's ``.profile.json.my-edits.tmp`` is never touched.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
+import secrets
 import stat
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +52,9 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_output_path",
+    "ensure_output_folder",
+    "is_own_temp",
+    "own_temp_name",
     "refuse_outputs_over_inputs",
     "refuse_same_file",
     "remove_stale_temps",
@@ -53,18 +63,73 @@ __all__ = [
 STALE_SECONDS = 600.0
 
 
+#: Keys the tag of a temp name: a name with a matching tag was made by :func:`own_temp_name`
+#: (a user's file would have to copy the scheme on purpose, and even then it must also be
+#: ours by owner, type and age before it is removed).
+_TEMP_KEY = b"phaseaware atomic temp v1"
+_TEMP_NAME = re.compile(r"\.phaseaware-(?P<token>[0-9a-f]{32})-(?P<tag>[0-9a-f]{16})\.tmp")
+
+
+def _tag(token: str) -> str:
+    return hashlib.blake2b(token.encode("ascii"), key=_TEMP_KEY, digest_size=8).hexdigest()
+
+
+def own_temp_name() -> str:
+    """A fresh temp file name of phaseaware's own form: ``.phaseaware-<token>-<tag>.tmp``."""
+    token = secrets.token_hex(16)
+    return f".phaseaware-{token}-{_tag(token)}.tmp"
+
+
+def is_own_temp(name: str) -> bool:
+    """Whether ``name`` (a bare file name) has the form only :func:`own_temp_name` makes."""
+    found = _TEMP_NAME.fullmatch(name)
+    return found is not None and secrets.compare_digest(found["tag"], _tag(found["token"]))
+
+
 def remove_stale_temps(target: Path, *, older_than: float = STALE_SECONDS) -> list[Path]:
-    """Remove ``.NAME.*.tmp`` files of ``target`` left by killed writers; return them."""
+    """Remove the temp files killed phaseaware writers left in ``target``'s folder; return them.
+
+    Only files of phaseaware's own name form (:func:`is_own_temp`) that are regular files
+    with one link, owned by this user and older than ``older_than`` seconds; the output's
+    name is never turned into a pattern, so no other file of the folder can match.
+    """
     folder = target.parent if str(target.parent) else Path(".")
     cutoff = time.time() - older_than
+    user = os.geteuid()
     removed: list[Path] = []
-    with contextlib.suppress(OSError):
-        for path in folder.glob(f".{target.name}.*.tmp"):
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return removed
+    try:
+        with os.scandir(dir_fd) as entries:
+            names = [entry.name for entry in entries if is_own_temp(entry.name)]
+        for name in names:
             with contextlib.suppress(OSError):
-                if path.is_file() and path.stat().st_mtime < cutoff:
-                    path.unlink()
-                    removed.append(path)
+                info = os.lstat(name, dir_fd=dir_fd)
+                if (
+                    stat.S_ISREG(info.st_mode)
+                    and info.st_nlink == 1
+                    and info.st_uid == user
+                    and info.st_mtime < cutoff
+                ):
+                    os.unlink(name, dir_fd=dir_fd)
+                    removed.append(folder / name)
+    finally:
+        os.close(dir_fd)
     return removed
+
+
+def _create_temp(folder: Path) -> tuple[int, str]:
+    """Create (``O_EXCL``, mode 0600) a temp file of phaseaware's own name form in ``folder``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        name = str(folder / own_temp_name())
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp file name in {folder}")
 
 
 _KINDS = (
@@ -101,6 +166,25 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
             f"cannot write {given}: folder {folder} does not exist; create it first"
         )
     return target
+
+
+def ensure_output_folder(folder: str | os.PathLike[str], *, what: str) -> Path:
+    """Create ``folder`` (and its parents) for an output, after the planted-link check.
+
+    A symlink another user left in a shared sticky folder on the way to ``folder`` is
+    refused before anything is created (``mkdir`` would follow it); ``what`` names the
+    output in the error (``"the calibration log"``).
+    """
+    given = Path(folder) if str(folder) else Path(".")
+    _refuse_planted_links(given)
+    try:
+        given.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FilePathError(
+            f"cannot create folder {given} for {what}: {_reason(exc)}; create it or choose "
+            "another path"
+        ) from None
+    return given
 
 
 def _refuse_planted_links(given: Path) -> None:
@@ -213,7 +297,7 @@ def atomic_write_bytes(
     folder = target.parent if str(target.parent) else Path(".")
     remove_stale_temps(target)
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+        fd, tmp_name = _create_temp(folder)
     except OSError as exc:
         raise FilePathError(
             f"cannot write {given}: cannot create a file in folder {folder} ({_reason(exc)})"

@@ -24,6 +24,7 @@ by the per-operation timeout and the body by the deadline.
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +36,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "ResponseTooLarge",
+    "CONNECT_CHECK_SECONDS",
+    "START_A_SERVER",
     "failure_message",
+    "unreachable",
     "make_http_client",
     "openai_client",
     "transport_problem",
@@ -253,4 +257,39 @@ def failure_message(exc: BaseException, url: str) -> str:
         return f"{url}: {problem}"
     if isinstance(exc, openai.APITimeoutError):
         return f"{url} did not answer within --timeout: raise --timeout or check the server"
-    return f"cannot reach {url} ({type(exc).__name__}): check --base-url and that the server runs"
+    return f"cannot reach the server at {url} ({type(exc).__name__}): {START_A_SERVER}"
+
+
+#: Seconds a server has to accept a TCP connection before a command gives up on it.
+CONNECT_CHECK_SECONDS = 3.0
+#: How to start a server, for a message about one that is not there.
+START_A_SERVER = (
+    "start the server first (the reference model: `phaseaware serve-reference --port 8000`, "
+    "then --base-url http://127.0.0.1:8000/v1) or fix --base-url"
+)
+
+
+def unreachable(base_url: str, *, timeout: float = CONNECT_CHECK_SECONDS) -> str | None:
+    """Why nothing accepts a TCP connection at ``base_url``'s host and port (refused, no
+    such host, no answer within ``timeout`` seconds), else ``None``. One connect, before a
+    command's work: the client would retry a refused connection for half a minute."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url.strip())
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None  # a malformed port: the client's own error names it
+    if not parts.hostname:
+        return None
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            return None
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except ConnectionRefusedError:
+        return "connection refused"
+    except socket.gaierror:
+        return f"no such host {parts.hostname!r}"
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__

@@ -34,7 +34,7 @@ _PLAIN_WORD = re.compile(r"^[a-z][a-z-]{0,23}$")
 #: Path segments shown after the API root: OpenAI-compatible route names.
 ROUTE_NAMES = frozenset(
     {"chat", "completions", "tokenize", "detokenize", "models", "embeddings", "batches",
-     "files", "responses", "health", "version"}
+     "files", "responses", "health", "version", "render"}
 )  # fmt: skip
 
 

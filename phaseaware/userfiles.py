@@ -27,6 +27,7 @@ __all__ = [
     "parse_json_document",
     "read_user_bytes",
     "read_user_text",
+    "jsonl_lines",
 ]
 
 MAX_BYTES = 64 * 1024 * 1024  # request, profile and prompt files
@@ -111,6 +112,19 @@ def read_user_text(
 
 class _Reject(ValueError):
     pass
+
+
+def jsonl_lines(data: str) -> list[str]:
+    """The lines of JSONL ``data``: split at ``\n`` only, a ``\r`` before it dropped.
+
+    Never ``str.splitlines``: it also breaks at U+2028, U+2029, U+0085 and other
+    characters that are valid, unescaped, inside JSON strings (``json.dumps(...,
+    ensure_ascii=False)`` writes them as they are). A final line without ``\n`` is kept.
+    """
+    lines = data.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def _reject_constant(name: str) -> Any:

@@ -46,11 +46,11 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from phaseaware.atomic import atomic_write_text, check_output_path
+from phaseaware.atomic import atomic_write_text, check_output_path, ensure_output_folder
 from phaseaware.calibration.probes import Probe, ProbeSettings, iter_groups
 from phaseaware.chat.layout import PromptLayout
 from phaseaware.endpoints.request_settings import chat_template_kwargs
-from phaseaware.errors import CalibrationError, FilePathError
+from phaseaware.errors import CalibrationError
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
@@ -219,18 +219,15 @@ def emit_lm_eval_task(
             chat_doc = _chat_doc(doc, probe, bos_text=tokenizer.bos_text, chat_format=chat_format)
             chat_lines.append(json.dumps(chat_doc, ensure_ascii=False))
     out = Path(folder)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FilePathError(
-            f"cannot create --emit-lm-eval-task folder {out}: {exc.strerror or exc}"
-        ) from None
-    data_path = (out / f"{task}.jsonl").resolve()
+    ensure_output_folder(out, what="--emit-lm-eval-task")
+    # Never resolved before the check: a link planted where the data file goes is refused
+    # by the safe write's link rules like any other output (the YAML names the path as given).
+    data_path = Path(os.path.abspath(out / f"{task}.jsonl"))
     yaml_path = out / f"{task}.yaml"
     chat = chat_task_name(task)
-    chat_data_path = (out / f"{chat}.jsonl").resolve()
+    chat_data_path = Path(os.path.abspath(out / f"{chat}.jsonl"))  # checked as given, too
     chat_yaml_path = out / f"{chat}.yaml"
-    for target in (yaml_path, chat_data_path, chat_yaml_path):
+    for target in (data_path, yaml_path, chat_data_path, chat_yaml_path):
         check_output_path(target)  # every target checked before any is written
     atomic_write_text(data_path, "\n".join(lines) + "\n")
     atomic_write_text(yaml_path, _yaml(task, data_path, settings.max_tokens))

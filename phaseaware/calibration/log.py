@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phaseaware.atomic import atomic_write_text, check_output_path
+from phaseaware.atomic import atomic_write_text, check_output_path, ensure_output_folder
 from phaseaware.calibration.backends.base import API_KEY_ENV_VARS
 from phaseaware.errors import FilePathError, LogError
 from phaseaware.filelock import hold_lock
@@ -145,7 +145,7 @@ class ProbeRecord:
 def _split_lines(data: bytes) -> tuple[list[bytes], int]:
     """Complete lines of ``data`` and the byte length they cover (a torn tail is dropped)."""
     end = data.rfind(b"\n") + 1
-    return data[:end].splitlines(), end
+    return data[:end].split(b"\n")[:-1], end  # \n only: JSONL's own line break
 
 
 def read_log(path: str | os.PathLike[str]) -> tuple[LogHeader, list[ProbeRecord]]:
@@ -256,8 +256,7 @@ def open_log(
     target = Path(path)
     header_line = json.dumps(header.to_dict(), sort_keys=True, ensure_ascii=False) + "\n"
     _check_no_secret(header_line)
-    if target.parent and not target.parent.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
+    ensure_output_folder(target.parent, what="the calibration log")
     check_output_path(target)
     lock = contextlib.ExitStack()
     lock.enter_context(hold_lock(target, what="calibration log"))

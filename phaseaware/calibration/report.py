@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import math
-from pathlib import Path
 from typing import Any
 
 from phaseaware.atomic import atomic_write_bytes
@@ -24,7 +23,8 @@ from phaseaware.calibration.verdict import (
 )
 from phaseaware.charts import bar_chart
 from phaseaware.errors import CalibrationError
-from phaseaware.extras import install_line
+from phaseaware.extras import missing_message
+from phaseaware.plots import plot_format
 from phaseaware.profiles.model import Profile
 
 __all__ = [
@@ -234,7 +234,7 @@ def save_plot(result: CalibrationResult, path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise CalibrationError(f"--plot needs matplotlib: {install_line('plot')}") from None
+        raise CalibrationError(missing_message("matplotlib", what="--plot")) from None
     profile = result.profile
     residues = list(range(profile.period))
     acc = profile.residue_accuracy
@@ -251,7 +251,7 @@ def save_plot(result: CalibrationResult, path: str) -> None:
     ax.set_title(profile.model)
     fig.tight_layout()
     buffer = io.BytesIO()
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    fmt = plot_format(path)
     fig.savefig(buffer, dpi=120, format=fmt)
     plt.close(fig)
     try:

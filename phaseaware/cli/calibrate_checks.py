@@ -35,6 +35,7 @@ def check_paths(args: argparse.Namespace) -> None:
     """Output paths checked before any model loads or probe runs (the safe-write rule of
     :mod:`phaseaware.atomic`: regular files only, no output over an input or another output)."""
     from phaseaware.atomic import check_output_path, refuse_same_file
+    from phaseaware.plots import plot_format
 
     outputs = {"--out": args.out, "--log": args.log, "--plot": args.plot}
     outputs["--emit-batch"] = args.emit_batch
@@ -49,3 +50,5 @@ def check_paths(args: argparse.Namespace) -> None:
         refuse_same_file(value, others, output_name=flag)
     if args.ingest and args.log:  # the log is appended to, never replaced: only a batch
         refuse_same_file(args.log, {"--ingest": args.ingest}, output_name="--log")
+    if args.plot:
+        plot_format(args.plot)  # an unknown extension fails now, not after every probe

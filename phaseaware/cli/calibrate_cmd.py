@@ -60,6 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=8,
         help="residue period N, or 'auto' to detect it (default 8)",
     )
+    add = parser.add_argument_group("what is probed").add_argument
     add(
         "--max-period",
         type=integer(1, MAX_PERIOD),
@@ -101,7 +102,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the model's raw local window in tokens, where the backend cannot tell "
         "(--backend openai/callable); recorded in the profile and used by --sweeps window",
     )
-    add("--seed", type=integer(0, 2**63 - 1), default=0)
+    add("--seed", type=integer(0, 2**63 - 1), default=0, help="probe seed")
     add(
         "--max-tokens",
         type=integer(1, 100_000),
@@ -114,11 +115,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="torch CPU threads for --backend hf (default 1)",
     )
-    add("--log", help="calibration log (JSONL); default next to the profile")
-    add("--out", help="profile file (default ./phaseaware-profiles/<model>.json)")
-    add("--fresh", action="store_true", help="discard the log and start over")
-    add("--json", action="store_true", help="print a machine-readable summary")
-    add("--plot", help="also save a bar chart PNG (needs matplotlib)")
+    main = parser.add_argument  # listed first, under "options"
+    main("--log", help="calibration log (JSONL); default next to the profile")
+    main("--out", help="profile file (default ./phaseaware-profiles/<model>.json)")
+    main("--fresh", action="store_true", help="discard the log and start over")
+    main("--json", action="store_true", help="print a machine-readable summary")
+    main("--plot", help="also save a bar chart PNG (needs matplotlib)")
+    add = parser.add_argument_group("--plan (estimate only, nothing runs)").add_argument
     add("--plan", action="store_true", help="estimate probes/tokens/cost and exit")
     add(
         "--target-half-width",
@@ -137,7 +140,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "N offsets is found as period N (e.g. 2)",
     )
     add("--price-per-million", type=number(0.0, 1e6), help="--plan: price per million tokens")
-    add_openai_backend(parser, concurrency_help="--backend openai: requests in flight")
+    served = parser.add_argument_group("--backend openai (an OpenAI-compatible server)")
+    add = served.add_argument
+    add_openai_backend(served, concurrency_help="--backend openai: requests in flight")
     add(
         "--prompt-token-offset",
         type=int,  # check_position_offset in run(): [0, MAX_POSITION_OFFSET], exit 1
@@ -151,6 +156,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="openai/--ingest: do not compare the server's usage.prompt_tokens with "
         "phaseaware's count (unsafe: a template mismatch then goes unnoticed)",
     )
+    add = parser.add_argument_group("batch files and lm-eval (no live model)").add_argument
     add("--emit-batch", help="write pending probes as an OpenAI batch input file and exit")
     add("--ingest", help="read an OpenAI batch output file instead of calling a model")
     add("--emit-lm-eval-task", metavar="DIR", help="write the probes as an lm-eval task and exit")
@@ -277,10 +283,14 @@ def _backend_options(args: argparse.Namespace) -> Any:
 
 
 def _calibrate(args: argparse.Namespace, settings: Any) -> int:
-    from phaseaware.atomic import refuse_outputs_over_inputs, refuse_same_file
+    from phaseaware.atomic import (
+        ensure_output_folder,
+        refuse_outputs_over_inputs,
+        refuse_same_file,
+    )
     from phaseaware.calibration.backends.factory import run_names
+    from phaseaware.cli.flags import check_openai_server
     from phaseaware.cli.run_inputs import calibrate_inputs
-    from phaseaware.errors import FilePathError
     from phaseaware.filelock import hold_lock
     from phaseaware.profiles.registry import profile_filename
     from phaseaware.tokenizers import load_tokenizer
@@ -298,13 +308,10 @@ def _calibrate(args: argparse.Namespace, settings: Any) -> int:
     refuse_same_file(out, {"--log": log}, output_name="--out")
     outputs = {"--out": out, "--log": log, "--plot": args.plot, "--emit-batch": args.emit_batch}
     refuse_outputs_over_inputs(outputs, calibrate_inputs(args, tokenizer_spec=spec))
+    if args.backend == "openai" and not (args.emit_batch or args.ingest):
+        check_openai_server(args.base_url, api_key=options.api_key)  # 3 s, before any work
     tokenizer = load_tokenizer(spec)
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FilePathError(
-            f"cannot create folder {log.parent} for the calibration log: {exc.strerror or exc}"
-        ) from None
+    ensure_output_folder(log.parent, what="the calibration log")
     with hold_lock(log, what="calibration log"):  # a second run on this log fails here
         run = _run(args, settings, tokenizer, name, chat_format, log)
         if args.emit_batch or args.ingest:
@@ -351,7 +358,7 @@ def _probe(
     )
     from phaseaware.cli.calibrate_output import Progress
 
-    progress = Progress()
+    progress = Progress(log=log)
     try:
         result = run.run(backend, out_path=out, progress=progress)
     except KeyboardInterrupt:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 __all__ = ["Progress", "print_report"]
@@ -20,10 +21,13 @@ def print_report(result: Any, *, as_json: bool = False, plot: str | None = None)
 
 
 class Progress:
-    """A plain progress bar with ETA on stderr; silent when stderr is not a TTY."""
+    """A plain progress bar with ETA on stderr; silent when stderr is not a TTY. With
+    ``log``, its first call says (always) when the run resumes that log or reuses it whole."""
 
-    def __init__(self, *, label: str = "calibrate", unit: str = "probes") -> None:
-        self.label, self.unit = label, unit
+    def __init__(
+        self, *, label: str = "calibrate", unit: str = "probes", log: Path | None = None
+    ) -> None:
+        self.label, self.unit, self.log = label, unit, log
         self.tty = sys.stderr.isatty()
         self.start = time.monotonic()
         self.first_done: int | None = None
@@ -32,6 +36,13 @@ class Progress:
     def __call__(self, done: int, total: int, record: Any) -> None:
         if self.first_done is None:
             self.first_done, self.start = done, time.monotonic()
+            if self.log is not None and done:
+                saved = "all" if done >= total else f"{done} of {total}"
+                print(
+                    f"phaseaware: resuming {self.log}: {saved} {self.unit} already saved "
+                    "(--fresh starts over)",
+                    file=sys.stderr,
+                )
         self.done, self.total = done, total
         if not self.tty:
             return

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="prompt tokens every arrangement may use, template included",
     )
-    add("--backend", choices=("hf", "openai", "callable"), default="openai")
+    add("--backend", choices=("hf", "openai", "callable"), default="openai", help="model backend")
     add(
         "--model",
         help="openai: served model name; hf: folder, hf:<name> or .gguf (default: the "
@@ -54,8 +55,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add("--tokenizer", help="tokenizer spec (required for openai: the served model's)")
     add_chat_format(parser, help="chat format: none, chatml, hf, deepseek-v4, ... (default hf)")
-    add("--grader", default="exact", help="exact (default), contains, regex or module:function")
-    add("--max-tokens", type=integer(1, 100_000), default=64, help="tokens per answer")
+    add = parser.add_argument_group("answers, grading and output").add_argument
+    add(
+        "--grader",
+        default="exact",
+        help="exact (default: the completion's first line, normalised), contains, regex or "
+        "module:function",
+    )
+    add(
+        "--max-tokens",
+        type=integer(1, 100_000),
+        default=16,
+        help="tokens generated per answer: room for a short answer (exact grades the first "
+        "line; a model that goes on past its answer only costs time)",
+    )
     add("--repeat", action="store_true", help="phase-aware also restates the top evidence")
     add(
         "--arrangements",
@@ -63,12 +76,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "naive, lost-in-the-middle, phase-aware and the controls order-only, placebo)",
     )
     add("--alpha", type=fraction(low_open=True), default=0.05, help="test level (default 0.05)")
-    add("--log", help="answer log (JSONL); default ./phaseaware-compare/<model>.compare.jsonl")
+    add(
+        "--log",
+        help="answer log (JSONL); default ./phaseaware-compare/<model>.<questions>.compare.jsonl "
+        "(one log per model and questions file)",
+    )
     add("--fresh", action="store_true", help="discard the log and start over")
     add("--json", action="store_true", help="print one JSON document")
     add("--plot", help="save accuracy and evidence-residue charts (needs matplotlib)")
+    served = parser.add_argument_group("--backend openai (an OpenAI-compatible server)")
+    add = served.add_argument
     add_openai_backend(
-        parser, concurrency_help="requests in flight (questions sent together; default 4)"
+        served, concurrency_help="requests in flight (questions sent together; default 4)"
     )
     add(
         "--prompt-token-offset",
@@ -81,7 +100,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="openai: do not compare usage.prompt_tokens with phaseaware's count (unsafe)",
     )
-    add("--threads", type=integer(1, 4096), default=1, help="hf: torch CPU threads")
+    add = parser.add_argument_group("--backend hf (a local transformers model)").add_argument
+    add("--threads", type=integer(1, 4096), default=1, help="--backend hf: torch CPU threads")
 
 
 def _questions(args: argparse.Namespace) -> Any:
@@ -100,6 +120,7 @@ def _check(args: argparse.Namespace) -> None:
     from phaseaware.cli.run_inputs import compare_inputs
     from phaseaware.errors import InputError
     from phaseaware.extras import require_extra
+    from phaseaware.plots import plot_format
 
     if bool(args.questions) == bool(args.reference_questions):
         raise InputError("pass a questions file (JSONL) or --reference-questions (one of them)")
@@ -129,6 +150,8 @@ def _check(args: argparse.Namespace) -> None:
         refuse_same_file(value, others, output_name=flag)
     log = args.log or None  # the default log lives in its own folder
     refuse_outputs_over_inputs({"--log": log, "--plot": args.plot}, compare_inputs(args))
+    if args.plot:
+        plot_format(args.plot)  # an unknown extension fails now, not after every request
 
 
 def _arrangements(args: argparse.Namespace) -> tuple[str, ...]:
@@ -163,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
 def _backend(args: argparse.Namespace) -> tuple[Any, Any, str]:
     from phaseaware.calibration.backends.factory import BackendOptions, make_backend, run_names
     from phaseaware.cli.api_keys import api_key_from_args
+    from phaseaware.cli.flags import check_openai_server
     from phaseaware.endpoints.request_settings import chat_template_kwargs
     from phaseaware.errors import InputError
     from phaseaware.tokenizers import load_tokenizer
@@ -184,6 +208,8 @@ def _backend(args: argparse.Namespace) -> tuple[Any, Any, str]:
         if args.backend == "openai"
         else None,
     )
+    if args.backend == "openai":  # 3 s, before any work: not the client's minute of retries
+        check_openai_server(args.base_url, api_key=options.api_key)
     default_model = None
     if args.backend == "hf" and args.model is None:
         from phaseaware.reference.load import reference_model_source
@@ -200,6 +226,16 @@ def _backend(args: argparse.Namespace) -> tuple[Any, Any, str]:
     return backend, tokenizer, name
 
 
+def default_log(model: str, questions: str | None) -> Path:
+    """``./phaseaware-compare/<model>.<questions file stem>.compare.jsonl``: a second
+    questions file gets its own log (``--reference-questions``: ``reference``)."""
+    from phaseaware.profiles.registry import profile_filename
+
+    safe = re.sub(r"[^A-Za-z0-9.+-]+", "-", Path(questions).stem).strip("-.") if questions else ""
+    stem = safe or ("questions" if questions else "reference")
+    return DEFAULT_FOLDER / f"{Path(profile_filename(model)).stem}.{stem}.compare.jsonl"
+
+
 def compare(
     args: argparse.Namespace, questions: Any, grader: Any, backend: Any, tokenizer: Any, name: str
 ) -> Any:
@@ -211,7 +247,7 @@ def compare(
     from phaseaware.compare.report import compare_report
     from phaseaware.compare.run import CompareSettings, run_compare
     from phaseaware.errors import PhaseawareWarning
-    from phaseaware.profiles.registry import get_profile, profile_filename
+    from phaseaware.profiles.registry import get_profile
 
     chat_format = args.chat_format or "hf"
     profile = get_profile(args.profile)
@@ -237,12 +273,8 @@ def compare(
         repeat=settings.repeat,
         position_offset=args.prompt_token_offset,
     )
-    log = (
-        Path(args.log)
-        if args.log
-        else DEFAULT_FOLDER / (Path(profile_filename(name)).stem + ".compare.jsonl")
-    )
-    progress = Progress(label="compare", unit="answers")
+    log = Path(args.log) if args.log else default_log(name, args.questions)
+    progress = Progress(label="compare", unit="answers", log=log)
     try:
         result = run_compare(
             questions=questions,

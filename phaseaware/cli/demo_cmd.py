@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from phaseaware.cli.calibrate_output import Progress, print_report
     from phaseaware.demo.run import DemoSettings, run_demo
+    from phaseaware.errors import FileBusyError
 
     settings = DemoSettings(
         questions=args.questions,
@@ -79,12 +80,19 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print_report(calibration)
 
-    result = run_demo(
-        settings,
-        on_stage=lambda message: print(message, file=sys.stderr),
-        on_calibrated=on_calibrated,
-        on_progress=lambda step, done, total: bars[step](done, total, None),
-    )
+    try:
+        result = run_demo(
+            settings,
+            on_stage=lambda message: print(message, file=sys.stderr),
+            on_calibrated=on_calibrated,
+            on_progress=lambda step, done, total: bars[step](done, total, None),
+        )
+    except FileBusyError as exc:  # another demo writes to the same folder
+        busy = str(exc).split("; ")[0]
+        raise FileBusyError(
+            f"{busy}: another `phaseaware demo` is using --out {args.out}; wait for it to "
+            "finish, or give this one another folder with --out DIR"
+        ) from None
     bars["compare"].finish()
     if args.json:
         print(json.dumps(result.summary(), indent=2))

@@ -12,10 +12,19 @@ import argparse
 
 from phaseaware.cli.argtypes import integer, seconds
 
-__all__ = ["add_chat_format", "add_openai_backend", "add_trust_flag"]
+#: A parser or one of its argument groups (``--help`` lists a group under its title).
+Flags = argparse.ArgumentParser | argparse._ArgumentGroup
+
+__all__ = [
+    "add_chat_format",
+    "add_openai_backend",
+    "add_trust_flag",
+    "check_openai_server",
+    "check_server",
+]
 
 
-def add_chat_format(parser: argparse.ArgumentParser, *, help: str, required: bool = False) -> None:
+def add_chat_format(parser: Flags, *, help: str, required: bool = False) -> None:
     """``--chat-format F`` (into ``args.chat_format``; ``required``: it must be given)."""
     parser.add_argument(
         "--chat-format", dest="chat_format", metavar="F", required=required, help=help
@@ -33,7 +42,7 @@ def add_trust_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_openai_backend(parser: argparse.ArgumentParser, *, concurrency_help: str) -> None:
+def add_openai_backend(parser: Flags, *, concurrency_help: str) -> None:
     """The flags of ``--backend openai`` (an OpenAI-compatible server, official client)."""
     add = parser.add_argument
     add("--base-url", help="--backend openai: server URL, e.g. http://localhost:8000/v1")
@@ -57,3 +66,27 @@ def add_openai_backend(parser: argparse.ArgumentParser, *, concurrency_help: str
         default=5,
         help="--backend openai: retries of 408/409/429/5xx/timeouts per request (default 5)",
     )
+
+
+def check_server(base_url: str | None, *, error: type[Exception]) -> None:
+    """Raise ``error`` naming the command that starts a server when nothing accepts a
+    connection at ``base_url`` within 3 s (before the command's work, and before the
+    client's retries of a refused connection)."""
+    from phaseaware.httpclient import START_A_SERVER, unreachable
+    from phaseaware.redact import redact_url
+
+    if not base_url:
+        return
+    why = unreachable(base_url)
+    if why is not None:
+        raise error(f"cannot reach the server at {redact_url(base_url)} ({why}): {START_A_SERVER}")
+
+
+def check_openai_server(base_url: str | None, *, api_key: str | None) -> None:
+    """``--backend openai`` before any work: the key first (one no header can carry is
+    named, as the backend would), then :func:`check_server`."""
+    from phaseaware.calibration.backends.openai import resolve_api_key
+    from phaseaware.errors import BackendError
+
+    resolve_api_key(api_key)
+    check_server(base_url, error=BackendError)

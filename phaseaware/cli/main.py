@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import os
 import sys
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="phaseaware",
         description="Phase-aware, token-exact context assembly for chunk-compressed LLMs.",
+        allow_abbrev=False,
     )
     parser.add_argument("-V", "--version", action="version", version=f"phaseaware {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -53,15 +55,78 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name == module_name:
                 continue  # command not built yet
             raise
-        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        cmd = sub.add_parser(
+            module.NAME,
+            help=module.HELP,
+            description=module.HELP,
+            allow_abbrev=False,  # a flag is spelt out: no silent prefixes
+            formatter_class=DefaultsHelpFormatter,
+        )
         module.configure(cmd)
+        cmd.usage = short_usage(cmd)
         cmd.set_defaults(_run=module.run)
     return parser
 
 
+def short_usage(parser: argparse.ArgumentParser) -> str | None:
+    """``prog [required flags] [options] positionals``: one line, not every flag (``--help``
+    lists them in groups); ``None`` (argparse's own) for a command with subcommands."""
+    words, positionals = [parser.prog], []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return None
+        if not action.option_strings:
+            name = action.metavar or action.dest
+            positionals.append(f"[{name}]" if action.nargs in ("?", "*") else str(name))
+        elif action.required:
+            words.append(f"{action.option_strings[0]} {action.metavar or action.dest.upper()}")
+    return " ".join([*words, "[options]", *positionals])
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """``--help`` shows every default: ``(default: X)`` after a help text that names none
+    (flags off by default and unset optional values show nothing)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text.lower()
+            or default is None
+            or default is False
+            or default == argparse.SUPPRESS
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse; a flag the command does not know is refused with the COMMAND's usage and the
+    nearest flag it has (argparse alone prints the top-level usage for it)."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        command = sub.choices[args.command]
+        command.error(unrecognized(extras, command))
+    return args
+
+
+def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """``unrecognized arguments: X`` with ``did you mean --Y?`` for the first unknown flag."""
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    flags = [word.split("=")[0] for word in extras if word.startswith("-")]
+    known = [f for f in parser._option_string_actions if f.startswith("--")]
+    for flag in flags:
+        near = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+        if near:
+            return f"{message}; did you mean {near[0]}?"
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     with contextlib.ExitStack() as stack:
         if getattr(args, "trust_profiles", False):
             from phaseaware.profiles.trust import trusting_profiles

@@ -47,9 +47,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from phaseaware.cli.api_keys import read_key_file
+    from phaseaware.cli.flags import check_server
     from phaseaware.endpoints import probe_endpoint
     from phaseaware.endpoints.record import record_path
-    from phaseaware.errors import InputError
+    from phaseaware.errors import EndpointError, InputError
 
     key = (
         read_key_file(args.api_key_file, error=InputError)
@@ -63,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
         refuse_outputs_over_inputs(
             output, {f"--api-key-file {args.api_key_file}": args.api_key_file}
         )
+    if key is None:  # an unusable key in the environment is named before the network
+        from phaseaware.credentials import api_key_from_env
+        from phaseaware.endpoints.probe import API_KEY_ENV_VARS
+
+        api_key_from_env(API_KEY_ENV_VARS, error=EndpointError)
+    check_server(args.base_url, error=EndpointError)  # 3 s: nothing listening, say so
     record = probe_endpoint(
         base_url=args.base_url, model=args.model, tokenizer=args.tokenizer,
         chat_format=args.chat_format, api_key=key, mode=args.mode, rounds=args.rounds,

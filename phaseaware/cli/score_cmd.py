@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,14 @@ HELP = "Score an eval log (lm-eval, RULER, HELMET, NIAH, JSONL) by key residue."
 FORMAT_NAMES = ("lm-eval", "ruler", "helmet", "niah", "opencompass", "jsonl")
 
 
-def _regex(text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"invalid --key-regex {text!r}: {exc}") from None
+def _regex(text: str) -> Any:
+    from phaseaware.errors import InputError
+    from phaseaware.regexes import compile_untrusted
+
+    try:  # every search under a time limit: the needles are the log's text
+        return compile_untrusted(text, source="--key-regex")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -80,6 +82,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=_regex,
         help="the key is the first token of this match inside the needle (its first group "
         "if it has one) instead of the needle's first token",
+    )
+    add(
+        "--max-line-mb",
+        type=integer(1, 1 << 20),
+        help="the largest JSONL line read, in MiB (default 256); its parse may take 4x that "
+        "in memory, a longer or denser line is skipped",
+    )
+    add(
+        "--max-document-mb",
+        type=integer(1, 1 << 20),
+        help="the largest JSON document (HELMET, NIAH) or NIAH context file read, in MiB "
+        "(default 1024); its parse may take 4x that in memory",
     )
     add("--lm-eval-filter", help="lm-eval: the filter whose records to score")
     add("--contexts", help="niah: the saved-context folder (default: ../contexts)")
@@ -158,6 +172,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     (``--profile-out LOG`` would replace the eval log it was built from)."""
     from phaseaware.atomic import check_output_path, refuse_outputs_over_inputs, refuse_same_file
     from phaseaware.cli.run_inputs import score_inputs
+    from phaseaware.plots import plot_format
 
     outputs = {"--profile-out": args.profile_out, "--plot": args.plot}
     for value in outputs.values():
@@ -166,6 +181,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if args.profile_out and args.plot:
         refuse_same_file(args.plot, {"--profile-out": args.profile_out}, output_name="--plot")
     refuse_outputs_over_inputs(outputs, score_inputs(args))
+    if args.plot:
+        plot_format(args.plot)  # an unknown extension fails now, not after --profile-out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -190,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
         contexts=Path(args.contexts) if args.contexts else None,
         question=args.question,
         lm_eval_filter=args.lm_eval_filter,
+        max_line_bytes=None if args.max_line_mb is None else args.max_line_mb << 20,
+        max_document_bytes=None if args.max_document_mb is None else args.max_document_mb << 20,
     )
     result = score_log(
         args.log,

@@ -2,11 +2,15 @@
 
 * ``exact`` (default): normalised exact match, as SQuAD scores it: lower case,
   punctuation and the articles a/an/the removed, whitespace collapsed; right
-  when the completion equals any accepted answer so normalised;
+  when the completion's first non-empty line equals any accepted answer so
+  normalised (a model asked for a short answer gives it on the first line; what
+  follows is the model going on until ``--max-tokens``, as lm-eval's
+  ``until: ["\n"]`` stops it);
 * ``contains``: the normalised answer occurs in the normalised completion as
   whole words;
 * ``regex``: each accepted answer is a regular expression searched in the raw
-  completion (case-insensitive);
+  completion (case-insensitive), each search under a time limit
+  (:data:`phaseaware.regexes.SEARCH_SECONDS`);
 * ``module:function``: ``function(completion, answers) -> bool``, imported
   once; anything else it returns or raises is refused with the grader named.
 """
@@ -19,8 +23,9 @@ import string
 from collections.abc import Callable, Sequence
 
 from phaseaware.errors import InputError
+from phaseaware.regexes import compile_untrusted
 
-__all__ = ["Grader", "BUILTIN_GRADERS", "normalize_answer", "load_grader"]
+__all__ = ["Grader", "BUILTIN_GRADERS", "first_line", "normalize_answer", "load_grader"]
 
 Grader = Callable[[str, Sequence[str]], bool]
 BUILTIN_GRADERS = ("exact", "contains", "regex")
@@ -35,8 +40,13 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", lowered).split())
 
 
+def first_line(completion: str) -> str:
+    """The completion's first non-empty line (the answer ``exact`` grades)."""
+    return next((line for line in completion.splitlines() if line.strip()), "")
+
+
 def _exact(completion: str, answers: Sequence[str]) -> bool:
-    got = normalize_answer(completion)
+    got = normalize_answer(first_line(completion))
     return any(got == normalize_answer(a) for a in answers)
 
 
@@ -46,7 +56,12 @@ def _contains(completion: str, answers: Sequence[str]) -> bool:
 
 
 def _regex(completion: str, answers: Sequence[str]) -> bool:
-    return any(re.search(a, completion, flags=re.IGNORECASE) for a in answers)
+    # answers (the questions file) and completions (the model) are both untrusted: every
+    # search is bounded in time and a pattern past the limit is an error naming it
+    return any(
+        compile_untrusted(a, source="--grader regex answer", ignore_case=True).search(completion)
+        for a in answers
+    )
 
 
 def _external(spec: str) -> Grader:
@@ -98,6 +113,6 @@ def check_regex_answers(answers: Sequence[str], *, where: str) -> None:
     """Refuse an accepted answer that is not a valid regular expression (``--grader regex``)."""
     for a in answers:
         try:
-            re.compile(a)
-        except re.error as exc:
-            raise InputError(f"{where}: answer {a!r} is not a regular expression ({exc})") from None
+            compile_untrusted(a, source="answer", ignore_case=True)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from phaseaware.atomic import atomic_write_text, check_output_path
+from phaseaware.atomic import atomic_write_text, check_output_path, ensure_output_folder
 from phaseaware.errors import LogError
 from phaseaware.filelock import hold_lock
 from phaseaware.userfiles import LARGE_FILE, read_user_bytes
@@ -112,7 +112,7 @@ class AnswerRecord:
 def _read(path: Path) -> tuple[dict[str, Any], list[AnswerRecord], int]:
     data = read_user_bytes(path, what="compare log", max_bytes=LARGE_FILE, error=LogError)
     good_end = data.rfind(b"\n") + 1
-    lines = data[:good_end].splitlines()
+    lines = data[:good_end].split(b"\n")[:-1]  # \n only: JSONL's own line break
     try:
         header = json.loads(lines[0]) if lines else None
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -165,7 +165,7 @@ def open_compare_log(
 ) -> CompareLog:
     """Create, resume or (``fresh``) restart the log at ``path`` for ``header``'s run."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    ensure_output_folder(target.parent, what="the compare log")
     check_output_path(target)
     lock = contextlib.ExitStack()
     lock.enter_context(hold_lock(target, what="compare log"))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.errors import InputError
-from phaseaware.userfiles import parse_json_document, read_user_text
+from phaseaware.userfiles import jsonl_lines, parse_json_document, read_user_text
 
 __all__ = ["CompareQuestion", "read_questions", "questions_digest", "MAX_QUESTION_FILE"]
 
@@ -119,7 +119,7 @@ def read_questions(path: str | os.PathLike[str]) -> list[CompareQuestion]:
     text = read_user_text(path, what="questions file", max_bytes=MAX_QUESTION_FILE)
     questions: list[CompareQuestion] = []
     seen: set[str] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         where = f"{name} line {number}"

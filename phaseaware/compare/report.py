@@ -36,7 +36,9 @@ from phaseaware.compare.questions import CompareQuestion
 from phaseaware.compare.run import CompareRun
 from phaseaware.compare.verdict import CompareVerdict, compare_verdict, format_p_value
 from phaseaware.errors import InputError, MissingExtraError
+from phaseaware.extras import missing_message
 from phaseaware.intervals import wilson_interval
+from phaseaware.plots import plot_format
 from phaseaware.serialize import to_plain
 
 __all__ = ["ArrangementRow", "PairedTest", "CompareReport", "compare_report", "save_plot"]
@@ -368,7 +370,7 @@ def save_plot(report: CompareReport, path: str | Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise MissingExtraError("--plot needs matplotlib: pip install 'phaseaware[plot]'") from None
+        raise MissingExtraError(missing_message("matplotlib", what="--plot")) from None
     rows = report.rows
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     names = [r.arrangement for r in rows]
@@ -388,7 +390,7 @@ def save_plot(report: CompareReport, path: str | Path) -> None:
     right.legend(fontsize=8)
     fig.tight_layout()
     buffer = io.BytesIO()
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    fmt = plot_format(path)
     fig.savefig(buffer, dpi=120, format=fmt)
     plt.close(fig)
     atomic_write_bytes(path, buffer.getvalue())

@@ -145,7 +145,7 @@ def likely_cause(
     tokenizer: Tokenizer, server: Sequence[int], local: Sequence[int], *, thinking: bool
 ) -> str:
     """A sentence naming the probable cause of ``server != local`` and its fix."""
-    server_text = tokenizer.decode(list(server))
+    server_text = _decoded(tokenizer, server)
     local_text = tokenizer.decode(list(local))
     flip = "--no-thinking" if thinking else "--thinking"
     if "Reasoning Effort" in server_text and "Reasoning Effort" not in local_text:
@@ -248,8 +248,20 @@ def thinking_distinguished(
     return True, None
 
 
+def _decoded(tokenizer: Tokenizer, ids: Sequence[int]) -> str:
+    """The server's ids as text; ``""`` for ids the tokenizer cannot decode (outside its
+    vocabulary: the message then names the id alone)."""
+    try:
+        return tokenizer.decode(list(ids))
+    except Exception:  # each tokenizer fails its own way (KeyError, OverflowError, ...)
+        return ""
+
+
 def _piece(tokenizer: Tokenizer, ids: Sequence[int], j: int) -> str:
-    return f"id {ids[j]} {tokenizer.decode([ids[j]])!r}" if j < len(ids) else "(end)"
+    if j >= len(ids):
+        return "(end)"
+    text = _decoded(tokenizer, [ids[j]])
+    return f"id {ids[j]} {text!r}" if text else f"id {ids[j]}"
 
 
 def compare_tokens(
@@ -259,9 +271,11 @@ def compare_tokens(
     *,
     url: str,
     thinking: bool = False,
+    source: str = "/tokenize",
 ) -> int:
     """The offset when ``server`` ends with ``local``; else ``TemplateMismatchError`` naming
-    the first differing token (at the alignment that agrees longest)."""
+    the first differing token (at the alignment that agrees longest). ``source`` names the
+    route the server's ids came from (``/tokenize`` or the render endpoint)."""
     extra = len(server) - len(local)
     if extra >= 0 and list(server[extra:]) == list(local):
         return extra
@@ -273,7 +287,7 @@ def compare_tokens(
         best = max(best, (j, shift))
     j, shift = best
     raise TemplateMismatchError(
-        f"/tokenize of {url} differs from phaseaware's rendering at token {j} of phaseaware's "
+        f"{source} of {url} differs from phaseaware's rendering at token {j} of phaseaware's "
         f"prompt (server token {shift + j}): the server has {_piece(tokenizer, server, shift + j)}"
         f", phaseaware has {_piece(tokenizer, local, j)}; "
         + likely_cause(tokenizer, server, local, thinking=thinking)

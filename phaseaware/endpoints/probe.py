@@ -76,6 +76,7 @@ from phaseaware.endpoints.tool_arguments import (
     tool_argument_lengths,
 )
 from phaseaware.endpoints.usage import check_prompt_tokens
+from phaseaware.endpoints.values import check_token_count
 from phaseaware.errors import EndpointError, InputError, PhaseawareWarning
 from phaseaware.httpclient import failure_message, openai_client
 from phaseaware.tokenizers import load_tokenizer
@@ -154,12 +155,12 @@ def _send(
         seen.fingerprint = _text(getattr(response, "system_fingerprint", None)) or seen.fingerprint
     usage = getattr(response, "usage", None)
     reported = getattr(usage, "prompt_tokens", None)
-    if not isinstance(reported, int):
+    if reported is None:
         raise EndpointError(
             f"{url} reports no usage.prompt_tokens, so the offset cannot be counted; use a "
             "server that reports usage, or one with /tokenize (exact mode)"
         )
-    return reported
+    return check_token_count(reported, source=url)
 
 
 def _text(value: object) -> str | None:
@@ -315,14 +316,15 @@ def probe_endpoint(
                     stated = ChatSettings(thinking=thinking, effort_budgets=table)
                     prompts = probe_prompts(tok, chat_format, settings=stated)
             found = {compare_tokens(server_ids(client, model, p, base, kwargs, route, tok),
-                                    p.ids, tok, url=url, thinking=thinking)
+                                    p.ids, tok, url=url, thinking=thinking,
+                                    source=route.label)
                      for p in (prompts[1], prompts[-1])}  # fmt: skip
             requests += 2
             exact = min(found)
             if len(found) > 1:
                 raise TemplateMismatchError(
-                    f"/tokenize of {url} puts {sorted(found)} tokens before probes that differ "
-                    "only in content: check --chat-format"
+                    f"{route.label} of {url} puts {sorted(found)} tokens before probes that "
+                    "differ only in content: check --chat-format"
                 )
             check = check_prompt_tokens(
                 planned_tokens=len(prompts[1].ids),
@@ -340,7 +342,7 @@ def probe_endpoint(
                     requests += 1
             elif mode == "exact":
                 raise EndpointError(
-                    f"/tokenize of {url} shows offset {exact} but the chat route counted "
+                    f"{route.label} of {url} shows offset {exact} but the chat route counted "
                     f"{check.observed_offset}: the server adds text at chat time; rerun with "
                     "--mode count"
                 )

@@ -41,6 +41,11 @@ class IdsRoute:
     note: str | None = None
     failed: int = 0  # render requests that found no route (counted in the record's probes)
 
+    @property
+    def label(self) -> str:
+        """Where the server's ids came from, for messages."""
+        return "the render endpoint" if self.name == "render" else "/tokenize"
+
 
 def server_ids(
     client: openai.OpenAI,

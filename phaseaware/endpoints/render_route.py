@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from phaseaware.endpoints.record import redact_url
+from phaseaware.endpoints.values import check_token_ids, offset_pairs
 from phaseaware.errors import EndpointError
+from phaseaware.httpclient import failure_message
 from phaseaware.tokenizers.base import TokenizedText
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +61,7 @@ class RenderedIds:
 
     ids: tuple[int, ...]
     offsets: tuple[tuple[int, int], ...] | None
+    offsets_problem: str | None = None  # why the server's token_offsets were not usable
 
 
 def render_url(base: str) -> str:
@@ -102,17 +105,17 @@ def render_ids(
             f"{RENDER_PATH} {why} at {redact_url(base)} (HTTP {exc.status_code}){hint}"
         ) from None
     except openai.APIError as exc:
+        raise EndpointError(failure_message(exc, redact_url(url))) from None
+    except ValueError as exc:  # a body labelled JSON that is not JSON
         raise EndpointError(f"{redact_url(url)} failed ({type(exc).__name__})") from None
     if not isinstance(doc, dict):
         raise RenderUnavailable(f"{RENDER_PATH} at {redact_url(base)} returned no JSON object")
-    ids = doc.get("token_ids")
-    if not isinstance(ids, list) or not all(isinstance(t, int) for t in ids):
+    raw_ids = doc.get("token_ids")
+    if not isinstance(raw_ids, list):
         raise RenderUnavailable(f"{RENDER_PATH} at {redact_url(base)} returned no token_ids")
-    raw = doc.get("token_offsets")
-    offsets = None
-    if isinstance(raw, list) and len(raw) == len(ids):
-        offsets = tuple((int(s), int(e)) for s, e in raw)
-    return RenderedIds(tuple(ids), offsets)
+    ids = check_token_ids(raw_ids, source=f"{RENDER_PATH} at {redact_url(base)}")
+    offsets, problem = offset_pairs(doc.get("token_offsets"), count=len(ids))
+    return RenderedIds(tuple(ids), offsets, offsets_problem=problem or None)
 
 
 def check_offsets(local: TokenizedText, server: RenderedIds) -> str:
@@ -124,6 +127,8 @@ def check_offsets(local: TokenizedText, server: RenderedIds) -> str:
     span; a character split across byte-level tokens is every piece's span; ``(0, 0)``
     marks a token the tokenizer added, with no characters).
     """
+    if server.offsets_problem is not None:
+        return f"token offsets: not used ({server.offsets_problem})"
     if server.offsets is None:
         return (
             "token offsets: none returned (vLLM computes them only where the renderer has an "

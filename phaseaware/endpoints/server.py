@@ -44,6 +44,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from phaseaware.endpoints.record import EndpointRecord
+from phaseaware.endpoints.values import shown_text
 from phaseaware.errors import PhaseawareWarning
 from phaseaware.tokenizers.base import ChatTemplateTokenizer, Tokenizer
 
@@ -79,7 +80,7 @@ def _get(client: openai.OpenAI, url: str) -> object:
 
     try:
         return client.with_options(max_retries=0, timeout=10.0).get(url, cast_to=object)
-    except openai.APIError:
+    except (openai.APIError, ValueError):  # ValueError: a body that is not JSON
         return None
 
 
@@ -97,14 +98,18 @@ def _identify(client: openai.OpenAI, base: str) -> tuple[ServerIdentity | None, 
     title = info.get("title") if isinstance(info, dict) else None
     if isinstance(title, str) and LLAMA_CPP_PYTHON_TITLE in title:
         version = info.get("version") if isinstance(info, dict) else None
-        name = f"llama-cpp-python {version}" if isinstance(version, str) else "llama-cpp-python"
+        name = (  # the server's own words: escaped, cut, before they reach a terminal
+            f"llama-cpp-python {shown_text(version, limit=80)}"
+            if isinstance(version, str)
+            else "llama-cpp-python"
+        )
         return ServerIdentity(name), 1
     props = _get(client, root + "/props")
     build = props.get("build_info") if isinstance(props, dict) else None
     if isinstance(props, dict) and isinstance(build, str) and build:
         template = props.get("chat_template")
         served = template if isinstance(template, str) and template else None
-        return ServerIdentity(f"llama.cpp llama-server {build}", served), 2
+        return ServerIdentity(f"llama.cpp llama-server {shown_text(build, limit=80)}", served), 2
     requests = 2
     for route in ("/server_info", "/get_server_info"):
         info = _get(client, root + route)
@@ -112,14 +117,15 @@ def _identify(client: openai.OpenAI, base: str) -> tuple[ServerIdentity | None, 
         if isinstance(info, dict):
             version = info.get("version")
             if isinstance(version, str) and version and "model_path" in info:
-                return ServerIdentity(f"sglang {version}", renderer="sglang"), requests
+                shown = shown_text(version, limit=80)  # the server's words: escaped, cut
+                return ServerIdentity(f"sglang {shown}", renderer="sglang"), requests
             break  # answered, but not as SGLang does
     version = _get(client, root + "/version")
     requests += 1
     if isinstance(version, dict) and set(version) == {"version"}:
         number = version["version"]
         if isinstance(number, str) and number:
-            return ServerIdentity(f"vllm {number}"), requests
+            return ServerIdentity(f"vllm {shown_text(number, limit=80)}"), requests
     return None, requests
 
 

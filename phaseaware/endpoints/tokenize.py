@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from phaseaware.endpoints.record import redact_url
+from phaseaware.endpoints.values import check_token_ids
 from phaseaware.errors import EndpointError
 
 if TYPE_CHECKING:
@@ -56,11 +57,11 @@ def server_token_ids(
             doc = client.post(url, body=body, cast_to=object)
         except openai.NotFoundError:
             continue
-        except openai.APIError as exc:
+        except (openai.APIError, ValueError) as exc:  # ValueError: a body that is not JSON
             raise TokenizeUnavailable(
                 f"/tokenize at {redact_url(url)} failed ({type(exc).__name__})"
             ) from None
-        tokens = _tokens(doc)
+        tokens = _tokens(doc, source=f"/tokenize at {redact_url(url)}")
         if tokens is None:
             raise TokenizeUnavailable(f"/tokenize at {redact_url(url)} returned no token list")
         if tokens or (messages is None and not text):
@@ -71,10 +72,12 @@ def server_token_ids(
     raise TokenizeUnavailable(f"{redact_url(base)} has no /tokenize route")
 
 
-def _tokens(doc: object) -> list[int] | None:
+def _tokens(doc: object, *, source: str) -> list[int] | None:
+    """The ``tokens`` list of ``doc``, every one a token id (else :class:`EndpointError`
+    naming the value); ``None`` when there is no list."""
     tokens = doc.get("tokens") if isinstance(doc, dict) else None
-    if isinstance(tokens, list) and all(isinstance(t, int) for t in tokens):
-        return tokens
+    if isinstance(tokens, list):
+        return check_token_ids(tokens, source=source)
     return None
 
 
@@ -111,12 +114,12 @@ def _llama_server_ids(
             body={"content": prompt, "add_special": True, "parse_special": True},
             cast_to=object,
         )
-    except openai.APIError as exc:
+    except (openai.APIError, ValueError) as exc:  # ValueError: a body that is not JSON
         raise TokenizeUnavailable(
             f"{empty}; llama.cpp's /apply-template and /tokenize of content failed "
             f"({type(exc).__name__}): probe with --mode count"
         ) from None
-    tokens = _tokens(doc)
+    tokens = _tokens(doc, source=f"/tokenize of content at {redact_url(root)}")
     if not tokens:
         raise TokenizeUnavailable(f"{empty}, also for content: probe with --mode count")
     return tokens

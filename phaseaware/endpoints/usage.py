@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from phaseaware.endpoints.values import MAX_TOKEN_ID
 from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftError
 
 __all__ = [
@@ -186,8 +187,8 @@ def reported_prompt_ids(response: Any) -> tuple[int, ...] | None:
         if isinstance(choices, Sequence) and not isinstance(choices, str) and choices:
             value = _extra(choices[0], "prompt_token_ids")
     if isinstance(value, list) and all(
-        isinstance(t, int) and not isinstance(t, bool) for t in value
-    ):
+        type(t) is int and 0 <= t <= MAX_TOKEN_ID for t in value
+    ):  # a bool, a negative or a 20-digit "id" is no token id: the list is not used
         return tuple(value)
     return None
 
@@ -238,7 +239,7 @@ def reported_prompt_tokens(response: Any) -> int | None:
         if isinstance(usage, Mapping)
         else getattr(usage, "prompt_tokens", None)
     )
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if type(value) is int and value >= 0 else None  # a bool is no count
 
 
 def _field(response: Any, name: str) -> str | None:

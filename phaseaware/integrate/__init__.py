@@ -70,6 +70,7 @@ from phaseaware.integrate.agent import (
     MessageMemo,
     ParallelToolResultsWarning,
     SentMemory,
+    UnalignedToolResultWarning,
     align_step,
     model_view,
     question_of,
@@ -128,7 +129,7 @@ from phaseaware.integrate.records import (
     record_index,
     relevance_scores,
 )
-from phaseaware.integrate.reorder import reorder_profile, reorder_records
+from phaseaware.integrate.reorder import UnusableScoreWarning, reorder_profile, reorder_records
 from phaseaware.integrate.report import (
     PlacedRecord,
     placed_records,
@@ -183,6 +184,7 @@ __all__ = [
     "MessageMemo",
     "ParallelToolResultsWarning",
     "SentMemory",
+    "UnalignedToolResultWarning",
     "align_step",
     "model_view",
     "question_of",
@@ -218,6 +220,7 @@ __all__ = [
     "rank_records",
     "reorder_profile",
     "reorder_records",
+    "UnusableScoreWarning",
     "reported_identity",
     "resolve_options",
     "resolve_settings",

@@ -9,7 +9,10 @@ below is policy, the same for every adapter:
   tool result since the last assistant turn. Several results after one assistant turn
   (parallel tool calls) are sent as they are, with one :class:`ParallelToolResultsWarning`
   per adapter: append alignment places one new message after the text the server holds,
-  and a second result would rewrite the first one's turn.
+  and a second result would rewrite the first one's turn. A result the step cannot align
+  because of what the model made (a tool call that does not pair with its result, a
+  control string the model copied into its arguments: untrusted text like any other) is
+  sent as it is too, with one :class:`UnalignedToolResultWarning` naming the cause.
 - **Its documents.** The records the adapter found for it (a LangChain tool's ``artifact``,
   the nodes a LlamaIndex retriever tool registered), else its text split on
   :attr:`AgentPolicy.document_separator` (scoreless: retrieval order).
@@ -38,7 +41,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
 from phaseaware.assembly.report.result import AssemblyResult
-from phaseaware.errors import InputError, PhaseawareWarning
+from phaseaware.chat.errors import MessageError
+from phaseaware.errors import ControlTokenError, InputError, PhaseawareWarning
 from phaseaware.integrate.calls import append_records
 from phaseaware.integrate.records import SourceRecord
 from phaseaware.integrate.report import placement_report
@@ -53,6 +57,7 @@ __all__ = [
     "MessageMemo",
     "ParallelToolResultsWarning",
     "SentMemory",
+    "UnalignedToolResultWarning",
     "align_step",
     "model_view",
     "question_of",
@@ -70,6 +75,11 @@ ToolSchemas = Literal["rendered", "not_rendered"]
 
 class ParallelToolResultsWarning(PhaseawareWarning):
     """Several tool results after one assistant turn: sent unaligned (see the module doc)."""
+
+
+class UnalignedToolResultWarning(PhaseawareWarning):
+    """A tool result the step cannot align (a malformed tool call the model made, a control
+    string the model copied into its tool arguments): sent unaligned, the cause named."""
 
 
 @dataclass(frozen=True)
@@ -223,9 +233,11 @@ def model_view(messages: Sequence[Mapping[str, Any]], tool_role: ToolRole) -> li
 def _tool_name(messages: Sequence[Mapping[str, Any]], call_id: object, last: int) -> str | None:
     """The function name of the assistant's tool call ``call_id`` (before ``last``)."""
     for message in reversed(messages[:last]):
-        for call in message.get("tool_calls") or ():
-            if call.get("id") == call_id:
-                return str((call.get("function") or {}).get("name"))
+        calls = message.get("tool_calls") or ()
+        for call in calls if isinstance(calls, list | tuple) else ():
+            if isinstance(call, Mapping) and call.get("id") == call_id:
+                function = call.get("function")  # the model made it: any shape
+                return str(function.get("name")) if isinstance(function, Mapping) else None
     return None
 
 
@@ -305,13 +317,23 @@ def align_step(
         new = {"role": "user", "content": policy.message_template}
     else:
         new["tool_call_id"] = message.get("tool_call_id")
-    result = append_records(
-        records,
-        target=plan_target,
-        sent=model_view(messages[:index], policy.tool_role),
-        new=new,
-        question=question_of(messages[: index + 1]),
-    )
+    try:
+        result = append_records(
+            records,
+            target=plan_target,
+            sent=model_view(messages[:index], policy.tool_role),
+            new=new,
+            question=question_of(messages[: index + 1]),
+        )
+    except (MessageError, ControlTokenError) as exc:
+        # the conversation holds what the model made (its tool calls and their arguments):
+        # untrusted text that must not stop the agent; this result goes out as it is
+        warnings.warn(
+            f"a tool result is sent unaligned: {exc}",
+            UnalignedToolResultWarning,
+            stacklevel=3,
+        )
+        return None
     if result is None or result.messages is None:
         return None
     content = str(result.messages[-1]["content"])

@@ -231,6 +231,13 @@ def profile_path(name_or_path: str | os.PathLike[str]) -> Path:
     """The file ``get_profile(name_or_path)`` reads: the path as given, or the registered
     file for a model name (``ProfileNotFoundError`` when there is none)."""
     text = os.fspath(name_or_path)
+    if text.endswith(".jsonl"):  # a calibration or compare log is not a profile
+        stem = Path(text).name.removesuffix(".jsonl").removesuffix(".calibration")
+        raise ProfileNotFoundError(
+            f"{text} is a log (JSONL), not a profile: pass the profile file calibrate wrote "
+            f"next to its log ({stem}.json; calibrate prints its path), or finish the "
+            f"calibration with `phaseaware calibrate ... --log {text}`"
+        )
     if isinstance(name_or_path, str) and not _looks_like_path(text):
         return find_profile(text).path
     candidate = Path(text).expanduser()

@@ -7,12 +7,14 @@ transformers' Auto registries when first needed, so that
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from phaseaware.calibration.backends.hf import HFModelSource
 from phaseaware.errors import PhaseawareError
-from phaseaware.extras import install_line
+from phaseaware.extras import install_line, missing_message
 from phaseaware.reference.paths import MODEL_NAME, model_dir
 
 __all__ = [
@@ -23,8 +25,6 @@ __all__ = [
     "reference_profile_defaults",
 ]
 
-_INSTALL_HINT = f"install the extra: {install_line('reference')}"
-
 
 def register() -> None:
     """Register ``phaseaware-ref`` with AutoConfig/AutoModelForCausalLM (idempotent)."""
@@ -32,7 +32,11 @@ def register() -> None:
         from transformers import AutoConfig, AutoModelForCausalLM
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise PhaseawareError(
-            f"the reference model needs transformers and torch; {_INSTALL_HINT}"
+            missing_message(
+                "transformers and torch",
+                what="the reference model",
+                command=install_line("reference"),
+            )
         ) from exc
 
     from phaseaware.reference.configuration import PhaseRefConfig
@@ -62,12 +66,30 @@ def load_reference(device: str = "cpu", *, directory: str | Path | None = None) 
     register()
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-    model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True)
+    with _quiet_transformers():  # no weight-loading bar, no notices for the shipped model
+        model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True)
     # PreTrainedModel.to is decorated with functools.wraps(nn.Module.to); mypy then types it
     # as an unbound _Wrapped whose first argument is the model, not the device.
     model = model.to(device).eval()  # type: ignore[arg-type]
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
     return model, tokenizer
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' logging at ERROR and its progress bars off, restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 def load_reference_model() -> Any:

@@ -29,7 +29,9 @@ from typing import Any
 
 from phaseaware.chat.formats import ChatFormat
 from phaseaware.chat.messages import parse_messages
-from phaseaware.errors import PhaseawareError
+from phaseaware.endpoints.values import decode_server_ids
+from phaseaware.errors import EndpointError, PhaseawareError
+from phaseaware.regexes import UntrustedPattern, compile_untrusted
 from phaseaware.scoring.sample import EvalSample, Skip
 from phaseaware.tokenizers.base import Tokenizer
 
@@ -60,7 +62,21 @@ class Locator:
     chat_format: ChatFormat | None = None
     server_ids: ServerTokenizer | None = None
     bos: str = "auto"
-    key_regex: re.Pattern[str] | None = None
+    key_regex: UntrustedPattern | re.Pattern[str] | str | None = None
+
+    def __post_init__(self) -> None:
+        # the pattern and the needles are the user's and the log's: every search is bounded
+        # in time (phaseaware.regexes), whatever form the pattern was handed in
+        if isinstance(self.key_regex, str):
+            pattern = compile_untrusted(self.key_regex, source="--key-regex")
+            object.__setattr__(self, "key_regex", pattern)
+        elif isinstance(self.key_regex, re.Pattern):
+            pattern = compile_untrusted(
+                self.key_regex.pattern,
+                source="--key-regex",
+                ignore_case=bool(self.key_regex.flags & re.IGNORECASE),
+            )
+            object.__setattr__(self, "key_regex", pattern)
 
 
 def _bos_count(locator: Locator, text: str) -> int:
@@ -79,7 +95,10 @@ def _prompt_text(sample: EvalSample, locator: Locator) -> tuple[str, int] | Skip
     assert sample.messages is not None  # a reader sets one of the two
     if locator.server_ids is not None:
         ids = locator.server_ids(sample.messages)
-        text = locator.tokenizer.decode(list(ids))
+        try:  # the server's ids: one outside the tokenizer's vocabulary is named, not a crash
+            text = decode_server_ids(locator.tokenizer, ids, source="the server's /tokenize")
+        except EndpointError as exc:
+            return Skip(sample.sample_id, "server-tokens", str(exc))
         if locator.tokenizer.encode(text) != list(ids):
             return Skip(
                 sample.sample_id,
@@ -106,13 +125,14 @@ def _needle_span(sample: EvalSample, text: str, locator: Locator) -> int | Skip:
         return Skip(sample.sample_id, "needle-absent", f"{needle[:60]!r} not in the prompt")
     if text.find(needle, first + 1) >= 0:
         return Skip(sample.sample_id, "needle-ambiguous", f"{needle[:60]!r} occurs twice or more")
-    if locator.key_regex is None:
+    pattern = locator.key_regex
+    if not isinstance(pattern, UntrustedPattern):  # made an untrusted pattern on creation
         return first
-    group = 1 if locator.key_regex.groups else 0
-    match = locator.key_regex.search(needle)
+    group = 1 if pattern.groups else 0
+    match = pattern.search(needle)
     if match is None or match.start(group) < 0 or match.start(group) == match.end(group):
         return Skip(sample.sample_id, "key-regex-no-match", f"in {needle[:60]!r}")
-    return first + match.start(group)
+    return first + int(match.start(group))
 
 
 def locate(sample: EvalSample, locator: Locator) -> Located | Skip:

@@ -7,7 +7,6 @@ Nothing here prints; the CLI prints what these functions return. Fractions are
 from __future__ import annotations
 
 import io
-from collections import Counter
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,9 @@ from typing import Any
 from phaseaware.atomic import atomic_write_bytes
 from phaseaware.charts import bar_chart
 from phaseaware.errors import MissingExtraError
+from phaseaware.extras import missing_message
 from phaseaware.intervals import wilson_interval
+from phaseaware.plots import plot_format
 from phaseaware.profiles.model import LocalWindowEffect, Profile, Provenance, TokenizerRef
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.score import ScoreResult
@@ -56,7 +57,8 @@ def _bucket(bucket: LengthBucket) -> dict[str, Any]:
 
 def to_json(result: ScoreResult) -> dict[str, Any]:
     """The ``--json`` document: ``period``, ``residues``, ``phase_dependence``, ``by_length``,
-    ``skipped`` (each ``{id, reason, detail}``), plus counts and provenance."""
+    ``skipped`` (the first few, each ``{id, reason, detail}``), ``skip_counts`` (every skip
+    by reason), plus counts and provenance."""
     t = result.tally
     d = t.detection
     return {
@@ -79,7 +81,8 @@ def to_json(result: ScoreResult) -> dict[str, Any]:
             ],
         },
         "n_scored": t.n,
-        "n_skipped": len(result.skipped),
+        "n_skipped": result.n_skipped,
+        "skip_counts": dict(result.skip_counts),
         "residues": _rows(t.residues),
         "phase_dependence": _test(t.phase_dependence),
         "by_length": [_bucket(b) for b in t.by_length],
@@ -99,7 +102,7 @@ def format_report(result: ScoreResult) -> str:
     t = result.tally
     lines = [
         f"{result.source}  ({result.format}, tokenizer {result.tokenizer_spec})",
-        f"{t.n} samples scored, {len(result.skipped)} skipped; " + _period_text(t),
+        f"{t.n} samples scored, {result.n_skipped} skipped; " + _period_text(t),
         f"{'residue':>7}  {'n':>5}  {'correct':>7}  {'accuracy':>8}  {'95% CI':>15}",
     ]
     for r in t.residues:
@@ -133,10 +136,10 @@ def format_report(result: ScoreResult) -> str:
         )
         tested = "untested" if b.phase_dependence is None else _p(b.phase_dependence.p_value)
         lines.append(f"length {b.low}-{b.high} tokens (n {b.n}): {accs}  ({tested})")
-    if result.skipped:
-        reasons = Counter(s.reason for s in result.skipped)
-        lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
-        if reasons["duplicate"]:
+    if result.n_skipped:
+        reasons = dict(result.skip_counts)
+        lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in result.skip_counts))
+        if reasons.get("duplicate"):
             lines.append(
                 f"{reasons['duplicate']} repeated samples (the same doc_id and prompt in another "
                 "samples file of this run) counted once"
@@ -169,7 +172,7 @@ def save_plot(result: ScoreResult, path: str | Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise MissingExtraError("--plot needs matplotlib: pip install 'phaseaware[plot]'") from None
+        raise MissingExtraError(missing_message("matplotlib", what="--plot")) from None
     rows = [r for r in result.tally.residues if r.accuracy is not None and r.ci is not None]
     acc = [float(r.accuracy or 0.0) for r in rows]
     err = [
@@ -184,7 +187,7 @@ def save_plot(result: ScoreResult, path: str | Path) -> None:
     ax.set_title(result.source.name)
     fig.tight_layout()
     buffer = io.BytesIO()
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    fmt = plot_format(path)
     fig.savefig(buffer, dpi=120, format=fmt)
     plt.close(fig)
     try:
@@ -274,7 +277,7 @@ def build_profile(result: ScoreResult, *, model: str, local_window: int | None =
             kind="measured",
             source=source,
             protocol=(
-                f"eval log {result.source.name}: {t.n} samples scored ({len(result.skipped)} "
+                f"eval log {result.source.name}: {t.n} samples scored ({result.n_skipped} "
                 f"skipped), key = the needle's first token, residue = position mod {t.period}; "
                 f"{tested}"
             ),
@@ -286,7 +289,7 @@ def build_profile(result: ScoreResult, *, model: str, local_window: int | None =
                 "source_log": str(result.source),
                 "format": result.format,
                 "samples": t.n,
-                "skipped": len(result.skipped),
+                "skipped": result.n_skipped,
                 "phase_dependence": _test(test),
             },
             "context_tokens": longest,

@@ -17,12 +17,21 @@ from phaseaware.scoring.locate import Located, Locator, locate
 from phaseaware.scoring.sample import EvalSample, Skip
 from phaseaware.scoring.tally import Tally, tally
 
-__all__ = ["ScoreResult", "score_log", "score_samples"]
+__all__ = ["KEPT_SKIPS", "ScoreResult", "score_log", "score_samples"]
+
+
+#: Skips kept whole for the report (their ids and details); the rest are only counted.
+KEPT_SKIPS = 50
 
 
 @dataclass(frozen=True)
 class ScoreResult:
-    """The tally of the placed samples, every skip with its reason, and where they came from."""
+    """The tally of the placed samples, the skips by reason, and where they came from.
+
+    ``skipped`` holds the first :data:`KEPT_SKIPS` skips (id, reason, detail);
+    ``skip_counts`` counts every skip by reason (most frequent first) and ``n_skipped``
+    is their total: a log of a million bad lines costs a counter, not a million objects.
+    """
 
     source: Path
     format: str
@@ -31,6 +40,8 @@ class ScoreResult:
     located: tuple[Located, ...]
     skipped: tuple[Skip, ...]
     tally: Tally
+    skip_counts: tuple[tuple[str, int], ...] = ()
+    n_skipped: int = 0
 
 
 def score_samples(
@@ -45,15 +56,17 @@ def score_samples(
 ) -> ScoreResult:
     """Place each sample (skips pass through) and tally the placed ones."""
     located: list[Located] = []
-    skipped: list[Skip] = []
+    kept: list[Skip] = []
+    reasons: Counter[str] = Counter()
     for sample in samples:
         found = sample if isinstance(sample, Skip) else locate(sample, locator)
         if isinstance(found, Skip):
-            skipped.append(found)
+            reasons[found.reason] += 1
+            if len(kept) < KEPT_SKIPS:
+                kept.append(found)
         else:
             located.append(found)
     if not located:
-        reasons = Counter(s.reason for s in skipped)
         summary = ", ".join(f"{k} {v}" for k, v in reasons.most_common()) or "the log is empty"
         raise EvalLogError(
             f"no sample could be placed in its prompt (skipped: {summary}); check --format, "
@@ -66,8 +79,10 @@ def score_samples(
         tokenizer_spec=locator.tokenizer.spec,
         tokenizer_fingerprint=locator.tokenizer.fingerprint(),
         located=tuple(located),
-        skipped=tuple(skipped),
+        skipped=tuple(kept),
         tally=result,
+        skip_counts=tuple(reasons.most_common()),
+        n_skipped=sum(reasons.values()),
     )
 
 

@@ -177,6 +177,13 @@ def tally(
         detection = choose_period(located, max_period=max_period)
         period = detection.period or detection.candidate
     rows = residue_rows(located, period)
+    seen = [r.residue for r in rows if r.n > 0]
+    if len(seen) < 2:  # the verdict compares residues; say so in score's own words
+        raise EvalLogError(
+            f"every scored sample's key sits at residue {seen[0]} of period {period} "
+            f"({len(located)} samples): accuracy by residue needs keys at two residues or "
+            "more; score a log whose needles sit at varied positions, or pass another --period"
+        )
     confirm = None
     if detection is not None and detection.period is not None:
         confirm = phase_test(rows)

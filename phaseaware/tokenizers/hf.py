@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from phaseaware.errors import TemplateError, TokenizerError
-from phaseaware.extras import install_line
+from phaseaware.extras import missing_message
 from phaseaware.tokenizers.base import TokenizedText
 from phaseaware.tokenizers.cuts import CutRule
 from phaseaware.tokenizers.hf_files import TokenizerFolder, read_tokenizer_folder
@@ -380,7 +380,7 @@ def _auto_tokenizer(target: str, *, spec: str) -> Any:
     try:
         from transformers import AutoTokenizer
     except ImportError:
-        raise TokenizerError(f"{spec!r} needs transformers: `{install_line('hf')}`") from None
+        raise TokenizerError(missing_message("transformers", what=repr(spec))) from None
     from transformers.utils import logging as hf_logging
 
     path = Path(target).expanduser()

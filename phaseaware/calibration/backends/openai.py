@@ -48,8 +48,9 @@ from phaseaware.calibration.backends.base import (
     bad_token_count,
     prompt_token_mismatch,
 )
+from phaseaware.calibration.backends.shape import MalformedResponse, response_text
 from phaseaware.errors import BackendError, PhaseawareError
-from phaseaware.extras import install_line
+from phaseaware.extras import missing_message
 from phaseaware.redact import redact as redact_text
 from phaseaware.redact import redact_url
 
@@ -61,8 +62,9 @@ _CONTEXT_CUES = ("context length", "context_length", "maximum context", "too man
 _NO_KEY = "phaseaware-no-key"  # sent when no key is configured (local servers ignore it)
 
 
-def _resolve_api_key(api_key: str | None) -> tuple[str, str | None]:
-    """(key, where it came from); where is ``None`` when no key is configured."""
+def resolve_api_key(api_key: str | None) -> tuple[str, str | None]:
+    """(key, where it came from); where is ``None`` when no key is configured. A key no
+    HTTP header can carry (a newline, non-ASCII) is refused, naming where it came from."""
     from phaseaware.credentials import check_api_key
 
     if api_key:
@@ -118,7 +120,7 @@ class OpenAIBackend:
         self.chat_template_kwargs = dict(chat_template_kwargs) if chat_template_kwargs else None
         self._lock = threading.Lock()
         self._retries = 0
-        key, key_source = _resolve_api_key(api_key)
+        key, key_source = resolve_api_key(api_key)
         self._context = ErrorContext(redact_url(self.base_url), model, key_source, secret=key)
         self._client = _make_client(
             self.base_url, key, self.timeout, max_retries, on_request=self._count_retry
@@ -210,20 +212,16 @@ class OpenAIBackend:
         return client.completions.create(prompt=request.prompt, **common)
 
     def _to_completion(self, request: ProbeRequest, response: Any) -> Completion:
-        choices = getattr(response, "choices", None) or []
-        if not choices:
+        try:  # the shape is checked first: a malformed body is an error, never an answer
+            text = response_text(response, endpoint=self.endpoint)
+        except MalformedResponse as exc:
             raise BackendError(
-                f"server at {redact_url(self.base_url)} returned no choices for probe {request.probe_id}; "
-                "check that --base-url points at an OpenAI-compatible server"
-            )
-        choice = choices[0]
-        if self.endpoint == "chat":
-            message = getattr(choice, "message", None)
-            text = (getattr(message, "content", None) or "") if message is not None else ""
-        else:
-            text = getattr(choice, "text", None) or ""
+                f"server at {redact_url(self.base_url)} returned a malformed response for "
+                f"probe {request.probe_id} ({exc}); check that --base-url points at an "
+                "OpenAI-compatible server"
+            ) from None
         usage = getattr(response, "usage", None)
-        reported = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        reported = _usage_prompt_tokens(usage)
         bad = bad_token_count(reported, source=redact_url(self.base_url), probe_id=request.probe_id)
         if bad is not None:  # never logged, checked or not
             raise BackendError(bad)
@@ -234,6 +232,18 @@ class OpenAIBackend:
             if problem is not None:
                 raise BackendError(problem)
         return Completion(request.probe_id, text, reported_prompt_tokens=reported)
+
+
+def _usage_prompt_tokens(usage: Any) -> Any:
+    """``usage.prompt_tokens`` as sent (checked by ``bad_token_count``); a ``usage`` that is
+    no object reads as its own value, so it is refused as no count."""
+    if usage is None:
+        return None
+    if isinstance(usage, str | bytes | int | float | bool | list | tuple):
+        return usage
+    if isinstance(usage, dict):
+        return usage.get("prompt_tokens")
+    return getattr(usage, "prompt_tokens", None)
 
 
 def _validate(
@@ -267,9 +277,7 @@ def _make_client(
     try:
         import openai  # noqa: F401 (the client's package: a missing extra fails here)
     except ImportError as exc:
-        raise BackendError(
-            f"the HTTP backend needs the openai package: {install_line('openai')}"
-        ) from exc
+        raise BackendError(missing_message("openai", what="the HTTP backend")) from exc
     from phaseaware.httpclient import openai_client
 
     return openai_client(

@@ -1,6 +1,6 @@
 """The distribution functions the statistics need, from ``scipy.stats``.
 
-scipy is an extra (``pip install 'phaseaware[stats]'``; the ``reference`` extra
+scipy is an extra (``pip install -e '.[stats]'``; the ``reference`` extra
 includes it): it is imported on the first call, never at import time, so
 ``import phaseaware`` stays light. Without it every function here raises
 :class:`~phaseaware.errors.MissingExtraError` naming the install line.
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from phaseaware.errors import MissingExtraError
+from phaseaware.extras import missing_message
 
 __all__ = [
     "scipy_stats",
@@ -29,8 +30,6 @@ __all__ = [
     "binom_pmf",
 ]
 
-INSTALL = "pip install 'phaseaware[stats]' (from a clone: pip install -e '.[stats]')"
-
 
 def scipy_stats() -> ModuleType:
     """``scipy.stats``, imported on first use (``MissingExtraError`` naming the install)."""
@@ -40,8 +39,7 @@ def scipy_stats() -> ModuleType:
         if (exc.name or "").split(".")[0] != "scipy":
             raise
         raise MissingExtraError(
-            f"phaseaware's statistics (calibrate, compare, score) need scipy, which is not "
-            f"installed: {INSTALL}"
+            missing_message("scipy", what="phaseaware's statistics (calibrate, compare, score)")
         ) from None
     return stats
 

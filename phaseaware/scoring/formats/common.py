@@ -10,6 +10,13 @@ from typing import Any
 
 from phaseaware.scoring.errors import EvalLogError
 from phaseaware.scoring.fields import MISSING, as_messages, correct_value, get_path, needle_values
+from phaseaware.scoring.formats.bounded import (
+    budget_message,
+    file_kind,
+    over_budget,
+    parse_json,
+    read_regular,
+)
 from phaseaware.scoring.sample import EvalSample, Skip
 
 __all__ = ["ReadOptions", "read_jsonl", "read_json", "files_in", "sample_from"]
@@ -21,7 +28,10 @@ class ReadOptions:
 
     ``pass_at``: a numeric correctness value counts as correct at ``>= pass_at``;
     ``contexts``: the NIAH harness's saved-context folder; ``question``: the NIAH
-    retrieval question; ``lm_eval_filter``: which lm-eval filter's records to score.
+    retrieval question; ``lm_eval_filter``: which lm-eval filter's records to score;
+    ``max_line_bytes`` / ``max_document_bytes``: the caps on one JSONL line and one
+    JSON document or context file (``None``: :data:`MAX_LINE_BYTES`,
+    :data:`MAX_DOCUMENT_BYTES`; ``--max-line-mb``, ``--max-document-mb``).
     """
 
     needle_field: str | None = None
@@ -30,6 +40,14 @@ class ReadOptions:
     contexts: Path | None = None
     question: str | None = None
     lm_eval_filter: str | None = None
+    max_line_bytes: int | None = None
+    max_document_bytes: int | None = None
+
+    def line_cap(self) -> int:
+        return MAX_LINE_BYTES if self.max_line_bytes is None else self.max_line_bytes
+
+    def document_cap(self) -> int:
+        return MAX_DOCUMENT_BYTES if self.max_document_bytes is None else self.max_document_bytes
 
 
 def files_in(path: Path, pattern: str) -> list[Path]:
@@ -41,37 +59,31 @@ def files_in(path: Path, pattern: str) -> list[Path]:
         if found:
             return found
         raise EvalLogError(f"{path} holds no file matching {pattern!r}; pass the log file itself")
-    raise EvalLogError(f"eval log {path} does not exist; check the path")
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise EvalLogError(f"eval log {path} does not exist; check the path") from None
+    raise EvalLogError(
+        f"eval log {path} is {file_kind(mode)}, not a regular file; pass the log file itself"
+    )
 
 
 #: The longest line (one sample's record) read; a longer one is skipped without being held.
 MAX_LINE_BYTES = 256 * 1024 * 1024
-#: The largest single-document log (HELMET, NIAH) read whole.
+#: The largest single-document log (HELMET, NIAH) or NIAH context file read whole.
 MAX_DOCUMENT_BYTES = 1024 * 1024 * 1024
+LINE_FLAG = "--max-line-mb"
+DOCUMENT_FLAG = "--max-document-mb"
 _CHUNK = 1024 * 1024
 
 
-def _open_text(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_DOCUMENT_BYTES:
-            raise EvalLogError(
-                f"{path} is over {MAX_DOCUMENT_BYTES >> 20} MiB, more than one eval log "
-                "document holds; pass the log itself (JSONL logs are read line by line)"
-            )
-        return path.read_text(encoding="utf-8-sig")  # a UTF-8 BOM is read, not parsed
-    except UnicodeDecodeError:
-        raise EvalLogError(f"{path} is not UTF-8 text; pass the JSON/JSONL log") from None
-    except OSError as exc:
-        raise EvalLogError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def _lines(path: Path) -> Iterator[bytes | None]:
+def _lines(path: Path, cap: int) -> Iterator[bytes | None]:
     """The file's lines (split at ``\n`` only, as JSONL is), one at a time; ``None`` for a
-    line over :data:`MAX_LINE_BYTES` (skipped to its end, never held whole)."""
+    line over ``cap`` bytes (skipped to its end, never held whole)."""
     try:
         with path.open("rb") as handle:
-            while line := handle.readline(MAX_LINE_BYTES + 1):
-                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while line := handle.readline(cap + 1):
+                if len(line) > cap and not line.endswith(b"\n"):
                     while (rest := handle.readline(_CHUNK)) and not rest.endswith(b"\n"):
                         pass
                     yield None
@@ -81,22 +93,33 @@ def _lines(path: Path) -> Iterator[bytes | None]:
         raise EvalLogError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
+def read_jsonl(
+    path: Path, *, cap: int | None = None
+) -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
     """``(line id, record)`` per non-blank line; a line that is no JSON object is a Skip.
 
-    The file is streamed: memory holds one line, not the log."""
-    for number, raw in enumerate(_lines(path), start=1):
+    The file is streamed: memory holds one line, not the log. A line over ``cap`` bytes
+    (default :data:`MAX_LINE_BYTES`), or one whose parse would take over
+    ``PARSE_FACTOR`` times the cap, is skipped unparsed."""
+    cap = MAX_LINE_BYTES if cap is None else cap
+    for number, raw in enumerate(_lines(path, cap), start=1):
         where = f"{path.name}:{number}"
         if raw is None:
-            yield where, Skip(where, "bad-record", f"line over {MAX_LINE_BYTES >> 20} MiB")
+            yield where, Skip(where, "bad-record", f"line over {cap >> 20} MiB")
             continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise EvalLogError(f"{where} is not UTF-8 text; pass the JSON/JSONL log") from None
+        del raw
         if number == 1:
             line = line.removeprefix("\ufeff")  # a UTF-8 BOM starts the file, not the record
         if not line.strip():
+            continue
+        estimate = over_budget(line, cap=cap)
+        if estimate is not None:
+            detail = budget_message(estimate, cap=cap, flag=LINE_FLAG)
+            yield where, Skip(where, "bad-record", detail)
             continue
         try:
             record = json.loads(line)
@@ -112,10 +135,19 @@ def read_jsonl(path: Path) -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
         yield where, record
 
 
-def read_json(path: Path) -> Any:
-    """One JSON document (raises :class:`EvalLogError` when it is not one)."""
+def read_json(path: Path, *, cap: int | None = None) -> Any:
+    """One JSON document of at most ``cap`` bytes (default :data:`MAX_DOCUMENT_BYTES`),
+    parsed within ``PARSE_FACTOR`` times the cap (raises :class:`EvalLogError` naming
+    ``--max-document-mb`` past either, and when the file is not one JSON document)."""
+    cap = MAX_DOCUMENT_BYTES if cap is None else cap
+    raw = read_regular(path, cap=cap, flag=DOCUMENT_FLAG)
     try:
-        return json.loads(_open_text(path))
+        text = raw.decode("utf-8-sig")  # a UTF-8 BOM is read, not parsed
+    except UnicodeDecodeError:
+        raise EvalLogError(f"{path} is not UTF-8 text; pass the JSON/JSONL log") from None
+    del raw
+    try:
+        return parse_json(text, where=str(path), cap=cap, flag=DOCUMENT_FLAG)
     except ValueError as exc:
         raise EvalLogError(f"{path} is not a JSON document ({exc}); check --format") from None
     except RecursionError:

@@ -49,7 +49,7 @@ CUT_REASON = (
 
 def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
     for file in files_in(path, "*.json"):
-        doc = read_json(file)
+        doc = read_json(file, cap=options.document_cap())
         entries = doc.get("data") if isinstance(doc, Mapping) else None
         if not isinstance(entries, list):
             raise EvalLogError(f"{file} has no 'data' list: not a HELMET output file")

@@ -80,7 +80,22 @@ def _digest(prompt: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _scan(files: list[Path]) -> _Run:
+def _hashable(value: object) -> object:
+    """A log's ``doc_id`` or ``filter`` as a set member: any JSON value (a list, an object)
+    becomes its JSON text, so a malformed record is compared, not a crash."""
+    return value if value is None or isinstance(value, str | int | float | bool) else repr(value)
+
+
+def _sample_key(record: Mapping[str, Any]) -> tuple[object, object, str]:
+    """What makes a sample the same sample in another samples file of the run."""
+    return (
+        _hashable(record.get("doc_id")),
+        _hashable(record.get("filter")),
+        _digest(_prompt(record)),
+    )
+
+
+def _scan(files: list[Path], *, cap: int) -> _Run:
     filters: dict[str, None] = {}
     tasks: dict[Path, str] = {}
     samples: dict[Path, frozenset[tuple[object, object, str]]] = {}
@@ -88,12 +103,12 @@ def _scan(files: list[Path]) -> _Run:
         match = _SAMPLES_FILE.match(file.name)
         tasks[file] = match.group("task") if match else file.stem
         keys = set()
-        for _, record in read_jsonl(file):
+        for _, record in read_jsonl(file, cap=cap):
             if isinstance(record, Skip):
                 continue
             if isinstance(record.get("filter"), str):
                 filters[record["filter"]] = None
-            keys.add((record.get("doc_id"), record.get("filter"), _digest(_prompt(record))))
+            keys.add(_sample_key(record))
         samples[file] = frozenset(keys)
     return _Run(tuple(filters), tasks, samples)
 
@@ -162,11 +177,11 @@ def _metric_name(record: Mapping[str, Any]) -> str | None:
 
 def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
     files = files_in(path, "samples_*.jsonl")
-    run = _scan(files)
+    run = _scan(files, cap=options.line_cap())
     repeats = _one_run(path, files, run)
     chosen = _filter_name(run, options.lm_eval_filter)
     for file in files:
-        for where, record in read_jsonl(file):
+        for where, record in read_jsonl(file, cap=options.line_cap()):
             if isinstance(record, Skip):
                 yield record
                 continue

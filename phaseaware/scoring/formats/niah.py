@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from phaseaware.scoring.errors import EvalLogError
-from phaseaware.scoring.formats.common import ReadOptions, files_in, read_json, sample_from
+from phaseaware.scoring.formats.bounded import read_context
+from phaseaware.scoring.formats.common import (
+    DOCUMENT_FLAG,
+    ReadOptions,
+    files_in,
+    read_json,
+    sample_from,
+)
 from phaseaware.scoring.sample import EvalSample, Skip
 
 __all__ = ["read", "SYSTEM", "QUESTION", "QUESTION_SUFFIX", "PASS_AT", "MULTI_NEEDLES"]
@@ -82,19 +89,18 @@ def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
         )
     question = (options.question or QUESTION) + QUESTION_SUFFIX
     for file in files_in(path, "*_results.json"):
-        record = read_json(file)
+        record = read_json(file, cap=options.document_cap())
         if not isinstance(record, Mapping):
             yield Skip(file.name, "bad-record", "not a JSON object")
             continue
         name = record.get("file_name")
-        if not isinstance(name, str):
+        if name is None:
             yield Skip(file.name, "no-prompt", "no file_name: the run did not save its contexts")
             continue
-        context_file = contexts / f"{name}_context.txt"
-        try:
-            context = context_file.read_text(encoding="utf-8")
-        except OSError:
-            yield Skip(file.name, "no-prompt", f"context file {context_file} is missing")
+        try:  # file_name is the log's word: a regular file inside --contexts, capped, UTF-8
+            context = read_context(contexts, name, cap=options.document_cap(), flag=DOCUMENT_FLAG)
+        except EvalLogError as exc:
+            yield Skip(file.name, "no-prompt", str(exc))
             continue
         messages = [
             {"role": "system", "content": SYSTEM},

@@ -103,14 +103,14 @@ def _needle(gold: Any) -> tuple[str, ...] | str:
     return (needle,) if needle else "no-needle"
 
 
-def _details(results: Path) -> list[Any] | str:
+def _details(results: Path, *, cap: int) -> list[Any] | str:
     """The per-sample details, or why there are none (the reader then refuses the run)."""
     if not results.is_file():
         return (
             f"no results file {results}: run OpenCompass's evaluation with --dump-eval-details "
             "(per-sample correctness is written there only)"
         )
-    doc = read_json(results)
+    doc = read_json(results, cap=cap)
     details = doc.get("details") if isinstance(doc, Mapping) else None
     if isinstance(details, Mapping):
         details = [details[k] for k in sorted(details, key=lambda k: (len(str(k)), str(k)))]
@@ -131,10 +131,10 @@ def _verdict(detail: Any, options: ReadOptions) -> bool | None:
 
 def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
     for file in _prediction_files(path):
-        doc = read_json(file)
+        doc = read_json(file, cap=options.document_cap())
         if not isinstance(doc, Mapping):
             raise EvalLogError(f"{file} is not an OpenCompass predictions object keyed by index")
-        details = _details(_results_file(file))
+        details = _details(_results_file(file), cap=options.document_cap())
         if isinstance(details, str):  # the whole run lacks its verdicts: say how to get them
             raise EvalLogError(details)
         for i, key in enumerate(sorted(doc, key=lambda k: (len(str(k)), str(k)))):

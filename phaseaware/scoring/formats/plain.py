@@ -22,7 +22,7 @@ __all__ = ["read"]
 
 def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
     for file in files_in(path, "*.jsonl"):
-        for where, record in read_jsonl(file):
+        for where, record in read_jsonl(file, cap=options.line_cap()):
             if isinstance(record, Skip):
                 yield record
                 continue

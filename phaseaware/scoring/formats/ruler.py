@@ -46,7 +46,7 @@ def _string_match_all(record: dict[str, object], needle_field: str) -> bool | No
 def read(path: Path, options: ReadOptions) -> Iterator[EvalSample | Skip]:
     needle_field = options.needle_field or "outputs"
     for file in files_in(path, "*.jsonl"):
-        for where, record in read_jsonl(file):
+        for where, record in read_jsonl(file, cap=options.line_cap()):
             if isinstance(record, Skip):
                 yield record
                 continue

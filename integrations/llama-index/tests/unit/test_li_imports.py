@@ -87,7 +87,7 @@ def test_the_adapter_imports_only_public_phaseaware_names() -> None:
 def test_the_agent_llm_moved_to_its_own_package_and_the_old_name_says_where() -> None:
     import llama_index.postprocessor.phaseaware as pkg
 
-    with pytest.raises(ImportError, match="pip install llama-index-llms-phaseaware"):
+    with pytest.raises(ImportError, match="pip install -e integrations/llama-index-llms"):
         pkg.PhaseAwareAgentLLM  # noqa: B018
     with pytest.raises(ImportError, match="from llama_index.llms.phaseaware import retriever_tool"):
         from llama_index.postprocessor.phaseaware import retriever_tool  # noqa: F401

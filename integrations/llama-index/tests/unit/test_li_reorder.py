@@ -68,3 +68,17 @@ def test_bad_input_is_a_typed_error():
         PhaseAwareReorder(profile="no-such-model")
     with pytest.raises(InputError, match="NodeWithScore"):
         PhaseAwareReorder().postprocess_nodes(["plain text"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_an_unusable_score_orders_like_a_missing_one(bad):
+    """LongContextReorder never raises on a node's score (issue 38): NaN or inf orders as a
+    missing score, with one warning naming the node."""
+    from phaseaware.integrate import UnusableScoreWarning
+
+    hostile = _nodes([0.3, 0.9, bad, 0.7])
+    with pytest.warns(UnusableScoreWarning, match=r"nodes\[2\].*no finite number") as got:
+        out = PhaseAwareReorder().postprocess_nodes(hostile)
+    assert len(got) == 1
+    expected = PhaseAwareReorder().postprocess_nodes(_nodes([0.3, 0.9, None, 0.7]))
+    assert _texts(out) == _texts(expected)

@@ -95,6 +95,24 @@ def _aligned(original: ChatMessage, step: integrate.AgentStep) -> ChatMessage:
     return ChatMessage(role=original.role, content=step.content, additional_kwargs=kwargs)
 
 
+def model_view(messages: Sequence[ChatMessage], tool_role: str) -> list[ChatMessage]:
+    """The kit's ``model_view`` on LlamaIndex messages (what the model is shown): with
+    ``tool_role="user"`` tool results as user messages and tool-calling assistant turns as
+    their text alone (reports and ids stay in ``additional_kwargs``, which no client sends)."""
+    if tool_role == "tool":
+        return list(messages)
+    view = []
+    for message in messages:
+        role = str(message.role.value)
+        if role == "tool":
+            view.append(ChatMessage(role="user", content=_text(message)))
+        elif role == "assistant" and _tool_calls(message):
+            view.append(ChatMessage(role="assistant", content=_text(message)))
+        else:
+            view.append(message)
+    return view
+
+
 def message_dict(message: ChatMessage) -> dict[str, Any]:
     """The OpenAI-style dict phaseaware renders for ``message`` (as OpenAI clients send it)."""
     role = str(message.role.value if hasattr(message.role, "value") else message.role)
@@ -115,7 +133,8 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
     """The agent's LLM with its newest tool result aligned (see docs/agent-steps.md).
 
     ``llm``: the wrapped LLM; the other arguments as for LangChain's
-    ``PhaseAwareMiddleware`` (``budget_tokens``: the whole conversation). The aligned
+    ``PhaseAwareMiddleware`` (``budget_tokens``: the whole conversation; ``tool_role="user"``
+    for a chat format without a tool role: tool results are sent as user messages). The aligned
     message carries its report in ``additional_kwargs["phaseaware"]`` (:meth:`report`).
     """
 
@@ -126,6 +145,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
 
     _step: integrate.AgentStepper[ChatMessage] = PrivateAttr()
     _registry: NodeRegistry = PrivateAttr()
+    _tool_role: str = PrivateAttr()
 
     def __init__(
         self, *, llm: FunctionCallingLLM, registry: NodeRegistry | None = None,
@@ -133,12 +153,13 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         tool_names: Sequence[str] | None = None,
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
+        tool_role: Literal["tool", "user"] = "tool",
         **target: Unpack[integrate.TargetArgs],
     ) -> None:  # fmt: skip
         policy = integrate.AgentPolicy(
             message_template=message_template, document_separator=document_separator,
             tool_names=frozenset(tool_names) if tool_names is not None else None,
-            tool_schemas=tool_schemas,
+            tool_schemas=tool_schemas, tool_role=tool_role,
         )  # fmt: skip
         on_mismatch = integrate.check_on_mismatch(check_usage, name="check_usage")
         super().__init__(llm=llm, check_usage=on_mismatch)
@@ -151,6 +172,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
             adapter="PhaseAwareAgentLLM",
         )  # fmt: skip
         self._registry = registry if registry is not None else NodeRegistry()
+        self._tool_role = tool_role
 
     @classmethod
     def class_name(cls) -> str:
@@ -209,7 +231,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         # the prompt's ids where the server returns them (checked id for id); SGLang refuses
         # them with streaming
         merged = self.target.merged_kwargs(kwargs, fix=fix, prompt_ids=not stream)
-        return sent, result, merged
+        return model_view(sent, self._tool_role), result, merged  # the view the plan rendered
 
     def _checked(self, response: ChatResponse, result: AssemblyResult | None) -> ChatResponse:
         on_mismatch = self.check_usage  # a field: read at each call

@@ -42,7 +42,8 @@ _MOVED = ("NodeRegistry", "PhaseAwareAgentLLM", "retriever_tool")
 def __getattr__(name: str) -> Any:
     if name in _MOVED:
         raise ImportError(
-            f"{name} is in the llama-index-llms-phaseaware package now: pip install "
-            f"llama-index-llms-phaseaware, then from llama_index.llms.phaseaware import {name}"
+            f"{name} is in the llama-index-llms-phaseaware package now: pip install -e "
+            "integrations/llama-index-llms (in the root of a phaseaware clone), then from "
+            f"llama_index.llms.phaseaware import {name}"
         )
     raise AttributeError(f"module 'llama_index.postprocessor.phaseaware' has no attribute {name!r}")
