@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from phaseaware.caches import BoundedCache
+
 if TYPE_CHECKING:
     from phaseaware.tokenizers.offsets import TokenStarts
 
@@ -39,6 +41,7 @@ __all__ = [
     "ParallelBatchTokenizer",
     "TokenizedText",
     "Tokenizer",
+    "implements",
 ]
 
 
@@ -177,3 +180,23 @@ class ChatTemplateTokenizer(Protocol):
     ) -> str:
         """The chat template applied to ``messages``, as text (nothing tokenized)."""
         ...
+
+
+# capability answers by tokenizer object (the entry holds it, so its id is not reused
+# meanwhile): a runtime protocol check reads every member's name (~5-15 us), asked a few
+# times per assemble about the same long-lived tokenizer
+_CAPABLE: BoundedCache[tuple[int, type], tuple[object, bool]] = BoundedCache(
+    max_entries=256, name="tokenizers.capabilities"
+)
+
+
+def implements(tokenizer: object, capability: type) -> bool:
+    """``isinstance(tokenizer, capability)`` for a runtime-checkable protocol, remembered
+    per tokenizer object (an adapter's capabilities do not change after it is built)."""
+    key = (id(tokenizer), capability)
+    known = _CAPABLE.get(key)
+    if known is not None and known[0] is tokenizer:
+        return known[1]
+    found = isinstance(tokenizer, capability)
+    _CAPABLE.put(key, (tokenizer, found))
+    return found

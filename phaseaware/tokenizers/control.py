@@ -32,11 +32,11 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from phaseaware.caches import BoundedCache
 from phaseaware.errors import ControlTokenError, InputError
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.base import Tokenizer, implements
 
 __all__ = [
     "BREAK",
@@ -54,6 +54,7 @@ BREAK = "\u00b7"
 _SCAN_MEMO_MIN = 4096  # texts this long: their scan is remembered to resume from
 _SCAN_MEMO_ENTRIES = 8
 _SCAN_MEMO_BYTES = 64 << 20
+_HIT_MEMO_BYTES = 16 << 20  # texts whose control strings ``clean`` remembers, at most
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,11 @@ class ControlScanner:
         self._partials: tuple[frozenset[str], frozenset[str], int] | None = None
         # recent long scans, to resume a text that starts with one (keyed cheaply; the
         # prefix is checked on the text itself)
+        # the occurrences in texts cleaned recently (the same chunks come back call after call)
+        self._hits: BoundedCache[str, tuple[tuple[int, str], ...]] = BoundedCache(
+            max_bytes=_HIT_MEMO_BYTES,
+            size_of=lambda text, hits: sys.getsizeof(text) + 64 * (len(hits) + 1),
+        )
         self._scans: BoundedCache[tuple[int, str], _Scan] = BoundedCache(
             max_entries=_SCAN_MEMO_ENTRIES,
             max_bytes=_SCAN_MEMO_BYTES,
@@ -249,6 +255,15 @@ class ControlScanner:
         found = best.found - len(best.starts) + k
         return found, max(limit, best.ends[k - 1]) if k else limit
 
+    def _find_all(self, text: str) -> tuple[tuple[int, str], ...]:
+        """(offset, control string) of every occurrence in ``text``, overlapping ones too."""
+        hits: list[tuple[int, str]] = []
+        pos = 0
+        while (match := self._search(text, pos)) is not None:
+            hits.append((match.start(), match.group()))
+            pos = match.start() + 1  # next start, overlapping occurrences included
+        return tuple(hits)
+
     def first(self, text: str, *, where: str) -> Neutralized | None:
         """The first control string in ``text`` (``None``: there is none); never raises."""
         if self._pattern is None or not text:
@@ -265,21 +280,20 @@ class ControlScanner:
         """
         if self._pattern is None or not text:
             return text, ()
+        hits = self._hits.get(text)
+        if hits is None:
+            hits = self._find_all(text)
+            self._hits.put(text, hits)
+        if not hits:
+            return text, ()
         found: list[Neutralized] = []
         pieces: list[str] = []
         last = 0
-        pos = 0
-        while True:
-            match = self._search(text, pos)
-            if match is None:
-                break
-            start = match.start()
-            found.append(Neutralized(where=where, offset=start, text=match.group()))
+        for start, string in hits:
+            found.append(Neutralized(where=where, offset=start, text=string))
             pieces.append(text[last : start + 1])
             pieces.append(BREAK)
-            last = pos = start + 1  # next start, overlapping occurrences included
-        if not found:
-            return text, ()
+            last = start + 1
         if self.policy == "refuse":
             first = found[0]
             raise ControlTokenError(
@@ -360,7 +374,11 @@ def scanner_for(
     if isinstance(markers, str):
         raise InputError("markers must be a list of control strings, not one string")
     markers = tuple(markers)
-    listed = tokenizer.special_strings if isinstance(tokenizer, SpecialStringsTokenizer) else None
+    listed = (
+        cast(SpecialStringsTokenizer, tokenizer).special_strings
+        if implements(tokenizer, SpecialStringsTokenizer)
+        else None
+    )
     key = (
         id(listed), getattr(tokenizer, "bos_text", None), getattr(tokenizer, "eos_text", None),
         markers, policy,

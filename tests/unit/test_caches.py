@@ -23,10 +23,14 @@ def test_built_in_caches_are_listed_with_their_bounds() -> None:
     for name in (
         "assembly.chunk_tokens",
         "assembly.filler",
+        "assembly.pad_searches",
         "assembly.sent_prompts",
+        "assembly.single_turn_layouts",
         "profiles.loaded",
+        "tokenizers.capabilities",
         "tokenizers.control_scanners",
         "tokenizers.loaded",
+        "tokenizers.short_encodes",
     ):
         assert name in names, sorted(names)
         assert names[name].bound

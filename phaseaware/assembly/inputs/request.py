@@ -17,7 +17,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from phaseaware.assembly.inputs.options import AssemblyOptions, check_position_offset
 from phaseaware.chat.formats import ChatFormat, chat_format_names
@@ -27,7 +27,7 @@ from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.base import Tokenizer, implements
 
 __all__ = [
     "REQUEST_FIELDS",
@@ -139,8 +139,8 @@ def stated_settings(settings: SettingsRef, thinking: object) -> ChatSettings | N
 def resolve_tokenizer(tokenizer: object) -> Tokenizer:
     if isinstance(tokenizer, str):
         return load_tokenizer(tokenizer)
-    if isinstance(tokenizer, Tokenizer):
-        return tokenizer
+    if implements(tokenizer, Tokenizer):
+        return cast(Tokenizer, tokenizer)
     raise InputError(
         f"tokenizer must be a phaseaware spec ('deepseek-v4', 'tiktoken:o200k_base', "
         f"'hf:/path') or a Tokenizer, got {type(tokenizer).__name__}"

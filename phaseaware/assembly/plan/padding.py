@@ -177,9 +177,15 @@ def choose_pads(
         if far is not None and j < far.end:  # every key far from the end: nothing near changes
             best_k, best_shift = far.scan(j, opts, per_key, shift_so_far, pad_cost, slack)
         else:
+            dists = [length - t + tail for t in keys]
+            by_residue = (  # every key past the window: reliability is the residue's value
+                residue_values
+                if residue_values is not None and window is not None and min(dists) > window
+                else None
+            )
             best_k, best_shift = _scan(
-                keys, opts, per_key, shift_so_far, slack, near, reliability, pad_cost,
-                [length - t + tail for t in keys],
+                keys, opts, per_key, shift_so_far, slack, near, reliability, pad_cost, dists,
+                by_residue,
             )  # fmt: skip
         ks.append(best_k)
         shift_so_far += best_shift
@@ -204,15 +210,26 @@ def _scan(
     reliability: Callable[[int, int], float],
     pad_cost: float,
     dists: Sequence[int],
+    by_residue: Sequence[float] | None = None,
 ) -> tuple[int, int]:
-    """(k, shift) of one chunk, every option scored by ``reliability`` (the general case)."""
+    """(k, shift) of one chunk, every option scored by ``reliability`` (the general case).
+
+    ``by_residue``: every key is past the window, so ``reliability(t, d) ==
+    by_residue[t % period]``; the keys' values are then read from the table rotated by the
+    option's offset: the same values summed in the same order (bit-identical)."""
     single = (keys[0], dists[0]) if len(keys) == 1 else None
+    period = len(by_residue) if by_residue is not None else 0
+    residues = [t % period for t in keys] if by_residue is not None and single is None else None
     best_k, best_value, best_shift = 0, None, 0
     for k, shift in opts:
         if shift > slack:
             continue
         offset = shift_so_far + shift
-        if single is not None:  # one key: skip the generator (hot path)
+        if residues is not None and by_residue is not None:  # many keys, all by residue
+            turn = offset % period
+            rotated = [*by_residue[turn:], *by_residue[:turn]]
+            value = per_key * sum(map(rotated.__getitem__, residues))
+        elif single is not None:  # one key: skip the generator (hot path)
             value = per_key * reliability(single[0] + offset, single[1])
         else:
             value = per_key * sum(

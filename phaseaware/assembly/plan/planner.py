@@ -85,6 +85,7 @@ from phaseaware.assembly.plan.order import (
     repeat_pays,
     search_orders,
 )
+from phaseaware.assembly.plan.pad_memo import kept_search
 from phaseaware.assembly.plan.padding import (
     NO_PAD,
     PadTable,
@@ -392,4 +393,6 @@ def _pad_search(
             residue_values=residue_values,
         )
 
-    return search, by_model
+    r = request
+    settings = (offset, r.offsets, r.pad, r.pad_cost, r.length_period, r.length_pad)
+    return kept_search(search, profile=profile, settings=settings, weights=weights), by_model

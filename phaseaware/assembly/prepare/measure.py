@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from phaseaware.tokenizers.base import (
     ParallelBatchTokenizer,
     TokenizedText,
     Tokenizer,
+    implements,
 )
 from phaseaware.tokenizers.bound import max_token_bytes, min_tokens
 from phaseaware.tokenizers.offsets import TokenStarts
@@ -73,16 +75,24 @@ def measure_chunks(
     full = [bool(c.text.strip()) for c in chunks]
     texts = [c.text for c, f in zip(chunks, full, strict=True) if f]
     keyed = [k for k, f in zip(key_chars, full, strict=True) if f]
-    if (
-        isinstance(tokenizer, ParallelBatchTokenizer)
-        and tokenizer.parallel_batch
+    parallel = (
+        implements(tokenizer, ParallelBatchTokenizer)
+        and cast(ParallelBatchTokenizer, tokenizer).parallel_batch
         and len(texts) > 1
-    ):
+    )
+    remembered = None
+    if cache is not None:  # the same set measured before: its numbers, read back
+        remembered = (tokenizer.fingerprint(), parallel, tuple(texts), tuple(keyed))
+        known = cache.measured_sets.get(remembered)
+        if known is not None:
+            return _from_known(chunks, key_chars, full, known)
+    if parallel:
+        batch = cast(ParallelBatchTokenizer, tokenizer)
         counts = (
-            _measure_pieces(tokenizer, texts)
+            _measure_pieces(batch, texts)
             if cache is None
             else _measure_pieces(
-                tokenizer,
+                batch,
                 texts,
                 cache=cache,
                 fingerprint=tokenizer.fingerprint(),
@@ -104,6 +114,30 @@ def measure_chunks(
             key_tokens = locate.key_tokens
         else:
             key_tokens = tuple(locate(c) for c in keys)
+        out.append(MeasuredChunk(chunk, tokens, keys, key_tokens, False))
+    if cache is not None and remembered is not None:
+        cache.measured_sets.put(
+            remembered, tuple((m.tokens, m.key_tokens) for m in out if not m.empty)
+        )
+    return tuple(out)
+
+
+def _from_known(
+    chunks: Sequence[Chunk],
+    key_chars: Sequence[tuple[int, ...]],
+    full: Sequence[bool],
+    known: tuple[tuple[int, tuple[int, ...]], ...],
+) -> tuple[MeasuredChunk, ...]:
+    """``measure_chunks``'s chunks from a remembered measurement of the same set."""
+    numbers = iter(known)
+    out: list[MeasuredChunk] = []
+    for chunk, keys, nonempty in zip(chunks, key_chars, full, strict=True):
+        if not nonempty:
+            out.append(
+                MeasuredChunk(chunk=chunk, tokens=0, key_chars=(), key_tokens=(), empty=True)
+            )
+            continue
+        tokens, key_tokens = next(numbers)
         out.append(MeasuredChunk(chunk, tokens, keys, key_tokens, False))
     return tuple(out)
 

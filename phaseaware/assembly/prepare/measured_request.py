@@ -29,6 +29,7 @@ from phaseaware.assembly.prepare.filler import (
 from phaseaware.assembly.prepare.measure import MeasuredChunk, drop_oversize, measure_chunks
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR, RepeatBlock, repeat_block
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
+from phaseaware.caches import BoundedCache
 from phaseaware.chat.append import DeltaLayout, TailLayout
 from phaseaware.chat.formats import ChatFormat, chat_format_names, get_chat_format
 from phaseaware.chat.layout import ConversationLayout, PromptLayout, conversation_layout
@@ -37,6 +38,7 @@ from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_period, check_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
+from phaseaware.tokenizers.short_encodes import encode_short
 
 __all__ = ["MAX_PERIOD", "Frame", "Setup", "prepare", "repeat_offer"]
 
@@ -116,10 +118,7 @@ def prepare(
     if isinstance(given, PromptLayout):
         layout = given
     else:  # the single-turn call: a conversation built for it (its system already clean)
-        layout = conversation_layout(
-            tokenizer=tokenizer, chat_format=given, system=system,
-            control_tokens=options.control_tokens,
-        )  # fmt: skip
+        layout = _single_turn(tokenizer, given, system, options.control_tokens)
         system = None
     if isinstance(layout, ConversationLayout | DeltaLayout | TailLayout):  # message text
         neutralized = layout.neutralized_for(question) + neutralized
@@ -138,7 +137,8 @@ def prepare(
         if options.period is not None:
             check_period(profile, options.period)
     prefix, suffix = layout.split(system=system, question=question)
-    n_prefix, n_suffix = len(tokenizer.encode(prefix)), len(tokenizer.encode(suffix))
+    n_prefix = len(encode_short(tokenizer, prefix))
+    n_suffix = len(encode_short(tokenizer, suffix))
     if n_prefix + n_suffix > budget:
         raise BudgetError(
             f"budget_tokens={budget} cannot hold the template, system prompt and question "
@@ -159,7 +159,7 @@ def prepare(
         suffix=suffix,
         prefix_tokens=n_prefix,
         suffix_tokens=n_suffix,
-        separator_tokens=len(tokenizer.encode(CHUNK_SEPARATOR)),
+        separator_tokens=len(encode_short(tokenizer, CHUNK_SEPARATOR)),
     )
     kept = filler if options.pad or end_table else None
     effect = profile.length_residue_accuracy if profile is not None else None
@@ -193,6 +193,29 @@ def prepare(
         tokenizer_mismatch_allowed=mismatch_allowed, cache=cache, oversize=oversize,
         merged=merged.merged,
     )  # fmt: skip
+
+
+# the single-turn layouts by (tokenizer, chat format, system, policy): built once, their split
+# memo then serves every later call (each entry holds its tokenizer and format, so their ids
+# are not reused meanwhile)
+_LAYOUTS: BoundedCache[
+    tuple[int, int, str | None, str], tuple[Tokenizer, ChatFormat, ConversationLayout]
+] = BoundedCache(max_entries=64, name="assembly.single_turn_layouts")
+
+
+def _single_turn(
+    tokenizer: Tokenizer, chat_format: ChatFormat, system: str | None, control_tokens: str
+) -> ConversationLayout:
+    """``conversation_layout`` of ``[system?, user(context + "\\n\\n" + question)]``, kept."""
+    key = (id(tokenizer), id(chat_format), system, control_tokens)
+    known = _LAYOUTS.get(key)
+    if known is not None and known[0] is tokenizer and known[1] is chat_format:
+        return known[2]
+    layout = conversation_layout(
+        tokenizer=tokenizer, chat_format=chat_format, system=system, control_tokens=control_tokens
+    )
+    _LAYOUTS.put(key, (tokenizer, chat_format, layout))
+    return layout
 
 
 def _format_or_layout(
@@ -252,6 +275,6 @@ def repeat_offer(setup: Setup, planned: PlanStart) -> tuple[RepeatBlock | None, 
     )  # fmt: skip
     if planned.repeat is None:  # copied only: its cost is measured with the copies
         return block, None
-    cost = setup.frame.separator_tokens + len(setup.tokenizer.encode(block.text))
+    cost = setup.frame.separator_tokens + len(encode_short(setup.tokenizer, block.text))
     window = setup.profile.local_window if setup.profile is not None else None
     return block, RepeatOffer(chunk=chunk, cost=cost, window=window)

@@ -59,6 +59,8 @@ JOIN_BYTES = 4 * 1024 * 1024  # remembered junction encodes (texts and starts), 
 
 #: A retrieved set's default-evidence key: (question terms, max keys, texts, evidence).
 KeySet = tuple[tuple[str, ...], int, tuple[str, ...], tuple[tuple[str, ...], ...]]
+#: A measured set's key: (fingerprint, parallel pieces?, non-empty texts, their key chars).
+MeasuredSet = tuple[str, bool, tuple[str, ...], tuple[tuple[int, ...], ...]]
 
 
 def _entry_bytes(key: tuple[str, str], entry: CacheEntry) -> int:
@@ -79,6 +81,9 @@ class ChunkTokenCache(BoundedCache[tuple[str, str], CacheEntry]):
     assembling the same chunks again reuses lives in one object: a fresh cache is cold.
     ``joins``: the token starts of the junction texts verification encoded (the text
     between cached chunk cores, joined: :meth:`remembering`), capped at :data:`JOIN_BYTES`.
+    ``measured_sets``: each retrieved set's measurement (per non-empty chunk: its tokens in
+    context and its key tokens), keyed by the tokenizer's fingerprint, the texts and their
+    key chars, capped at :data:`KEY_SET_BYTES` like ``key_sets``.
     """
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, *, name: str | None = None) -> None:
@@ -90,11 +95,15 @@ class ChunkTokenCache(BoundedCache[tuple[str, str], CacheEntry]):
         self.joins: BoundedCache[tuple[str, str], np.ndarray] = BoundedCache(
             max_bytes=min(max_bytes, JOIN_BYTES), size_of=_join_bytes
         )
+        self.measured_sets: BoundedCache[MeasuredSet, tuple[tuple[int, tuple[int, ...]], ...]] = (
+            BoundedCache(max_bytes=min(max_bytes, KEY_SET_BYTES), size_of=_measured_set_bytes)
+        )
 
     def clear(self) -> None:
         super().clear()
         self.key_sets.clear()
         self.joins.clear()
+        self.measured_sets.clear()
 
     def remembering(self, encode: Encode, fingerprint: str) -> Encode:
         """``encode`` (a family's one-text encode), answered from ``joins`` for a text it
@@ -115,6 +124,12 @@ class ChunkTokenCache(BoundedCache[tuple[str, str], CacheEntry]):
 
 def _join_bytes(key: tuple[str, str], starts: np.ndarray) -> int:
     return sys.getsizeof(key[1]) + int(starts.nbytes) + 160
+
+
+def _measured_set_bytes(key: MeasuredSet, measured: tuple[tuple[int, tuple[int, ...]], ...]) -> int:
+    """A measured set's size: its texts and numbers (an estimate; bounds the memo)."""
+    keys = sum(8 * len(k) + 64 for k in key[3])
+    return sum(sys.getsizeof(t) for t in key[2]) + keys + sum(8 * len(k) + 80 for _, k in measured)
 
 
 def _key_set_bytes(key: KeySet, keys: tuple[tuple[int, ...], ...]) -> int:

@@ -40,6 +40,7 @@ import numpy as np
 from phaseaware.assembly.retokenize.windowed import _family, windowed_support
 from phaseaware.caches import BoundedCache
 from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.short_encodes import encode_short
 
 __all__ = [
     "SPECIAL_REACH",
@@ -256,5 +257,5 @@ def _ids_through(tokenizer: Tokenizer, text: str, *, start: int, shared: int) ->
             break
         q, _ = prefix_cut(tokenizer, text[:end])  # a tokenizer without a rule: None at once
         if q is not None and q > shared:
-            return tokenizer.encode(text[start:q])
+            return encode_short(tokenizer, text[start:q])
     return tokenizer.encode(text[start:])

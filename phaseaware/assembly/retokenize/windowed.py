@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -88,7 +89,7 @@ from phaseaware.assembly.retokenize.joins import (
     junction_starts,
     unique_junction_starts,
 )
-from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
+from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer, implements
 from phaseaware.tokenizers.offsets import TokenStarts
 from phaseaware.tokenizers.windowing import (
     MIN_CORE,
@@ -120,14 +121,16 @@ def windowed_support(tokenizer: Tokenizer) -> str | None:
 
     Soundness is a tokenizer capability (:class:`~phaseaware.tokenizers.windowing.
     WindowedTokenizer`): the adapter declares its cut rule, or is encoded in full."""
-    if isinstance(tokenizer, WindowedTokenizer):
-        return tokenizer.window_support()
+    if implements(tokenizer, WindowedTokenizer):
+        return cast(WindowedTokenizer, tokenizer).window_support()
     return NOT_WINDOWED
 
 
 def _family(tokenizer: Tokenizer) -> WindowRecipe | None:
     """The stitching recipe of ``tokenizer``; None where ``windowed_support`` names a reason."""
-    return tokenizer.window_recipe() if isinstance(tokenizer, WindowedTokenizer) else None
+    if not implements(tokenizer, WindowedTokenizer):
+        return None
+    return cast(WindowedTokenizer, tokenizer).window_recipe()
 
 
 def cached_pieces(
