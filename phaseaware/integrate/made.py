@@ -146,7 +146,10 @@ def neutral_messages(
         found.extend(hits)
         new_calls = [dict(c) for c in message["tool_calls"]]
         for call in calls:
-            function = {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)}
+            function = {
+                "name": call.name,
+                "arguments": json.dumps(call.arguments, ensure_ascii=False),
+            }
             new_calls[call.index] = {**new_calls[call.index], "function": function}
         out.append({**message, "tool_calls": new_calls})
     return out, tuple(found)

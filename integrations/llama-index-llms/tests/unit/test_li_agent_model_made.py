@@ -49,7 +49,9 @@ def _history(q: str, *, blocks: bool, content: str = "alpha\n\nbeta") -> list[Ch
     else:
         raw = {"id": "c0", "type": "function",
                "function": {"name": "search", "arguments": json.dumps({"q": q})}}  # fmt: skip
-        assistant = ChatMessage(role="assistant", content="", additional_kwargs={"tool_calls": [raw]})
+        assistant = ChatMessage(
+            role="assistant", content="", additional_kwargs={"tool_calls": [raw]}
+        )
     return [
         ChatMessage(role="user", content="What is the code of vault V1?"),
         assistant,

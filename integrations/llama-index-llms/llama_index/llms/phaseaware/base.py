@@ -103,7 +103,10 @@ def _neutral_calls(message: ChatMessage, calls: Sequence[integrate.NeutralCall])
                 new = {"tool_name": by_index[k].name, "tool_kwargs": by_index[k].arguments}
                 blocks[i] = blocks[i].model_copy(update=new)
         return message.model_copy(update={"blocks": blocks})
-    raw = [c if isinstance(c, Mapping) else c.model_dump() for c in message.additional_kwargs.get("tool_calls") or ()]
+    raw = [
+        c if isinstance(c, Mapping) else c.model_dump()
+        for c in message.additional_kwargs.get("tool_calls") or ()
+    ]
     made = [dict(c) for c in raw]
     for k, call in by_index.items():
         arguments = json.dumps(call.arguments, ensure_ascii=False)
