@@ -14,7 +14,8 @@ exact, and one :class:`NeutralizedToolCallWarning` per message names what was br
 
 Left as they are (the step's own path then sends the tool result unaligned with one
 :class:`~phaseaware.integrate.UnalignedToolResultWarning`): a call whose arguments are
-not a JSON object, a call that is not a mapping, and everything under
+not a JSON object, a call that is not a mapping, a call where a broken key would equal
+another key of the same object (``<think>`` beside ``<·think>``), and everything under
 ``control_tokens="refuse"`` (the model's text is refused there as any other).
 """
 
@@ -67,6 +68,10 @@ def scanner_of(target: Target) -> ControlScanner:
     return scanner_for(target.tokenizer, markers=markers, policy=target.options.control_tokens)
 
 
+class _KeyClash(Exception):
+    """A broken argument key equals another key of the same object."""
+
+
 def _clean(scanner: ControlScanner, value: Any, *, where: str, found: list[Neutralized]) -> Any:
     if isinstance(value, str):
         text, hits = scanner.clean(value, where=where)
@@ -78,6 +83,8 @@ def _clean(scanner: ControlScanner, value: Any, *, where: str, found: list[Neutr
         out = {}
         for key, v in value.items():
             new_key = _clean(scanner, key, where=f"{where} key {key!r}", found=found)
+            if new_key in out:  # breaking it would merge two keys: leave this call as it is
+                raise _KeyClash
             out[new_key] = _clean(scanner, v, where=f"{where}.{key}", found=found)
         return out
     return value
@@ -109,11 +116,15 @@ def neutral_calls(
         arguments = _decoded(function.get("arguments", "{}")) if function else None
         if not isinstance(name, str) or arguments is None:
             continue  # malformed: the step sends its result unaligned, naming the cause
-        before = len(found)
         at = f"{where}.tool_calls[{k}]"
-        clean_name = _clean(scanner, name, where=f"{at}.function.name", found=found)
-        clean_args = _clean(scanner, arguments, where=f"{at}.function.arguments", found=found)
-        if len(found) > before:
+        hits: list[Neutralized] = []
+        clean_name = _clean(scanner, name, where=f"{at}.function.name", found=hits)
+        try:
+            clean_args = _clean(scanner, arguments, where=f"{at}.function.arguments", found=hits)
+        except _KeyClash:
+            continue  # left as it is: the step sends its result unaligned, naming the cause
+        if hits:
+            found.extend(hits)
             out.append(NeutralCall(index=k, name=clean_name, arguments=clean_args))
     return tuple(out), tuple(found)
 

@@ -117,9 +117,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
         )
         settings = target.merged_kwargs(request.model_settings)
         system = [request.system_message] if request.system_message is not None else []
-        everything, dicts = self._calls.neutral(
-            target, [*system, *request.messages], self._dicts.dicts([*system, *request.messages])
-        )
+        made = [*system, *request.messages]  # the model's tool calls: control strings broken
+        everything, dicts = self._calls.neutral(target, made, self._dicts.dicts(made))
         messages = everything[len(system) :]
         view = _model_view(messages, self.policy.tool_role)  # shown when nothing aligns
         index = kit.step_index(

@@ -134,6 +134,13 @@ def test_without_the_kit_neutralising_the_step_still_degrades(deepseek_v4, name)
     assert step is None and len(ours) == 1
 
 
+def test_a_broken_key_that_would_merge_two_keys_leaves_the_call_as_it_is(deepseek_v4):
+    clash = '{"<think>": 1, "<·think>": 2}'
+    made = [{"role": "assistant", "content": "", "tool_calls": [_call("c1", clash)]}]
+    neutral, found = neutral_messages(_target(deepseek_v4, "deepseek-v4"), [*START, *made, RESULT])
+    assert found == () and neutral == [*START, *made, RESULT]
+
+
 def test_refuse_policy_neutralises_nothing(deepseek_v4):
     from phaseaware.assembly.inputs.options import AssemblyOptions
 
