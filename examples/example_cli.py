@@ -7,7 +7,8 @@ same the command line prints) and the README's one install line for the framewor
 ``served(args)`` checks a given ``--base-url`` within 3 s (before any slow work) or starts
 ``phaseaware serve-reference``; ``reference_profile`` reads ``--profile`` (default: the
 profile ``phaseaware demo`` wrote, when it exists) or calibrates the reference model in a
-temporary folder that is removed afterwards. ``run(main)`` wraps ``main``: a server that
+temporary folder that is removed afterwards (``reference_profile_file``: the same as a
+path, for components that take one). ``run(main)`` wraps ``main``: a server that
 cannot be reached, or any phaseaware error, is one line on stderr and exit 1.
 """
 
@@ -33,6 +34,7 @@ __all__ = [
     "needs",
     "preflight",
     "reference_profile",
+    "reference_profile_file",
     "run",
     "served",
 ]
@@ -48,6 +50,7 @@ INSTALL = {
     '-e "integrations/langchain[examples]"',
     "llama-index": f'pip install {TORCH_CPU} -e ".[reference,deepseek]" '
     '-e "integrations/llama-index[examples]" -e integrations/llama-index-llms',
+    "haystack": f'pip install {TORCH_CPU} -e ".[reference,deepseek]" -e integrations/haystack',
 }
 #: Seconds a given --base-url has to answer before the example gives up.
 CONNECT_TIMEOUT = 3.0
@@ -132,11 +135,28 @@ def reference_profile(path: str | None) -> Any:
     reference model (~15-30 s) in a temporary folder removed afterwards."""
     from phaseaware.profiles.io import load_profile
 
+    with reference_profile_file(path) as file:
+        return load_profile(Path(file))
+
+
+@contextmanager
+def reference_profile_file(path: str | None) -> Iterator[str]:
+    """As :func:`reference_profile`, the profile's file, for components that take a path
+    (Haystack's serialise theirs): a calibrated one lives in a temporary folder that is
+    removed when the block ends."""
     if path:
-        return load_profile(Path(path))
+        yield path
+        return
     if DEMO_PROFILE.is_file():
         print(f"using the profile `phaseaware demo` wrote: {DEMO_PROFILE}", file=sys.stderr)
-        return load_profile(DEMO_PROFILE)
+        yield str(DEMO_PROFILE)
+        return
+    with tempfile.TemporaryDirectory(prefix="phaseaware-example-") as folder:
+        yield str(_calibrate(Path(folder)))
+
+
+def _calibrate(out: Path) -> Path:
+    """Calibrate the reference model quickly; the profile's path (in ``out``)."""
     from phaseaware.calibration.backends.hf import load_hf_backend
     from phaseaware.calibration.runner import calibrate
     from phaseaware.chat import conversation_layout
@@ -150,22 +170,22 @@ def reference_profile(path: str | None) -> Any:
     )
     tokenizer = load_tokenizer("reference")
     backend = load_hf_backend(reference_model_source(), tokenizer, threads=1)
-    with tempfile.TemporaryDirectory(prefix="phaseaware-example-") as folder:
-        out = Path(folder)
-        try:
-            return calibrate(
-                backend=backend,
-                tokenizer=tokenizer,
-                layout=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
-                settings=DemoSettings(base_prompts=12).probe_settings(),
-                model=MODEL,
-                chat_format="hf",
-                log_path=out / "calibration.jsonl",
-                period=8,
-                out_path=out / f"{MODEL}.json",
-            ).profile
-        finally:
-            backend.close()
+    profile_path = out / f"{MODEL}.json"
+    try:
+        calibrate(
+            backend=backend,
+            tokenizer=tokenizer,
+            layout=conversation_layout(tokenizer=tokenizer, chat_format="hf"),
+            settings=DemoSettings(base_prompts=12).probe_settings(),
+            model=MODEL,
+            chat_format="hf",
+            log_path=out / "calibration.jsonl",
+            period=8,
+            out_path=profile_path,
+        )
+    finally:
+        backend.close()
+    return profile_path
 
 
 def run(main: Callable[[], int]) -> int:

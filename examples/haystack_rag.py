@@ -1,31 +1,41 @@
-"""Haystack RAG, offline: notes -> InMemoryBM25Retriever -> PhaseAwareChatPromptBuilder ->
-OpenAIChatGenerator -> PhaseAwareUsageCheck, a real Haystack pipeline.
+"""Haystack RAG, offline: a real Haystack pipeline with the phase-aware prompt builder.
+
+Notes -> InMemoryBM25Retriever -> PhaseAwareChatPromptBuilder -> OpenAIChatGenerator ->
+PhaseAwareUsageCheck.
 
 ``OpenAIChatGenerator`` (Haystack's own) talks to ``phaseaware serve-reference``, started
-here as a subprocess on 127.0.0.1 (a free port). For each question the script prints the
-answer and where every retrieved note's key token landed (prompt position, residue mod 8,
-the profile's expected accuracy there); the usage check compares the server's
-``usage.prompt_tokens`` with the planned prompt on every call (``on_mismatch="raise"``).
+here as a subprocess on 127.0.0.1 (a free port), or to the one ``--base-url`` names. For
+each question the script prints the answer and where every retrieved note's key token
+landed (prompt position, residue mod 8, the profile's expected accuracy there); the
+usage check compares the server's ``usage.prompt_tokens`` with the planned prompt on
+every call (``on_mismatch="raise"``).
 Then the pipeline goes through Haystack's YAML (``Pipeline.dumps`` / ``Pipeline.loads``)
 and the loaded one must send the same messages. It exits with status 1 when an answer
 differs from the expected one.
 
-    PYTHONPATH=.:integrations/haystack/src python examples/haystack_rag.py [--profile FILE]
+    python examples/haystack_rag.py [--profile FILE]   # after the README's Haystack install line
     python examples/haystack_rag.py --base-url http://127.0.0.1:8000/v1   # a running server
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-from contextlib import nullcontext
-from pathlib import Path
 from typing import Any
 
-from example_cli import needs, run
+from example_cli import (
+    MODEL,
+    example_parser,
+    needs,
+    preflight,
+    reference_profile_file,
+    run,
+    served,
+)
 
-with needs():
+preflight()  # a dead --base-url fails before the imports below
+
+with needs("haystack"):
     from haystack import Document, Pipeline
     from haystack.components.generators.chat import OpenAIChatGenerator
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
@@ -36,14 +46,10 @@ with needs():
         PhaseAwareChatPromptBuilder,
     )
     from haystack_integrations.components.validators.phaseaware import PhaseAwareUsageCheck
-    from reference_server import reference_server
 
     from phaseaware.compare.questions import CompareQuestion
     from phaseaware.demo.questions_file import BUDGET_TOKENS, demo_questions
 
-ROOT = Path(__file__).resolve().parents[1]
-PROFILE = ROOT / "integrations" / "haystack" / "tests" / "data" / "phaseaware-reference.json"
-MODEL = "phaseaware-reference"
 # serve-reference takes any key; an environment variable, so that the pipeline serialises
 # (Haystack refuses to write a token secret to YAML)
 KEY_VARIABLE = "PHASEAWARE_REFERENCE_API_KEY"
@@ -107,17 +113,16 @@ def ask(pipe: Pipeline, question: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default=str(PROFILE), help="a reference-model profile")
-    parser.add_argument("--questions", type=int, default=4)
-    parser.add_argument("--base-url", help="a running serve-reference (default: start one)")
+    parser = example_parser(__doc__)
+    parser.add_argument("--questions", type=int, default=4, help="questions to ask (default 4)")
     args = parser.parse_args(argv)
 
-    notes, questions = local_notes(args.questions)
     wrong = 0
-    server = nullcontext(args.base_url) if args.base_url else reference_server()
-    with server as base_url:
-        pipe = rag_pipeline(notes, base_url=base_url, profile=args.profile)
+    # a given --base-url is checked first (3 s); the builder takes the profile's path (it
+    # serialises it), so a calibrated one lives in a temporary folder until the block ends
+    with served(args) as base_url, reference_profile_file(args.profile) as profile:
+        notes, questions = local_notes(args.questions)
+        pipe = rag_pipeline(notes, base_url=base_url, profile=profile)
         for q in questions:
             out = ask(pipe, q.question)
             answer = (out["check"]["replies"][0].text or "").strip()

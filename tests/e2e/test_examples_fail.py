@@ -26,9 +26,11 @@ SERVED = [
     "langchain_stream",
     "llama_index_rag",
     "llama_index_stream",
+    "haystack_rag",
 ]
 PATHS = [str(ROOT), str(ROOT / "integrations/langchain"), str(ROOT / "integrations/llama-index"),
-         str(ROOT / "integrations/llama-index-llms")]  # fmt: skip
+         str(ROOT / "integrations/llama-index-llms"),
+         str(ROOT / "integrations/haystack/src")]  # fmt: skip
 
 
 def _closed_port() -> int:
@@ -82,6 +84,8 @@ def test_no_server_is_one_line(name, tmp_path):
         ("langchain_agent", "rank_bm25", "pip install rank-bm25"),
         ("llama_index_rag", "llama_index.llms.openai_like", "llama-index-llms-openai-like"),
         ("llama_index_agent", "llama_index.llms.phaseaware", "integrations/llama-index-llms"),
+        ("haystack_rag", "haystack", "pip install -e integrations/haystack"),
+        ("haystack_rag", "haystack_integrations", "pip install -e integrations/haystack"),
     ],
 )
 def test_a_missing_package_is_one_line_naming_its_install(name, module, install, tmp_path):
@@ -91,6 +95,7 @@ def test_a_missing_package_is_one_line_naming_its_install(name, module, install,
         "langchain_agent": ("langchain.agents", "langchain_openai", "rank_bm25"),
         "llama_index_rag": ("llama_index.core", "llama_index.llms.openai_like", "rank_bm25"),
         "llama_index_agent": ("llama_index.core", "llama_index.llms.phaseaware", "rank_bm25"),
+        "haystack_rag": ("haystack", "haystack_integrations.components.builders.phaseaware"),
     }[name]
     _needs(*(m for m in needed if m != module))
     code, err = _run(name, block=(module,), tmp_path=tmp_path)
