@@ -10,7 +10,9 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
 2. in agent loops, per model call: :func:`step_index` (which message aligns) and
    :func:`align_step` (its documents, the question, bound tools, the report) under one
    :class:`AgentPolicy` (see :mod:`.agent`: the whole agent-step policy);
-   :class:`AgentStepper` holds one adapter's step state (:mod:`.stepper`).
+   :class:`AgentStepper` holds one adapter's step state (:mod:`.stepper`); before the
+   step, :class:`CallNeutralizer` breaks the control strings the model wrote into its
+   tool calls, as in any untrusted text (:mod:`.made`; the adapter rebuilds the message).
 3. per call, its retrieved items as :class:`SourceRecord` values (text, score or
    ``None``, its own id, evidence), then :func:`conversation` (its messages as a
    layout; a framework that formats its own template: :func:`slot_marker` and
@@ -112,6 +114,14 @@ from phaseaware.integrate.inputs import (
     check_context_variable,
     template_inputs,
 )
+from phaseaware.integrate.made import (
+    CallNeutralizer,
+    NeutralCall,
+    NeutralizedToolCallWarning,
+    neutral_calls,
+    neutral_messages,
+    scanner_of,
+)
 from phaseaware.integrate.rank import check_limit, rank_records
 from phaseaware.integrate.readers import (
     EVIDENCE_KEY,
@@ -182,6 +192,8 @@ __all__ = [
     "AgentPolicy",
     "AgentStep",
     "MessageMemo",
+    "NeutralCall",
+    "NeutralizedToolCallWarning",
     "ParallelToolResultsWarning",
     "SentMemory",
     "UnalignedToolResultWarning",
@@ -258,6 +270,10 @@ __all__ = [
     "tools_fix",
     # one adapter's agent-step state; a synthesis step's conversation, plan and count
     "AgentStepper",
+    "CallNeutralizer",
+    "neutral_calls",
+    "neutral_messages",
+    "scanner_of",
     "ASSEMBLY_KEY",
     "CARRIED_KEYS",
     "CarriedAssembly",

@@ -10,9 +10,11 @@ below is policy, the same for every adapter:
   (parallel tool calls) are sent as they are, with one :class:`ParallelToolResultsWarning`
   per adapter: append alignment places one new message after the text the server holds,
   and a second result would rewrite the first one's turn. A result the step cannot align
-  because of what the model made (a tool call that does not pair with its result, a
-  control string the model copied into its arguments: untrusted text like any other) is
-  sent as it is too, with one :class:`UnalignedToolResultWarning` naming the cause.
+  because of what the model made (a tool call that does not pair with its result, arguments
+  that are not JSON) is sent as it is too, with one :class:`UnalignedToolResultWarning`
+  naming the cause. Control strings the model copied into its tool calls are broken before
+  the step, as in any untrusted text (:mod:`.made`); any left (``control_tokens="refuse"``,
+  a dict-built conversation not passed through it) send the result unaligned the same way.
 - **Its documents.** The records the adapter found for it (a LangChain tool's ``artifact``,
   the nodes a LlamaIndex retriever tool registered), else its text split on
   :attr:`AgentPolicy.document_separator` (scoreless: retrieval order).
@@ -79,7 +81,7 @@ class ParallelToolResultsWarning(PhaseawareWarning):
 
 class UnalignedToolResultWarning(PhaseawareWarning):
     """A tool result the step cannot align (a malformed tool call the model made, a control
-    string the model copied into its tool arguments): sent unaligned, the cause named."""
+    string left in its tool calls): sent unaligned, the cause named."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
 :class:`~phaseaware.integrate.Target`, the :class:`~phaseaware.integrate.MessageMemo` of
 converted messages, the parallel-results warning flag and, for frameworks that resend
 their own unaligned messages every step, a bounded memory of the message sent per tool
-call id (with its report). The deciding stays in :mod:`.agent` (:func:`step_index`,
+call id (with its report), and the :class:`~phaseaware.integrate.made.CallNeutralizer` that
+breaks control strings the model wrote into its tool calls. The deciding stays in :mod:`.agent` (:func:`step_index`,
 :func:`align_step`); the adapter converts its messages and its documents.
 """
 
@@ -25,6 +26,7 @@ from phaseaware.integrate.agent import (
 )
 from phaseaware.integrate.calls import OnMismatch
 from phaseaware.integrate.checks import check_raw_usage, tools_fix
+from phaseaware.integrate.made import CallNeutralizer, NeutralCall
 from phaseaware.integrate.records import SourceRecord
 from phaseaware.integrate.target import Target
 
@@ -38,7 +40,9 @@ class AgentStepper(Generic[_M]):
 
     ``convert(message, index)`` and ``text(message)``: the adapter's conversions (as for
     :class:`MessageMemo`); ``adapter``: its class name, for the bound-tools fix;
-    ``max_sent``: how many tool call ids :meth:`remember` keeps (oldest evicted).
+    ``max_sent``: how many tool call ids :meth:`remember` keeps (oldest evicted);
+    ``rebuild_calls(message, calls)``: a new message with those neutralised tool calls
+    (:class:`CallNeutralizer`; :meth:`align` sends it in place of the model's own).
     """
 
     def __init__(
@@ -50,6 +54,7 @@ class AgentStepper(Generic[_M]):
         text: Callable[[_M], object],
         adapter: str,
         max_sent: int = 4096,
+        rebuild_calls: Callable[[_M, Sequence[NeutralCall]], _M] | None = None,
     ) -> None:
         self.target = target
         self.policy = policy
@@ -58,6 +63,10 @@ class AgentStepper(Generic[_M]):
         self._memo = MessageMemo(convert, text)
         self._warned = [False]
         self.sent: SentMemory[tuple[object, _M, dict[str, Any]]] = SentMemory(max_sent)
+        self._calls = (
+            None if rebuild_calls is None
+            else CallNeutralizer(convert=convert, rebuild=rebuild_calls)
+        )  # fmt: skip
 
     def step(
         self,
@@ -93,9 +102,12 @@ class AgentStepper(Generic[_M]):
     ) -> tuple[list[_M], AgentStep | None]:
         """:meth:`step` for a framework that resends its own unaligned messages: each tool
         result sent aligned before is replaced by what was sent (:meth:`resent`), the new
-        one by ``rebuild(original, step)`` (remembered). ``call_id(message)``: its tool call
-        id (``None``: not a tool result); ``aligned(message)``: it carries a report."""
+        one by ``rebuild(original, step)`` (remembered), an assistant message whose tool
+        calls hold control strings by its neutralised copy. ``call_id(message)``: its tool
+        call id (``None``: not a tool result); ``aligned(message)``: it carries a report."""
         out = [self.resent(call_id(m), m) for m in messages]
+        if self._calls is not None:
+            out, _ = self._calls.neutral(self.target, out, self._memo.dicts(out))
         step = self.step(out, aligned=lambda i: aligned(out[i]), records=records, tools=tools)
         if step is not None:
             original = out[step.index]
@@ -143,3 +155,5 @@ class AgentStepper(Generic[_M]):
         """Forget what was sent and converted (a new conversation)."""
         self.sent.clear()
         self._memo.clear()
+        if self._calls is not None:
+            self._calls.clear()

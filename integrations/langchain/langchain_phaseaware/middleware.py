@@ -47,6 +47,15 @@ def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[AnyMess
     return view
 
 
+def _neutral_calls(message: BaseMessage, calls: Sequence[kit.NeutralCall]) -> BaseMessage:
+    """A new ``message`` (an ``AIMessage``) with the kit's neutralised tool calls in place
+    of its own; ``message`` is not changed."""
+    made = [dict(c) for c in cast(AIMessage, message).tool_calls]
+    for call in calls:
+        made[call.index] = {**made[call.index], "name": call.name, "args": call.arguments}
+    return message.model_copy(update={"tool_calls": made})
+
+
 def _artifact_records(
     message: ToolMessage, score_keys: Sequence[str], evidence_key: str | None
 ) -> tuple[list[kit.SourceRecord] | None, list[str | None] | None]:
@@ -93,23 +102,25 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self.evidence_key = evidence_key
         self._warned = [False]
         self._dicts = kit.MessageMemo(message_dict, lambda m: m.content)
+        self._calls = kit.CallNeutralizer(convert=message_dict, rebuild=_neutral_calls)
 
     def align(
         self, request: ModelRequest
     ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:
         """The request to send, the aligned tool message (``None``: none) and its assembly;
-        ``request`` and its messages are unchanged."""
-        messages = list(request.messages)
+        ``request`` and its messages are unchanged. Control strings the model wrote into
+        its tool calls are broken in what is sent (the kit's ``CallNeutralizer``)."""
         # the model's own reasoning_effort (bound or on the call) is planned with, or refused
         target = self.target.with_effort(
             kit.call_effort(request.model_settings, request.model),
             fix=" (PhaseAwareMiddleware(settings=ChatSettings(reasoning_effort=...)))",
         )
         settings = target.merged_kwargs(request.model_settings)
-        view = _model_view(messages, self.policy.tool_role)  # shown when nothing aligns
         system = [request.system_message] if request.system_message is not None else []
-        everything = [*system, *messages]
-        dicts = self._dicts.dicts(everything)
+        made = [*system, *request.messages]  # the model's tool calls: control strings broken
+        everything, dicts = self._calls.neutral(target, made, self._dicts.dicts(made))
+        messages = everything[len(system) :]
+        view = _model_view(messages, self.policy.tool_role)  # shown when nothing aligns
         index = kit.step_index(
             dicts, policy=self.policy, warned=self._warned,
             aligned=lambda i: REPORT_KEY in everything[i].response_metadata,

@@ -90,6 +90,31 @@ def _tool_call_id(message: ChatMessage) -> object:
     return message.additional_kwargs.get("tool_call_id") if is_tool else None
 
 
+def _neutral_calls(message: ChatMessage, calls: Sequence[integrate.NeutralCall]) -> ChatMessage:
+    """A new ``message`` with the kit's neutralised tool calls in place of its own (the
+    blocks when it has them, else ``additional_kwargs["tool_calls"]``, as ``_tool_calls``
+    reads them); ``message`` is not changed."""
+    by_index = {c.index: c for c in calls}
+    blocks = list(message.blocks)
+    positions = [i for i, b in enumerate(blocks) if isinstance(b, ToolCallBlock)]
+    if positions:
+        for k, i in enumerate(positions):
+            if k in by_index:
+                new = {"tool_name": by_index[k].name, "tool_kwargs": by_index[k].arguments}
+                blocks[i] = blocks[i].model_copy(update=new)
+        return message.model_copy(update={"blocks": blocks})
+    raw = [
+        c if isinstance(c, Mapping) else c.model_dump()
+        for c in message.additional_kwargs.get("tool_calls") or ()
+    ]
+    made = [dict(c) for c in raw]
+    for k, call in by_index.items():
+        arguments = json.dumps(call.arguments, ensure_ascii=False)
+        made[k] = {**made[k], "function": {"name": call.name, "arguments": arguments}}
+    kwargs = {**message.additional_kwargs, "tool_calls": made}
+    return message.model_copy(update={"additional_kwargs": kwargs})
+
+
 def _aligned(original: ChatMessage, step: integrate.AgentStep) -> ChatMessage:
     kwargs = {**original.additional_kwargs, AGENT_REPORT_KEY: step.report}
     return ChatMessage(role=original.role, content=step.content, additional_kwargs=kwargs)
@@ -169,7 +194,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         resolved = resolved.with_effort(integrate.call_effort(None, llm), fix=_EFFORT_FIX)
         self._step = integrate.AgentStepper(
             resolved, policy, convert=lambda m, _: message_dict(m), text=_text,
-            adapter="PhaseAwareAgentLLM",
+            adapter="PhaseAwareAgentLLM", rebuild_calls=_neutral_calls,
         )  # fmt: skip
         self._registry = registry if registry is not None else NodeRegistry()
         self._tool_role = tool_role
@@ -210,8 +235,10 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
     def align(
         self, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] = ()
     ) -> tuple[list[ChatMessage], AssemblyResult | None]:
-        """The messages to send (earlier tool results as sent before, the newest aligned)
-        and the new alignment (``None``: none); ``tools``: the bound OpenAI schemas."""
+        """The messages to send (earlier tool results as sent before, the newest aligned,
+        control strings the model wrote into its tool calls broken: the kit's
+        ``CallNeutralizer``) and the new alignment (``None``: none); ``tools``: the bound
+        OpenAI schemas."""
         out, step = self._step.align(
             messages, call_id=_tool_call_id, rebuild=_aligned, records=self._records, tools=tools,
             aligned=lambda m: AGENT_REPORT_KEY in m.additional_kwargs,
