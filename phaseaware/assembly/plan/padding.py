@@ -390,8 +390,6 @@ def freeze_moving(tables: PadTables, plan: Plan, *, pads: Sequence[int], end_pad
 
 Pads = tuple[tuple[int, ...], int]
 Search = Callable[[PadTables, Sequence[int], Sequence[Sequence[int]], int, int], Pads]
-# the search's answers kept across calls (a warm ``assemble`` asks the same questions);
-# keyed by every input it reads, the profile by identity (the entry holds it)
 _KEPT: BoundedCache[tuple[Hashable, ...], tuple[object, Pads]] = BoundedCache(
     max_entries=256, name="assembly.pad_searches"
 )
@@ -400,7 +398,7 @@ _KEPT: BoundedCache[tuple[Hashable, ...], tuple[object, Pads]] = BoundedCache(
 def kept_search(
     search: Search, *, profile: object, settings: tuple[Hashable, ...], weights: Sequence[float]
 ) -> Search:
-    """``search`` (a pure pad search) with its answers kept; ``settings``: the rest it reads."""
+    """``search`` with its answers kept, keyed by all it reads (the profile by identity)."""
     base = (id(profile), settings, tuple(weights))
 
     def kept(
