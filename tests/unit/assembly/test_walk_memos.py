@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from phaseaware.assembly.retokenize import prefix, windowed
 from phaseaware.tokenizers import load_tokenizer
-from phaseaware.tokenizers.windowing import WindowedTokenizer
+from phaseaware.tokenizers.windowing import NOT_WINDOWED, WindowedTokenizer
 
 
 class _Plain:
@@ -14,13 +14,15 @@ class _Plain:
 
 def test_capability_is_decided_once_per_object_and_as_isinstance_says() -> None:
     tok = load_tokenizer("tiktoken:cl100k_base")
-    for _ in range(2):  # the second answer is the remembered one
-        assert isinstance(tok, WindowedTokenizer)
-        assert windowed._family(tok) == tok.window_recipe()
-        assert windowed.windowed_support(tok) == tok.window_support()
+    assert isinstance(tok, WindowedTokenizer)
+    recipe = windowed._family(tok)
+    fresh = tok.window_recipe()
+    assert recipe is not None and fresh is not None and recipe.bar_specials == fresh.bar_specials
+    assert windowed._family(tok) is recipe  # decided once: the same recipe object again
+    assert windowed.windowed_support(tok) == tok.window_support()
     plain = _Plain()
     assert windowed._family(plain) is None  # type: ignore[arg-type]
-    assert windowed.windowed_support(plain) == windowed.NOT_WINDOWED  # type: ignore[arg-type]
+    assert windowed.windowed_support(plain) == NOT_WINDOWED  # type: ignore[arg-type]
 
 
 def test_cut_encodes_equal_a_fresh_encode_per_object() -> None:
