@@ -104,12 +104,42 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse; a flag the command does not know is refused with the COMMAND's usage and the
     nearest flag it has (argparse alone prints the top-level usage for it)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    words = list(sys.argv[1:] if argv is None else argv)
+    named = next((w for w in words if w in sub.choices), None)
+    if named is not None:
+        # argparse reports a missing required flag before an unknown one: a typo in a
+        # required flag (--budget-token) would then hide the one line that names the fix
+        command = sub.choices[named]
+        typos = unknown_flags(words[words.index(named) + 1 :], command)
+        if typos and missing_required(words, command):
+            command.error(unrecognized(typos, command))
     args, extras = parser.parse_known_args(argv)
     if extras:
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         command = sub.choices[args.command]
         command.error(unrecognized(extras, command))
     return args
+
+
+def unknown_flags(words: Sequence[str], parser: argparse.ArgumentParser) -> list[str]:
+    """The ``--flags`` among ``words`` (up to a ``--``) that ``parser`` does not know."""
+    found: list[str] = []
+    for word in words:
+        if word == "--":
+            break
+        flag = word.split("=")[0]
+        if flag.startswith("--") and flag not in parser._option_string_actions:
+            found.append(flag)
+    return found
+
+
+def missing_required(words: Sequence[str], parser: argparse.ArgumentParser) -> bool:
+    """Whether a required flag of ``parser`` is absent from ``words``."""
+    given = {word.split("=")[0] for word in words}
+    return any(
+        action.required and action.option_strings and given.isdisjoint(action.option_strings)
+        for action in parser._actions
+    )
 
 
 def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:

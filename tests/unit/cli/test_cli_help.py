@@ -24,6 +24,15 @@ def test_a_typo_gets_the_commands_usage_and_the_nearest_flag(capsys):
     assert "did you mean --max-tokens?" in err
 
 
+def test_a_typo_in_a_required_flag_is_named_not_hidden_by_the_missing_flag(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["compare", "q.jsonl", "--profile", "p", "--budget-token", "64"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: phaseaware compare")
+    assert "unrecognized arguments: --budget-token; did you mean --budget-tokens?" in err
+
+
 @pytest.mark.parametrize(
     ("command", "shown"),
     [
