@@ -1,9 +1,8 @@
 """Encodes of short texts that recur call after call, kept: ``encode_short(tokenizer, text)``.
 
 A warm ``assemble`` encodes the same few short texts every time (the template's prefix
-and suffix, the chunk separator, the repeated evidence block, the report's windows
-around the slot); each costs a tokenizer call. Their ids are kept here, keyed by the
-tokenizer object and the exact text, so a call repeats none of them. The entry holds
+and suffix, the chunk separator, the repeated evidence block); each costs a tokenizer
+call. Their ids are kept here, keyed by the tokenizer object and the exact text, so a call repeats none of them. The entry holds
 the tokenizer itself (its ``id`` is not reused while the entry lives) and is used only
 for that same object; ``encode`` is pure, so a kept entry equals a fresh encode.
 Bounded: texts up to :data:`MAX_CHARS` characters (longer ones are encoded, not kept),

@@ -24,6 +24,7 @@ def test_built_in_caches_are_listed_with_their_bounds() -> None:
         "assembly.chunk_tokens",
         "assembly.filler",
         "assembly.pad_searches",
+        "assembly.prefix_cut_encodes",
         "assembly.sent_prompts",
         "assembly.single_turn_layouts",
         "profiles.loaded",

@@ -10,11 +10,12 @@ tokens after it (``planner.key_reliability`` builds it from a profile);
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from phaseaware.assembly.plan import pad_prefix
 from phaseaware.assembly.plan.order import Plan
+from phaseaware.caches import BoundedCache
 
 __all__ = [
     "PadTable",
@@ -24,9 +25,9 @@ __all__ = [
     "choose_pads",
     "pads_value",
     "best_pads",
-    "end_pad_reach",
     "end_reserve",
     "freeze_moving",
+    "kept_search",
     "pad_tokens",
 ]
 
@@ -360,31 +361,6 @@ def _pad_options(pad_table: PadTable, period: int) -> tuple[tuple[int, int], ...
     return tuple(sorted(options.values()))
 
 
-def end_pad_reach(
-    *,
-    period: int,
-    window: int | None,
-    window_reliability: float,
-    best_reliability: float,
-    length_period: int | None,
-    pad: bool,
-    length_pad: bool,
-) -> int:
-    """Largest end pad (filler units) worth trying; 0: no end pad.
-
-    The end pad moves the prompt length's residue (``length_pad`` with a
-    length effect of period ``length_period``: up to two of its periods) and
-    pushes keys out of the raw local window (``pad``, when the window's
-    reliability is below the best residue's: up to the window plus a period).
-    """
-    reach = 0
-    if length_pad and length_period is not None:
-        reach = 2 * length_period
-    if pad and window is not None and window_reliability < best_reliability:
-        reach = max(reach, window + period)
-    return reach
-
-
 def end_reserve(
     *, end_shifts: Sequence[int] | None, length_period: int | None, length_pad: bool
 ) -> int:
@@ -410,3 +386,35 @@ def freeze_moving(tables: PadTables, plan: Plan, *, pads: Sequence[int], end_pad
             chunks[i] = NO_PAD
     end = tables.end if end_pad == plan.end_pad else None
     return PadTables(chunks=tuple(chunks), end=end)
+
+
+Pads = tuple[tuple[int, ...], int]
+Search = Callable[[PadTables, Sequence[int], Sequence[Sequence[int]], int, int], Pads]
+_KEPT: BoundedCache[tuple[Hashable, ...], tuple[object, Pads]] = BoundedCache(
+    max_entries=256, name="assembly.pad_searches"
+)
+
+
+def kept_search(
+    search: Search, *, profile: object, settings: tuple[Hashable, ...], weights: Sequence[float]
+) -> Search:
+    """``search`` with its answers kept, keyed by all it reads (the profile by identity)."""
+    base = (id(profile), settings, tuple(weights))
+
+    def kept(
+        tables: PadTables,
+        order: Sequence[int],
+        base_keys: Sequence[Sequence[int]],
+        length: int,
+        slack: int,
+    ) -> Pads:
+        keys = tuple(tuple(int(t) for t in k) for k in base_keys)
+        key = (base, tables, tuple(order), keys, int(length), int(slack))
+        known = _KEPT.get(key)
+        if known is not None and known[0] is profile:
+            return known[1]
+        found = search(tables, order, base_keys, length, slack)
+        _KEPT.put(key, (profile, found))
+        return found
+
+    return kept

@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from phaseaware.assembly.plan.baseline import naive_baseline
+from phaseaware.assembly.plan.end_pad import end_pad_reach
 from phaseaware.assembly.plan.initial import RepeatOffer, initial_plan
 from phaseaware.assembly.plan.order import (
     STRATEGIES,
@@ -85,16 +86,15 @@ from phaseaware.assembly.plan.order import (
     repeat_pays,
     search_orders,
 )
-from phaseaware.assembly.plan.pad_memo import kept_search
 from phaseaware.assembly.plan.padding import (
     NO_PAD,
     PadTable,
     PadTables,
     best_pads,
     choose_pads,
-    end_pad_reach,
     end_reserve,
     freeze_moving,
+    kept_search,
     order_scorer,
     pad_tokens,
     pads_value,

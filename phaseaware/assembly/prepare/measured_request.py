@@ -16,8 +16,9 @@ from phaseaware.assembly.evidence.keys import question_terms
 from phaseaware.assembly.inputs.chunks import Chunk, MergedDuplicate, normalize_merged
 from phaseaware.assembly.inputs.options import MAX_PERIOD, AssemblyOptions, check_budget
 from phaseaware.assembly.inputs.untrusted import clean_inputs
+from phaseaware.assembly.plan.end_pad import end_pad_reach
 from phaseaware.assembly.plan.initial import RepeatOffer
-from phaseaware.assembly.plan.padding import PadTable, PadTables, end_pad_reach
+from phaseaware.assembly.plan.padding import PadTable, PadTables
 from phaseaware.assembly.plan.planner import PlanInput, PlanStart
 from phaseaware.assembly.plan.robust import primary_offset
 from phaseaware.assembly.prepare.filler import (

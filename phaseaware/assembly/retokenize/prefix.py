@@ -31,7 +31,9 @@ are encoded, in each text (the start of a text is always a cut). The oracle
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,7 +42,6 @@ import numpy as np
 from phaseaware.assembly.retokenize.windowed import _family, windowed_support
 from phaseaware.caches import BoundedCache
 from phaseaware.tokenizers.base import Tokenizer
-from phaseaware.tokenizers.short_encodes import encode_short
 
 __all__ = [
     "SPECIAL_REACH",
@@ -257,5 +258,31 @@ def _ids_through(tokenizer: Tokenizer, text: str, *, start: int, shared: int) ->
             break
         q, _ = prefix_cut(tokenizer, text[:end])  # a tokenizer without a rule: None at once
         if q is not None and q > shared:
-            return encode_short(tokenizer, text[start:q])
+            return _cut_ids(tokenizer, text[start:q])
     return tokenizer.encode(text[start:])
+
+
+# the encodes between two cuts, kept: a warm call measures the same stretch (up to
+# MAX_CUT_CHARS characters) again; an entry is used only while its weak reference still
+# reaches the same tokenizer object (``encode`` is pure: a kept entry equals a fresh one)
+MAX_CUT_CHARS = 4096
+_CUT_IDS: BoundedCache[tuple[int, str], tuple[weakref.ref[Tokenizer], tuple[int, ...]]] = (
+    BoundedCache(
+        max_entries=256,
+        name="assembly.prefix_cut_encodes",
+        bound=f"LRU, 256 entries of texts up to {MAX_CUT_CHARS} characters",
+    )
+)
+
+
+def _cut_ids(tokenizer: Tokenizer, piece: str) -> list[int]:
+    """``tokenizer.encode(piece)``, kept for short pieces (a new list each call)."""
+    key = (id(tokenizer), piece)
+    known = _CUT_IDS.get(key)
+    if known is not None and known[0]() is tokenizer:
+        return list(known[1])
+    ids = tokenizer.encode(piece)
+    if len(piece) <= MAX_CUT_CHARS:
+        with contextlib.suppress(TypeError):  # a tokenizer without weak references: not kept
+            _CUT_IDS.put(key, (weakref.ref(tokenizer), tuple(ids)))
+    return ids

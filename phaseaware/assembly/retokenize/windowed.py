@@ -73,8 +73,8 @@ between cuts), so each distinct one is encoded once
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Sequence
-from typing import cast
 
 import numpy as np
 
@@ -89,7 +89,7 @@ from phaseaware.assembly.retokenize.joins import (
     junction_starts,
     unique_junction_starts,
 )
-from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer, implements
+from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
 from phaseaware.tokenizers.offsets import TokenStarts
 from phaseaware.tokenizers.windowing import (
     MIN_CORE,
@@ -121,16 +121,38 @@ def windowed_support(tokenizer: Tokenizer) -> str | None:
 
     Soundness is a tokenizer capability (:class:`~phaseaware.tokenizers.windowing.
     WindowedTokenizer`): the adapter declares its cut rule, or is encoded in full."""
-    if implements(tokenizer, WindowedTokenizer):
-        return cast(WindowedTokenizer, tokenizer).window_support()
-    return NOT_WINDOWED
+    return _decided(tokenizer)[1]
 
 
 def _family(tokenizer: Tokenizer) -> WindowRecipe | None:
     """The stitching recipe of ``tokenizer``; None where ``windowed_support`` names a reason."""
-    if not implements(tokenizer, WindowedTokenizer):
-        return None
-    return cast(WindowedTokenizer, tokenizer).window_recipe()
+    return _decided(tokenizer)[0]
+
+
+# each tokenizer object's capability, decided once (a runtime protocol check reads every
+# member's name, ~5-15 us, asked several times per assemble); an entry is used only while
+# its weak reference still reaches that same object
+_DECIDED: dict[int, tuple[weakref.ref[Tokenizer], WindowRecipe | None, str | None]] = {}
+_MAX_DECIDED = 64
+
+
+def _decided(tokenizer: Tokenizer) -> tuple[WindowRecipe | None, str | None]:
+    """``(recipe, why not)`` of ``tokenizer``, decided once per object."""
+    known = _DECIDED.get(id(tokenizer))
+    if known is not None and known[0]() is tokenizer:
+        return known[1], known[2]
+    if isinstance(tokenizer, WindowedTokenizer):
+        recipe, why = tokenizer.window_recipe(), tokenizer.window_support()
+    else:
+        recipe, why = None, NOT_WINDOWED
+    try:
+        ref = weakref.ref(tokenizer)
+    except TypeError:  # an object without weak references: decided afresh each time
+        return recipe, why
+    if len(_DECIDED) >= _MAX_DECIDED:
+        _DECIDED.clear()
+    _DECIDED[id(tokenizer)] = (ref, recipe, why)
+    return recipe, why
 
 
 def cached_pieces(
