@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from phaseaware.demo.rag_questions import make_questions
 from phaseaware.endpoints import EndpointRecord, probe_endpoint
 from phaseaware.errors import PhaseawareWarning, PromptTokenDriftError
 from phaseaware.tokenizers import load_tokenizer
@@ -29,12 +30,8 @@ from tests.support.vllm_server import VllmServer, reference_files
 pytest.importorskip("langchain.agents")
 pytest.importorskip("langchain_openai")
 
-TEXTS = [
-    "The pump P-7 trips when inlet pressure falls below 1.8 bar.",
-    "Module voltage below 3.1 V disables the module until service.",
-    "The cafeteria opens at 7:30 on weekdays.",
-]
-QUESTION = "Below which voltage is a module disabled?"
+# texts in the reference tokenizer's vocabulary (no unknown-word id hides a difference)
+QUESTION = make_questions(count=1, seed=40_000, chunks_per_question=4, max_filler_sentences=3)[0]
 PLANNED_PROMPT = " <|assistant|>"  # the reference template's generation prompt (one token)
 SWAPPED_PROMPT = " <|user|>"  # one other token: the same count
 
@@ -105,12 +102,14 @@ def _state() -> dict[str, Any]:
     """A conversation ending in a tool result, so the first model call aligns it."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    call = {"name": "search", "args": {"q": "voltage"}, "id": "call_1", "type": "tool_call"}
+    call = {"name": "search", "args": {"q": QUESTION.key_name}, "id": "call_1", "type": "tool_call"}
     return {
         "messages": [
-            HumanMessage(content=QUESTION, id="h1"),
+            HumanMessage(content=QUESTION.question, id="h1"),
             AIMessage(content="", tool_calls=[call], id="a1"),
-            ToolMessage(content="\n\n".join(TEXTS), tool_call_id="call_1", id="t1"),
+            ToolMessage(
+                content="\n\n".join(c.text for c in QUESTION.chunks), tool_call_id="call_1", id="t1"
+            ),
         ]
     }
 
@@ -123,7 +122,7 @@ def test_the_middleware_compares_vllms_prompt_ids(
     state = _agent(_model(server, clients=True), record, checks).invoke(_state())
     assert "phaseaware" in state["messages"][2].response_metadata  # aligned
     assert len(checks) == 1 and checks[0].ids_compared and checks[0].first_difference is None
-    assert checks[0].drift == 0 and checks[0].planned_tokens > 50
+    assert checks[0].drift == 0 and checks[0].planned_tokens > 80
 
     # the async path (httpx's async hook, the task's context) compares ids too
     checks.clear()
@@ -140,8 +139,10 @@ def test_a_template_one_token_off_is_caught_by_position(
     record: EndpointRecord, vllm_swapped: VllmServer
 ) -> None:
     checks: list[Any] = []
-    # the count alone cannot see it: the same number of tokens
-    _agent(_model(vllm_swapped, clients=False), record, checks).invoke(_state())
+    # the count alone cannot see it: the same number of tokens (only vLLM's fingerprint
+    # differs, as it does for any other server folder: the identity check warns apart)
+    with pytest.warns(PhaseawareWarning, match="served checkpoint changed"):
+        _agent(_model(vllm_swapped, clients=False), record, checks).invoke(_state())
     assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
 
     # the ids can: the generation prompt, the plan's last token, is another token
