@@ -160,3 +160,35 @@ def test_a_template_one_token_off_is_caught_by_position(
     )
     with pytest.raises(PromptTokenDriftError, match=f"at planned token {last} "):
         _agent(_model(vllm_swapped, clients=True), record, []).invoke(_state())
+
+
+def test_deepseek_v4_with_thinking_and_a_bound_tool_is_checked_id_for_id(
+    vllm_v4: VllmServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """DeepSeek-V4 at vLLM's own renderer: thinking at ``max`` (its effort text) and the
+    bound tool's schema, stated by the middleware, come back as the plan's ids."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langchain_phaseaware import PhaseAwareMiddleware
+
+    from phaseaware.chat import ChatSettings
+
+    @tool
+    def search(q: str) -> str:
+        """Search the notes."""
+        return "\n\n".join(c.text for c in QUESTION.chunks)
+
+    v4_record = probe_endpoint(
+        base_url=vllm_v4.base_url, model=vllm_v4.model, tokenizer="deepseek-v4",
+        chat_format="deepseek-v4", mode="exact", directory=tmp_path_factory.mktemp("v4"),
+    )  # fmt: skip
+    checks: list[Any] = []
+    middleware = PhaseAwareMiddleware(
+        tokenizer="deepseek-v4", chat_format="deepseek-v4", profile="deepseek-v4-flash-base",
+        budget_tokens=2000, endpoint=v4_record, check_usage="raise", on_check=checks.append,
+        settings=ChatSettings(thinking=True, reasoning_effort="max"),
+    )  # fmt: skip
+    agent = create_agent(_model(vllm_v4, clients=True), tools=[search], middleware=[middleware])
+    agent.invoke(_state())
+    (check,) = checks
+    assert check.ids_compared and check.first_difference is None and check.drift == 0
