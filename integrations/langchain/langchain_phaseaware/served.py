@@ -5,15 +5,17 @@
 the first choice). ``langchain-openai`` 1.8's ``ChatOpenAI`` drops both before anyone can
 see them. ``_create_chat_result`` builds each ``AIMessage`` from the choice's ``message``,
 ``usage``, ``finish_reason`` and ``logprobs``, and ``llm_output`` from ``model``,
-``system_fingerprint``, ``id`` and ``service_tier``. No other response field is kept,
-not even in ``response_metadata``.
+``system_fingerprint``, ``id`` and ``service_tier``. No other top-level or per-choice
+field is kept, not even in ``response_metadata``.
 
 The other routes do not help:
 
 - ``include_response_headers`` carries headers only, and the ids are in the body.
 - ``stream_usage`` carries the usage chunk's counts, not ids.
 - A subclass overriding ``_create_chat_result`` would see the parsed response. That
-  method is private, not a public hook, and its signature has changed across releases.
+  method is private (an underscore name, not a documented hook), so any release may
+  change or remove it without notice.
+- Patching ``langchain-openai`` at import time would change every user's ``ChatOpenAI``.
 
 The public route is the one ``ChatOpenAI`` documents for the transport: its
 ``http_client`` / ``http_async_client`` arguments. httpx's documented response event hook
@@ -27,9 +29,10 @@ each JSON reply into that call's capture and no other. Outside a capture the hoo
 nothing: they read no body early and keep nothing.
 
 **Streaming.** An event-stream reply is never read here, because reading it would
-consume the stream. A streamed call therefore hands over no ids. The middleware then
-checks the count from the usage chunk (``stream_usage``), as it did before; without a
-usage chunk it checks nothing.
+consume the stream. vLLM still puts the ids in its first chunk, and langchain-openai drops
+them there too. A streamed call therefore hands over no ids. The middleware then checks
+the count from the usage chunk (``stream_usage``), as it did before; without a usage chunk
+it checks nothing.
 """
 
 from __future__ import annotations

@@ -73,11 +73,11 @@ def vllm_swapped(
     return _one_at_a_time.get("reference-swapped", start)
 
 
-def _model(server: VllmServer, *, clients: bool) -> Any:
+def _model(server: VllmServer, *, clients: bool, **model_args: Any) -> Any:
     from langchain_openai import ChatOpenAI
     from langchain_phaseaware import prompt_ids_clients
 
-    extra = prompt_ids_clients() if clients else {}
+    extra = {**(prompt_ids_clients() if clients else {}), **model_args}
     return ChatOpenAI(
         base_url=server.base_url, model=server.model, api_key="EMPTY",  # type: ignore[arg-type]
         max_tokens=1, temperature=0, max_retries=0, **extra,
@@ -128,6 +128,13 @@ def test_the_middleware_compares_vllms_prompt_ids(
     checks.clear()
     asyncio.run(_agent(_model(server, clients=True), record, checks).ainvoke(_state()))
     assert len(checks) == 1 and checks[0].ids_compared and checks[0].first_difference is None
+
+    # a streamed call: vLLM takes the field there too, but the hooks never read a stream,
+    # so the count from the usage chunk is checked
+    checks.clear()
+    streamed = _model(server, clients=True, streaming=True, stream_usage=True)
+    _agent(streamed, record, checks).invoke(_state())
+    assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
 
     # without the clients ChatOpenAI drops the ids: the count is checked, as before
     checks.clear()
