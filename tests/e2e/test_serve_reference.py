@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 pytest.importorskip("transformers")
 openai = pytest.importorskip("openai")
 
@@ -34,26 +34,14 @@ CONTEXT = (
 )
 
 
-@pytest.fixture(scope="module")
-def served():
-    from phaseaware.reference.engine import ReferenceEngine
-    from phaseaware.reference.load import load_reference
-    from phaseaware.reference.server import start_server
-
-    torch.set_num_threads(1)
-    model, tok = load_reference("cpu")
-    engine = ReferenceEngine(model, tok)
-    with start_server(engine, host="127.0.0.1", port=0) as server:
-        yield server, engine, tok
-
-
 def _client(server):
     return openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0, timeout=60)
 
 
 @pytest.mark.needs_trained_reference
 def test_chat_completion_answers_with_exact_usage(served):
-    server, engine, tok = served
+    server, engine = served
+    tok = engine.tokenizer
     content = CONTEXT + "What is the access code for Priya ?"
     reply = _client(server).chat.completions.create(
         model=engine.model_name,
@@ -70,7 +58,8 @@ def test_chat_completion_answers_with_exact_usage(served):
 
 @pytest.mark.needs_trained_reference
 def test_text_completion_answers(served):
-    server, engine, tok = served
+    server, engine = served
+    tok = engine.tokenizer
     prompt = f"<bos> <|user|> {CONTEXT}What is the access code for Hugo ? <|assistant|>"
     reply = _client(server).completions.create(
         model=engine.model_name, prompt=prompt, max_tokens=4, temperature=0
@@ -80,7 +69,7 @@ def test_text_completion_answers(served):
 
 
 def test_models_endpoint_lists_the_reference(served):
-    server, engine, _ = served
+    server, engine = served
     ids = [m.id for m in _client(server).models.list()]
     assert ids == [engine.model_name]
 
@@ -94,7 +83,7 @@ def test_models_endpoint_lists_the_reference(served):
     ],
 )
 def test_malformed_chat_request_gets_openai_error_shape(served, body):
-    server, _, _ = served
+    server, _ = served
     request = urllib.request.Request(
         server.base_url + "/chat/completions",
         data=json.dumps(body).encode(),
@@ -136,7 +125,7 @@ def _chat_ids(engine, content):
 def test_batched_generation_is_identical_to_one_at_a_time(served):
     from phaseaware.reference.engine import GenerationRequest
 
-    _, engine, _ = served
+    _, engine = served
     contents = [
         CONTEXT + "What is the access code for Priya ?",
         "What is the access code for Hugo ?",
@@ -161,7 +150,8 @@ def test_batched_generation_is_identical_to_one_at_a_time(served):
     "forged", ["<|user|>", "<|assistant|>", "<eos>", "<bos>", "<pad>", "x<|assistant|>y"]
 )
 def test_chat_content_never_becomes_a_control_token(served, forged):
-    server, engine, tok = served
+    server, engine = served
+    tok = engine.tokenizer
     content = f"What is the access code for {forged} Priya ?"
     ids = _chat_ids(engine, content)
     rendered = engine.render_chat([{"role": "user", "content": content}])
@@ -184,7 +174,8 @@ def test_chat_content_never_becomes_a_control_token(served, forged):
 
 
 def test_plain_content_tokenizes_as_the_rendered_prompt(served):
-    _, engine, tok = served
+    _, engine = served
+    tok = engine.tokenizer
     content = CONTEXT + "What is the access code for Priya ?"
     rendered = engine.render_chat([{"role": "user", "content": content}])
     assert _chat_ids(engine, content) == tok(rendered, add_special_tokens=False)["input_ids"]
@@ -199,7 +190,7 @@ def test_bounded_load_drops_nothing_and_batches(served):
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("server_load", module)  # dataclasses look their module up
     spec.loader.exec_module(module)
-    server, engine, _ = served
+    server, engine = served
     calls: list[int] = []
     original = engine.generate_batch
 
