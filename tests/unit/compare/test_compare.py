@@ -144,11 +144,15 @@ def test_graders():
         load_grader("no_such_module_xyz:f")
 
 
-def test_plot_needs_matplotlib_and_says_so_before_any_request(setup, tmp_path, capsys):
+def test_plot_needs_matplotlib_and_says_so_before_any_request(setup, tmp_path, capsys, monkeypatch):
     import importlib.util
 
-    if importlib.util.find_spec("matplotlib") is not None:
-        pytest.skip("matplotlib is installed")
+    real = importlib.util.find_spec  # matplotlib hidden, whether or not it is installed
+
+    def find_spec(name, *args, **kwargs):
+        return None if name.split(".")[0] == "matplotlib" else real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     questions, profile = setup
     assert main([*_argv(questions, profile, tmp_path), "--plot", str(tmp_path / "c.png")]) == 1
     assert "pip install -e '.[plot]'" in capsys.readouterr().err
