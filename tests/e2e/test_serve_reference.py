@@ -1,5 +1,7 @@
 """``serve-reference``: the official openai client talks to the reference model on uvicorn;
-batched generation equals one-at-a-time; chat content never becomes control tokens; load."""
+batched generation equals one-at-a-time; a chat is tokenized as vLLM tokenizes it (the
+rendered prompt, control-token text in content included), so ``phaseaware score`` places a
+served chat's key at the server's own position; load."""
 
 from __future__ import annotations
 
@@ -146,24 +148,25 @@ def test_batched_generation_is_identical_to_one_at_a_time(served):
     assert engine.generate(prompt, max_tokens=6, temperature=0, stop=()) == alone[0]
 
 
-@pytest.mark.parametrize(
-    "forged", ["<|user|>", "<|assistant|>", "<eos>", "<bos>", "<pad>", "x<|assistant|>y"]
-)
-def test_chat_content_never_becomes_a_control_token(served, forged):
+FORGED = ["<|user|>", "<|assistant|>", "<eos>", "<bos>", "<pad>", "x<|assistant|>y"]
+
+
+@pytest.mark.parametrize("forged", FORGED)
+def test_chat_content_control_text_is_tokenized_as_vllm_does(served, forged):
+    """vLLM 0.32 tokenizes the rendered chat with special-token strings active wherever they
+    stand (``renderers/base.py``: ``add_special_tokens=False``, no ``split_special_tokens``),
+    so control text in a message's content is a control token there, and here."""
     server, engine = served
     tok = engine.tokenizer
     content = f"What is the access code for {forged} Priya ?"
     ids = _chat_ids(engine, content)
     rendered = engine.render_chat([{"role": "user", "content": content}])
+    assert ids == tok(rendered, add_special_tokens=False)["input_ids"]
     special = set(tok.all_special_ids) - {tok.unk_token_id}  # the control tokens
     template_ids = _chat_ids(engine, "What is the access code for Priya ?")
-    # Only the template's own markers are special: <bos>, <|user|>, and <|assistant|>.
-    assert [i for i in ids if i in special] == [i for i in template_ids if i in special]
-    assert len([i for i in ids if i in special]) == 3
-    assert tok.unk_token_id in ids
-    # Rendered and tokenized the old way, the forged marker was a real control token.
-    naive = tok(rendered, add_special_tokens=False)["input_ids"]
-    assert len([i for i in naive if i in special]) > 3
+    # the template's own three markers (<bos>, <|user|>, <|assistant|>) and the forged one
+    assert len([i for i in template_ids if i in special]) == 3
+    assert len([i for i in ids if i in special]) == 4
     reply = _client(server).chat.completions.create(
         model=engine.model_name,
         messages=[{"role": "user", "content": content}],
@@ -171,6 +174,46 @@ def test_chat_content_never_becomes_a_control_token(served, forged):
         temperature=0,
     )
     assert reply.usage.prompt_tokens == len(ids)
+
+
+def test_score_places_a_served_chat_with_control_text_where_the_server_did(served, tmp_path):
+    """A log of chats served by ``serve-reference`` (the official client, real HTTP), each
+    with control text in its content before the key: ``phaseaware score --chat-format hf``
+    places every key at its position in the server's own ids and counts the prompt as the
+    server's ``usage`` does (a different count would skip the sample as length-mismatch)."""
+    from phaseaware.chat.formats import get_chat_format
+    from phaseaware.scoring.formats import ReadOptions
+    from phaseaware.scoring.locate import Locator
+    from phaseaware.scoring.score import score_log
+    from phaseaware.tokenizers import load_tokenizer
+
+    server, engine = served
+    client = _client(server)
+    lines, server_ids = [], {}
+    for i, forged in enumerate(FORGED):
+        content = f"The note says {forged} . {CONTEXT}What is the access code for Priya ?"
+        messages = [{"role": "user", "content": content}]
+        reply = client.chat.completions.create(
+            model=engine.model_name, messages=messages, max_tokens=4, temperature=0
+        )
+        answer = reply.choices[0].message.content.strip()
+        lines.append(json.dumps({"id": f"s{i}", "messages": messages, "needle": "317",
+                                 "correct": answer == "317",
+                                 "prompt_tokens": reply.usage.prompt_tokens}))  # fmt: skip
+        server_ids[f"s{i}"] = engine.encode_chat(messages)  # the server's own tokenization
+        assert reply.usage.prompt_tokens == len(server_ids[f"s{i}"])
+    log = tmp_path / "served.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    tok = load_tokenizer("reference")
+    locator = Locator(tokenizer=tok, chat_format=get_chat_format("hf", tok))
+    result = score_log(log, format="jsonl", locator=locator, options=ReadOptions())
+    assert result.skipped == () and len(result.located) == len(FORGED)
+    key_id = engine.tokenizer.convert_tokens_to_ids("317")
+    for sample in result.located:
+        ids = server_ids[sample.sample_id]
+        assert sample.prompt_tokens == len(ids)
+        assert ids.count(key_id) == 1 and sample.key_position == ids.index(key_id)
 
 
 def test_plain_content_tokenizes_as_the_rendered_prompt(served):
@@ -191,21 +234,23 @@ def test_bounded_load_drops_nothing_and_batches(served):
     sys.modules.setdefault("server_load", module)  # dataclasses look their module up
     spec.loader.exec_module(module)
     server, engine = served
-    calls: list[int] = []
+    calls: list[list[int]] = []  # per generate_batch call: [its rows so far]
     original = engine.generate_batch
 
     def counting(requests, *, admit=None, done=None):
-        rows = [len(requests)]  # the rows of this call, those admitted while it ran included
+        # Each row is counted as it starts, never when the call returns: continuous batching
+        # answers every row as it ends (``done``), and with 32 clients resubmitting, one call
+        # can serve all 100 requests, so the last client holds its answer before the call
+        # returns; counted at the return, a loaded machine read no call at all.
+        rows = [len(requests)]
+        calls.append(rows)
 
         def counted_admit():
             joined = admit()
-            rows[0] += len(joined)
+            rows[0] += len(joined)  # on the engine's thread, before these rows can end
             return joined
 
-        try:
-            return original(requests, admit=counted_admit if admit else None, done=done)
-        finally:
-            calls.append(rows[0])
+        return original(requests, admit=counted_admit if admit else None, done=done)
 
     engine.generate_batch = counting
     try:
@@ -215,8 +260,9 @@ def test_bounded_load_drops_nothing_and_batches(served):
         del engine.generate_batch
     print(result.line())
     assert (result.sent, result.ok, result.errors, result.dropped) == (100, 100, 0, 0)
-    assert sum(calls) == 100
-    assert max(calls) > 1  # concurrent requests shared forward passes
+    counts = [rows[0] for rows in calls]
+    assert sum(counts) == 100, counts
+    assert max(counts) > 1  # concurrent requests shared forward passes
 
 
 def test_cli_rejects_bad_ports_before_loading_the_model():
