@@ -11,29 +11,17 @@ from phaseaware.cli.main import main
 from phaseaware.compare.grade import load_grader, normalize_answer
 from phaseaware.compare.questions import read_questions
 from phaseaware.profiles.io import save_profile
-from phaseaware.profiles.model import Profile, Provenance, TokenizerRef
-from phaseaware.tokenizers import load_tokenizer
 from tests.support import compare_responder
+from tests.support.sim_profile import simulated_profile
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
 
 @pytest.fixture()
 def setup(tmp_path):
-    tok = load_tokenizer("tiktoken:cl100k_base")
-    acc = (1.0, 1.0, 1.0, 0.1)
-    profile = Profile(
+    profile = simulated_profile(
+        (1.0, 1.0, 1.0, 0.1),
         model="tests.support.compare_responder:answer",  # what calibrate names a callable
-        period=4,
-        residue_accuracy=acc,
-        n=(50,) * 4,
-        ci_low=tuple(max(0.0, a - 0.1) for a in acc),
-        ci_high=tuple(min(1.0, a + 0.1) for a in acc),
-        tokenizer=TokenizerRef(spec=tok.spec, fingerprint=tok.fingerprint()),
-        local_window=None,
-        provenance=Provenance(
-            kind="measured", source="test", protocol="sim", created="2026-12-04", tool_version="0"
-        ),
     )
     profile_path = tmp_path / "sim.json"
     save_profile(profile, profile_path)
