@@ -191,7 +191,8 @@ def test_score_places_a_served_chat_with_control_text_where_the_server_did(serve
     client = _client(server)
     lines, server_ids = [], {}
     for i, forged in enumerate(FORGED):
-        content = f"The note says {forged} . {CONTEXT}What is the access code for Priya ?"
+        lead = "A quiet river waits near the old garden . " * i  # keys at varied residues
+        content = f"{lead}The note says {forged} . {CONTEXT}What is the access code for Priya ?"
         messages = [{"role": "user", "content": content}]
         reply = client.chat.completions.create(
             model=engine.model_name, messages=messages, max_tokens=4, temperature=0
