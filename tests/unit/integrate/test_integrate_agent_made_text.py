@@ -68,7 +68,7 @@ def _control_ids(target: Target, text: str) -> list[int]:
 
 
 def _aligned_and_exact(
-    target: Target, render: Render, *, reasoning: bool, policy: AgentPolicy = AgentPolicy()
+    target: Target, render: Render, *, reasoning: bool, policy: AgentPolicy | None = None
 ) -> None:
     """Neutralise, align, and compare with what the server renders from the sent messages."""
     messages = _conversation(CONTENT, REASONING if reasoning else None)
@@ -79,7 +79,7 @@ def _aligned_and_exact(
     assert {h.where for h in found} == fields  # reported: where, what, at which char
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # aligns: no UnalignedToolResultWarning
-        step = align_step(target, policy, messages=neutral, index=2)
+        step = align_step(target, policy or AgentPolicy(), messages=neutral, index=2)
     assert step is not None and step.result.messages is not None
     sent = [dict(m) for m in step.result.messages]  # what the client sends
     assert sent[1]["content"] == neutral[1]["content"] != CONTENT

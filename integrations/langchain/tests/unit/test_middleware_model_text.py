@@ -62,7 +62,8 @@ def _wire(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "content", [MADE, [{"type": "text", "text": MADE[:12]}, {"type": "text", "text": MADE[12:]}]],
+    "content",
+    [MADE, [{"type": "text", "text": MADE[:12]}, {"type": "text", "text": MADE[12:]}]],
     ids=["string", "text-parts"],
 )
 def test_control_strings_in_the_model_s_text_are_broken_and_the_step_aligns(

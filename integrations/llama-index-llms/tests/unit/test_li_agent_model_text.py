@@ -7,7 +7,6 @@ rendered by the official DeepSeek-V4 encoder (transliterated,
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import pytest
 
