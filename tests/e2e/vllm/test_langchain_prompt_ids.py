@@ -147,33 +147,6 @@ def test_the_middleware_compares_vllms_prompt_ids(
     assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
 
 
-def test_a_template_one_token_off_is_caught_by_position(
-    record: EndpointRecord, vllm_swapped: VllmServer
-) -> None:
-    checks: list[Any] = []
-    # the count alone cannot see it: the same number of tokens (only vLLM's fingerprint
-    # differs, as it does for any other server folder: the identity check warns apart)
-    with pytest.warns(PhaseawareWarning, match="served checkpoint changed"):
-        _agent(_model(vllm_swapped, clients=False), record, checks).invoke(_state())
-    assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
-
-    # the ids can: the generation prompt, the plan's last token, is another token
-    checks.clear()
-    warned = _agent(_model(vllm_swapped, clients=True), record, checks, check_usage="warn")
-    with pytest.warns(PhaseawareWarning, match="differ from phaseaware's at planned token"):
-        warned.invoke(_state())
-    (check,) = checks
-    assert check.ids_compared and check.drift == 0
-    last = check.planned_tokens - 1
-    tok = load_tokenizer("reference")
-    assert check.first_difference == last
-    assert check.difference == (
-        f"server id {tok.encode(SWAPPED_PROMPT)[0]}, phaseaware id {tok.encode(PLANNED_PROMPT)[0]}"
-    )
-    with pytest.raises(PromptTokenDriftError, match=f"at planned token {last} "):
-        _agent(_model(vllm_swapped, clients=True), record, []).invoke(_state())
-
-
 def _chain(server: VllmServer, record: EndpointRecord, *, clients: bool) -> Any:
     """``PhaseAwarePrompt | llm.bind(**place.model_kwargs(llm))``: the LCEL path."""
     from langchain_core.prompts import ChatPromptTemplate
@@ -207,7 +180,6 @@ def test_a_chains_usage_check_compares_vllms_prompt_ids(
     _one_at_a_time: _OneAtATime,
     tmp_path_factory: pytest.TempPathFactory,
     record: EndpointRecord,
-    vllm_swapped: VllmServer,
 ) -> None:
     """``PhaseAwareUsageCheck`` on a chain: the model's hook keeps vLLM's reply by its
     response id, the callback takes it by the id ``ChatOpenAI`` keeps, sync and async."""
@@ -237,8 +209,40 @@ def test_a_chains_usage_check_compares_vllms_prompt_ids(
     )
     assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
 
-    # the template one token off: the count passes it, the ids name the position
+
+def test_a_template_one_token_off_is_caught_by_position(
+    record: EndpointRecord, vllm_swapped: VllmServer
+) -> None:
+    checks: list[Any] = []
+    # the count alone cannot see it: the same number of tokens (only vLLM's fingerprint
+    # differs, as it does for any other server folder: the identity check warns apart)
+    with pytest.warns(PhaseawareWarning, match="served checkpoint changed"):
+        _agent(_model(vllm_swapped, clients=False), record, checks).invoke(_state())
+    assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
+
+    # the ids can: the generation prompt, the plan's last token, is another token
     checks.clear()
+    warned = _agent(_model(vllm_swapped, clients=True), record, checks, check_usage="warn")
+    with pytest.warns(PhaseawareWarning, match="differ from phaseaware's at planned token"):
+        warned.invoke(_state())
+    (check,) = checks
+    assert check.ids_compared and check.drift == 0
+    last = check.planned_tokens - 1
+    tok = load_tokenizer("reference")
+    assert check.first_difference == last
+    assert check.difference == (
+        f"server id {tok.encode(SWAPPED_PROMPT)[0]}, phaseaware id {tok.encode(PLANNED_PROMPT)[0]}"
+    )
+    with pytest.raises(PromptTokenDriftError, match=f"at planned token {last} "):
+        _agent(_model(vllm_swapped, clients=True), record, []).invoke(_state())
+
+
+def test_a_chains_usage_check_catches_a_template_one_token_off_by_position(
+    record: EndpointRecord, vllm_swapped: VllmServer
+) -> None:
+    """The chain path against the swapped template: the count passes it, the ids name the
+    position (the generation prompt, the plan's last token)."""
+    checks: list[Any] = []
     with pytest.warns(PhaseawareWarning, match="served checkpoint changed"):
         _chain(vllm_swapped, record, clients=False).invoke(
             _inputs(), config={"callbacks": [_usage_check(record, checks)]}
