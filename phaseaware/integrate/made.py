@@ -21,6 +21,11 @@ Left as they are (the step's own path then sends the tool result unaligned with 
 not a JSON object, a call that is not a mapping, a call where a broken key would equal
 another key of the same object (``<think>`` beside ``<·think>``), and everything under
 ``control_tokens="refuse"`` (the model's text is refused there as any other).
+
+A tool result is untrusted text too: :func:`neutral_result` breaks its control strings the
+same way; :func:`neutral_messages` applies it to every tool message, and
+:class:`~phaseaware.integrate.results.ResultNeutralizer` to the results an adapter's step
+sends unaligned (:mod:`.results`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ __all__ = [
     "NeutralizedToolCallWarning",
     "neutral_calls",
     "neutral_messages",
+    "neutral_result",
     "neutral_text",
     "scanner_of",
 ]
@@ -139,6 +145,22 @@ def neutral_text(
     return (NeutralText(**fields) if fields else None), tuple(found)
 
 
+def neutral_result(
+    message: Mapping[str, Any], scanner: ControlScanner, *, where: str
+) -> tuple[NeutralText | None, tuple[Neutralized, ...]]:
+    """The ``content`` of ``message`` (an OpenAI-style ``tool`` dict: what a tool returned)
+    with each control string broken, as :class:`NeutralText`, and what was broken (``(None,
+    ())``: nothing to change, not a tool result, or ``control_tokens="refuse"``). Never
+    raises."""
+    if scanner.policy != "neutralize" or message.get("role") != "tool":
+        return None, ()
+    value = message.get("content")
+    if not isinstance(value, str) or not value:
+        return None, ()
+    text, hits = scanner.clean(value, where=f"{where}.content")
+    return (NeutralText(content=text) if hits else None), hits
+
+
 def neutral_calls(
     message: Mapping[str, Any], scanner: ControlScanner, *, where: str
 ) -> tuple[tuple[NeutralCall, ...], tuple[Neutralized, ...]]:
@@ -184,21 +206,23 @@ def _warn(found: Sequence[Neutralized], *, calls: bool) -> None:
 def neutral_messages(
     target: Target, messages: Sequence[Mapping[str, Any]]
 ) -> tuple[list[dict[str, Any]], tuple[Neutralized, ...]]:
-    """OpenAI-style ``messages`` with the control strings of their assistant turns broken
-    (text, reasoning and tool calls; new dicts where something changed, arguments
-    re-serialised with ``ensure_ascii=False``), and what was broken. Send these, not the
-    originals: the server renders what it is sent. For an adapter (or an agent loop) that
-    sends dicts; warns nothing (the caller reports ``found``)."""
+    """OpenAI-style ``messages`` with the control strings of their assistant turns (text,
+    reasoning and tool calls) and of their tool results broken (new dicts where something
+    changed, arguments re-serialised with ``ensure_ascii=False``), and what was broken.
+    Send these, not the originals: the server renders what it is sent. For an adapter (or
+    an agent loop) that sends dicts; warns nothing (the caller reports ``found``)."""
     scanner = scanner_of(target)
     out: list[dict[str, Any]] = []
     found: list[Neutralized] = []
     for i, message in enumerate(messages):
         text, text_hits = neutral_text(message, scanner, where=f"messages[{i}]")
         calls, call_hits = neutral_calls(message, scanner, where=f"messages[{i}]")
+        result, result_hits = neutral_result(message, scanner, where=f"messages[{i}]")
         new = dict(message)
-        if text is not None:
-            found.extend(text_hits)
-            new.update(_text_fields(text))
+        for part, hits in ((text, text_hits), (result, result_hits)):
+            if part is not None:
+                found.extend(hits)
+                new.update(_text_fields(part))
         if calls:
             found.extend(call_hits)
             new_calls = [dict(c) for c in message["tool_calls"]]
