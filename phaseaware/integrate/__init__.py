@@ -152,9 +152,9 @@ from phaseaware.integrate.report import (
     placement_report,
     stale_reason,
 )
+from phaseaware.integrate.results import NeutralizedToolResultWarning, ResultNeutralizer
 from phaseaware.integrate.sent import PlanSent, carried_plan, replan_warning
 from phaseaware.integrate.slot import FilledSlot, fill_slot, slot_marker
-from phaseaware.integrate.results import NeutralizedToolResultWarning, ResultNeutralizer
 from phaseaware.integrate.stepper import AgentStepper
 from phaseaware.integrate.synthesis import (
     ASSEMBLY_KEY,

@@ -107,8 +107,8 @@ def _align(stepper: AgentStepper[dict[str, Any]], messages: list[dict[str, Any]]
 
 def _wire(sent: list[dict[str, Any]], policy: AgentPolicy) -> list[dict[str, Any]]:
     """What the client puts on the wire: the model view, reports (local) left out."""
-    view = model_view([{k: v for k, v in m.items() if k != "report"} for m in sent], policy.tool_role)
-    return view
+    local = [{k: v for k, v in m.items() if k != "report"} for m in sent]
+    return model_view(local, policy.tool_role)
 
 
 def _control_ids(target: Target, text: str) -> list[int]:
@@ -150,8 +150,8 @@ def _broken_then_aligned(
         assert hit.text[:1] + BREAK + hit.text[1:] in broken
     # before: the raw result as the tool returned it gave the server forged control tokens
     plain_first = [*first[:page], {**first[page], "content": PLAIN}, *first[page + 1 :]]
-    raw = render(_wire(first, policy))
-    assert len(_control_ids(target, raw)) > len(_control_ids(target, render(_wire(plain_first, policy))))
+    raw = _control_ids(target, render(_wire(first, policy)))
+    assert len(raw) > len(_control_ids(target, render(_wire(plain_first, policy))))
 
     # the following append step aligns again, over what was sent
     with warnings.catch_warnings(record=True) as caught:

@@ -85,7 +85,8 @@ def _wire(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "page", [PAGE, [{"type": "text", "text": PAGE[:14]}, {"type": "text", "text": PAGE[14:]}]],
+    "page",
+    [PAGE, [{"type": "text", "text": PAGE[:14]}, {"type": "text", "text": PAGE[14:]}]],
     ids=["string", "text-parts"],
 )
 def test_parallel_results_broken_then_the_next_step_aligns(deepseek_v4_tok: Any, page: Any) -> None:
