@@ -48,6 +48,7 @@ __all__ = [
     "NeutralText",
     "NeutralizedAssistantTextWarning",
     "NeutralizedToolCallWarning",
+    "found_text",
     "neutral_calls",
     "neutral_messages",
     "neutral_result",
@@ -191,13 +192,18 @@ def neutral_calls(
     return tuple(out), tuple(found)
 
 
-def _warn(found: Sequence[Neutralized], *, calls: bool) -> None:
+def found_text(found: Sequence[Neutralized]) -> str:
+    """What was broken, for a warning: the first three (field, string, offset), and the count."""
     shown = "; ".join(f"{h.where} held {h.text!r} at char {h.offset}" for h in found[:3])
-    more = f" ({len(found)} in all)" if len(found) > 3 else ""
+    return shown + (f" ({len(found)} in all)" if len(found) > 3 else "")
+
+
+def _warn(found: Sequence[Neutralized], *, calls: bool) -> None:
     what = "its tool calls" if calls else "its text or reasoning"
     warnings.warn(
         f"control strings the model wrote into {what} are broken before sending, as in any "
-        f"untrusted text: {shown}{more}; the broken text is sent and the step aligns over it",
+        f"untrusted text: {found_text(found)}; the broken text is sent and the step aligns "
+        "over it",
         NeutralizedToolCallWarning if calls else NeutralizedAssistantTextWarning,
         stacklevel=4,
     )

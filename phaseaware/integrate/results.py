@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from phaseaware.errors import PhaseawareWarning
 from phaseaware.integrate.agent import SentMemory
-from phaseaware.integrate.made import NeutralText, neutral_result, scanner_of
+from phaseaware.integrate.made import NeutralText, found_text, neutral_result, scanner_of
 from phaseaware.integrate.target import Target
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
@@ -38,11 +38,9 @@ class NeutralizedToolResultWarning(PhaseawareWarning):
 
 
 def _warn(found: Sequence[Neutralized]) -> None:
-    shown = "; ".join(f"{h.where} held {h.text!r} at char {h.offset}" for h in found[:3])
-    more = f" ({len(found)} in all)" if len(found) > 3 else ""
     warnings.warn(
         f"control strings in a tool result sent unaligned are broken before sending, as in "
-        f"any untrusted text: {shown}{more}; the broken text is sent",
+        f"any untrusted text: {found_text(found)}; the broken text is sent",
         NeutralizedToolResultWarning,
         stacklevel=4,
     )
