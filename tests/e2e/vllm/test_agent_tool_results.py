@@ -152,3 +152,58 @@ def test_llama_index_agent_llm_sends_broken_results_then_aligns(vllm_v4: VllmSer
     ours = [w.category for w in caught if issubclass(w.category, PhaseawareWarning)]
     assert ours == [ParallelToolResultsWarning, NeutralizedToolResultWarning]
     assert llm.report("c3") is not None and messages[3].content == PAGE
+
+
+def test_langchain_agent_sends_broken_results_then_aligns_id_for_id(
+    vllm_v4: VllmServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``create_agent`` on the real ``ChatOpenAI`` (``prompt_ids_clients``): the state holds
+    parallel results, one a page with control strings, then a new search; the middleware
+    aligns the new result and vLLM's prompt ids are the plan's, id for id (so the page
+    reached the server broken, as planned)."""
+    pytest.importorskip("langchain.agents")
+    pytest.importorskip("langchain_openai")
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_openai import ChatOpenAI
+    from langchain_phaseaware import PhaseAwareMiddleware, prompt_ids_clients
+
+    from phaseaware.endpoints import probe_endpoint
+
+    record = probe_endpoint(
+        base_url=vllm_v4.base_url, model=vllm_v4.model, tokenizer="deepseek-v4",
+        chat_format="deepseek-v4", mode="exact", directory=tmp_path_factory.mktemp("v4"),
+    )  # fmt: skip
+    checks: list[Any] = []
+    middleware = PhaseAwareMiddleware(
+        tokenizer="deepseek-v4", chat_format="deepseek-v4", profile="deepseek-v4-flash-base",
+        budget_tokens=4000, endpoint=record, check_usage="raise", on_check=checks.append,
+        settings=KEEP, tool_schemas="not_rendered",
+    )  # fmt: skip
+    model = ChatOpenAI(
+        base_url=vllm_v4.base_url, model=vllm_v4.model, api_key="EMPTY",  # type: ignore[arg-type]
+        max_tokens=1, temperature=0, max_retries=0, **prompt_ids_clients(),
+    )  # fmt: skip
+    agent = create_agent(model, tools=[], middleware=[middleware])
+
+    def call(call_id: str, name: str) -> dict[str, Any]:
+        return {"name": name, "args": {"q": "voltage"}, "id": call_id, "type": "tool_call"}
+
+    page = ToolMessage(content=PAGE, tool_call_id="c2", name="fetch_page", id="t2")
+    messages = [
+        HumanMessage("Below which voltage is a module disabled?", id="h1"),
+        AIMessage("Looking.", tool_calls=[call("c1", "search"), call("c2", "fetch_page")], id="a1"),
+        ToolMessage(content="alpha\n\nbeta", tool_call_id="c1", name="search", id="t1"),
+        page,
+        AIMessage("Again.", tool_calls=[call("c3", "search")], id="a2"),
+        ToolMessage(content="\n\n".join(TEXTS), tool_call_id="c3", name="search", id="t3"),
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        state = agent.invoke({"messages": messages})  # the usage check raises on any drift
+    ours = [w.category for w in caught if issubclass(w.category, PhaseawareWarning)]
+    assert ours == [NeutralizedToolResultWarning]
+    assert "phaseaware" in state["messages"][5].response_metadata  # aligned
+    assert state["messages"][3].content == PAGE  # the agent state keeps the tool's own text
+    (check,) = checks
+    assert check.ids_compared and check.first_difference is None and check.drift == 0
