@@ -136,11 +136,11 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self, request: ModelRequest, *, asynchronous: bool = False
     ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:
         """The request to send, the aligned tool message (``None``: none) and its assembly;
-        ``request`` and its messages are unchanged. ``asynchronous``: the call goes
-        through the model's async client (whose hooks decide whether ids are asked for). Control strings the model wrote into
+        ``request`` and its messages are unchanged. Control strings the model wrote into
         its text or its tool calls are broken in what is sent, aligned or not (the kit's
         ``CallNeutralizer``), and so are those in every tool result sent unaligned (the
-        kit's ``ResultNeutralizer``)."""
+        kit's ``ResultNeutralizer``). ``asynchronous``: the call goes through the model's
+        async client (whose hooks decide whether the prompt's ids are asked for)."""
         # the model's own reasoning_effort (bound or on the call) is planned with, or refused
         target = self.target.with_effort(
             kit.call_effort(request.model_settings, request.model),
