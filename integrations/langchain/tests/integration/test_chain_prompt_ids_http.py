@@ -205,3 +205,24 @@ def test_one_token_off_is_caught_by_position_not_by_count(deepseek: Any) -> None
             _chain(deepseek, running.base_url, clients=True).invoke(
                 QUESTION, config={"callbacks": [_check(deepseek, [])]}
             )
+
+
+def test_model_kwargs_ask_only_where_the_model_hands_the_body_over(deepseek: Any) -> None:
+    """vLLM: asked with the clients, not without (or with no model). SGLang refuses the
+    field on a stream: asked only when the model cannot stream."""
+    record = _record(deepseek)
+    sglang = EndpointRecord(**{**record.to_dict(), "server": "sglang 0.5.23"})
+    args: Any = {"base_url": "http://127.0.0.1:9/v1", "api_key": "x", "model": "m"}
+    with_clients = ChatOpenAI(**args, **prompt_ids_clients())
+    plain = ChatOpenAI(**args)
+    for endpoint, field, asked in (
+        (record, "return_token_ids", [True, False, False, True]),
+        (sglang, "return_prompt_token_ids", [False, False, False, True]),
+    ):
+        place = PhaseAwarePrompt(
+            TEMPLATE, tokenizer=deepseek, chat_format="deepseek-v4",
+            profile="deepseek-v4-flash-base", budget_tokens=2000, endpoint=endpoint,
+        )  # fmt: skip
+        no_stream = with_clients.model_copy(update={"disable_streaming": True})
+        made = [place.model_kwargs(m) for m in (with_clients, plain, None, no_stream)]
+        assert [field in k.get("extra_body", {}) for k in made] == asked
