@@ -73,7 +73,6 @@ between cuts), so each distinct one is encoded once
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -89,6 +88,7 @@ from phaseaware.assembly.retokenize.joins import (
     junction_starts,
     unique_junction_starts,
 )
+from phaseaware.caches import BoundedCache
 from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
 from phaseaware.tokenizers.offsets import TokenStarts
 from phaseaware.tokenizers.windowing import (
@@ -130,28 +130,24 @@ def _family(tokenizer: Tokenizer) -> WindowRecipe | None:
 
 
 # each tokenizer object's capability, decided once (a runtime protocol check reads every
-# member's name, ~5-15 us, asked several times per assemble); an entry is used only while
-# its weak reference still reaches that same object
-_DECIDED: dict[int, tuple[weakref.ref[Tokenizer], WindowRecipe | None, str | None]] = {}
-_MAX_DECIDED = 64
+# member's name, ~5-15 us, asked several times per assemble). The entry holds the tokenizer
+# itself, so its id is not reused while the entry lives (objects without weak references
+# too; a recipe's encode holds its tokenizer anyway); least recently used evicted past 64
+_DECIDED: BoundedCache[int, tuple[Tokenizer, WindowRecipe | None, str | None]] = BoundedCache(
+    max_entries=64, name="assembly.windowed_capabilities"
+)
 
 
 def _decided(tokenizer: Tokenizer) -> tuple[WindowRecipe | None, str | None]:
     """``(recipe, why not)`` of ``tokenizer``, decided once per object."""
     known = _DECIDED.get(id(tokenizer))
-    if known is not None and known[0]() is tokenizer:
+    if known is not None and known[0] is tokenizer:
         return known[1], known[2]
     if isinstance(tokenizer, WindowedTokenizer):
         recipe, why = tokenizer.window_recipe(), tokenizer.window_support()
     else:
         recipe, why = None, NOT_WINDOWED
-    try:
-        ref = weakref.ref(tokenizer)
-    except TypeError:  # an object without weak references: decided afresh each time
-        return recipe, why
-    if len(_DECIDED) >= _MAX_DECIDED:
-        _DECIDED.clear()
-    _DECIDED[id(tokenizer)] = (ref, recipe, why)
+    _DECIDED.put(id(tokenizer), (tokenizer, recipe, why))
     return recipe, why
 
 
