@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -89,7 +90,7 @@ from phaseaware.assembly.retokenize.joins import (
     unique_junction_starts,
 )
 from phaseaware.caches import BoundedCache
-from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
+from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer, implements
 from phaseaware.tokenizers.offsets import TokenStarts
 from phaseaware.tokenizers.windowing import (
     MIN_CORE,
@@ -170,16 +171,23 @@ def cached_pieces(
     missing = [k for k, e in enumerate(entries) if e is None]
     if missing:
         batch = [texts[k] for k in missing]
-        if isinstance(tokenizer, StartsBatchTokenizer):
-            fresh = tokenizer.token_starts_batch(batch)
+        if implements(tokenizer, StartsBatchTokenizer):
+            fresh = cast(StartsBatchTokenizer, tokenizer).token_starts_batch(batch)
         else:
             fresh = [np.asarray(p.starts, dtype=np.int64) for p in tokenizer.tokenize_batch(batch)]
         for k, piece in zip(missing, fresh, strict=True):
             entry = CacheEntry(0, 0, piece)
             cache.put((fp, texts[k]), entry)
             entries[k] = entry
-        if chunks is not None and isinstance(tokenizer, Tokenizer):
-            seed_cores(tokenizer, batch, [chunks[k] for k in missing], fresh, offset, cache)
+        if chunks is not None and implements(tokenizer, Tokenizer):
+            seed_cores(
+                cast(Tokenizer, tokenizer),
+                batch,
+                [chunks[k] for k in missing],
+                fresh,
+                offset,
+                cache,
+            )
     out = []
     for text, got in zip(texts, entries, strict=True):
         assert got is not None and got.starts is not None
