@@ -24,8 +24,6 @@ be the same vocabulary, and the byte tables convert only the ids a text encodes 
 
 from __future__ import annotations
 
-import itertools
-import operator
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,7 +46,7 @@ from phaseaware.tokenizers.hf_vocab import (
     vocab_fingerprint,
 )
 from phaseaware.tokenizers.hf_windowed import hf_window_rule
-from phaseaware.tokenizers.offsets import split_start_arrays, utf8_bytes
+from phaseaware.tokenizers.offsets import utf8_bytes
 from phaseaware.tokenizers.windowing import WindowRecipe
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
@@ -220,30 +218,13 @@ class HFTokenizer:
         self, texts: list[str]
     ) -> tuple[list[list[int]], list[np.ndarray]] | None:
         """(ids, char starts) of each text from one ``encode_batch_fast`` and the byte
-        table (which must exist); None where some text's tokens do not round-trip.
-
-        Round trip: the tokens' bytes (``pieces``, joined in id order) must equal the
-        texts' bytes joined, and each text's tokens must cover exactly its own bytes
-        (``split_start_arrays``): then every text's tokens are exactly its bytes."""
+        table (which must exist); None where some text's tokens do not round-trip
+        (:meth:`~phaseaware.tokenizers.hf_vocab.ByteTable.starts`)."""
         text_bytes = [utf8_bytes(t) for t in texts]
         table = self._byte_tables()
         assert table is not None
         ids_list = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
-        counts = [len(ids) for ids in ids_list]
-        n = sum(counts)
-        flat = itertools.chain.from_iterable
-        flat_ids = np.fromiter(flat(ids_list), dtype=np.int64, count=n)
-        if n and int(flat_ids.max()) >= table.size:
-            return None
-        table.fill(flat_ids)  # every piece of these ids is bytes from here on
-        pieces = table.pieces
-        if n > 1:
-            got = operator.itemgetter(*flat(ids_list))(pieces)
-        else:  # itemgetter of one id gives the piece itself (of none, an error)
-            got = [pieces[i] for i in flat(ids_list)]
-        if b"".join(got) != (text_bytes[0] if len(texts) == 1 else b"".join(text_bytes)):
-            return None
-        starts = split_start_arrays(texts, text_bytes, table.lengths[flat_ids], counts)
+        starts = table.starts(texts, text_bytes, ids_list)
         return None if starts is None else (ids_list, starts)
 
     def _tokenize_with_offsets(self, texts: list[str]) -> list[TokenizedText]:
