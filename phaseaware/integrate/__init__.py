@@ -12,7 +12,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    :class:`AgentPolicy` (see :mod:`.agent`: the whole agent-step policy);
    :class:`AgentStepper` holds one adapter's step state (:mod:`.stepper`); before the
    step, :class:`CallNeutralizer` breaks the control strings the model wrote into its
-   tool calls, as in any untrusted text (:mod:`.made`; the adapter rebuilds the message).
+   text, reasoning and tool calls, as in any untrusted text (:mod:`.made`; the adapter
+   rebuilds the message and sends the rebuilt one).
 3. per call, its retrieved items as :class:`SourceRecord` values (text, score or
    ``None``, its own id, evidence), then :func:`conversation` (its messages as a
    layout; a framework that formats its own template: :func:`slot_marker` and
@@ -117,9 +118,12 @@ from phaseaware.integrate.inputs import (
 from phaseaware.integrate.made import (
     CallNeutralizer,
     NeutralCall,
+    NeutralizedAssistantTextWarning,
     NeutralizedToolCallWarning,
+    NeutralText,
     neutral_calls,
     neutral_messages,
+    neutral_text,
     scanner_of,
 )
 from phaseaware.integrate.rank import check_limit, rank_records
@@ -193,6 +197,8 @@ __all__ = [
     "AgentStep",
     "MessageMemo",
     "NeutralCall",
+    "NeutralText",
+    "NeutralizedAssistantTextWarning",
     "NeutralizedToolCallWarning",
     "ParallelToolResultsWarning",
     "SentMemory",
@@ -273,6 +279,7 @@ __all__ = [
     "CallNeutralizer",
     "neutral_calls",
     "neutral_messages",
+    "neutral_text",
     "scanner_of",
     "ASSEMBLY_KEY",
     "CARRIED_KEYS",

@@ -5,7 +5,7 @@
 converted messages, the parallel-results warning flag and, for frameworks that resend
 their own unaligned messages every step, a bounded memory of the message sent per tool
 call id (with its report), and the :class:`~phaseaware.integrate.made.CallNeutralizer` that
-breaks control strings the model wrote into its tool calls. The deciding stays in :mod:`.agent` (:func:`step_index`,
+breaks control strings the model wrote into its text, reasoning and tool calls. The deciding stays in :mod:`.agent` (:func:`step_index`,
 :func:`align_step`); the adapter converts its messages and its documents.
 """
 
@@ -26,7 +26,7 @@ from phaseaware.integrate.agent import (
 )
 from phaseaware.integrate.calls import OnMismatch
 from phaseaware.integrate.checks import check_raw_usage, tools_fix
-from phaseaware.integrate.made import CallNeutralizer, NeutralCall
+from phaseaware.integrate.made import CallNeutralizer, NeutralCall, NeutralText
 from phaseaware.integrate.records import SourceRecord
 from phaseaware.integrate.target import Target
 
@@ -41,7 +41,8 @@ class AgentStepper(Generic[_M]):
     ``convert(message, index)`` and ``text(message)``: the adapter's conversions (as for
     :class:`MessageMemo`); ``adapter``: its class name, for the bound-tools fix;
     ``max_sent``: how many tool call ids :meth:`remember` keeps (oldest evicted);
-    ``rebuild_calls(message, calls)``: a new message with those neutralised tool calls
+    ``rebuild_calls(message, calls)``: a new message with those neutralised tool calls,
+    ``rebuild_text(message, text)``: a new message with that neutralised text and reasoning
     (:class:`CallNeutralizer`; :meth:`align` sends it in place of the model's own).
     """
 
@@ -55,6 +56,7 @@ class AgentStepper(Generic[_M]):
         adapter: str,
         max_sent: int = 4096,
         rebuild_calls: Callable[[_M, Sequence[NeutralCall]], _M] | None = None,
+        rebuild_text: Callable[[_M, NeutralText], _M] | None = None,
     ) -> None:
         self.target = target
         self.policy = policy
@@ -64,8 +66,8 @@ class AgentStepper(Generic[_M]):
         self._warned = [False]
         self.sent: SentMemory[tuple[object, _M, dict[str, Any]]] = SentMemory(max_sent)
         self._calls = (
-            None if rebuild_calls is None
-            else CallNeutralizer(convert=convert, rebuild=rebuild_calls)
+            None if rebuild_calls is None and rebuild_text is None
+            else CallNeutralizer(convert=convert, rebuild=rebuild_calls, rebuild_text=rebuild_text)
         )  # fmt: skip
 
     def step(
@@ -102,8 +104,8 @@ class AgentStepper(Generic[_M]):
     ) -> tuple[list[_M], AgentStep | None]:
         """:meth:`step` for a framework that resends its own unaligned messages: each tool
         result sent aligned before is replaced by what was sent (:meth:`resent`), the new
-        one by ``rebuild(original, step)`` (remembered), an assistant message whose tool
-        calls hold control strings by its neutralised copy. ``call_id(message)``: its tool
+        one by ``rebuild(original, step)`` (remembered), an assistant message whose text,
+        reasoning or tool calls hold control strings by its neutralised copy. ``call_id(message)``: its tool
         call id (``None``: not a tool result); ``aligned(message)``: it carries a report."""
         out = [self.resent(call_id(m), m) for m in messages]
         if self._calls is not None:

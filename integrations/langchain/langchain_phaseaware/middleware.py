@@ -56,6 +56,15 @@ def _neutral_calls(message: BaseMessage, calls: Sequence[kit.NeutralCall]) -> Ba
     return message.model_copy(update={"tool_calls": made})
 
 
+def _neutral_text(message: BaseMessage, text: kit.NeutralText) -> BaseMessage:
+    """A new ``message`` (an ``AIMessage``) whose content is the kit's neutralised text (one
+    string: what the plan rendered, list content joined); ``message`` is not changed.
+    ``message_dict`` sends no reasoning, so the kit never neutralises any here."""
+    if text.content is None:
+        return message
+    return message.model_copy(update={"content": text.content})
+
+
 def _artifact_records(
     message: ToolMessage, score_keys: Sequence[str], evidence_key: str | None
 ) -> tuple[list[kit.SourceRecord] | None, list[str | None] | None]:
@@ -102,14 +111,17 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self.evidence_key = evidence_key
         self._warned = [False]
         self._dicts = kit.MessageMemo(message_dict, lambda m: m.content)
-        self._calls = kit.CallNeutralizer(convert=message_dict, rebuild=_neutral_calls)
+        self._calls = kit.CallNeutralizer(
+            convert=message_dict, rebuild=_neutral_calls, rebuild_text=_neutral_text
+        )
 
     def align(
         self, request: ModelRequest
     ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:
         """The request to send, the aligned tool message (``None``: none) and its assembly;
         ``request`` and its messages are unchanged. Control strings the model wrote into
-        its tool calls are broken in what is sent (the kit's ``CallNeutralizer``)."""
+        its text or its tool calls are broken in what is sent, aligned or not (the kit's
+        ``CallNeutralizer``)."""
         # the model's own reasoning_effort (bound or on the call) is planned with, or refused
         target = self.target.with_effort(
             kit.call_effort(request.model_settings, request.model),
@@ -117,7 +129,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         )
         settings = target.merged_kwargs(request.model_settings)
         system = [request.system_message] if request.system_message is not None else []
-        made = [*system, *request.messages]  # the model's tool calls: control strings broken
+        made = [*system, *request.messages]  # the model's turns: control strings broken
         everything, dicts = self._calls.neutral(target, made, self._dicts.dicts(made))
         messages = everything[len(system) :]
         view = _model_view(messages, self.policy.tool_role)  # shown when nothing aligns
