@@ -21,6 +21,11 @@ Left as they are (the step's own path then sends the tool result unaligned with 
 not a JSON object, a call that is not a mapping, a call where a broken key would equal
 another key of the same object (``<think>`` beside ``<·think>``), and everything under
 ``control_tokens="refuse"`` (the model's text is refused there as any other).
+
+A tool result is untrusted text too: :func:`neutral_result` breaks its control strings the
+same way; :func:`neutral_messages` applies it to every tool message, and
+:class:`~phaseaware.integrate.results.ResultNeutralizer` to the results an adapter's step
+sends unaligned (:mod:`.results`).
 """
 
 from __future__ import annotations
@@ -43,8 +48,10 @@ __all__ = [
     "NeutralText",
     "NeutralizedAssistantTextWarning",
     "NeutralizedToolCallWarning",
+    "found_text",
     "neutral_calls",
     "neutral_messages",
+    "neutral_result",
     "neutral_text",
     "scanner_of",
 ]
@@ -139,6 +146,22 @@ def neutral_text(
     return (NeutralText(**fields) if fields else None), tuple(found)
 
 
+def neutral_result(
+    message: Mapping[str, Any], scanner: ControlScanner, *, where: str
+) -> tuple[NeutralText | None, tuple[Neutralized, ...]]:
+    """The ``content`` of ``message`` (an OpenAI-style ``tool`` dict: what a tool returned)
+    with each control string broken, as :class:`NeutralText`, and what was broken (``(None,
+    ())``: nothing to change, not a tool result, or ``control_tokens="refuse"``). Never
+    raises."""
+    if scanner.policy != "neutralize" or message.get("role") != "tool":
+        return None, ()
+    value = message.get("content")
+    if not isinstance(value, str) or not value:
+        return None, ()
+    text, hits = scanner.clean(value, where=f"{where}.content")
+    return (NeutralText(content=text) if hits else None), hits
+
+
 def neutral_calls(
     message: Mapping[str, Any], scanner: ControlScanner, *, where: str
 ) -> tuple[tuple[NeutralCall, ...], tuple[Neutralized, ...]]:
@@ -169,13 +192,18 @@ def neutral_calls(
     return tuple(out), tuple(found)
 
 
-def _warn(found: Sequence[Neutralized], *, calls: bool) -> None:
+def found_text(found: Sequence[Neutralized]) -> str:
+    """What was broken, for a warning: the first three (field, string, offset), and the count."""
     shown = "; ".join(f"{h.where} held {h.text!r} at char {h.offset}" for h in found[:3])
-    more = f" ({len(found)} in all)" if len(found) > 3 else ""
+    return shown + (f" ({len(found)} in all)" if len(found) > 3 else "")
+
+
+def _warn(found: Sequence[Neutralized], *, calls: bool) -> None:
     what = "its tool calls" if calls else "its text or reasoning"
     warnings.warn(
         f"control strings the model wrote into {what} are broken before sending, as in any "
-        f"untrusted text: {shown}{more}; the broken text is sent and the step aligns over it",
+        f"untrusted text: {found_text(found)}; the broken text is sent and the step aligns "
+        "over it",
         NeutralizedToolCallWarning if calls else NeutralizedAssistantTextWarning,
         stacklevel=4,
     )
@@ -184,21 +212,23 @@ def _warn(found: Sequence[Neutralized], *, calls: bool) -> None:
 def neutral_messages(
     target: Target, messages: Sequence[Mapping[str, Any]]
 ) -> tuple[list[dict[str, Any]], tuple[Neutralized, ...]]:
-    """OpenAI-style ``messages`` with the control strings of their assistant turns broken
-    (text, reasoning and tool calls; new dicts where something changed, arguments
-    re-serialised with ``ensure_ascii=False``), and what was broken. Send these, not the
-    originals: the server renders what it is sent. For an adapter (or an agent loop) that
-    sends dicts; warns nothing (the caller reports ``found``)."""
+    """OpenAI-style ``messages`` with the control strings of their assistant turns (text,
+    reasoning and tool calls) and of their tool results broken (new dicts where something
+    changed, arguments re-serialised with ``ensure_ascii=False``), and what was broken.
+    Send these, not the originals: the server renders what it is sent. For an adapter (or
+    an agent loop) that sends dicts; warns nothing (the caller reports ``found``)."""
     scanner = scanner_of(target)
     out: list[dict[str, Any]] = []
     found: list[Neutralized] = []
     for i, message in enumerate(messages):
         text, text_hits = neutral_text(message, scanner, where=f"messages[{i}]")
         calls, call_hits = neutral_calls(message, scanner, where=f"messages[{i}]")
+        result, result_hits = neutral_result(message, scanner, where=f"messages[{i}]")
         new = dict(message)
-        if text is not None:
-            found.extend(text_hits)
-            new.update(_text_fields(text))
+        for part, hits in ((text, text_hits), (result, result_hits)):
+            if part is not None:
+                found.extend(hits)
+                new.update(_text_fields(part))
         if calls:
             found.extend(call_hits)
             new_calls = [dict(c) for c in message["tool_calls"]]

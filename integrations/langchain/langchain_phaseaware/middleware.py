@@ -69,9 +69,10 @@ def _neutral_calls(message: BaseMessage, calls: Sequence[kit.NeutralCall]) -> Ba
 
 
 def _neutral_text(message: BaseMessage, text: kit.NeutralText) -> BaseMessage:
-    """A new ``message`` (an ``AIMessage``) whose content is the kit's neutralised text (one
-    string: what the plan rendered, list content joined); ``message`` is not changed.
-    ``message_dict`` sends no reasoning, so the kit never neutralises any here."""
+    """A new ``message`` (an ``AIMessage``, or a ``ToolMessage`` sent unaligned) whose
+    content is the kit's neutralised text (one string: what the plan rendered, list content
+    joined); ``message`` is not changed. ``message_dict`` sends no reasoning, so the kit
+    never neutralises any here."""
     if text.content is None:
         return message
     return message.model_copy(update={"content": text.content})
@@ -129,6 +130,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self._calls = kit.CallNeutralizer(
             convert=message_dict, rebuild=_neutral_calls, rebuild_text=_neutral_text
         )
+        self._results = kit.ResultNeutralizer(convert=message_dict, rebuild=_neutral_text)
 
     def align(
         self, request: ModelRequest
@@ -136,7 +138,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
         """The request to send, the aligned tool message (``None``: none) and its assembly;
         ``request`` and its messages are unchanged. Control strings the model wrote into
         its text or its tool calls are broken in what is sent, aligned or not (the kit's
-        ``CallNeutralizer``)."""
+        ``CallNeutralizer``), and so are those in every tool result sent unaligned (the
+        kit's ``ResultNeutralizer``)."""
         # the model's own reasoning_effort (bound or on the call) is planned with, or refused
         target = self.target.with_effort(
             kit.call_effort(request.model_settings, request.model),
@@ -149,12 +152,12 @@ class PhaseAwareMiddleware(AgentMiddleware):
         system = [request.system_message] if request.system_message is not None else []
         made = [*system, *request.messages]  # the model's turns: control strings broken
         everything, dicts = self._calls.neutral(target, made, self._dicts.dicts(made))
-        messages = everything[len(system) :]
-        view = _model_view(messages, self.policy.tool_role)  # shown when nothing aligns
         index = kit.step_index(
             dicts, policy=self.policy, warned=self._warned,
             aligned=lambda i: REPORT_KEY in everything[i].response_metadata,
         )  # fmt: skip
+        # every tool result sent unaligned: control strings broken (the aligned one: by assembly)
+        everything, dicts = self._results.neutral(target, everything, dicts, keep=index)
         step = None
         if index is not None:
             tool = cast(ToolMessage, everything[index])
@@ -163,8 +166,11 @@ class PhaseAwareMiddleware(AgentMiddleware):
                 target, self.policy, messages=dicts, index=index, records=records, ids=ids,
                 tools=tool_schemas(request.tools), fix=kit.tools_fix("PhaseAwareMiddleware"),
             )  # fmt: skip
-        if step is None:
+        if step is None:  # the newest result too goes out as it is: broken
+            everything, _ = self._results.neutral(target, everything, dicts)
+            view = _model_view(everything[len(system) :], self.policy.tool_role)
             return request.override(messages=view, model_settings=settings), None, None
+        messages = everything[len(system) :]
         metadata = {**tool.response_metadata, REPORT_KEY: step.report}
         aligned = tool.model_copy(update={"content": step.content, "response_metadata": metadata})
         view = _model_view([*messages[:-1], aligned], self.policy.tool_role)

@@ -116,9 +116,9 @@ def _neutral_calls(message: ChatMessage, calls: Sequence[integrate.NeutralCall])
 
 
 def _neutral_text(message: ChatMessage, text: integrate.NeutralText) -> ChatMessage:
-    """A new ``message`` whose text blocks are one block of the kit's neutralised text (at
-    the first text block's place; what the plan rendered, ``_text``), the other blocks kept;
-    ``message`` is not changed. ``message_dict`` sends no reasoning (OpenAI clients drop
+    """A new ``message`` (an assistant turn, or a tool result sent unaligned) whose text
+    blocks are one block of the kit's neutralised text (at the first text block's place;
+    what the plan rendered, ``_text``), the other blocks kept; ``message`` is not changed. ``message_dict`` sends no reasoning (OpenAI clients drop
     ``ThinkingBlock``), so the kit never neutralises any here."""
     if text.content is None:
         return message
@@ -254,8 +254,9 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
     ) -> tuple[list[ChatMessage], AssemblyResult | None]:
         """The messages to send (earlier tool results as sent before, the newest aligned,
         control strings the model wrote into its text or tool calls broken: the kit's
-        ``CallNeutralizer``) and the new alignment (``None``: none); ``tools``: the bound
-        OpenAI schemas."""
+        ``CallNeutralizer``; those in tool results sent unaligned too: ``ResultNeutralizer``;
+        the aligned result's nodes are found by the text the tool returned) and the new
+        alignment (``None``: none); ``tools``: the bound OpenAI schemas."""
         out, step = self._step.align(
             messages, call_id=_tool_call_id, rebuild=_aligned, records=self._records, tools=tools,
             aligned=lambda m: AGENT_REPORT_KEY in m.additional_kwargs,
