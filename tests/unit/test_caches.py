@@ -27,6 +27,7 @@ def test_built_in_caches_are_listed_with_their_bounds() -> None:
         "assembly.prefix_cut_encodes",
         "assembly.sent_prompts",
         "assembly.single_turn_layouts",
+        "assembly.windowed_capabilities",
         "profiles.loaded",
         "tokenizers.capabilities",
         "tokenizers.control_scanners",
