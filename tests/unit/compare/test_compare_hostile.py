@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -61,6 +62,7 @@ def compare_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "r5_backend", raising=False)  # each test counts its own calls
     shutil.copy(builtin_profile_dir() / "deepseek-v4-flash-base.json", tmp_path / "prof.json")
     return tmp_path
 
