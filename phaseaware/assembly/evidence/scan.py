@@ -65,10 +65,10 @@ def scan_set(texts: Sequence[str], *, blank: Sequence[bool], search: TermSearch)
         if pattern is None:
             found.append(_find_positions(low, form, numeric, starts, lengths))
             continue
-        at = [m.start() for m in pattern.finditer(low)]
-        if numeric and at:  # the pattern checks word boundaries; the number rule here
-            at = [a for a in at if not touches_number(low, a, a + len(form))]
-        found.append(at)
+        starts_of = [m.start() for m in pattern.finditer(low)]
+        if numeric and starts_of:  # the pattern checks word boundaries; the number rule here
+            starts_of = [a for a in starts_of if not touches_number(low, a, a + len(form))]
+        found.append(starts_of)
     positions: list[list[int]] = [[] for _ in search.terms]
     if search.overlaps:
         ranked = sorted(
