@@ -280,9 +280,18 @@ def check_sent(messages: Sequence[Message], scanner: ControlScanner) -> None:
                     _remember_clean(scanner, text)
                 continue
             if hit is not None:
+                fix = (
+                    "neutralise message text before sending it (assemble it with "
+                    "assemble(messages=...)), or start a new conversation"
+                )
+                if message.role == "assistant":  # what the model made: break it, send that
+                    fix = (
+                        "the model wrote it: break it with phaseaware.integrate."
+                        "neutral_messages(target, messages) and send the messages it returns "
+                        "(the agent adapters do), or start a new conversation"
+                    )
                 raise ControlTokenError(
                     f"{hit.where} holds the control token {hit.text!r} at char {hit.offset}; "
                     "a message already sent cannot be neutralised without changing the "
-                    "server's cached prefix; neutralise message text before sending it "
-                    "(assemble it with assemble(messages=...)), or start a new conversation"
+                    f"server's cached prefix; {fix}"
                 )

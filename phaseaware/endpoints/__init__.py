@@ -32,6 +32,7 @@ from phaseaware.endpoints.request_settings import chat_template_kwargs
 from phaseaware.endpoints.usage import (
     ON_MISMATCH,
     PROMPT_IDS_FIELDS,
+    PROMPT_IDS_NOT_STREAMED,
     UsageCheck,
     check_identity,
     check_prompt_ids,
@@ -44,6 +45,7 @@ from phaseaware.endpoints.usage import (
 __all__ = [
     "ON_MISMATCH",
     "PROMPT_IDS_FIELDS",
+    "PROMPT_IDS_NOT_STREAMED",
     "EndpointRecord",
     "EndpointRef",
     "TemplateMismatchError",

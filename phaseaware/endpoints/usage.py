@@ -35,6 +35,7 @@ from phaseaware.errors import InputError, PhaseawareWarning, PromptTokenDriftErr
 __all__ = [
     "ON_MISMATCH",
     "PROMPT_IDS_FIELDS",
+    "PROMPT_IDS_NOT_STREAMED",
     "check_prompt_ids",
     "reported_prompt_ids",
     "UsageCheck",
@@ -52,6 +53,12 @@ PROMPT_IDS_FIELDS: dict[str, str] = {
     "vllm": "return_token_ids",
     "sglang": "return_prompt_token_ids",
 }
+
+#: The servers that refuse that field on a streaming request. SGLang 0.5.23 answers HTTP 400
+#: ("Please set stream=false when using return_prompt_token_ids=true",
+#: ``sglang/srt/entrypoints/openai/serving_chat.py``). vLLM 0.32 accepts it there and sends
+#: the ids in the first chunk (``vllm/entrypoints/openai/chat_completion/serving.py``).
+PROMPT_IDS_NOT_STREAMED: frozenset[str] = frozenset({"sglang"})
 
 
 @dataclass(frozen=True)

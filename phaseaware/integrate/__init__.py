@@ -12,7 +12,9 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    :class:`AgentPolicy` (see :mod:`.agent`: the whole agent-step policy);
    :class:`AgentStepper` holds one adapter's step state (:mod:`.stepper`); before the
    step, :class:`CallNeutralizer` breaks the control strings the model wrote into its
-   tool calls, as in any untrusted text (:mod:`.made`; the adapter rebuilds the message).
+   text, reasoning and tool calls, as in any untrusted text (:mod:`.made`; the adapter
+   rebuilds the message and sends the rebuilt one), and :class:`ResultNeutralizer` those
+   in the tool results the step sends unaligned (:mod:`.results`).
 3. per call, its retrieved items as :class:`SourceRecord` values (text, score or
    ``None``, its own id, evidence), then :func:`conversation` (its messages as a
    layout; a framework that formats its own template: :func:`slot_marker` and
@@ -117,9 +119,13 @@ from phaseaware.integrate.inputs import (
 from phaseaware.integrate.made import (
     CallNeutralizer,
     NeutralCall,
+    NeutralizedAssistantTextWarning,
     NeutralizedToolCallWarning,
+    NeutralText,
     neutral_calls,
     neutral_messages,
+    neutral_result,
+    neutral_text,
     scanner_of,
 )
 from phaseaware.integrate.rank import check_limit, rank_records
@@ -146,6 +152,7 @@ from phaseaware.integrate.report import (
     placement_report,
     stale_reason,
 )
+from phaseaware.integrate.results import NeutralizedToolResultWarning, ResultNeutralizer
 from phaseaware.integrate.sent import PlanSent, carried_plan, replan_warning
 from phaseaware.integrate.slot import FilledSlot, fill_slot, slot_marker
 from phaseaware.integrate.stepper import AgentStepper
@@ -193,7 +200,10 @@ __all__ = [
     "AgentStep",
     "MessageMemo",
     "NeutralCall",
+    "NeutralText",
+    "NeutralizedAssistantTextWarning",
     "NeutralizedToolCallWarning",
+    "NeutralizedToolResultWarning",
     "ParallelToolResultsWarning",
     "SentMemory",
     "UnalignedToolResultWarning",
@@ -271,8 +281,11 @@ __all__ = [
     # one adapter's agent-step state; a synthesis step's conversation, plan and count
     "AgentStepper",
     "CallNeutralizer",
+    "ResultNeutralizer",
     "neutral_calls",
     "neutral_messages",
+    "neutral_result",
+    "neutral_text",
     "scanner_of",
     "ASSEMBLY_KEY",
     "CARRIED_KEYS",

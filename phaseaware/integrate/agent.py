@@ -7,12 +7,13 @@ below is policy, the same for every adapter:
 - **Which message.** The last message, when it is a tool result not aligned yet (from a
   tool in :attr:`AgentPolicy.tool_names`, named by the assistant's tool call) and the only
   tool result since the last assistant turn. Several results after one assistant turn
-  (parallel tool calls) are sent as they are, with one :class:`ParallelToolResultsWarning`
+  (parallel tool calls) are sent unaligned, with one :class:`ParallelToolResultsWarning`
   per adapter: append alignment places one new message after the text the server holds,
   and a second result would rewrite the first one's turn. A result the step cannot align
   because of what the model made (a tool call that does not pair with its result, arguments
-  that are not JSON) is sent as it is too, with one :class:`UnalignedToolResultWarning`
-  naming the cause. Control strings the model copied into its tool calls are broken before
+  that are not JSON) is sent unaligned too, with one :class:`UnalignedToolResultWarning`
+  naming the cause. Control strings in any result sent unaligned are broken first, as in
+  any untrusted text (:mod:`.results`). Control strings the model copied into its tool calls are broken before
   the step, as in any untrusted text (:mod:`.made`); any left (``control_tokens="refuse"``,
   a dict-built conversation not passed through it) send the result unaligned the same way.
 - **Its documents.** The records the adapter found for it (a LangChain tool's ``artifact``,

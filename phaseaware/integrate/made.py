@@ -1,22 +1,31 @@
-"""What the model made is untrusted text: control strings in its tool calls, broken.
+"""What the model made is untrusted text: control strings in its turns, broken.
 
-An assistant turn the framework resends holds tool calls the model wrote: a function
-name and JSON arguments. A control string the model copied there (DeepSeek's
-``<｜tool▁calls▁begin｜>``, ``<think>``, ChatML's ``<|im_start|>``) would reach the
-server as a real control token. Before each step the kit breaks every one of them the
-way every other untrusted string is broken (:meth:`ControlScanner.clean
+An assistant turn the framework resends holds what the model wrote: its text
+(``content``), its reasoning (``reasoning_content``, which DeepSeek-V4/V4.1 and many
+Jinja templates render) and its tool calls (a function name and JSON arguments). A
+control string the model copied there (DeepSeek's ``<｜end▁of▁sentence｜>``,
+``<｜User｜>``, ``</think>``, ChatML's ``<|im_end|>``) would reach the server as a real
+control token: a forged turn. Before each step the kit breaks every one of them the way
+every other untrusted string is broken (:meth:`ControlScanner.clean
 <phaseaware.tokenizers.control.ControlScanner.clean>`, the scanner of the target's
-tokenizer and chat format, as assembly uses): in the function name, and in every key
-and string value of the decoded arguments, at any depth. The adapter rebuilds the
-message as a new object from :class:`NeutralCall` values (the framework's own objects
-are never changed) and sends that one; the step is planned over it, so positions stay
-exact, and one :class:`NeutralizedToolCallWarning` per message names what was broken.
+tokenizer and chat format, as assembly uses): in the text and the reasoning
+(:class:`NeutralText`), in the function name, and in every key and string value of the
+decoded arguments, at any depth (:class:`NeutralCall`). The adapter rebuilds the message
+as a new object from those values (the framework's own objects are never changed) and
+sends that one, whether or not the step aligns anything; the step is planned over it, so
+positions stay exact, and per message one :class:`NeutralizedAssistantTextWarning` (text,
+reasoning) and one :class:`NeutralizedToolCallWarning` (tool calls) name what was broken.
 
 Left as they are (the step's own path then sends the tool result unaligned with one
 :class:`~phaseaware.integrate.UnalignedToolResultWarning`): a call whose arguments are
 not a JSON object, a call that is not a mapping, a call where a broken key would equal
 another key of the same object (``<think>`` beside ``<·think>``), and everything under
 ``control_tokens="refuse"`` (the model's text is refused there as any other).
+
+A tool result is untrusted text too: :func:`neutral_result` breaks its control strings the
+same way; :func:`neutral_messages` applies it to every tool message, and
+:class:`~phaseaware.integrate.results.ResultNeutralizer` to the results an adapter's step
+sends unaligned (:mod:`.results`).
 """
 
 from __future__ import annotations
@@ -36,9 +45,14 @@ from phaseaware.tokenizers.control import ControlScanner, Neutralized, scanner_f
 __all__ = [
     "CallNeutralizer",
     "NeutralCall",
+    "NeutralText",
+    "NeutralizedAssistantTextWarning",
     "NeutralizedToolCallWarning",
+    "found_text",
     "neutral_calls",
     "neutral_messages",
+    "neutral_result",
+    "neutral_text",
     "scanner_of",
 ]
 
@@ -49,6 +63,19 @@ _Made = tuple[_M, object, ControlScanner, tuple[_M, dict[str, Any]] | None]
 
 class NeutralizedToolCallWarning(PhaseawareWarning):
     """Control strings the model wrote into a tool call were broken before sending."""
+
+
+class NeutralizedAssistantTextWarning(PhaseawareWarning):
+    """Control strings the model wrote into its text or reasoning were broken before sending."""
+
+
+@dataclass(frozen=True)
+class NeutralText:
+    """The text of one assistant message with its control strings broken: ``content`` and
+    ``reasoning_content`` (``None``: that field held none and is unchanged)."""
+
+    content: str | None = None
+    reasoning_content: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +126,42 @@ def _decoded(arguments: object) -> dict[str, Any] | None:
     return dict(arguments) if isinstance(arguments, Mapping) else None
 
 
+def neutral_text(
+    message: Mapping[str, Any], scanner: ControlScanner, *, where: str
+) -> tuple[NeutralText | None, tuple[Neutralized, ...]]:
+    """The ``content`` and ``reasoning_content`` of ``message`` (an OpenAI-style assistant
+    dict) with each control string broken, and what was broken (``(None, ())``: nothing to
+    change, not an assistant message, or ``control_tokens="refuse"``). Never raises."""
+    if scanner.policy != "neutralize" or message.get("role") != "assistant":
+        return None, ()
+    fields: dict[str, str] = {}
+    found: list[Neutralized] = []
+    for key in ("content", "reasoning_content"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            text, hits = scanner.clean(value, where=f"{where}.{key}")
+            if hits:
+                fields[key] = text
+                found.extend(hits)
+    return (NeutralText(**fields) if fields else None), tuple(found)
+
+
+def neutral_result(
+    message: Mapping[str, Any], scanner: ControlScanner, *, where: str
+) -> tuple[NeutralText | None, tuple[Neutralized, ...]]:
+    """The ``content`` of ``message`` (an OpenAI-style ``tool`` dict: what a tool returned)
+    with each control string broken, as :class:`NeutralText`, and what was broken (``(None,
+    ())``: nothing to change, not a tool result, or ``control_tokens="refuse"``). Never
+    raises."""
+    if scanner.policy != "neutralize" or message.get("role") != "tool":
+        return None, ()
+    value = message.get("content")
+    if not isinstance(value, str) or not value:
+        return None, ()
+    text, hits = scanner.clean(value, where=f"{where}.content")
+    return (NeutralText(content=text) if hits else None), hits
+
+
 def neutral_calls(
     message: Mapping[str, Any], scanner: ControlScanner, *, where: str
 ) -> tuple[tuple[NeutralCall, ...], tuple[Neutralized, ...]]:
@@ -129,13 +192,19 @@ def neutral_calls(
     return tuple(out), tuple(found)
 
 
-def _warn(found: Sequence[Neutralized]) -> None:
+def found_text(found: Sequence[Neutralized]) -> str:
+    """What was broken, for a warning: the first three (field, string, offset), and the count."""
     shown = "; ".join(f"{h.where} held {h.text!r} at char {h.offset}" for h in found[:3])
-    more = f" ({len(found)} in all)" if len(found) > 3 else ""
+    return shown + (f" ({len(found)} in all)" if len(found) > 3 else "")
+
+
+def _warn(found: Sequence[Neutralized], *, calls: bool) -> None:
+    what = "its tool calls" if calls else "its text or reasoning"
     warnings.warn(
-        f"control strings the model wrote into its tool calls are broken before sending, as "
-        f"in any untrusted text: {shown}{more}; the step aligns over the broken text",
-        NeutralizedToolCallWarning,
+        f"control strings the model wrote into {what} are broken before sending, as in any "
+        f"untrusted text: {found_text(found)}; the broken text is sent and the step aligns "
+        "over it",
+        NeutralizedToolCallWarning if calls else NeutralizedAssistantTextWarning,
         stacklevel=4,
     )
 
@@ -143,27 +212,41 @@ def _warn(found: Sequence[Neutralized]) -> None:
 def neutral_messages(
     target: Target, messages: Sequence[Mapping[str, Any]]
 ) -> tuple[list[dict[str, Any]], tuple[Neutralized, ...]]:
-    """OpenAI-style ``messages`` with the control strings in their tool calls broken (new
-    dicts where something changed; arguments re-serialised with ``ensure_ascii=False``),
-    and what was broken. For an adapter that sends dicts; warns nothing."""
+    """OpenAI-style ``messages`` with the control strings of their assistant turns (text,
+    reasoning and tool calls) and of their tool results broken (new dicts where something
+    changed, arguments re-serialised with ``ensure_ascii=False``), and what was broken.
+    Send these, not the originals: the server renders what it is sent. For an adapter (or
+    an agent loop) that sends dicts; warns nothing (the caller reports ``found``)."""
     scanner = scanner_of(target)
     out: list[dict[str, Any]] = []
     found: list[Neutralized] = []
     for i, message in enumerate(messages):
-        calls, hits = neutral_calls(message, scanner, where=f"messages[{i}]")
-        if not calls:
-            out.append(dict(message))
-            continue
-        found.extend(hits)
-        new_calls = [dict(c) for c in message["tool_calls"]]
-        for call in calls:
-            function = {
-                "name": call.name,
-                "arguments": json.dumps(call.arguments, ensure_ascii=False),
-            }
-            new_calls[call.index] = {**new_calls[call.index], "function": function}
-        out.append({**message, "tool_calls": new_calls})
+        text, text_hits = neutral_text(message, scanner, where=f"messages[{i}]")
+        calls, call_hits = neutral_calls(message, scanner, where=f"messages[{i}]")
+        result, result_hits = neutral_result(message, scanner, where=f"messages[{i}]")
+        new = dict(message)
+        for part, hits in ((text, text_hits), (result, result_hits)):
+            if part is not None:
+                found.extend(hits)
+                new.update(_text_fields(part))
+        if calls:
+            found.extend(call_hits)
+            new_calls = [dict(c) for c in message["tool_calls"]]
+            for call in calls:
+                function = {
+                    "name": call.name,
+                    "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                }
+                new_calls[call.index] = {**new_calls[call.index], "function": function}
+            new["tool_calls"] = new_calls
+        out.append(new)
     return out, tuple(found)
+
+
+def _text_fields(text: NeutralText) -> dict[str, str]:
+    """The fields ``text`` changes, by their message key."""
+    fields = {"content": text.content, "reasoning_content": text.reasoning_content}
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 class CallNeutralizer(Generic[_M]):
@@ -171,30 +254,35 @@ class CallNeutralizer(Generic[_M]):
 
     ``convert(message, index)``: the adapter's OpenAI-style dict of a message;
     ``rebuild(message, calls)``: a NEW message with those :class:`NeutralCall` values in
-    place of its calls. Each rebuilt message is kept (bounded) while the framework resends
-    the original, so every step sends the same object, and warns once.
+    place of its calls; ``rebuild_text(message, text)``: a NEW message with the
+    :class:`NeutralText` fields in place of its text and reasoning (``None``: that part is
+    left as it is, and a step over it sends its tool result unaligned). Each rebuilt message
+    is kept (bounded) while the framework resends the original, so every step sends the
+    same object, and warns once.
     """
 
     def __init__(
         self,
         *,
         convert: Callable[[_M, int], dict[str, Any]],
-        rebuild: Callable[[_M, Sequence[NeutralCall]], _M],
+        rebuild: Callable[[_M, Sequence[NeutralCall]], _M] | None = None,
+        rebuild_text: Callable[[_M, NeutralText], _M] | None = None,
         max_entries: int = 4096,
     ) -> None:
         self._convert = convert
         self._rebuild = rebuild
+        self._rebuild_text = rebuild_text
         self._memory: SentMemory[_Made[_M]] = SentMemory(max_entries)
 
     def neutral(
         self, target: Target, messages: Sequence[_M], dicts: Sequence[dict[str, Any]]
     ) -> tuple[list[_M], list[dict[str, Any]]]:
-        """(``messages``, ``dicts``) with each assistant message whose tool calls hold a
-        control string replaced by its rebuilt copy (and that copy's dict)."""
+        """(``messages``, ``dicts``) with each assistant message whose text, reasoning or tool
+        calls hold a control string replaced by its rebuilt copy (and that copy's dict)."""
         scanner = scanner_of(target)
         out, out_dicts = list(messages), list(dicts)
         for i, (message, converted) in enumerate(zip(messages, dicts, strict=True)):
-            if converted.get("role") != "assistant" or not converted.get("tool_calls"):
+            if converted.get("role") != "assistant":
                 continue
             key = str(id(message))
             known = self._memory.get(key)
@@ -211,11 +299,24 @@ class CallNeutralizer(Generic[_M]):
     def _made(
         self, scanner: ControlScanner, message: _M, converted: Mapping[str, Any], index: int
     ) -> tuple[_M, dict[str, Any]] | None:
-        calls, found = neutral_calls(converted, scanner, where=f"messages[{index}]")
-        if not calls:
+        where = f"messages[{index}]"
+        text: NeutralText | None = None
+        text_hits: tuple[Neutralized, ...] = ()
+        if self._rebuild_text is not None:
+            text, text_hits = neutral_text(converted, scanner, where=where)
+        calls: tuple[NeutralCall, ...] = ()
+        call_hits: tuple[Neutralized, ...] = ()
+        if self._rebuild is not None:
+            calls, call_hits = neutral_calls(converted, scanner, where=where)
+        if text is None and not calls:
             return None
-        rebuilt = self._rebuild(message, calls)
-        _warn(found)
+        rebuilt = message
+        if text is not None and self._rebuild_text is not None:
+            rebuilt = self._rebuild_text(rebuilt, text)
+            _warn(text_hits, calls=False)
+        if calls and self._rebuild is not None:
+            rebuilt = self._rebuild(rebuilt, calls)
+            _warn(call_hits, calls=True)
         return rebuilt, self._convert(rebuilt, index)
 
     def clear(self) -> None:

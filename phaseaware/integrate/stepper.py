@@ -4,8 +4,10 @@
 :class:`~phaseaware.integrate.Target`, the :class:`~phaseaware.integrate.MessageMemo` of
 converted messages, the parallel-results warning flag and, for frameworks that resend
 their own unaligned messages every step, a bounded memory of the message sent per tool
-call id (with its report), and the :class:`~phaseaware.integrate.made.CallNeutralizer` that
-breaks control strings the model wrote into its tool calls. The deciding stays in :mod:`.agent` (:func:`step_index`,
+call id (with its report), the :class:`~phaseaware.integrate.made.CallNeutralizer` that
+breaks control strings the model wrote into its text, reasoning and tool calls, and the
+:class:`~phaseaware.integrate.results.ResultNeutralizer` that breaks those in the tool
+results a step sends unaligned. The deciding stays in :mod:`.agent` (:func:`step_index`,
 :func:`align_step`); the adapter converts its messages and its documents.
 """
 
@@ -26,8 +28,9 @@ from phaseaware.integrate.agent import (
 )
 from phaseaware.integrate.calls import OnMismatch
 from phaseaware.integrate.checks import check_raw_usage, tools_fix
-from phaseaware.integrate.made import CallNeutralizer, NeutralCall
+from phaseaware.integrate.made import CallNeutralizer, NeutralCall, NeutralText
 from phaseaware.integrate.records import SourceRecord
+from phaseaware.integrate.results import ResultNeutralizer
 from phaseaware.integrate.target import Target
 
 __all__ = ["AgentStepper"]
@@ -41,8 +44,11 @@ class AgentStepper(Generic[_M]):
     ``convert(message, index)`` and ``text(message)``: the adapter's conversions (as for
     :class:`MessageMemo`); ``adapter``: its class name, for the bound-tools fix;
     ``max_sent``: how many tool call ids :meth:`remember` keeps (oldest evicted);
-    ``rebuild_calls(message, calls)``: a new message with those neutralised tool calls
-    (:class:`CallNeutralizer`; :meth:`align` sends it in place of the model's own).
+    ``rebuild_calls(message, calls)``: a new message with those neutralised tool calls,
+    ``rebuild_text(message, text)``: a new message with that neutralised text and reasoning
+    (:class:`CallNeutralizer`; :meth:`align` sends it in place of the model's own), also
+    used for a tool result's neutralised text (:class:`ResultNeutralizer`: the results
+    :meth:`align` sends unaligned).
     """
 
     def __init__(
@@ -55,6 +61,7 @@ class AgentStepper(Generic[_M]):
         adapter: str,
         max_sent: int = 4096,
         rebuild_calls: Callable[[_M, Sequence[NeutralCall]], _M] | None = None,
+        rebuild_text: Callable[[_M, NeutralText], _M] | None = None,
     ) -> None:
         self.target = target
         self.policy = policy
@@ -64,8 +71,12 @@ class AgentStepper(Generic[_M]):
         self._warned = [False]
         self.sent: SentMemory[tuple[object, _M, dict[str, Any]]] = SentMemory(max_sent)
         self._calls = (
-            None if rebuild_calls is None
-            else CallNeutralizer(convert=convert, rebuild=rebuild_calls)
+            None if rebuild_calls is None and rebuild_text is None
+            else CallNeutralizer(convert=convert, rebuild=rebuild_calls, rebuild_text=rebuild_text)
+        )  # fmt: skip
+        self._results = (
+            None if rebuild_text is None
+            else ResultNeutralizer(convert=convert, rebuild=rebuild_text)
         )  # fmt: skip
 
     def step(
@@ -84,6 +95,16 @@ class AgentStepper(Generic[_M]):
         index = step_index(dicts, policy=self.policy, aligned=aligned, warned=self._warned)
         if index is None:
             return None
+        return self._aligned(messages, dicts, index, records, tools)
+
+    def _aligned(
+        self,
+        messages: Sequence[_M],
+        dicts: Sequence[dict[str, Any]],
+        index: int,
+        records: Callable[[_M], Sequence[SourceRecord] | None] | None,
+        tools: Sequence[Mapping[str, Any]],
+    ) -> AgentStep | None:
         found = records(messages[index]) if records is not None else None
         return align_step(
             self.target, self.policy, messages=dicts, index=index, records=found,
@@ -102,13 +123,23 @@ class AgentStepper(Generic[_M]):
     ) -> tuple[list[_M], AgentStep | None]:
         """:meth:`step` for a framework that resends its own unaligned messages: each tool
         result sent aligned before is replaced by what was sent (:meth:`resent`), the new
-        one by ``rebuild(original, step)`` (remembered), an assistant message whose tool
-        calls hold control strings by its neutralised copy. ``call_id(message)``: its tool
-        call id (``None``: not a tool result); ``aligned(message)``: it carries a report."""
+        one by ``rebuild(original, step)`` (remembered), an assistant message whose text,
+        reasoning or tool calls hold control strings by its neutralised copy, and a tool
+        result sent unaligned whose text holds them by its neutralised copy (the aligned one
+        is looked up in ``records`` by its own text). ``call_id(message)``: its tool call id
+        (``None``: not a tool result); ``aligned(message)``: it carries a report."""
         out = [self.resent(call_id(m), m) for m in messages]
+        dicts = self._memo.dicts(out)
         if self._calls is not None:
-            out, _ = self._calls.neutral(self.target, out, self._memo.dicts(out))
-        step = self.step(out, aligned=lambda i: aligned(out[i]), records=records, tools=tools)
+            out, dicts = self._calls.neutral(self.target, out, dicts)
+        index = step_index(
+            dicts, policy=self.policy, aligned=lambda i: aligned(out[i]), warned=self._warned
+        )
+        if self._results is not None:  # every result sent unaligned: broken
+            out, dicts = self._results.neutral(self.target, out, dicts, keep=index)
+        step = None if index is None else self._aligned(out, dicts, index, records, tools)
+        if step is None and index is not None and self._results is not None:
+            out, dicts = self._results.neutral(self.target, out, dicts)  # it goes out as it is
         if step is not None:
             original = out[step.index]
             out[step.index] = rebuild(original, step)
@@ -157,3 +188,5 @@ class AgentStepper(Generic[_M]):
         self._memo.clear()
         if self._calls is not None:
             self._calls.clear()
+        if self._results is not None:
+            self._results.clear()

@@ -30,6 +30,7 @@ from phaseaware.chat.layout import PromptLayout
 from phaseaware.chat.settings import ChatSettings, ChatSettingsError, UnsupportedSettingError
 from phaseaware.endpoints import (
     PROMPT_IDS_FIELDS,
+    PROMPT_IDS_NOT_STREAMED,
     EndpointRecord,
     EndpointRef,
     endpoint_options,
@@ -95,9 +96,20 @@ class Target:
         """The request field that makes the endpoint's server return the prompt's token ids
         (vLLM ``return_token_ids``, SGLang ``return_prompt_token_ids``), from the endpoint
         record's server; ``None``: unknown, or no record."""
+        return PROMPT_IDS_FIELDS.get(self._server_name)
+
+    @property
+    def _server_name(self) -> str:
         server = self.endpoint.server if self.endpoint is not None else None
-        name = server.split(" ", 1)[0].lower() if server else ""
-        return PROMPT_IDS_FIELDS.get(name)
+        return server.split(" ", 1)[0].lower() if server else ""
+
+    def asks_prompt_ids(self, *, may_stream: bool) -> bool:
+        """Whether a call asks for the prompt's ids: the server returns them
+        (:attr:`prompt_ids_field`) and, for a call that may stream, also accepts the field
+        there (vLLM does; SGLang refuses it: ``PROMPT_IDS_NOT_STREAMED``)."""
+        if self.prompt_ids_field is None:
+            return False
+        return not may_stream or self._server_name not in PROMPT_IDS_NOT_STREAMED
 
     def request_kwargs(self, *, prompt_ids: bool = False) -> dict[str, Any]:
         """Keyword arguments for an OpenAI-compatible client call (``openai``,

@@ -3,8 +3,8 @@
 :class:`ServerEngine` is the one interface :mod:`phaseaware.reference.server` depends on
 (chat template, token counting, greedy generation over prompt strings). An engine that also
 satisfies :class:`BatchEngine` takes token ids instead: the server then tokenizes chat
-messages through :meth:`BatchEngine.encode_chat` (message content can never become a control
-token) and batches concurrent requests into one forward pass.
+messages through :meth:`BatchEngine.encode_chat` (the rendered chat, as vLLM tokenizes it) and
+batches concurrent requests into one forward pass.
 
 :class:`ReferenceEngine` serves the shipped reference model greedily, batched:
 
@@ -21,13 +21,15 @@ token) and batches concurrent requests into one forward pass.
   tokenizing stops with :class:`ContextOverflow` once the prompt passes
   ``max_context_tokens``: a 262,144-character message costs a few pieces, not 131,072
   tokens, and other requests' short prompts pass between the pieces.
-* **Control tokens.** :meth:`ReferenceEngine.encode_chat` renders the chat template around
-  placeholders, tokenizes the template's own text with special tokens active, and each
-  message's content with special tokens split; any special-token id the content still yields
-  (the reference vocabulary holds ``<|user|>`` as a plain word too) becomes ``<unk>``. A
-  message that says ``<|user|>`` or ``<eos>`` reaches the model as ``<unk>``, never as the
-  marker. Raw ``/v1/completions`` prompts are the caller's whole prompt, markers included,
-  and are tokenized with special tokens active.
+* **Control tokens, as a real server.** :meth:`ReferenceEngine.encode_chat` renders the
+  chat template and tokenizes the rendered text with special-token strings active, wherever
+  they stand, as vLLM 0.32 does (``renderers/base.py``: the Hugging Face tokenizer over the
+  rendered prompt, ``add_special_tokens=False``, no ``split_special_tokens``): a message
+  that says ``<|user|>`` or ``<eos>`` reaches the model as that marker, exactly as
+  ``phaseaware score`` counts it. Keeping untrusted text from becoming a control token is
+  the client's job (phaseaware's assembly breaks such strings before a request is sent:
+  docs/untrusted-text.md), so a test against this server sees what a real one would make
+  of a request. Raw ``/v1/completions`` prompts are tokenized the same way.
 
 Token counts come from the model's own tokenizer, so ``usage.prompt_tokens`` is exact.
 """
@@ -35,7 +37,6 @@ Token counts come from the model's own tokenizer, so ``usage.prompt_tokens`` is 
 from __future__ import annotations
 
 import re
-import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -160,9 +161,9 @@ class BatchEngine(ServerEngine, Protocol):
     alongside (continuous batching: a short request need not wait for a long
     one to end), and must then report each admitted row through ``done`` when it ends
     (``done`` may also report the given rows early; the returned list covers only them).
-    An engine that never calls ``admit`` serves as before. ``encode_chat`` must keep
-    message content from yielding control tokens; it and
-    ``encode_prompt`` may raise :class:`ContextOverflow` instead of tokenizing a prompt
+    An engine that never calls ``admit`` serves as before. ``encode_chat`` tokenizes the
+    rendered chat as a server does (control-token text in a message's content included); it
+    and ``encode_prompt`` may raise :class:`ContextOverflow` instead of tokenizing a prompt
     past ``max_context_tokens`` to its end;
     ``generate_batch`` returns one result per request, in order, each identical to what
     the request would get alone. The server calls it from one thread at a time.
@@ -186,8 +187,7 @@ class BatchEngine(ServerEngine, Protocol):
 class ReferenceEngine:
     """Serve ``model``/``tokenizer`` (from :func:`load_reference`) greedily, batched.
 
-    Thread-safe: tokenizer calls share one lock (transformers toggles tokenizer state for
-    ``split_special_tokens``), forward passes another. ``piece_chars``: characters of a
+    Thread-safe: tokenizer calls share one lock, forward passes another. ``piece_chars``: characters of a
     prompt tokenized per call (and per hold of the lock).
     """
 
@@ -206,8 +206,6 @@ class ReferenceEngine:
         self.model_name = model_name
         self.max_context_tokens = int(model.config.max_position_embeddings)
         self.piece_chars = piece_chars  # characters per tokenizer call (see text_pieces)
-        self._special_ids = frozenset(int(i) for i in tokenizer.all_special_ids)
-        self._unk_id = int(tokenizer.unk_token_id)
         self._pad_id = int(tokenizer.pad_token_id)
         self._eos_id = int(tokenizer.eos_token_id)
         self._model_lock = threading.Lock()
@@ -245,37 +243,15 @@ class ReferenceEngine:
         return len(self.encode(prompt))
 
     def encode_chat(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
-        """Token ids of the chat prompt; only the template's own markers are special.
+        """Token ids of the chat prompt: :meth:`encode_prompt` of :meth:`render_chat`.
 
-        Equals ``encode(render_chat(messages))`` whenever no content holds a special-token
-        string (the template puts whitespace around content, where the word-level
-        tokenizer splits anyway). Raises :class:`ContextOverflow` as soon as the prompt
-        passes ``max_context_tokens``: the rest is never tokenized.
+        The rendered text is tokenized as vLLM tokenizes it, special-token strings active
+        wherever they stand (a message's content included), so ``usage.prompt_tokens`` and
+        every position equal what ``phaseaware score --chat-format hf`` counts. Raises
+        :class:`ContextOverflow` as soon as the prompt passes ``max_context_tokens``: the
+        rest is never tokenized.
         """
-        tag = secrets.token_hex(8)
-        holders = [f"\x00{tag}:{i}\x00" for i in range(len(messages))]
-        rendered = self.render_chat(
-            [{**m, "content": h} for m, h in zip(messages, holders, strict=True)]
-        )
-        # one pass over the rendered text (linear in its length, whatever the message count)
-        parts = re.split(f"\x00{tag}:(\\d+)\x00", rendered)
-        placed = [int(i) for i in parts[1::2]]
-        if placed != list(range(len(messages))):
-            raise PromptError("the chat template does not place each message's content once")
-        ids: list[int] = []
-        for head, message in zip(parts[0::2], messages, strict=False):
-            ids += self.encode(head)
-            for piece in text_pieces(message["content"], self.piece_chars):
-                ids += self._encode_content(piece)
-                self._within_context(len(ids))
-        ids += self.encode(parts[-1])
-        self._within_context(len(ids))
-        return ids
-
-    def _encode_content(self, content: str) -> list[int]:
-        with self._tokenizer_lock:
-            raw = self.tokenizer(content, add_special_tokens=False, split_special_tokens=True)
-        return [self._unk_id if i in self._special_ids else int(i) for i in raw["input_ids"]]
+        return self.encode_prompt(self.render_chat(messages))
 
     def generate(
         self, prompt: str, *, max_tokens: int, temperature: float, stop: tuple[str, ...]

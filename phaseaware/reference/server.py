@@ -19,10 +19,11 @@ that matters here, WHEN the body is read, is explicit: every request passes, in 
    ``large_body_values`` JSON values) waits for the pace by its cost
    (``VALUE_COST_BYTES`` a value) and is decoded in one worker thread, one at a time, so
    light requests never queue behind a heavy one's decoding;
-4. generation. A :class:`BatchEngine` gets token ids (chat content tokenized by the engine,
-   never as control tokens) and a batching queue: requests that arrive while the engine is
-   busy, or within ``batch_window_s`` of each other, run as one ``generate_batch`` call of
-   up to ``max_batch`` rows, so throughput rises with concurrency. An engine may stop
+4. generation. A :class:`BatchEngine` gets token ids (the rendered chat tokenized by the
+   engine as vLLM does, control-token text in content included) and a batching queue:
+   requests that arrive while the engine is busy, or within ``batch_window_s`` of each
+   other, run as one ``generate_batch`` call of up to ``max_batch`` rows, so throughput
+   rises with concurrency. An engine may stop
    tokenizing a prompt past its context (:class:`ContextOverflow`: 400
    ``context_length_exceeded``, "at least N tokens"). Any other engine runs one
    ``generate`` per request in worker threads, at most ``engine_parallelism`` at a time.

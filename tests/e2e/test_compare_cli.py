@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("openai")
 pytest.importorskip("scipy")
@@ -17,19 +17,6 @@ pytest.importorskip("scipy")
 from phaseaware.cli.main import main  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_trained_reference]
-
-
-@pytest.fixture(scope="module")
-def served():
-    from phaseaware.reference.engine import ReferenceEngine
-    from phaseaware.reference.load import load_reference
-    from phaseaware.reference.server import start_server
-
-    torch.set_num_threads(1)
-    model, tok = load_reference("cpu")
-    engine = ReferenceEngine(model, tok)
-    with start_server(engine, host="127.0.0.1", port=0) as server:
-        yield server, engine
 
 
 @pytest.fixture(scope="module")

@@ -22,26 +22,13 @@ import pytest
 
 from phaseaware.cli.main import main
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("lm_eval")
 
 pytestmark = pytest.mark.slow
 
 BASE_PROMPTS = "8"  # 64 probes: each request is one CPU generation on the reference model
-
-
-@pytest.fixture(scope="module")
-def served():
-    from phaseaware.reference.engine import ReferenceEngine
-    from phaseaware.reference.load import load_reference
-    from phaseaware.reference.server import start_server
-
-    torch.set_num_threads(1)
-    model, tok = load_reference("cpu")
-    engine = ReferenceEngine(model, tok)
-    with start_server(engine, host="127.0.0.1", port=0) as server:
-        yield server, engine
 
 
 def _lm_eval(task_dir: Path, out: Path, base_url: str, model: str, home: Path) -> None:

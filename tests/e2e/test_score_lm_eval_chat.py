@@ -26,7 +26,7 @@ import pytest
 
 from phaseaware.cli.main import main
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("lm_eval")
 pytest.importorskip("aiohttp")  # lm-eval[api]: its API models need it
@@ -34,19 +34,6 @@ pytest.importorskip("aiohttp")  # lm-eval[api]: its API models need it
 pytestmark = pytest.mark.slow
 
 BASE_PROMPTS = "3"  # 24 probes per route: each request is one CPU generation
-
-
-@pytest.fixture(scope="module")
-def served():
-    from phaseaware.reference.engine import ReferenceEngine
-    from phaseaware.reference.load import load_reference
-    from phaseaware.reference.server import start_server
-
-    torch.set_num_threads(1)
-    model, tok = load_reference("cpu")
-    engine = ReferenceEngine(model, tok)
-    with start_server(engine, host="127.0.0.1", port=0) as server:
-        yield server, engine
 
 
 TASK = "phaseaware_phase_sweep"

@@ -15,6 +15,7 @@ _MODULES = {  # submodule -> the public names it defines, imported on first use
     "documents": ("PhaseAwareCompressor", "PhaseAwareReorder"),
     "middleware": ("PhaseAwareMiddleware",),
     "prompt": ("PhaseAwarePrompt", "PhaseAwarePromptWithReport", "placement_report"),
+    "served": ("prompt_ids_clients",),
     "usage": ("PhaseAwareUsageCheck",),
 }
 __all__ = sorted(["__version__", *(name for names in _MODULES.values() for name in names)])
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover (the same names, for type checkers)
     from langchain_phaseaware.prompt import PhaseAwarePrompt as PhaseAwarePrompt
     from langchain_phaseaware.prompt import PhaseAwarePromptWithReport as PhaseAwarePromptWithReport
     from langchain_phaseaware.prompt import placement_report as placement_report
+    from langchain_phaseaware.served import prompt_ids_clients as prompt_ids_clients
     from langchain_phaseaware.usage import PhaseAwareUsageCheck as PhaseAwareUsageCheck
 
 

@@ -1,4 +1,15 @@
-"""``PhaseAwareMiddleware`` for ``langchain.agents.create_agent`` (extra ``agents``)."""
+"""``PhaseAwareMiddleware`` for ``langchain.agents.create_agent`` (extra ``agents``).
+
+After an aligned call the prompt is checked at the server. Where the endpoint record names
+a server that returns the prompt's ids (vLLM, SGLang), the request asks for them and the
+check is id for id: a mismatch names the first differing position. This needs the chat
+model built with :func:`~langchain_phaseaware.served.prompt_ids_clients`, which keeps the
+reply body (why: :mod:`langchain_phaseaware.served`). When no ids come back, the check
+falls back to the count (``usage_metadata["input_tokens"]``). That happens when the
+clients are not used, when the call streamed, or at SGLang unless the chat model has
+``disable_streaming=True`` (SGLang refuses the field on a stream). ``on_check`` receives
+each check, and its ``ids_compared`` says which was made.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +36,7 @@ from langchain_phaseaware.convert import (
     served_identity,
     tool_schemas,
 )
+from langchain_phaseaware.served import capture, captured, reply_body
 from phaseaware import AssemblyResult
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
@@ -56,6 +68,16 @@ def _neutral_calls(message: BaseMessage, calls: Sequence[kit.NeutralCall]) -> Ba
     return message.model_copy(update={"tool_calls": made})
 
 
+def _neutral_text(message: BaseMessage, text: kit.NeutralText) -> BaseMessage:
+    """A new ``message`` (an ``AIMessage``, or a ``ToolMessage`` sent unaligned) whose
+    content is the kit's neutralised text (one string: what the plan rendered, list content
+    joined); ``message`` is not changed. ``message_dict`` sends no reasoning, so the kit
+    never neutralises any here."""
+    if text.content is None:
+        return message
+    return message.model_copy(update={"content": text.content})
+
+
 def _artifact_records(
     message: ToolMessage, score_keys: Sequence[str], evidence_key: str | None
 ) -> tuple[list[kit.SourceRecord] | None, list[str | None] | None]:
@@ -74,7 +96,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
     via a ``Command``), its ``response_metadata["phaseaware"]`` holding the report. The
     target arguments as ``PhaseAwarePrompt``'s (``budget_tokens``: the whole conversation);
     the agent-step ones: the kit's ``AgentPolicy``; ``check_usage``: on a usage mismatch
-    after an aligned call, ``"warn"``, ``"raise"`` or ``"ignore"``."""
+    after an aligned call, ``"warn"``, ``"raise"`` or ``"ignore"``; ``on_check``: called
+    with each ``UsageCheck`` (ids or count: the module docstring)."""
 
     def __init__(
         self,
@@ -87,6 +110,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
         check_usage: Literal["warn", "raise", "ignore"] = "warn",
         message_template: str = "{context}",
         tool_schemas: Literal["rendered", "not_rendered"] = "rendered",
+        on_check: Callable[[kit.UsageCheck], None] | None = None,
         **target: Unpack[kit.TargetArgs],
     ) -> None:
         super().__init__()
@@ -100,31 +124,40 @@ class PhaseAwareMiddleware(AgentMiddleware):
         kit.require_chat(self.target)
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
+        self.on_check = on_check
         self._warned = [False]
         self._dicts = kit.MessageMemo(message_dict, lambda m: m.content)
-        self._calls = kit.CallNeutralizer(convert=message_dict, rebuild=_neutral_calls)
+        self._calls = kit.CallNeutralizer(
+            convert=message_dict, rebuild=_neutral_calls, rebuild_text=_neutral_text
+        )
+        self._results = kit.ResultNeutralizer(convert=message_dict, rebuild=_neutral_text)
 
     def align(
         self, request: ModelRequest
     ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:
         """The request to send, the aligned tool message (``None``: none) and its assembly;
         ``request`` and its messages are unchanged. Control strings the model wrote into
-        its tool calls are broken in what is sent (the kit's ``CallNeutralizer``)."""
+        its text or its tool calls are broken in what is sent, aligned or not (the kit's
+        ``CallNeutralizer``), and so are those in every tool result sent unaligned (the
+        kit's ``ResultNeutralizer``)."""
         # the model's own reasoning_effort (bound or on the call) is planned with, or refused
         target = self.target.with_effort(
             kit.call_effort(request.model_settings, request.model),
             fix=" (PhaseAwareMiddleware(settings=ChatSettings(reasoning_effort=...)))",
         )
-        settings = target.merged_kwargs(request.model_settings)
+        # the prompt's ids, where the server returns them: SGLang refuses the field on a
+        # stream, and only a model with streaming disabled is sure not to stream
+        asks = target.asks_prompt_ids(may_stream=request.model.disable_streaming is not True)
+        settings = target.merged_kwargs(request.model_settings, prompt_ids=asks)
         system = [request.system_message] if request.system_message is not None else []
-        made = [*system, *request.messages]  # the model's tool calls: control strings broken
+        made = [*system, *request.messages]  # the model's turns: control strings broken
         everything, dicts = self._calls.neutral(target, made, self._dicts.dicts(made))
-        messages = everything[len(system) :]
-        view = _model_view(messages, self.policy.tool_role)  # shown when nothing aligns
         index = kit.step_index(
             dicts, policy=self.policy, warned=self._warned,
             aligned=lambda i: REPORT_KEY in everything[i].response_metadata,
         )  # fmt: skip
+        # every tool result sent unaligned: control strings broken (the aligned one: by assembly)
+        everything, dicts = self._results.neutral(target, everything, dicts, keep=index)
         step = None
         if index is not None:
             tool = cast(ToolMessage, everything[index])
@@ -133,12 +166,40 @@ class PhaseAwareMiddleware(AgentMiddleware):
                 target, self.policy, messages=dicts, index=index, records=records, ids=ids,
                 tools=tool_schemas(request.tools), fix=kit.tools_fix("PhaseAwareMiddleware"),
             )  # fmt: skip
-        if step is None:
+        if step is None:  # the newest result too goes out as it is: broken
+            everything, _ = self._results.neutral(target, everything, dicts)
+            view = _model_view(everything[len(system) :], self.policy.tool_role)
             return request.override(messages=view, model_settings=settings), None, None
+        messages = everything[len(system) :]
         metadata = {**tool.response_metadata, REPORT_KEY: step.report}
         aligned = tool.model_copy(update={"content": step.content, "response_metadata": metadata})
         view = _model_view([*messages[:-1], aligned], self.policy.tool_role)
         return request.override(messages=view, model_settings=settings), aligned, step.result
+
+    def _check(self, reply: AIMessage, result: AssemblyResult) -> None:
+        """The prompt at the server: id for id from the reply's body (kept by the model's
+        clients in this call's :func:`capture`) when it carries the ids, else the count in
+        ``usage_metadata``; nothing without either."""
+        usage = reply.usage_metadata
+        count = int(usage["input_tokens"]) if usage and "input_tokens" in usage else None
+        body = reply_body(captured(), reply.response_metadata.get("id"))
+        tokenizer = self.target.tokenizer
+        if body is not None:
+            check = kit.check_raw_usage(
+                self.target, planned_tokens=result.token_count, raw=body,
+                on_mismatch=self.check_usage, reported_tokens=count,
+                planned_ids=lambda: tokenizer.encode(result.prompt),  # only where ids came back
+            )  # fmt: skip
+        elif count is not None:
+            model, fingerprint = served_identity(reply.response_metadata)
+            check = kit.check_usage(
+                self.target, planned_tokens=result.token_count, reported_tokens=count,
+                on_mismatch=self.check_usage, served_model=model, system_fingerprint=fingerprint,
+            )  # fmt: skip
+        else:
+            return
+        if check is not None and self.on_check is not None:
+            self.on_check(check)
 
     def _finish(
         self, response: ModelResponse, aligned: ToolMessage | None, result: AssemblyResult | None
@@ -146,14 +207,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
         if aligned is None or result is None:
             return response
         reply = next((m for m in response.result if isinstance(m, AIMessage)), None)
-        usage = reply.usage_metadata if reply is not None else None
-        if reply is not None and usage is not None and "input_tokens" in usage:
-            model, fingerprint = served_identity(reply.response_metadata)
-            kit.check_usage(
-                self.target, planned_tokens=result.token_count,
-                reported_tokens=int(usage["input_tokens"]), on_mismatch=self.check_usage,
-                served_model=model, system_fingerprint=fingerprint,
-            )  # fmt: skip
+        if reply is not None:
+            self._check(reply, result)
         return ExtendedModelResponse(
             model_response=response, command=Command(update={"messages": [aligned]})
         )
@@ -162,11 +217,13 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
         sent, aligned, result = self.align(request)
-        return self._finish(handler(sent), aligned, result)
+        with capture():  # the reply bodies, where the model's clients keep them
+            return self._finish(handler(sent), aligned, result)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
         """As ``wrap_model_call``; the CPU-bound assembly runs in the default executor."""
         sent, aligned, result = await run_in_executor(None, self.align, request)
-        return self._finish(await handler(sent), aligned, result)
+        with capture():
+            return self._finish(await handler(sent), aligned, result)

@@ -21,21 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from phaseaware.cli.main import main
 from phaseaware.profiles.registry import builtin_profile_dir
 from phaseaware.scoring.formats import common
+from tests.support.cli_run import run_cli as _run
 
 TOKENIZER = "tiktoken:cl100k_base"
 SCORE = ["score", "--format", "jsonl", "--tokenizer", TOKENIZER]
-
-
-def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err and "this is a bug" not in err, err
-    if code == 1:
-        assert err.count("phaseaware: error: ") == 1, err
-    return code, out, err
 
 
 def _sample(i: int, **extra: object) -> dict[str, object]:

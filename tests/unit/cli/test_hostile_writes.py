@@ -22,19 +22,10 @@ from phaseaware.atomic import (
     own_temp_name,
     remove_stale_temps,
 )
-from phaseaware.cli.main import main
+from tests.support.cli_run import run_cli
 
 TOKENIZER = "tiktoken:cl100k_base"
 OLD = time.time() - STALE_SECONDS - 60
-
-
-def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err and "this is a bug" not in err, err
-    if code == 1:
-        assert err.count("phaseaware: error: ") == 1, err
-    return code, out, err
 
 
 def _old_file(path: Path, text: str = "mine\n") -> Path:
@@ -63,7 +54,7 @@ def test_score_profile_out_keeps_a_users_tmp_files(folder, capsys):
         _old_file(folder / "out" / ".profile.json.abc123.tmp"),  # the old temp form, a user's
         _old_file(folder / "out" / ".phaseaware-notes.tmp"),
     ]
-    code, _, _ = _run(
+    code, _, _ = run_cli(
         ["score", "--format", "jsonl", "--tokenizer", TOKENIZER, "eval.jsonl", "--model", "m",
          "--profile-out", "out/profile.json"],
         capsys,
@@ -79,7 +70,7 @@ def test_an_output_named_star_is_an_ordinary_name(folder, capsys):
     """An output named ``out/*`` deleted ``.notes.draft.tmp`` and ``.zshrc.backup.tmp``."""
     (folder / "out").mkdir()
     users = [_old_file(folder / "out" / n) for n in (".notes.draft.tmp", ".zshrc.backup.tmp")]
-    code, _, _ = _run(
+    code, _, _ = run_cli(
         ["score", "--format", "jsonl", "--tokenizer", TOKENIZER, "eval.jsonl", "--model", "m",
          "--profile-out", "out/*"],
         capsys,
@@ -145,7 +136,7 @@ def test_a_planted_link_where_the_task_data_goes_is_refused(folder, capsys, dang
     link = shared / "phaseaware_phase_sweep.jsonl"
     link.symlink_to(victim)
     os.lchown(link, 65534, -1)
-    code, _, err = _run([*EMIT, "shared"], capsys)
+    code, _, err = run_cli([*EMIT, "shared"], capsys)
     assert code == 1 and "is a symlink another user" in err and str(link) in err
     if dangling:
         assert not victim.exists()
@@ -164,7 +155,7 @@ def test_a_planted_link_as_the_task_folder_is_refused_before_mkdir(folder, capsy
     link = shared / "task"
     link.symlink_to(elsewhere)
     os.lchown(link, 65534, -1)
-    code, _, err = _run([*EMIT, "shared/task/sub"], capsys)
+    code, _, err = run_cli([*EMIT, "shared/task/sub"], capsys)
     assert code == 1 and "is a symlink another user" in err
     assert list(elsewhere.iterdir()) == []  # nothing created through the link
 
@@ -173,7 +164,7 @@ def test_the_task_yaml_names_the_data_file_as_written(folder, capsys):
     """An own link to a folder is still followed; the YAML points at the path as given."""
     (folder / "real").mkdir()
     (folder / "task").symlink_to(folder / "real")
-    code, _, _ = _run([*EMIT, "task"], capsys)
+    code, _, _ = run_cli([*EMIT, "task"], capsys)
     assert code == 0
     yaml = (folder / "real" / "phaseaware_phase_sweep.yaml").read_text(encoding="utf-8")
     assert str(folder / "task" / "phaseaware_phase_sweep.jsonl") in yaml

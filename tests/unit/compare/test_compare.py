@@ -11,29 +11,17 @@ from phaseaware.cli.main import main
 from phaseaware.compare.grade import load_grader, normalize_answer
 from phaseaware.compare.questions import read_questions
 from phaseaware.profiles.io import save_profile
-from phaseaware.profiles.model import Profile, Provenance, TokenizerRef
-from phaseaware.tokenizers import load_tokenizer
 from tests.support import compare_responder
+from tests.support.sim_profile import simulated_profile
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
 
 @pytest.fixture()
 def setup(tmp_path):
-    tok = load_tokenizer("tiktoken:cl100k_base")
-    acc = (1.0, 1.0, 1.0, 0.1)
-    profile = Profile(
+    profile = simulated_profile(
+        (1.0, 1.0, 1.0, 0.1),
         model="tests.support.compare_responder:answer",  # what calibrate names a callable
-        period=4,
-        residue_accuracy=acc,
-        n=(50,) * 4,
-        ci_low=tuple(max(0.0, a - 0.1) for a in acc),
-        ci_high=tuple(min(1.0, a + 0.1) for a in acc),
-        tokenizer=TokenizerRef(spec=tok.spec, fingerprint=tok.fingerprint()),
-        local_window=None,
-        provenance=Provenance(
-            kind="measured", source="test", protocol="sim", created="2026-12-04", tool_version="0"
-        ),
     )
     profile_path = tmp_path / "sim.json"
     save_profile(profile, profile_path)
@@ -144,11 +132,15 @@ def test_graders():
         load_grader("no_such_module_xyz:f")
 
 
-def test_plot_needs_matplotlib_and_says_so_before_any_request(setup, tmp_path, capsys):
+def test_plot_needs_matplotlib_and_says_so_before_any_request(setup, tmp_path, capsys, monkeypatch):
     import importlib.util
 
-    if importlib.util.find_spec("matplotlib") is not None:
-        pytest.skip("matplotlib is installed")
+    real = importlib.util.find_spec  # matplotlib hidden, whether or not it is installed
+
+    def find_spec(name, *args, **kwargs):
+        return None if name.split(".")[0] == "matplotlib" else real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     questions, profile = setup
     assert main([*_argv(questions, profile, tmp_path), "--plot", str(tmp_path / "c.png")]) == 1
     assert "pip install -e '.[plot]'" in capsys.readouterr().err

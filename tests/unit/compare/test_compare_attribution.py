@@ -17,10 +17,10 @@ import pytest
 
 from phaseaware.cli.main import main
 from phaseaware.profiles.io import save_profile
-from phaseaware.profiles.model import Profile, Provenance, TokenizerRef
 from phaseaware.tokenizers import load_tokenizer
 from tests.support import compare_responder
 from tests.support.endpoint_server import start_endpoint
+from tests.support.sim_profile import simulated_profile
 
 pytest.importorskip("scipy.stats")
 pytest.importorskip("openai")
@@ -29,23 +29,8 @@ TOKENIZER = "tiktoken:cl100k_base"
 
 
 def _profile(path, accuracy):
-    tok = load_tokenizer(TOKENIZER)
-    profile = Profile(
-        model="sim-model",
-        period=4,
-        residue_accuracy=accuracy,
-        n=(50,) * 4,
-        ci_low=tuple(max(0.0, a - 0.1) for a in accuracy),
-        ci_high=tuple(min(1.0, a + 0.1) for a in accuracy),
-        tokenizer=TokenizerRef(spec=tok.spec, fingerprint=tok.fingerprint()),
-        local_window=None,
-        provenance=Provenance(
-            kind="measured",
-            source="test",
-            protocol="simulated key sweep, chat format 'chatml'",
-            created="2026-12-04",
-            tool_version="0",
-        ),
+    profile = simulated_profile(
+        accuracy, model="sim-model", protocol="simulated key sweep, chat format 'chatml'"
     )
     save_profile(profile, path)
     return path

@@ -18,32 +18,20 @@ from phaseaware.compare.placebo import placebo_profile, placebo_shift
 from phaseaware.compare.questions import read_questions
 from phaseaware.errors import InputError
 from phaseaware.profiles.io import save_profile
-from phaseaware.profiles.model import Profile, Provenance, TokenizerRef
+from phaseaware.profiles.model import TokenizerRef
 from phaseaware.tokenizers import load_tokenizer
 from tests.support import compare_responder
+from tests.support.sim_profile import simulated_profile
 
 TOKENIZER = "tiktoken:cl100k_base"
 
 
 def _profile(accuracy, *, model="m", protocol="sweep, chat format 'chatml'", fingerprint=True):
-    tok = load_tokenizer(TOKENIZER)
-    return Profile(
-        model=model,
-        period=len(accuracy),
-        residue_accuracy=tuple(accuracy),
-        n=tuple(range(10, 10 + len(accuracy))),
-        ci_low=tuple(max(0.0, a - 0.1) for a in accuracy),
-        ci_high=tuple(min(1.0, a + 0.1) for a in accuracy),
-        tokenizer=TokenizerRef(
-            spec=tok.spec, fingerprint=tok.fingerprint() if fingerprint else None
-        ),
-        local_window=None,
-        provenance=Provenance(
-            kind="measured", source="t", protocol=protocol, created="2026-12-04", tool_version="0"
-        ),  # fmt: skip
-        reliability=tuple(a * 0.9 for a in accuracy),
+    return simulated_profile(
+        accuracy, model=model, protocol=protocol, n=range(10, 10 + len(accuracy)),
+        fingerprint=fingerprint, reliability=tuple(a * 0.9 for a in accuracy),
         extra={"x-note": "kept"},
-    )
+    )  # fmt: skip
 
 
 def test_the_placebo_turns_an_even_profile_by_half_its_period():

@@ -16,21 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from phaseaware.cli.main import main
 from phaseaware.compare.grade import load_grader
 from phaseaware.compare.questions import read_questions
 from phaseaware.errors import InputError
 from phaseaware.profiles.registry import builtin_profile_dir
 from phaseaware.userfiles import jsonl_lines
-
-
-def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err and "this is a bug" not in err, err
-    if code == 1:
-        assert err.count("phaseaware: error: ") == 1, err
-    return code, out, err
+from tests.support.cli_run import run_cli
 
 
 def _question(i: int, text: str = "what?", answer: str = "42") -> dict[str, object]:
@@ -83,7 +74,7 @@ def test_compare_grader_regex_has_a_time_limit(compare_folder, capsys):
     pytest.importorskip("scipy")
     (compare_folder / "q.jsonl").write_text(json.dumps(_question(0, answer="(a|aa)+$")) + "\n")
     start = time.monotonic()
-    code, _, err = _run([*COMPARE, "--grader", "regex"], capsys)
+    code, _, err = run_cli([*COMPARE, "--grader", "regex"], capsys)
     assert code == 1 and "time limit" in err and "(a|aa)+$" in err
     assert time.monotonic() - start < 60
 
@@ -94,5 +85,5 @@ def test_compare_checks_the_plot_format_before_any_request(compare_folder, capsy
     import r5_backend  # type: ignore[import-not-found]
 
     (compare_folder / "q.jsonl").write_text(json.dumps(_question(0)) + "\n")
-    code, _, err = _run([*COMPARE, "--plot", "chart.docx"], capsys)
+    code, _, err = run_cli([*COMPARE, "--plot", "chart.docx"], capsys)
     assert code == 1 and ".docx" in err and r5_backend.CALLS == []

@@ -106,6 +106,11 @@ def test_ids_are_asked_for_where_the_server_returns_them_and_checked_id_for_id(o
     assert vllm.request_kwargs(prompt_ids=True) == {"extra_body": {"return_token_ids": True}}
     unknown = dataclasses.replace(target, endpoint=dataclasses.replace(record, server=None))
     assert unknown.request_kwargs(prompt_ids=True) == {}
+    # a call that may stream asks vLLM (which sends the ids in the first chunk), not SGLang
+    assert vllm.asks_prompt_ids(may_stream=True) and vllm.asks_prompt_ids(may_stream=False)
+    assert target.asks_prompt_ids(may_stream=False)
+    assert not target.asks_prompt_ids(may_stream=True)
+    assert not unknown.asks_prompt_ids(may_stream=False)
 
     stepper = AgentStepper(target, AgentPolicy(), convert=lambda m, _: dict(m),
                            text=lambda m: m["content"], adapter="Adapter")  # fmt: skip

@@ -91,8 +91,8 @@ def test_a_prompt_past_the_context_is_not_tokenized_to_its_end(reference):
 
     engine = ReferenceEngine(*reference)
     calls = []
-    encode = engine._encode_content
-    engine._encode_content = lambda text: calls.append(len(text)) or encode(text)  # type: ignore[method-assign]
+    encode = engine.encode  # one call a piece: characters handed to the tokenizer
+    engine.encode = lambda text: calls.append(len(text)) or encode(text)  # type: ignore[method-assign]
     with pytest.raises(ContextOverflow) as info:
         engine.encode_chat([{"role": "user", "content": "a " * 131_000}])
     assert info.value.limit == engine.max_context_tokens == 512

@@ -18,6 +18,7 @@ EXPECTED = [
     "__version__",
     "document_chunks",
     "placement_report",
+    "prompt_ids_clients",
 ]
 
 

@@ -25,6 +25,7 @@ from hypothesis import strategies as st  # noqa: E402
 from langchain.agents.middleware import ModelRequest  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
+from langchain_openai import ChatOpenAI  # noqa: E402
 from langchain_phaseaware import PhaseAwareMiddleware  # noqa: E402
 from llama_index.core.base.llms.types import TextBlock, ToolCallBlock  # noqa: E402
 from llama_index.core.llms import ChatMessage  # noqa: E402
@@ -102,7 +103,8 @@ class Both:
                                    additional_kwargs={"tool_call_id": call_id}))  # fmt: skip
 
     def step(self) -> tuple[Any, Any]:
-        request = ModelRequest(model=None, messages=list(self.lc),  # type: ignore[arg-type]
+        model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused", model="m")
+        request = ModelRequest(model=model, messages=list(self.lc),
                                system_message=SystemMessage(SYSTEM), tools=[TOOL])  # fmt: skip
         _, aligned, lc_result = self.middleware.align(request)
         if aligned is not None:

@@ -115,6 +115,22 @@ def _neutral_calls(message: ChatMessage, calls: Sequence[integrate.NeutralCall])
     return message.model_copy(update={"additional_kwargs": kwargs})
 
 
+def _neutral_text(message: ChatMessage, text: integrate.NeutralText) -> ChatMessage:
+    """A new ``message`` (an assistant turn, or a tool result sent unaligned) whose text
+    blocks are one block of the kit's neutralised text (at the first text block's place;
+    what the plan rendered, ``_text``), the other blocks kept; ``message`` is not changed. ``message_dict`` sends no reasoning (OpenAI clients drop
+    ``ThinkingBlock``), so the kit never neutralises any here."""
+    if text.content is None:
+        return message
+    blocks: list[Any] = []
+    for block in message.blocks:
+        if not isinstance(block, TextBlock):
+            blocks.append(block)
+        elif not any(isinstance(b, TextBlock) for b in blocks):
+            blocks.append(block.model_copy(update={"text": text.content}))
+    return message.model_copy(update={"blocks": blocks})
+
+
 def _aligned(original: ChatMessage, step: integrate.AgentStep) -> ChatMessage:
     kwargs = {**original.additional_kwargs, AGENT_REPORT_KEY: step.report}
     return ChatMessage(role=original.role, content=step.content, additional_kwargs=kwargs)
@@ -195,6 +211,7 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         self._step = integrate.AgentStepper(
             resolved, policy, convert=lambda m, _: message_dict(m), text=_text,
             adapter="PhaseAwareAgentLLM", rebuild_calls=_neutral_calls,
+            rebuild_text=_neutral_text,
         )  # fmt: skip
         self._registry = registry if registry is not None else NodeRegistry()
         self._tool_role = tool_role
@@ -236,9 +253,10 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         self, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] = ()
     ) -> tuple[list[ChatMessage], AssemblyResult | None]:
         """The messages to send (earlier tool results as sent before, the newest aligned,
-        control strings the model wrote into its tool calls broken: the kit's
-        ``CallNeutralizer``) and the new alignment (``None``: none); ``tools``: the bound
-        OpenAI schemas."""
+        control strings the model wrote into its text or tool calls broken: the kit's
+        ``CallNeutralizer``; those in tool results sent unaligned too: ``ResultNeutralizer``;
+        the aligned result's nodes are found by the text the tool returned) and the new
+        alignment (``None``: none); ``tools``: the bound OpenAI schemas."""
         out, step = self._step.align(
             messages, call_id=_tool_call_id, rebuild=_aligned, records=self._records, tools=tools,
             aligned=lambda m: AGENT_REPORT_KEY in m.additional_kwargs,

@@ -1,0 +1,178 @@
+"""The middleware's id-for-id check over real HTTP: ``ChatOpenAI`` with ``prompt_ids_clients``.
+
+The server is the suite's OpenAI-compatible endpoint (``tests/support/endpoint_server.py``:
+real uvicorn on 127.0.0.1, the DeepSeek-V4 tokenizer and chat format). Where asked, it
+returns the prompt's ids as vLLM does (``return_token_ids``: on the response) or as SGLang
+does (``return_prompt_token_ids``: on the first choice). The endpoint record names the
+server. The real vLLM run of the same check is ``tests/e2e/vllm/test_langchain_prompt_ids.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("langchain.agents")
+pytest.importorskip("langchain_openai")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
+from langchain_openai import ChatOpenAI  # noqa: E402
+from langchain_phaseaware import PhaseAwareMiddleware, prompt_ids_clients  # noqa: E402
+from langchain_phaseaware.served import capture, captured, record_reply  # noqa: E402
+
+from phaseaware.endpoints import EndpointRecord  # noqa: E402
+from phaseaware.errors import PromptTokenDriftError  # noqa: E402
+from phaseaware.tokenizers import load_tokenizer  # noqa: E402
+from tests.support.endpoint_server import start_endpoint  # noqa: E402
+
+FILLER = "The harbor ledger lists amber crates and timber in the valley warehouse. "
+NOTES = "\n\n".join(f"{FILLER * 3}The code of vault V{k} is {4000 + k}-A." for k in range(3))
+
+
+@pytest.fixture(scope="module")
+def deepseek() -> Any:
+    return load_tokenizer("deepseek-v4")
+
+
+def _record(tok: Any, server: str) -> EndpointRecord:
+    return EndpointRecord(
+        base_url="http://127.0.0.1:9/v1", model="sim-model", offset=0, offsets=(0,),
+        mode="count", stability="constant", date="2026-12-05T00:00:00Z", tokenizer_spec=tok.spec,
+        tokenizer_fingerprint=tok.fingerprint(), chat_format="deepseek-v4", probes=3,
+        tool_version="test", server=server,
+    )  # fmt: skip
+
+
+def _state() -> dict[str, Any]:
+    call = {"name": "search", "args": {"q": "V0"}, "id": "call_1", "type": "tool_call"}
+    return {
+        "messages": [
+            HumanMessage("What is the code of vault V0?", id="h1"),
+            AIMessage(content="", tool_calls=[call], id="a1"),
+            ToolMessage(content=NOTES, tool_call_id="call_1", id="t1"),
+        ]
+    }
+
+
+def _run(
+    tok: Any,
+    *,
+    server: str,
+    clients: bool,
+    template_edit: tuple[str, str] | None = None,
+    check_usage: str = "raise",
+    **model_args: Any,
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """One aligned agent call: the checks made, the request bodies the server got."""
+    bodies: list[dict[str, Any]] = []
+
+    def answer(served: Any, body: dict[str, Any]) -> str:
+        bodies.append(body)
+        return "4000-A"
+
+    running, _app = start_endpoint(
+        tokenizer=tok, chat_format="deepseek-v4", answer=answer, template_edit=template_edit
+    )
+    checks: list[Any] = []
+    with running:
+        middleware = PhaseAwareMiddleware(
+            tokenizer=tok, chat_format="deepseek-v4", profile="deepseek-v4-flash-base",
+            budget_tokens=4000, endpoint=_record(tok, server), check_usage=check_usage,
+            tool_schemas="not_rendered", on_check=checks.append,
+        )  # fmt: skip
+        model = ChatOpenAI(
+            base_url=running.base_url, api_key="x", model="sim-model", max_retries=0,
+            **(prompt_ids_clients() if clients else {}), **model_args,
+        )  # fmt: skip
+        state = create_agent(model=model, tools=[], middleware=[middleware]).invoke(_state())
+    assert "phaseaware" in state["messages"][2].response_metadata  # aligned
+    return checks, bodies
+
+
+def test_vllm_ids_are_asked_for_and_compared(deepseek: Any) -> None:
+    checks, bodies = _run(deepseek, server="vllm 0.32.0", clients=True)
+    assert bodies[-1]["return_token_ids"] is True
+    (check,) = checks
+    assert check.ids_compared and check.first_difference is None and check.drift == 0
+
+
+def test_without_the_clients_the_count_is_checked(deepseek: Any) -> None:
+    """ChatOpenAI drops ``prompt_token_ids``: the count in ``usage_metadata`` is checked."""
+    checks, bodies = _run(deepseek, server="vllm 0.32.0", clients=False)
+    assert bodies[-1]["return_token_ids"] is True
+    (check,) = checks
+    assert not check.ids_compared and check.drift == 0
+
+
+def test_sglang_ids_only_where_the_model_cannot_stream(deepseek: Any) -> None:
+    """SGLang refuses ``return_prompt_token_ids`` on a stream: it is asked for only when
+    the chat model has ``disable_streaming=True``, and then found on the first choice."""
+    checks, bodies = _run(deepseek, server="sglang 0.5.23", clients=True)
+    assert "return_prompt_token_ids" not in bodies[-1]
+    assert not checks[0].ids_compared and checks[0].drift == 0
+    checks, bodies = _run(deepseek, server="sglang 0.5.23", clients=True, disable_streaming=True)
+    assert bodies[-1]["return_prompt_token_ids"] is True
+    assert checks[0].ids_compared and checks[0].first_difference is None
+
+
+def test_one_token_off_is_caught_by_position_not_by_count(deepseek: Any) -> None:
+    """The server writes ``<think>`` where the plan has ``</think>`` (the assistant turn's
+    opening, mid-prompt): one token, the same count."""
+    edit = ("</think>", "<think>")
+    checks, _ = _run(deepseek, server="vllm 0.32.0", clients=False, template_edit=edit)
+    assert not checks[0].ids_compared and checks[0].drift == 0  # the count cannot see it
+    with pytest.warns(match="differ from phaseaware's at planned token") as seen:
+        checks, _ = _run(
+            deepseek, server="vllm 0.32.0", clients=True, template_edit=edit, check_usage="warn"
+        )
+    (check,) = checks
+    assert check.ids_compared and check.drift == 0
+    think, end_think = deepseek.encode("<think>")[0], deepseek.encode("</think>")[0]
+    assert check.difference == f"server id {think}, phaseaware id {end_think}"
+    assert 0 < check.first_difference < check.planned_tokens - 1  # mid-prompt
+    assert f"at planned token {check.first_difference} " in str(seen[0].message)
+    with pytest.raises(PromptTokenDriftError, match=f"at planned token {check.first_difference} "):
+        _run(deepseek, server="vllm 0.32.0", clients=True, template_edit=edit)
+
+
+_JSON = {"content-type": "application/json"}
+
+
+def test_the_hooks_keep_nothing_outside_a_call_and_never_read_a_stream() -> None:
+    sse = httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, stream=httpx.ByteStream(b"data: {}")
+    )
+    with capture():
+        record_reply(sse)
+        assert captured() == [] and not sse.is_stream_consumed  # the stream is the client's
+        body = b'{"id": "r1", "choices": [], "prompt_token_ids": [1, 2]}'
+        record_reply(httpx.Response(200, content=body, headers=_JSON))
+        assert [b["id"] for b in captured()] == ["r1"]
+    record_reply(httpx.Response(200, content=body, headers=_JSON))  # no call is capturing
+    assert captured() == []
+
+
+def test_the_async_hook_feeds_the_tasks_own_call(deepseek: Any) -> None:
+    """Two concurrent async calls: each capture gets its own reply only."""
+    running, _app = start_endpoint(tokenizer=deepseek, chat_format="deepseek-v4")
+
+    async def one(model: ChatOpenAI, text: str) -> tuple[str | None, list[str]]:
+        with capture():
+            reply = await model.ainvoke(text)
+            return reply.response_metadata.get("id"), [b["id"] for b in captured()]
+
+    async def both(model: ChatOpenAI) -> list[tuple[str | None, list[str]]]:
+        return list(await asyncio.gather(one(model, "first"), one(model, "second")))
+
+    with running:
+        model = ChatOpenAI(
+            base_url=running.base_url, api_key="x", model="sim-model", max_retries=0,
+            **prompt_ids_clients(),
+        )  # fmt: skip
+        results = asyncio.run(both(model))
+    for reply_id, kept in results:
+        assert reply_id is not None and kept == [reply_id]
