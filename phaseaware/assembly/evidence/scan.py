@@ -1,13 +1,19 @@
 """Every occurrence of a question's terms in a retrieved set, in one pass per term form.
 
 The set is joined once (``SEPARATOR`` before, between and after the texts; a blank text
-joins as empty) and lower-cased once. Each form is then found in the joined text by its
-``TermSearch.patterns`` expression (the literal searched as a prefix, about
-``str.find``'s speed, with the word-boundary rule as lookarounds), so Python touches an
-occurrence only to read its start (and, for a number, to apply the number rule). A form
-without a pattern (one whose valid occurrences may overlap one another, or that holds the
-separator) takes a ``str.find`` loop that checks each occurrence as ``evidence.terms``
-states the rule.
+joins as empty) and lower-cased once. Each form is then found in the joined text:
+
+- by its ``TermSearch.patterns`` expression once the question has them (its second
+  search): the literal searched as a prefix, about ``str.find``'s speed, with the
+  word-boundary rule as lookarounds, so Python touches an occurrence only to read its
+  start;
+- before that, with ``str.split``: positions are the running sum of the piece lengths
+  and the characters around the occurrences are checked in one ``\\w`` search;
+- a form that is not split-safe (an occurrence that may be valid can start inside
+  another, or it holds the separator) takes a ``str.find`` loop that checks each
+  occurrence as ``evidence.terms`` states the rule.
+
+The number rule is applied per occurrence of a numeric form.
 
 The separator is a non-word character, not ``.``/``,``, not a digit, not space, neither
 cased nor case-ignorable: at a text's edges every check reads it as the definition reads
@@ -18,11 +24,13 @@ one). An occurrence never spans two texts: a form holding the separator is found
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import accumulate
+from operator import itemgetter
 
 from phaseaware.assembly.evidence.terms import (
     SEPARATOR,
@@ -33,6 +41,10 @@ from phaseaware.assembly.evidence.terms import (
 )
 
 __all__ = ["SetScan", "scan_set"]
+
+_WORD = re.compile(r"\w")  # is_word_char (checked on every code point by the tests)
+_FIRST = itemgetter(0)
+_LAST = itemgetter(-1)
 
 
 @dataclass(frozen=True)
@@ -61,14 +73,20 @@ def scan_set(texts: Sequence[str], *, blank: Sequence[bool], search: TermSearch)
     if len(low) != len(text):  # some character lowers to several: keep its case
         low = SEPARATOR + SEPARATOR.join(map(lower_same_length, kept)) + SEPARATOR
     found: list[list[int]] = []
-    for (form, _, numeric), pattern in zip(search.forms, search.patterns, strict=True):
-        if pattern is None:
-            found.append(_find_positions(low, form, numeric, starts, lengths))
-            continue
-        starts_of = [m.start() for m in pattern.finditer(low)]
-        if numeric and starts_of:  # the pattern checks word boundaries; the number rule here
-            starts_of = [a for a in starts_of if not touches_number(low, a, a + len(form))]
-        found.append(starts_of)
+    patterns = search.patterns or (None,) * len(search.forms)
+    for (form, _, numeric), safe, pattern in zip(
+        search.forms, search.split_safe, patterns, strict=True
+    ):
+        if pattern is not None:  # the pattern checks word boundaries; the number rule here
+            got = [m.start() for m in pattern.finditer(low)]
+        else:
+            got = _split_positions(low, form) if safe else None
+            if got is None:
+                found.append(_find_positions(low, form, numeric, starts, lengths))
+                continue
+        if numeric and got:
+            got = [a for a in got if not touches_number(low, a, a + len(form))]
+        found.append(got)
     positions: list[list[int]] = [[] for _ in search.terms]
     if search.overlaps:
         ranked = sorted(
@@ -87,6 +105,25 @@ def scan_set(texts: Sequence[str], *, blank: Sequence[bool], search: TermSearch)
     bounds = [*starts, len(low)]
     cuts = tuple(list(map(partial(bisect_left, p), bounds)) for p in positions)
     return SetScan(text=text, starts=tuple(starts), positions=tuple(positions), cuts=cuts)
+
+
+def _split_positions(low: str, form: str) -> list[int] | None:
+    """Occurrences of ``form`` (split-safe) where no word character touches it, or None
+    where two occurrences touch (then the pieces do not show the characters around
+    each). Positions are the running sum of the piece lengths; the characters around
+    occurrence ``k`` are the last of piece ``k`` and the first of piece ``k + 1``, checked
+    in one ``\\w`` search each."""
+    pieces = low.split(form)
+    if len(pieces) == 1:
+        return []
+    if "" in pieces:  # the joined text starts and ends with the separator: adjacent ones
+        return None
+    size = len(form)
+    at = list(accumulate(map(size.__add__, map(len, pieces[:-1])), initial=-size))
+    del at[0]
+    bad = {m.start() for m in _WORD.finditer("".join(map(_LAST, pieces[:-1])))}
+    bad.update(m.start() for m in _WORD.finditer("".join(map(_FIRST, pieces[1:]))))
+    return [a for k, a in enumerate(at) if k not in bad] if bad else at
 
 
 def _find_positions(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from phaseaware.caches import BoundedCache
 
@@ -86,16 +86,19 @@ class TermSearch:
 
     ``forms``: ``(form, term index, numeric)``, each form once (the earliest term's).
     ``overlaps``: whether two valid occurrences may overlap (then the scan resolves
-    them: leftmost, then longest, then earliest term). ``patterns[k]``: form ``k``
-    where no word character touches it (:func:`bounded_pattern`), for a form that holds
-    no ``SEPARATOR`` and whose valid occurrences cannot overlap one another (so
-    ``finditer`` finds them all); ``None`` for the others.
+    them: leftmost, then longest, then earliest term). ``split_safe[k]``: form ``k``
+    holds no ``SEPARATOR`` and no valid occurrence of it can start inside another one
+    (so ``str.split`` and ``finditer`` miss none). ``patterns``: for the split-safe forms,
+    the form where no word character touches it (:func:`bounded_pattern`), ``None`` for
+    the others; ``None`` altogether until the question is searched a second time
+    (compiling costs ~30 us a form, about what one scan with a pattern saves).
     """
 
     terms: tuple[str, ...]
     forms: tuple[tuple[str, int, bool], ...]
     overlaps: bool
-    patterns: tuple[re.Pattern[str] | None, ...]
+    split_safe: tuple[bool, ...]
+    patterns: tuple[re.Pattern[str] | None, ...] | None = None
 
 
 _COMPILED: BoundedCache[tuple[str, ...], TermSearch] = BoundedCache(
@@ -106,7 +109,8 @@ _COMPILED: BoundedCache[tuple[str, ...], TermSearch] = BoundedCache(
 def compile_terms(terms: Sequence[str]) -> TermSearch | None:
     """The search for ``terms`` (de-duplicated, order kept); ``None`` for no terms.
 
-    Remembered per term list (a question is searched once per retrieved set).
+    Remembered per term list; the second search of the same terms compiles the
+    patterns (a question asked once pays for no regular expression).
     """
     unique = tuple(dict.fromkeys(t for t in terms if t))
     if not unique:
@@ -122,13 +126,20 @@ def compile_terms(terms: Sequence[str]) -> TermSearch | None:
         known = TermSearch(
             terms=unique,
             forms=forms,
-            overlaps=any(_may_overlap(a, b, same=a == b) for a in texts for b in texts),
+            overlaps=_any_overlap(texts),
+            split_safe=tuple(_split_safe(f) for f in texts),
+        )
+    elif known.patterns is None:
+        known = replace(
+            known,
             patterns=tuple(
-                None if SEPARATOR in f or _may_overlap(f, f, same=True) else bounded_pattern(f)
-                for f in texts
+                bounded_pattern(form) if safe else None
+                for (form, _, _), safe in zip(known.forms, known.split_safe, strict=True)
             ),
         )
-        _COMPILED.put(unique, known)
+    else:
+        return known
+    _COMPILED.put(unique, known)
     return known
 
 
@@ -140,20 +151,40 @@ def bounded_pattern(form: str) -> re.Pattern[str]:
     return re.compile(rf"{literal}(?!\w)(?<!\w{literal})")
 
 
-def _may_overlap(a: str, b: str, *, same: bool) -> bool:
-    """Whether a valid occurrence of ``b`` may start inside one of ``a`` (``same``: not at
-    its start). Necessary conditions only (the word-boundary rule at the edges that fall
-    inside the other form; the number rule is not checked), so ``False`` is a proof and
-    ``True`` only a possibility."""
-    for d in range(1 if same else 0, len(a)):
-        shared = min(len(a), d + len(b)) - d
-        if a[d : d + shared] != b[:shared]:
-            continue
-        if d and is_word_char(a[d - 1]):  # b's start touches a word character of a
-            continue
-        if d + len(b) < len(a) and is_word_char(a[d + len(b)]):  # b's end
-            continue
-        if d + len(b) > len(a) and is_word_char(b[len(a) - d]):  # a's end
-            continue
-        return True
-    return False
+def _any_overlap(forms: Sequence[str]) -> bool:
+    """Whether a valid occurrence of one form may start inside a valid occurrence of
+    another (or of itself). It can start only at the outer form's start or right after
+    one of its non-word characters, so each such offset is compared with the forms that
+    begin with the character found there."""
+    by_first: dict[str, list[str]] = {}
+    for form in forms:
+        by_first.setdefault(form[0], []).append(form)
+    return any(
+        _may_overlap(a, b, d, ends=True)
+        for a in forms
+        for d in range(len(a))
+        if not (d and is_word_char(a[d - 1]))
+        for b in by_first.get(a[d], ())
+        if d or a != b
+    )
+
+
+def _split_safe(form: str) -> bool:
+    """No ``SEPARATOR``, and no occurrence that may be valid starts inside another
+    occurrence (valid or not) of the same form: ``str.split`` misses none."""
+    return SEPARATOR not in form and not any(
+        _may_overlap(form, form, d, ends=False) for d in range(1, len(form))
+    )
+
+
+def _may_overlap(a: str, b: str, d: int, *, ends: bool) -> bool:
+    """Whether ``b`` may occur validly at offset ``d`` of an occurrence of ``a``: the two
+    agree where they meet, no word character of ``a`` touches ``b``'s start and, with
+    ``ends``, none touches the end of the one that ends inside the other. Necessary
+    conditions only (the number rule is not checked): ``False`` is a proof."""
+    shared = min(len(a), d + len(b)) - d
+    if a[d : d + shared] != b[:shared] or (d and is_word_char(a[d - 1])):
+        return False
+    if ends and d + len(b) < len(a) and is_word_char(a[d + len(b)]):  # b ends inside a
+        return False
+    return not (ends and d + len(b) > len(a) and is_word_char(b[len(a) - d]))  # a inside b

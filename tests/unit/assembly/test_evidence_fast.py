@@ -29,6 +29,7 @@ from phaseaware.assembly.evidence.terms import (
     is_word_char,
 )
 from phaseaware.assembly.inputs.chunks import Chunk
+from phaseaware.caches import clear_caches
 from tests.support.evidence_reference import reference_set_key_chars
 
 # Pieces chosen to break each shortcut of the fast path: "İ" lowers to two characters
@@ -58,9 +59,11 @@ terms_st = st.one_of(
 
 
 def _same(texts, terms, max_keys, wanted=None) -> None:
-    fast = set_key_chars(texts, terms=terms, max_keys=max_keys, wanted=wanted)
     slow = reference_set_key_chars(texts, terms=terms, max_keys=max_keys, wanted=wanted)
-    assert fast == slow, (texts, terms, max_keys, wanted)
+    clear_caches()
+    for sight in ("first (str.split scan)", "second (compiled patterns)"):
+        fast = set_key_chars(texts, terms=terms, max_keys=max_keys, wanted=wanted)
+        assert fast == slow, (sight, texts, terms, max_keys, wanted)
 
 
 @settings(max_examples=1500, deadline=None)
@@ -133,10 +136,24 @@ def test_separator_reads_as_a_text_edge() -> None:
 def test_patterns_are_boundary_checked_literals() -> None:
     pattern = bounded_pattern("a-b")
     assert [m.start() for m in pattern.finditer("a-b xa-b a-bx (a-b) a-b")] == [0, 15, 20]
+    clear_caches()
     search = compile_terms(["1000", "1,000", "a-b", "b-c"])
     assert search is not None and search.overlaps  # a-b-c: both valid, they overlap
     assert [f for f, _, _ in search.forms].count("1000") == 1  # one form, the first term's
-    assert compile_terms(["vault", "code", "tamarind"]).overlaps is False  # type: ignore[union-attr]
+    assert search.patterns is None  # compiled on the question's second search
+    again = compile_terms(["1000", "1,000", "a-b", "b-c"])
+    assert again is not None and again.patterns is not None and all(again.patterns)
+    for terms, overlaps in (
+        (["vault", "code", "tamarind"], False),
+        (["helios-7", "helios"], True),
+        (["a-a"], True),
+        (["aa"], False),
+        (["vaults", "vault"], False),
+    ):
+        found = compile_terms(terms)
+        assert found is not None and found.overlaps is overlaps, terms
+    safe = compile_terms(["a-a", "aa", "a\0b", "x"])
+    assert safe is not None and safe.split_safe == (False, True, False, True)
 
 
 def _benchmark_module():
