@@ -77,13 +77,14 @@ def scan_set(texts: Sequence[str], *, blank: Sequence[bool], search: TermSearch)
     for (form, _, numeric), safe, pattern in zip(
         search.forms, search.split_safe, patterns, strict=True
     ):
+        got: list[int] | None
         if pattern is not None:  # the pattern checks word boundaries; the number rule here
             got = [m.start() for m in pattern.finditer(low)]
         else:
             got = _split_positions(low, form) if safe else None
-            if got is None:
-                found.append(_find_positions(low, form, numeric, starts, lengths))
-                continue
+        if got is None:
+            found.append(_find_positions(low, form, numeric, starts, lengths))
+            continue
         if numeric and got:
             got = [a for a in got if not touches_number(low, a, a + len(form))]
         found.append(got)

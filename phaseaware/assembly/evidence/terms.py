@@ -90,8 +90,9 @@ class TermSearch:
     holds no ``SEPARATOR`` and no valid occurrence of it can start inside another one
     (so ``str.split`` and ``finditer`` miss none). ``patterns``: for the split-safe forms,
     the form where no word character touches it (:func:`bounded_pattern`), ``None`` for
-    the others; ``None`` altogether until the question is searched a second time
-    (compiling costs ~30 us a form, about what one scan with a pattern saves).
+    the others; ``None`` altogether until the question is searched a second time, and
+    for a question of more than ``_PATTERN_FORMS`` forms (compiling costs ~30 us a form,
+    more than one scan with the patterns saves).
     """
 
     terms: tuple[str, ...]
@@ -101,6 +102,9 @@ class TermSearch:
     patterns: tuple[re.Pattern[str] | None, ...] | None = None
 
 
+# At most this many forms get patterns: compiling is ~30 us a form, so a long question's
+# second search would spike (250 terms: +23 ms) before the patterns pay back.
+_PATTERN_FORMS = 64
 _COMPILED: BoundedCache[tuple[str, ...], TermSearch] = BoundedCache(
     max_entries=256, name="assembly.evidence_terms"
 )
@@ -110,7 +114,8 @@ def compile_terms(terms: Sequence[str]) -> TermSearch | None:
     """The search for ``terms`` (de-duplicated, order kept); ``None`` for no terms.
 
     Remembered per term list; the second search of the same terms compiles the
-    patterns (a question asked once pays for no regular expression).
+    patterns (a question asked once pays for no regular expression; a question of more
+    than ``_PATTERN_FORMS`` forms never does).
     """
     unique = tuple(dict.fromkeys(t for t in terms if t))
     if not unique:
@@ -129,7 +134,7 @@ def compile_terms(terms: Sequence[str]) -> TermSearch | None:
             overlaps=_any_overlap(texts),
             split_safe=tuple(_split_safe(f) for f in texts),
         )
-    elif known.patterns is None:
+    elif known.patterns is None and len(known.forms) <= _PATTERN_FORMS:
         known = replace(
             known,
             patterns=tuple(
