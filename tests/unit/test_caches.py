@@ -22,6 +22,7 @@ def test_built_in_caches_are_listed_with_their_bounds() -> None:
     names = {c.name: c for c in list_caches()}
     for name in (
         "assembly.chunk_tokens",
+        "assembly.evidence_terms",
         "assembly.filler",
         "assembly.pad_searches",
         "assembly.prefix_cut_encodes",

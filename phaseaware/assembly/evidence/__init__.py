@@ -1,2 +1,3 @@
-"""Which characters of a chunk are its key evidence: the definition (``keys``), the
-evidence-string search (``search``) and the same search vectorised (``vector``)."""
+"""Which characters of a chunk are its key evidence: the entry point and question terms
+(``keys``), the default-evidence choice over a retrieved set (``search``), what an
+occurrence of a term is (``terms``) and the one-pass scan that finds them (``scan``)."""

@@ -9,7 +9,7 @@ keeping numbers, ids such as ``Helios-7`` or ``3.62``, capitalised names and
 words of 4+ characters), weighted by how distinctive they are across the
 retrieved set, matched case-insensitively on word boundaries; each chunk's
 keys are chosen by weight, the best sentence's most distinctive term first
-(``evidence_search``). ``chunk_key_chars`` is the entry point for a chunk set.
+(``evidence.search``). ``chunk_key_chars`` is the entry point for a chunk set.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from phaseaware.assembly.evidence.search import SENTENCE_END
-from phaseaware.assembly.evidence.vector import fast_set_key_chars
+from phaseaware.assembly.evidence.search import SENTENCE_END, set_key_chars
 from phaseaware.assembly.inputs.chunks import Chunk
 from phaseaware.errors import InputError
 
@@ -91,7 +90,7 @@ def find_key_chars(
     """
     if evidence:
         return _evidence_chars(text, chunk_id=chunk_id, evidence=evidence, max_keys=max_keys)
-    return fast_set_key_chars([text], terms=terms, max_keys=max_keys)[0]
+    return set_key_chars([text], terms=terms, max_keys=max_keys)[0]
 
 
 def chunk_key_chars(
@@ -103,10 +102,10 @@ def chunk_key_chars(
     of them (sorted, at most ``max_keys``; a missing string raises
     ``InputError``). The others get default evidence: question ``terms``
     weighted across ALL non-blank chunks of the set, keys chosen by weight,
-    primary key first (``evidence_search.set_key_chars``).
+    primary key first (``evidence.search.set_key_chars``).
     """
     blank = [not c.text.strip() for c in chunks]
-    defaults = fast_set_key_chars(
+    defaults = set_key_chars(
         [c.text for c in chunks],
         terms=terms,
         max_keys=max_keys,

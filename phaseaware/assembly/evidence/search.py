@@ -3,10 +3,13 @@
 Without evidence strings, the key tokens of a chunk are found from the
 question's key terms (``evidence.question_terms``):
 
-1. **One search per chunk set.** The terms are prepared once per set
-   (``compile_terms``); each chunk is lower-cased once and scanned with
-   ``str.find`` per term form (C speed, about 1 ns a character, where a regex
-   alternation costs ~50 ns), plus a little Python per occurrence.
+1. **One scan per chunk set.** The terms are prepared once per question
+   (``evidence.terms.compile_terms``); the set is joined and lower-cased once and
+   each term form is found in it by one expression that searches the literal as a
+   prefix (near ``str.find``'s speed; one alternation of all forms costs 3-4x) and
+   checks the word boundaries as lookarounds (``evidence.scan``). Keys are then
+   read off sorted position lists: one slice per chunk wherever one sentence holds
+   the chunk's occurrences, per-occurrence work only where they span sentences.
 2. **Weights.** Each term is weighted by how distinctive it is across the
    retrieved set: the smoothed (BM25) inverse document frequency
    ``ln(1 + (N - df + 0.5) / (df + 0.5))`` over the ``N`` non-blank chunks, ``df``
@@ -27,30 +30,34 @@ question's key terms (``evidence.question_terms``):
    A chunk that mentions one term only gets its first ``max_keys``
    occurrences in text order, as before.
 
-Matching: case-insensitive on word boundaries; number terms match only whole
-numbers (``62`` is not found in ``3.62``) and tolerate thousands separators
-(``1,000`` finds ``1000`` and ``1 000`` with a no-break space). Pure and
-deterministic: same texts and terms, same keys.
+Matching (``evidence.terms``): case-insensitive on word boundaries; number terms
+match only whole numbers (``62`` is not found in ``3.62``) and tolerate thousands
+separators (``1,000`` finds ``1000`` and ``1 000`` with a no-break space). Pure and
+deterministic: same texts and terms, same keys. ``tests/support/evidence_reference.py``
+keeps the earlier per-chunk ``str.find`` search as the oracle: the same keys on every
+input (property-tested).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from functools import partial
+from itertools import chain
+from operator import lt
+
+from phaseaware.assembly.evidence.scan import scan_set
+from phaseaware.assembly.evidence.terms import compile_terms
 
 __all__ = [
     "KEY_WEIGHT_RATIO",
     "SENTENCE_END",
-    "TermSearch",
-    "compile_terms",
-    "term_weights",
-    "set_key_chars",
-    "sentence_ends",
-    "lower_same_length",
     "SENTENCE_MARKS",
+    "sentence_ends",
+    "set_key_chars",
+    "term_weights",
 ]
 
 #: Other keys of a chunk are occurrences of terms at least this fraction as distinctive
@@ -61,98 +68,6 @@ KEY_WEIGHT_RATIO = 0.5
 SENTENCE_END = re.compile(r"[.!?。！？](?=\s)|\n")
 #: The characters that end a sentence before whitespace.
 SENTENCE_MARKS = ".!?。！？"
-_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")  # 1,000 or 12,345.6
-_GROUP_SEPARATORS = ("", ",", "\u00a0", "\u202f", "_")  # thousands separators of a number
-
-
-def _is_word(ch: str) -> bool:
-    """``\\w`` of Python's ``re`` for one character (alphanumeric or underscore)."""
-    return ch.isalnum() or ch == "_"
-
-
-def _forms(term: str) -> tuple[tuple[str, bool], ...]:
-    """(lower-cased text, numeric) of each form of one term that the text may carry.
-
-    A whole number (``1000``, ``1,000``) is found with any one thousands separator
-    used throughout (``1000``, ``1,000``, ``1 000`` with a no-break space, ...).
-    """
-    if _GROUPED.fullmatch(term):
-        term = term.replace(",", "")
-    whole, dot, fraction = term.partition(".")
-    if whole.isdigit() and (not dot or fraction.isdigit()):
-        tail = dot + fraction
-        if len(whole) <= 3:
-            return ((term, True),)
-        head = len(whole) % 3 or 3
-        groups = [whole[:head]] + [whole[k : k + 3] for k in range(head, len(whole), 3)]
-        return tuple((sep.join(groups) + tail, True) for sep in _GROUP_SEPARATORS)
-    return ((term.lower(), term[:1].isdigit() or term[-1:].isdigit()),)
-
-
-def lower_same_length(text: str) -> str:
-    """``text.lower()``, except characters that lower to several keep their case (offsets stay)."""
-    low = text.lower()
-    if len(low) == len(text):
-        return low
-    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
-
-
-@dataclass(frozen=True)
-class TermSearch:
-    """The question's terms and every text form of each: ``(form, term index, numeric)``.
-
-    Occurrences are found with ``str.find`` on the lower-cased text (C speed,
-    no per-character Python), then checked for word boundaries: Python's
-    ``\\w`` on either side ends a match; a numeric form also may not touch
-    ``digit.``/``digit,`` before or ``.digit``/``,digit`` after it.
-    """
-
-    terms: tuple[str, ...]
-    forms: tuple[tuple[str, int, bool], ...]
-
-    def occurrences(self, text: str) -> list[tuple[int, int]]:
-        """``(char offset, term index)`` of every occurrence in ``text``, in text order.
-
-        Where occurrences overlap, the leftmost wins, then the longer one (as a
-        regex alternation tried longest first, scanning left to right).
-        """
-        low = lower_same_length(text)
-        found: list[tuple[int, int, int]] = []
-        n = len(text)
-        for form, term, numeric in self.forms:
-            size = len(form)
-            at = low.find(form)
-            while at >= 0:
-                end = at + size
-                if not (
-                    (at and _is_word(low[at - 1]))
-                    or (end < n and _is_word(low[end]))
-                    or (numeric and _touches_number(low, at, end))
-                ):
-                    found.append((at, -size, term))
-                at = low.find(form, at + 1)
-        if not found:
-            return []
-        found.sort()
-        out: list[tuple[int, int]] = []
-        reached = -1
-        for at, neg_size, term in found:
-            if at >= reached:
-                out.append((at, term))
-                reached = at - neg_size
-        return out
-
-    @property
-    def nested(self) -> bool:
-        """Whether some form occurs inside another (then overlaps must be resolved)."""
-        forms = [f for f, _, _ in self.forms]
-        return any(a != b and a in b for a in forms for b in forms)
-
-
-def _touches_number(text: str, at: int, end: int) -> bool:
-    before = at >= 2 and text[at - 1] in ".," and text[at - 2].isdigit()
-    after = end + 1 < len(text) and text[end] in ".," and text[end + 1].isdigit()
-    return before or after
 
 
 def sentence_ends(text: str) -> list[int]:
@@ -171,15 +86,6 @@ def sentence_ends(text: str) -> list[int]:
         at = text.find("\n", at + 1)
     ends.sort()
     return ends
-
-
-def compile_terms(terms: Sequence[str]) -> TermSearch | None:
-    """The search for ``terms`` (de-duplicated, order kept); ``None`` for no terms."""
-    unique = tuple(dict.fromkeys(t for t in terms if t))
-    if not unique:
-        return None
-    forms = tuple((form, i, numeric) for i, t in enumerate(unique) for form, numeric in _forms(t))
-    return TermSearch(terms=unique, forms=forms)
 
 
 def term_weights(document_frequency: Sequence[int], *, documents: int) -> tuple[float, ...]:
@@ -205,41 +111,106 @@ def set_key_chars(
     search = compile_terms(terms)
     if search is None or max_keys < 1:
         return tuple(() for _ in texts)
-    found = [search.occurrences(t) if t.strip() else [] for t in texts]
-    df = [0] * len(search.terms)
-    for occurrences in found:
-        for term in {i for _, i in occurrences}:
-            df[term] += 1
-    weights = term_weights(df, documents=sum(1 for t in texts if t.strip()))
-    wanted = [True] * len(texts) if wanted is None else list(wanted)
-    return tuple(
-        _chunk_keys(text, occurrences, weights, max_keys) if want else ()
-        for text, occurrences, want in zip(texts, found, wanted, strict=True)
-    )
+    want = [True] * len(texts) if wanted is None else list(wanted)
+    if len(want) != len(texts):
+        raise ValueError(f"wanted has {len(want)} flags for {len(texts)} texts; pass one per text")
+    blank = [not t.strip() for t in texts]
+    if not any(w and not b for w, b in zip(want, blank, strict=True)):
+        return tuple(() for _ in texts)
+    scan = scan_set(texts, blank=blank, search=search)
+    df = [sum(map(lt, cut, cut[1:])) for cut in scan.cuts]  # texts holding each term
+    weights = term_weights(df, documents=blank.count(False))
+    levels = _weight_levels(scan.positions, weights)
+    every = levels[0][1] if len(levels) == 1 else sorted(chain(*scan.positions))
+    bounds = [*scan.starts, len(scan.text)]
+    cut = list(map(partial(bisect_left, every), bounds))  # text c: every[cut[c]:cut[c + 1]]
+    ends: list[int] | None = None
+    out: list[tuple[int, ...]] = []
+    for c, base in enumerate(scan.starts):
+        lo, hi = cut[c], cut[c + 1]
+        if lo == hi or not want[c] or blank[c]:
+            out.append(())
+            continue
+        if hi - lo > 1 and ends is None:
+            ends = sentence_ends(scan.text)
+        if ends is None or bisect_right(ends, every[lo]) == bisect_right(ends, every[hi - 1]):
+            # one sentence holds every occurrence: keys by weight, then text order
+            if len(levels) == 1:
+                keys = every[lo : min(hi, lo + max_keys)]
+            else:
+                keys = _level_keys(levels, base, bounds[c + 1], max_keys)
+        else:
+            held = {
+                t: p[term_cut[c] : term_cut[c + 1]]
+                for t, (p, term_cut) in enumerate(zip(scan.positions, scan.cuts, strict=True))
+                if term_cut[c] < term_cut[c + 1]
+            }
+            if len(held) == 1:  # one term: every sentence scores the same, text order
+                keys = _level_keys(levels, base, bounds[c + 1], max_keys)
+            else:
+                keys = _sentence_keys(held, weights, max_keys, ends)
+        out.append(tuple(map((-base).__add__, keys)))
+    return tuple(out)
 
 
-def _chunk_keys(
-    text: str, occurrences: list[tuple[int, int]], weights: Sequence[float], max_keys: int
-) -> tuple[int, ...]:
-    """One chunk's keys from its term ``occurrences`` (text order) and the set's ``weights``."""
-    if not occurrences:
-        return ()
-    if len({i for _, i in occurrences}) == 1:  # one term: every sentence scores the same
-        return tuple(start for start, _ in occurrences[:max_keys])
-    ends = sentence_ends(text)
-    sentence_of = [bisect_right(ends, start) for start, _ in occurrences]
+def _weight_levels(
+    positions: Sequence[list[int]], weights: Sequence[float]
+) -> list[tuple[float, list[int]]]:
+    """(weight, the positions of every term of that weight, sorted), heaviest first; terms
+    that occur nowhere are left out."""
+    terms_of: dict[float, list[int]] = {}
+    for t, w in enumerate(weights):
+        if positions[t]:
+            terms_of.setdefault(w, []).append(t)
+    return [
+        (w, positions[ts[0]] if len(ts) == 1 else sorted(chain(*(positions[t] for t in ts))))
+        for w, ts in sorted(terms_of.items(), reverse=True)
+    ]
+
+
+def _level_keys(
+    levels: list[tuple[float, list[int]]], start: int, end: int, max_keys: int
+) -> list[int]:
+    """Keys of the text at ``[start, end)`` when one sentence holds all its occurrences
+    (or they are one term's): every sentence scores the same, so the keys are the
+    occurrences of terms weighing at least ``KEY_WEIGHT_RATIO`` times the heaviest there,
+    by weight, then text order (the first is the primary key)."""
+    keys: list[int] = []
+    floor: float | None = None
+    for weight, found in levels:
+        if floor is not None and weight < floor:
+            break
+        i, j = bisect_left(found, start), bisect_left(found, end)
+        if i == j:
+            continue
+        if floor is None:
+            floor = KEY_WEIGHT_RATIO * weight
+        keys += found[i : min(j, i + max_keys - len(keys))]
+        if len(keys) == max_keys:
+            break
+    return keys
+
+
+def _sentence_keys(
+    held: dict[int, list[int]], weights: Sequence[float], max_keys: int, ends: Sequence[int]
+) -> list[int]:
+    """Keys of a chunk whose occurrences (``held``: positions by term) span sentences
+    (``ends``: sorted sentence ends), as the module docstring states them."""
+    occurrences = sorted((p, t) for t, found in held.items() for p in found)
+    sentence_of = [bisect_right(ends, p) for p, _ in occurrences]
     sentence_terms: dict[int, set[int]] = {}
-    for (_, term), sentence in zip(occurrences, sentence_of, strict=True):
-        sentence_terms.setdefault(sentence, set()).add(term)
+    for (_, t), s in zip(occurrences, sentence_of, strict=True):
+        sentence_terms.setdefault(s, set()).add(t)
     score = {s: sum(weights[i] for i in sorted(ts)) for s, ts in sentence_terms.items()}
-    best = min(score, key=lambda s: (-score[s], s))
-    primary = min(
-        (k for k, s in enumerate(sentence_of) if s == best),
-        key=lambda k: (-weights[occurrences[k][1]], occurrences[k][0]),
+    top = max(score.values())
+    best = min(s for s, value in score.items() if value == top)  # the earliest on ties
+    lightness, primary = min(  # the heaviest term's first occurrence in the best sentence
+        (-weights[t], p) for (p, t), s in zip(occurrences, sentence_of, strict=True) if s == best
     )
-    floor = KEY_WEIGHT_RATIO * weights[occurrences[primary][1]]
+    floor = KEY_WEIGHT_RATIO * -lightness
     others = sorted(
-        (k for k, (_, term) in enumerate(occurrences) if k != primary and weights[term] >= floor),
-        key=lambda k: (-weights[occurrences[k][1]], -score[sentence_of[k]], occurrences[k][0]),
+        (-weights[t], -score[s], p)
+        for (p, t), s in zip(occurrences, sentence_of, strict=True)
+        if weights[t] >= floor and p != primary
     )
-    return tuple(occurrences[k][0] for k in [primary, *others[: max_keys - 1]])
+    return [primary, *(p for _, _, p in others[: max_keys - 1])]

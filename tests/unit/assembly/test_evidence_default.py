@@ -1,8 +1,9 @@
-"""Default evidence over a retrieved set: weights, keys by weight, the vectorised search.
+"""Default evidence over a retrieved set: weights, keys by weight, the set-wide search.
 
-The vectorised search (``evidence_vector``) is checked against the per-chunk
-definition (``evidence_search.set_key_chars``), and both against a slow regex
-reference for what an occurrence is.
+The search (``evidence.search.set_key_chars``, one scan of the joined set) is checked
+against the earlier per-chunk search kept as the oracle
+(``tests/support/evidence_reference.py``), and against a slow regex reference for what
+an occurrence is (``tests/unit/assembly/test_evidence_fast.py`` adds adversarial text).
 """
 
 from __future__ import annotations
@@ -16,13 +17,9 @@ from hypothesis import strategies as st
 
 from phaseaware.assembly import AssemblyOptions, Chunk, assemble
 from phaseaware.assembly.evidence.keys import chunk_key_chars, find_key_chars, question_terms
-from phaseaware.assembly.evidence.search import (
-    SENTENCE_END,
-    sentence_ends,
-    set_key_chars,
-)
-from phaseaware.assembly.evidence.vector import fast_set_key_chars
+from phaseaware.assembly.evidence.search import SENTENCE_END, sentence_ends, set_key_chars
 from phaseaware.profiles.registry import get_profile
+from tests.support.evidence_reference import reference_set_key_chars
 
 TERMS = ("access", "code", "policy", "zorbia", "helios-7", "helios", "1000", "3.62")
 PIECES = (
@@ -52,16 +49,16 @@ def _reference_occurrence(text: str, at: int, terms: tuple[str, ...]) -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(texts=chunk_sets, terms=term_sets, max_keys=st.integers(1, 6))
-def test_vectorised_equals_definition(texts, terms, max_keys) -> None:
-    assert fast_set_key_chars(
-        texts, terms=terms, max_keys=max_keys, vectorised_from=0
-    ) == set_key_chars(texts, terms=terms, max_keys=max_keys)
+def test_set_search_equals_the_reference(texts, terms, max_keys) -> None:
+    assert set_key_chars(texts, terms=terms, max_keys=max_keys) == reference_set_key_chars(
+        texts, terms=terms, max_keys=max_keys
+    )
 
 
 @settings(max_examples=200, deadline=None)
 @given(texts=chunk_sets, terms=term_sets, max_keys=st.integers(1, 6))
 def test_keys_are_term_occurrences_inside_their_chunk(texts, terms, max_keys) -> None:
-    keys = fast_set_key_chars(texts, terms=terms, max_keys=max_keys, vectorised_from=0)
+    keys = set_key_chars(texts, terms=terms, max_keys=max_keys)
     for text, chunk_keys in zip(texts, keys, strict=True):
         assert len(chunk_keys) <= max_keys and len(set(chunk_keys)) == len(chunk_keys)
         for at in chunk_keys:
@@ -74,13 +71,11 @@ def test_keys_are_term_occurrences_inside_their_chunk(texts, terms, max_keys) ->
 @settings(max_examples=200, deadline=None)
 @given(texts=chunk_sets, terms=term_sets, seed=st.integers(0, 2**16))
 def test_deterministic_and_order_independent(texts, terms, seed) -> None:
-    keys = fast_set_key_chars(texts, terms=terms, max_keys=4, vectorised_from=0)
-    assert fast_set_key_chars(list(texts), terms=list(terms), max_keys=4, vectorised_from=0) == keys
+    keys = set_key_chars(texts, terms=terms, max_keys=4)
+    assert set_key_chars(list(texts), terms=list(terms), max_keys=4) == keys
     order = list(range(len(texts)))
     random.Random(seed).shuffle(order)
-    shuffled = fast_set_key_chars(
-        [texts[i] for i in order], terms=terms, max_keys=4, vectorised_from=0
-    )
+    shuffled = set_key_chars([texts[i] for i in order], terms=terms, max_keys=4)
     assert shuffled == tuple(keys[i] for i in order)
 
 
