@@ -174,6 +174,15 @@ class BoundedCache(Generic[K, V]):
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self._bytes -= dropped
 
+    def pop(self, key: K) -> V | None:
+        """Remove ``key`` and return its value (no hit or miss counted), or None."""
+        with self._lock:
+            found = self._entries.pop(key, None)
+            if found is None:
+                return None
+            self._bytes -= found[1]
+            return found[0]
+
     def clear(self) -> None:
         """Drop every entry (results never change; only time does)."""
         with self._lock:

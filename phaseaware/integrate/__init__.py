@@ -31,7 +31,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    A compressor, which sees no messages, calls :func:`fixed_prompt` once and
    :meth:`FixedPrompt.compress` per call instead (:mod:`.compress`).
 5. after the model call, :func:`check_usage` (or :func:`check_raw_usage` on a raw
-   OpenAI-style response, :class:`UsagePlans` for a callback; see :mod:`.checks`) (planned vs reported prompt tokens; the
+   OpenAI-style response, :class:`UsagePlans` for a callback, :class:`ReplyStore` for the
+   reply bodies a callback never sees; see :mod:`.checks`, :mod:`.replies`) (planned vs reported prompt tokens; the
    fix names the adapter's own parameter) and :func:`rendered_tokens` for messages
    it did not plan; ``Target.with_tools`` for a request that binds tools (the format
    renders their schemas, or refuses them with ``UnsupportedSettingError``).
@@ -92,6 +93,7 @@ from phaseaware.integrate.calls import (
     check_usage,
     conversation,
     refuse_tools,
+    rendered_ids,
     rendered_tokens,
     reported_identity,
 )
@@ -146,6 +148,7 @@ from phaseaware.integrate.records import (
     relevance_scores,
 )
 from phaseaware.integrate.reorder import UnusableScoreWarning, reorder_profile, reorder_records
+from phaseaware.integrate.replies import ReplyStore
 from phaseaware.integrate.report import (
     PlacedRecord,
     placed_records,
@@ -237,7 +240,9 @@ __all__ = [
     "record_settings",
     "refuse_tools",
     "relevance_scores",
+    "rendered_ids",
     "rendered_tokens",
+    "ReplyStore",
     "check_limit",
     "rank_records",
     "reorder_profile",

@@ -34,6 +34,7 @@ __all__ = [
     "check_usage",
     "conversation",
     "refuse_tools",
+    "rendered_ids",
     "rendered_tokens",
     "reported_identity",
 ]
@@ -175,8 +176,15 @@ def append_records(
 def rendered_tokens(target: Target, messages: Sequence[Mapping[str, Any]]) -> int:
     """Tokens of ``messages`` as the target's chat format renders them (generation prompt
     included): the count a server of that format reports, less the endpoint's offset."""
+    return len(rendered_ids(target, messages))
+
+
+def rendered_ids(target: Target, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The token ids of ``messages`` as the target's chat format renders them (generation
+    prompt included): what a server of that format returns as the prompt's ids, after
+    the endpoint's offset."""
     text = target.require_format().render(parse_messages(messages), add_generation_prompt=True)
-    return len(target.tokenizer.encode(text))
+    return list(target.tokenizer.encode(text))
 
 
 def check_usage(

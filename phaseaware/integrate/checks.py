@@ -8,6 +8,7 @@ mismatch does and when a response goes unchecked are :func:`check_usage`'s, once
 from __future__ import annotations
 
 import threading
+from array import array
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -32,7 +33,7 @@ from phaseaware.integrate.calls import (
     OnMismatch,
     check_on_mismatch,
     check_usage,
-    rendered_tokens,
+    rendered_ids,
     reported_identity,
 )
 from phaseaware.integrate.target import Target
@@ -143,8 +144,8 @@ class UsagePlans:
 
     :meth:`start` renders the messages the model was given (and, with
     ``tool_schemas="rendered"``, the bound tools, as :meth:`Target.with_tools` plans
-    them) and keeps the count under the framework's run id; :meth:`end` checks it
-    against the response's count and forgets it; :meth:`drop` forgets it (an error).
+    them) and keeps their ids under the framework's run id; :meth:`end` checks them
+    against the response and forgets them; :meth:`drop` forgets them (an error).
     Nothing carries over between calls. Thread-safe.
     """
 
@@ -162,11 +163,11 @@ class UsagePlans:
         self.tool_schemas = check_tool_schemas(tool_schemas)
         self.on_check = on_check
         self._fix = fix
-        self._planned: dict[object, int] = {}
+        self._planned: dict[object, array[int]] = {}  # 4 bytes an id while the call runs
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        """Calls started and not yet ended (their counts are held until then)."""
+        """Calls started and not yet ended (their ids are held until then)."""
         return len(self._planned)
 
     def start(
@@ -178,7 +179,7 @@ class UsagePlans:
         target = self.target
         if self.tool_schemas == "rendered":
             target = target.with_tools(tools, fix=self._fix)
-        planned = rendered_tokens(target, messages)
+        planned = array("i", rendered_ids(target, messages))
         with self._lock:
             self._planned[run_id] = planned
 
@@ -193,19 +194,28 @@ class UsagePlans:
         reported_tokens: int | None,
         served_model: str | None = None,
         system_fingerprint: str | None = None,
+        raw: Any = None,
     ) -> UsageCheck | None:
+        """The check of call ``run_id`` (``None``: not started, or nothing reported).
+        ``raw``: the reply's OpenAI-style body where the caller has it (e.g. from a
+        :class:`~phaseaware.integrate.replies.ReplyStore`); where it carries the prompt's
+        ids they are compared id for id (:func:`check_raw_usage`), else the counts."""
         with self._lock:
             planned = self._planned.pop(run_id, None)
         if planned is None:
             return None
-        check = check_usage(
-            self.target,
-            planned_tokens=planned,
-            reported_tokens=reported_tokens,
-            on_mismatch=self.on_mismatch,
-            served_model=served_model,
-            system_fingerprint=system_fingerprint,
-        )
+        if raw is not None:
+            check = check_raw_usage(
+                self.target, planned_tokens=len(planned), raw=raw,
+                on_mismatch=self.on_mismatch, reported_tokens=reported_tokens,
+                planned_ids=planned.tolist,
+            )  # fmt: skip
+        else:
+            check = check_usage(
+                self.target, planned_tokens=len(planned), reported_tokens=reported_tokens,
+                on_mismatch=self.on_mismatch, served_model=served_model,
+                system_fingerprint=system_fingerprint,
+            )  # fmt: skip
         if check is not None and self.on_check is not None:
             self.on_check(check)
         return check

@@ -24,7 +24,6 @@ be the same vocabulary, and the byte tables convert only the ids a text encodes 
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -47,7 +46,7 @@ from phaseaware.tokenizers.hf_vocab import (
     vocab_fingerprint,
 )
 from phaseaware.tokenizers.hf_windowed import hf_window_rule
-from phaseaware.tokenizers.offsets import split_start_arrays, utf8_bytes
+from phaseaware.tokenizers.offsets import utf8_bytes
 from phaseaware.tokenizers.windowing import WindowRecipe
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
@@ -219,21 +218,13 @@ class HFTokenizer:
         self, texts: list[str]
     ) -> tuple[list[list[int]], list[np.ndarray]] | None:
         """(ids, char starts) of each text from one ``encode_batch_fast`` and the byte
-        table (which must exist); None where some text's tokens do not round-trip."""
+        table (which must exist); None where some text's tokens do not round-trip
+        (:meth:`~phaseaware.tokenizers.hf_vocab.ByteTable.starts`)."""
         text_bytes = [utf8_bytes(t) for t in texts]
         table = self._byte_tables()
         assert table is not None
         ids_list = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
-        flat = list(itertools.chain.from_iterable(ids_list))
-        flat_ids = np.asarray(flat, dtype=np.int64)
-        if flat and int(flat_ids.max()) >= table.size:
-            return None
-        table.fill(flat_ids)
-        pieces = table.pieces
-        if b"".join([pieces[i] or b"" for i in flat]) != b"".join(text_bytes):
-            return None
-        counts = [len(ids) for ids in ids_list]
-        starts = split_start_arrays(texts, text_bytes, table.lengths[flat_ids], counts)
+        starts = table.starts(texts, text_bytes, ids_list)
         return None if starts is None else (ids_list, starts)
 
     def _tokenize_with_offsets(self, texts: list[str]) -> list[TokenizedText]:

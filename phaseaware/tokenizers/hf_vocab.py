@@ -38,9 +38,12 @@ import hashlib
 import itertools
 import operator
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from phaseaware.tokenizers.offsets import split_start_arrays
 
 __all__ = [
     "ByteTable",
@@ -176,6 +179,29 @@ class ByteTable:
                 self.pieces[token_id] = piece
                 self.lengths[token_id] = len(piece)
                 self._filled[token_id] = True  # last: a reader seeing True sees the piece
+
+    def starts(
+        self, texts: Sequence[str], texts_bytes: Sequence[bytes], ids_list: Sequence[list[int]]
+    ) -> list[np.ndarray] | None:
+        """Each text's token char starts from its ids (``ids_list[k]`` of ``texts[k]``);
+        None where the tokens do not round-trip: the pieces of all the ids, joined in
+        order, must equal the texts' bytes joined, and each text's tokens must cover
+        exactly its own bytes (``split_start_arrays``), so every text's tokens spell
+        exactly its bytes and each token starts where its cumulative byte length says."""
+        counts = [len(ids) for ids in ids_list]
+        n = sum(counts)
+        flat = itertools.chain.from_iterable
+        flat_ids = np.fromiter(flat(ids_list), dtype=np.int64, count=n)
+        if n and int(flat_ids.max()) >= self.size:
+            return None
+        self.fill(flat_ids)  # every piece of these ids is bytes from here on
+        if n > 1:
+            got = operator.itemgetter(*flat(ids_list))(self.pieces)
+        else:  # itemgetter of one id gives the piece itself (of none, an error)
+            got = [self.pieces[i] for i in flat(ids_list)]
+        if b"".join(got) != (texts_bytes[0] if len(texts) == 1 else b"".join(texts_bytes)):
+            return None
+        return split_start_arrays(texts, texts_bytes, self.lengths[flat_ids], counts)
 
 
 def vocab_fingerprint(backend: Any, vocab: dict[str, int] | None = None) -> str:

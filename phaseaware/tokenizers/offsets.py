@@ -9,6 +9,7 @@ offset quirks (leading spaces, characters split across tokens, special tokens).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -96,22 +97,24 @@ def split_start_arrays(
     token_byte_lengths: np.ndarray,
     counts: Sequence[int],
 ) -> list[np.ndarray] | None:
-    """``split_starts`` as one int64 array per text (no tuples)."""
+    """``split_starts`` as one int64 array per text (no tuples; each a view of one array)."""
     if not texts:
         return []
     lengths = np.asarray(token_byte_lengths, dtype=np.int64)
-    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    covered = np.zeros(lengths.size + 1, dtype=np.int64)
+    if len(texts) == 1:  # one text: its tokens must cover exactly its bytes
+        if int(lengths.sum()) != len(texts_bytes[0]):
+            return None
+        return [char_starts_array(texts_bytes[0], lengths)]
+    bounds = list(itertools.accumulate(counts, initial=0))
+    covered = np.zeros(lengths.size + 1, dtype=np.int64)  # bytes of the first i tokens
     np.cumsum(lengths, out=covered[1:])
-    text_ends = np.cumsum([len(b) for b in texts_bytes], dtype=np.int64)
-    if not np.array_equal(covered[bounds[1:]], text_ends):
+    # the tokens of texts 0..k cover exactly their bytes, for every k
+    if covered[bounds[1:]].tolist() != list(itertools.accumulate(map(len, texts_bytes))):
         return None
     starts = char_starts_array(b"".join(texts_bytes), lengths)
-    char_base = np.zeros(len(texts), dtype=np.int64)
-    np.cumsum([len(t) for t in texts[:-1]], out=char_base[1:])
-    starts -= np.repeat(char_base, counts)
-    return np.split(starts, bounds[1:-1])
+    char_base = list(itertools.accumulate(map(len, texts[:-1]), initial=0))
+    starts -= np.repeat(np.asarray(char_base, dtype=np.int64), counts)
+    return [starts[lo:hi] for lo, hi in itertools.pairwise(bounds)]
 
 
 @dataclass(frozen=True, eq=False)

@@ -27,6 +27,7 @@ def test_built_in_caches_are_listed_with_their_bounds() -> None:
         "assembly.prefix_cut_encodes",
         "assembly.sent_prompts",
         "assembly.single_turn_layouts",
+        "assembly.windowed_capabilities",
         "profiles.loaded",
         "tokenizers.capabilities",
         "tokenizers.control_scanners",
@@ -81,6 +82,8 @@ def test_bounded_cache_byte_bound_keeps_the_sum_below_it() -> None:
     for key in range(5):
         cache.put(key, b"abcd")
     assert cache.nbytes <= 10 and cache.snapshot_keys() == [3, 4]
+    assert cache.pop(3) == b"abcd" and cache.pop(3) is None  # removed, its bytes freed
+    assert cache.nbytes == 4 and cache.snapshot_keys() == [4]
     for bad in ({"max_entries": -1}, {}, {"max_bytes": 5}):
         try:
             BoundedCache(**bad)  # type: ignore[arg-type]

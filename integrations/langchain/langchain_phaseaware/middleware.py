@@ -1,14 +1,14 @@
 """``PhaseAwareMiddleware`` for ``langchain.agents.create_agent`` (extra ``agents``).
 
 After an aligned call the prompt is checked at the server. Where the endpoint record names
-a server that returns the prompt's ids (vLLM, SGLang), the request asks for them and the
-check is id for id: a mismatch names the first differing position. This needs the chat
-model built with :func:`~langchain_phaseaware.served.prompt_ids_clients`, which keeps the
-reply body (why: :mod:`langchain_phaseaware.served`). When no ids come back, the check
-falls back to the count (``usage_metadata["input_tokens"]``). That happens when the
-clients are not used, when the call streamed, or at SGLang unless the chat model has
-``disable_streaming=True`` (SGLang refuses the field on a stream). ``on_check`` receives
-each check, and its ``ids_compared`` says which was made.
+a server that returns the prompt's ids (vLLM, SGLang) and the chat model was built with
+:func:`~langchain_phaseaware.served.prompt_ids_clients`, which keeps the reply body (why:
+:mod:`langchain_phaseaware.served`), the request asks for them and the check is id for id:
+a mismatch names the first differing position. Otherwise the request asks for nothing
+(nothing would read the ids) and the check is the count (``usage_metadata
+["input_tokens"]``). The count is also what a streamed call gets, and SGLang unless the
+chat model has ``disable_streaming=True`` (SGLang refuses the field on a stream).
+``on_check`` receives each check, and its ``ids_compared`` says which was made.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from langchain_phaseaware.convert import (
     served_identity,
     tool_schemas,
 )
-from langchain_phaseaware.served import capture, captured, reply_body
+from langchain_phaseaware.served import capture, captured, delivers_replies, reply_body
 from phaseaware import AssemblyResult
 
 __all__ = ["PhaseAwareMiddleware", "REPORT_KEY"]
@@ -133,21 +133,25 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self._results = kit.ResultNeutralizer(convert=message_dict, rebuild=_neutral_text)
 
     def align(
-        self, request: ModelRequest
+        self, request: ModelRequest, *, asynchronous: bool = False
     ) -> tuple[ModelRequest, ToolMessage | None, AssemblyResult | None]:
         """The request to send, the aligned tool message (``None``: none) and its assembly;
         ``request`` and its messages are unchanged. Control strings the model wrote into
         its text or its tool calls are broken in what is sent, aligned or not (the kit's
         ``CallNeutralizer``), and so are those in every tool result sent unaligned (the
-        kit's ``ResultNeutralizer``)."""
+        kit's ``ResultNeutralizer``). ``asynchronous``: the call goes through the model's
+        async client (whose hooks decide whether the prompt's ids are asked for)."""
         # the model's own reasoning_effort (bound or on the call) is planned with, or refused
         target = self.target.with_effort(
             kit.call_effort(request.model_settings, request.model),
             fix=" (PhaseAwareMiddleware(settings=ChatSettings(reasoning_effort=...)))",
         )
-        # the prompt's ids, where the server returns them: SGLang refuses the field on a
-        # stream, and only a model with streaming disabled is sure not to stream
-        asks = target.asks_prompt_ids(may_stream=request.model.disable_streaming is not True)
+        # the prompt's ids, where the server returns them and the model's client hands the
+        # body over: SGLang refuses the field on a stream, and only a model with streaming
+        # disabled is sure not to stream
+        asks = delivers_replies(request.model, asynchronous=asynchronous) and (
+            target.asks_prompt_ids(may_stream=request.model.disable_streaming is not True)
+        )
         settings = target.merged_kwargs(request.model_settings, prompt_ids=asks)
         system = [request.system_message] if request.system_message is not None else []
         made = [*system, *request.messages]  # the model's turns: control strings broken
@@ -224,6 +228,6 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
         """As ``wrap_model_call``; the CPU-bound assembly runs in the default executor."""
-        sent, aligned, result = await run_in_executor(None, self.align, request)
+        sent, aligned, result = await run_in_executor(None, self.align, request, asynchronous=True)
         with capture():
             return self._finish(await handler(sent), aligned, result)

@@ -13,6 +13,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 import phaseaware.integrate as kit
 from langchain_phaseaware.convert import SCORE_KEYS, document_records, message_dicts, tool_schemas
+from langchain_phaseaware.served import delivers_replies
 from phaseaware import AssemblyResult
 from phaseaware.errors import InputError
 
@@ -68,10 +69,19 @@ class PhaseAwarePrompt(Runnable[dict[str, Any], ChatPromptValue]):
         self.score_keys = tuple(score_keys)
         self.evidence_key = evidence_key
 
-    def model_kwargs(self) -> dict[str, Any]:
+    def model_kwargs(self, model: object = None) -> dict[str, Any]:
         """What the model after this prompt is bound with so the server renders the planned
-        chat settings (``{"extra_body": {"chat_template_kwargs": ...}}``, or ``{}``)."""
-        return self.target.request_kwargs()
+        chat settings (``{"extra_body": {"chat_template_kwargs": ...}}``, or ``{}``).
+        ``model``: that chat model; where its clients hand reply bodies over
+        (``prompt_ids_clients``) and the endpoint record names vLLM or SGLang, the
+        request also asks for the prompt's ids, which ``PhaseAwareUsageCheck`` compares."""
+        may_stream = getattr(model, "disable_streaming", False) is not True
+        asks = (
+            model is not None
+            and any(delivers_replies(model, asynchronous=a) for a in (False, True))
+            and self.target.asks_prompt_ids(may_stream=may_stream)
+        )
+        return self.target.request_kwargs(prompt_ids=asks)
 
     @property
     def InputType(self) -> type[dict[str, Any]]:  # noqa: N802 (OutputType is inferred)

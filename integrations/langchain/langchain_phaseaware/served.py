@@ -25,8 +25,20 @@ runs there, and it reads the body itself (``response.read()``, as httpx's docs s
 
 **Whose body.** The middleware opens :func:`capture` around its own model call. The
 hooks run in the caller's thread (sync) or task (async), so a context variable brings
-each JSON reply into that call's capture and no other. Outside a capture the hooks do
-nothing: they read no body early and keep nothing.
+each JSON reply into that call's capture and no other.
+
+**A chain's callback.** ``PhaseAwareUsageCheck`` runs in no such context of its own: a
+callback's ``on_llm_end`` may run in another thread than the request. Outside a capture
+the hooks therefore keep each JSON reply in one small process-wide store keyed by the
+response ``id`` (:class:`phaseaware.integrate.ReplyStore`: bounded, each reply taken once,
+an id seen twice handed to nobody). The callback takes its reply's body by the ``id``
+that ``ChatOpenAI`` keeps in ``response_metadata``.
+
+**Asking only where it helps.** :func:`delivers_replies` says whether a chat model's
+client carries these hooks (the marker is the hook itself, in httpx's public
+``event_hooks``) and does not stream. The middleware and
+``PhaseAwarePrompt.model_kwargs(model)`` ask the server for the ids only then, so a plain
+``ChatOpenAI`` request carries no ids field.
 
 **Streaming.** An event-stream reply is never read here, because reading it would
 consume the stream. vLLM still puts the ids in its first chunk, and langchain-openai drops
@@ -45,14 +57,22 @@ from typing import Any
 
 import httpx
 
+import phaseaware.integrate as kit
+
 __all__ = [
+    "REPLIES",
     "arecord_reply",
     "capture",
     "captured",
+    "delivers_replies",
     "prompt_ids_clients",
     "record_reply",
     "reply_body",
+    "take_reply",
 ]
+
+#: the replies received outside a capture, by response id, for ``PhaseAwareUsageCheck``
+REPLIES = kit.ReplyStore(name="langchain_phaseaware.replies")
 
 #: the bodies of the current model call's replies (None: no call is capturing)
 _BODIES: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
@@ -78,37 +98,57 @@ def captured() -> list[dict[str, Any]]:
     return list(_BODIES.get() or ())
 
 
-def _wanted(response: httpx.Response) -> list[dict[str, Any]] | None:
-    """The capture a reply goes to: a 200 JSON reply (not an event stream) while a call
-    is capturing; else ``None``."""
-    bodies = _BODIES.get()
-    if bodies is None or response.status_code != 200:
-        return None
+def _json(response: httpx.Response) -> bool:
+    """A 200 JSON reply (not an event stream, which is never read here)."""
     kind = response.headers.get("content-type", "")
-    return bodies if kind.split(";", 1)[0].strip() == "application/json" else None
+    return response.status_code == 200 and kind.split(";", 1)[0].strip() == "application/json"
 
 
-def _keep(bodies: list[dict[str, Any]], content: bytes) -> None:
+def _keep(bodies: list[dict[str, Any]] | None, content: bytes) -> None:
     try:
         body = json.loads(content)
     except ValueError:
         return  # not JSON after all: the client reports it; there is nothing to check
-    if isinstance(body, dict) and "choices" in body:
-        bodies.append(body)
+    if not (isinstance(body, dict) and "choices" in body):
+        return
+    if bodies is not None:
+        bodies.append(body)  # this call's capture
+    else:
+        REPLIES.keep(body)  # for a callback, by response id
 
 
 def record_reply(response: httpx.Response) -> None:
-    """httpx response hook (sync client): keep a chat reply's body for :func:`capture`."""
-    bodies = _wanted(response)
-    if bodies is not None:
-        _keep(bodies, response.read())
+    """httpx response hook (sync client): keep a chat reply's body for the :func:`capture`
+    open in this context, else in :data:`REPLIES`."""
+    if _json(response):
+        _keep(_BODIES.get(), response.read())
 
 
 async def arecord_reply(response: httpx.Response) -> None:
     """httpx response hook (async client): as :func:`record_reply`."""
-    bodies = _wanted(response)
-    if bodies is not None:
-        _keep(bodies, await response.aread())
+    if _json(response):
+        _keep(_BODIES.get(), await response.aread())
+
+
+def delivers_replies(model: object, *, asynchronous: bool) -> bool:
+    """Whether ``model`` (a chat model) hands its reply bodies to phaseaware: its public
+    ``http_client`` (``http_async_client`` for an async call) carries this module's hook
+    (:func:`prompt_ids_clients`), and it does not always stream (``streaming=True``:
+    a stream is never read here)."""
+    if getattr(model, "streaming", False) is True:
+        return False
+    client = getattr(model, "http_async_client" if asynchronous else "http_client", None)
+    hooks = client.event_hooks.get("response", ()) if isinstance(client, _CLIENTS) else ()
+    return (arecord_reply if asynchronous else record_reply) in hooks
+
+
+_CLIENTS = (httpx.Client, httpx.AsyncClient)
+
+
+def take_reply(reply_id: object, *, prompt_tokens: int | None) -> dict[str, Any] | None:
+    """The body of reply ``reply_id`` kept in :data:`REPLIES`, removed (``None``: none
+    with that id and prompt token count; :meth:`phaseaware.integrate.ReplyStore.take`)."""
+    return REPLIES.take(reply_id, prompt_tokens=prompt_tokens)
 
 
 def _hooks(given: Mapping[str, Sequence[Any]] | None, hook: Any) -> dict[str, list[Any]]:

@@ -1,4 +1,12 @@
-"""``PhaseAwareUsageCheck``: the server's prompt token count against the rendered prompt."""
+"""``PhaseAwareUsageCheck``: the server's prompt against the rendered one, count or id for id.
+
+Id for id where the reply's body carries the prompt's ids: the chat model was built with
+:func:`~langchain_phaseaware.served.prompt_ids_clients` and asks for them (``llm.bind(
+**place.model_kwargs(llm))``, with an endpoint record naming vLLM or SGLang). The
+callback never sees that body: ``ChatOpenAI`` keeps only its ``id``. It takes the body the
+model's hook kept under that ``id`` (:data:`~langchain_phaseaware.served.REPLIES`, a
+bounded store; why no other call's body can come back: :mod:`phaseaware.integrate.replies`).
+Without one the count is checked (``usage.prompt_tokens``)."""
 
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 
 import phaseaware.integrate as kit
 from langchain_phaseaware.convert import message_dicts, served_identity, tool_schemas
+from langchain_phaseaware.served import take_reply
 
 __all__ = ["PhaseAwareUsageCheck", "reported_prompt_tokens", "planned_prompt_tokens"]
 
@@ -41,7 +50,8 @@ def reported_prompt_tokens(response: LLMResult) -> int | None:
 
 class PhaseAwareUsageCheck(BaseCallbackHandler):
     """A callback comparing each chat model call's reported prompt tokens with its messages
-    (and bound tools) as rendered, through the kit's ``UsagePlans``. The arguments as
+    (and bound tools) as rendered, through the kit's ``UsagePlans``; id for id where the
+    model's hook kept the reply's prompt ids (the module docstring). The arguments as
     ``PhaseAwarePrompt``'s target arguments, plus ``on_mismatch`` (``"warn"``, ``"raise"``:
     ``PromptTokenDriftError``, ``"ignore"``), ``on_check`` and ``tool_schemas``: the README.
     """
@@ -89,9 +99,11 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         found = [*(m.response_metadata for m in _messages(response)), response.llm_output]
         model, fingerprint = next((i for i in map(served_identity, found) if any(i)), (None, None))
+        reply_id = next((m.get("id") for m in found if m and isinstance(m.get("id"), str)), None)
+        reported = reported_prompt_tokens(response)
         check = self._plans.end(
-            run_id, reported_tokens=reported_prompt_tokens(response), served_model=model,
-            system_fingerprint=fingerprint,
+            run_id, reported_tokens=reported, served_model=model, system_fingerprint=fingerprint,
+            raw=take_reply(reply_id, prompt_tokens=reported),  # None: the count is checked
         )  # fmt: skip
         if check is not None and self.on_check is not None:
             self.on_check(check)

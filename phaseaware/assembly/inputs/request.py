@@ -171,8 +171,11 @@ def resolve_profile(profile: object) -> Profile | None:
 
 
 def _check_format(chat_format: object) -> FormatRef:
-    if chat_format is None or isinstance(chat_format, str | ChatFormat | PromptLayout):
+    if chat_format is None or isinstance(chat_format, str):
         return chat_format
+    # protocol checks remembered per object (``implements``): each reads every member
+    if implements(chat_format, ChatFormat) or implements(chat_format, PromptLayout):
+        return cast(FormatRef, chat_format)
     raise InputError(
         f"chat_format must be a chat format name ({', '.join(chat_format_names())}), a "
         f"ChatFormat or a layout (conversation_layout), got {type(chat_format).__name__}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from phaseaware.assembly.evidence.keys import question_terms
 from phaseaware.assembly.inputs.chunks import Chunk, MergedDuplicate, normalize_merged
@@ -37,7 +38,7 @@ from phaseaware.chat.layout import ConversationLayout, PromptLayout, conversatio
 from phaseaware.errors import BudgetError, InputError
 from phaseaware.profiles.model import Profile
 from phaseaware.profiles.registry import check_period, check_tokenizer
-from phaseaware.tokenizers.base import Tokenizer
+from phaseaware.tokenizers.base import Tokenizer, implements
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
 from phaseaware.tokenizers.short_encodes import encode_short
 
@@ -116,10 +117,10 @@ def prepare(
         merged.chunks, question=question, system=system, tokenizer=tokenizer,
         layout=given.name, policy=options.control_tokens,
     )  # fmt: skip
-    if isinstance(given, PromptLayout):
-        layout = given
+    if implements(given, PromptLayout):  # a protocol check, remembered per object
+        layout = cast(PromptLayout, given)
     else:  # the single-turn call: a conversation built for it (its system already clean)
-        layout = _single_turn(tokenizer, given, system, options.control_tokens)
+        layout = _single_turn(tokenizer, cast(ChatFormat, given), system, options.control_tokens)
         system = None
     if isinstance(layout, ConversationLayout | DeltaLayout | TailLayout):  # message text
         neutralized = layout.neutralized_for(question) + neutralized
@@ -224,7 +225,7 @@ def _format_or_layout(
 ) -> ChatFormat | PromptLayout:
     if isinstance(chat_format, str):
         return get_chat_format(chat_format, tokenizer)
-    if isinstance(chat_format, PromptLayout | ChatFormat):
+    if implements(chat_format, PromptLayout) or implements(chat_format, ChatFormat):
         return chat_format
     raise InputError(
         f"chat_format must be a chat format name ({', '.join(chat_format_names())}), a "

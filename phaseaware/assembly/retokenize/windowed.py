@@ -73,8 +73,8 @@ between cuts), so each distinct one is encoded once
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -89,7 +89,8 @@ from phaseaware.assembly.retokenize.joins import (
     junction_starts,
     unique_junction_starts,
 )
-from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer
+from phaseaware.caches import BoundedCache
+from phaseaware.tokenizers.base import BatchTokenizer, CharIndexTokenizer, Tokenizer, implements
 from phaseaware.tokenizers.offsets import TokenStarts
 from phaseaware.tokenizers.windowing import (
     MIN_CORE,
@@ -130,28 +131,24 @@ def _family(tokenizer: Tokenizer) -> WindowRecipe | None:
 
 
 # each tokenizer object's capability, decided once (a runtime protocol check reads every
-# member's name, ~5-15 us, asked several times per assemble); an entry is used only while
-# its weak reference still reaches that same object
-_DECIDED: dict[int, tuple[weakref.ref[Tokenizer], WindowRecipe | None, str | None]] = {}
-_MAX_DECIDED = 64
+# member's name, ~5-15 us, asked several times per assemble). The entry holds the tokenizer
+# itself, so its id is not reused while the entry lives (objects without weak references
+# too; a recipe's encode holds its tokenizer anyway); least recently used evicted past 64
+_DECIDED: BoundedCache[int, tuple[Tokenizer, WindowRecipe | None, str | None]] = BoundedCache(
+    max_entries=64, name="assembly.windowed_capabilities"
+)
 
 
 def _decided(tokenizer: Tokenizer) -> tuple[WindowRecipe | None, str | None]:
     """``(recipe, why not)`` of ``tokenizer``, decided once per object."""
     known = _DECIDED.get(id(tokenizer))
-    if known is not None and known[0]() is tokenizer:
+    if known is not None and known[0] is tokenizer:
         return known[1], known[2]
     if isinstance(tokenizer, WindowedTokenizer):
         recipe, why = tokenizer.window_recipe(), tokenizer.window_support()
     else:
         recipe, why = None, NOT_WINDOWED
-    try:
-        ref = weakref.ref(tokenizer)
-    except TypeError:  # an object without weak references: decided afresh each time
-        return recipe, why
-    if len(_DECIDED) >= _MAX_DECIDED:
-        _DECIDED.clear()
-    _DECIDED[id(tokenizer)] = (ref, recipe, why)
+    _DECIDED.put(id(tokenizer), (tokenizer, recipe, why))
     return recipe, why
 
 
@@ -174,16 +171,23 @@ def cached_pieces(
     missing = [k for k, e in enumerate(entries) if e is None]
     if missing:
         batch = [texts[k] for k in missing]
-        if isinstance(tokenizer, StartsBatchTokenizer):
-            fresh = tokenizer.token_starts_batch(batch)
+        if implements(tokenizer, StartsBatchTokenizer):
+            fresh = cast(StartsBatchTokenizer, tokenizer).token_starts_batch(batch)
         else:
             fresh = [np.asarray(p.starts, dtype=np.int64) for p in tokenizer.tokenize_batch(batch)]
         for k, piece in zip(missing, fresh, strict=True):
             entry = CacheEntry(0, 0, piece)
             cache.put((fp, texts[k]), entry)
             entries[k] = entry
-        if chunks is not None and isinstance(tokenizer, Tokenizer):
-            seed_cores(tokenizer, batch, [chunks[k] for k in missing], fresh, offset, cache)
+        if chunks is not None and implements(tokenizer, Tokenizer):
+            seed_cores(
+                cast(Tokenizer, tokenizer),
+                batch,
+                [chunks[k] for k in missing],
+                fresh,
+                offset,
+                cache,
+            )
     out = []
     for text, got in zip(texts, entries, strict=True):
         assert got is not None and got.starts is not None

@@ -6,6 +6,9 @@ The agent runs on the real ``ChatOpenAI``, built with ``prompt_ids_clients()``, 
 vLLM returns ``prompt_token_ids``. The httpx hook keeps the reply body, and the middleware
 compares those ids with its plan (``on_check`` gets ``ids_compared=True``).
 
+The chain path is the same check from ``PhaseAwareUsageCheck``: the hook keeps each reply
+by its response id, and the callback takes its own (two concurrent async chains included).
+
 The control is a second vLLM whose template writes one token differently: the generation
 prompt is ``<|user|>`` where the plan has ``<|assistant|>``. The count is the same, so the
 count check alone passes it. The id check refuses it and names the position.
@@ -31,7 +34,9 @@ pytest.importorskip("langchain.agents")
 pytest.importorskip("langchain_openai")
 
 # texts in the reference tokenizer's vocabulary (no unknown-word id hides a difference)
-QUESTION = make_questions(count=1, seed=40_000, chunks_per_question=4, max_filler_sentences=3)[0]
+QUESTION, OTHER_QUESTION = make_questions(
+    count=2, seed=40_000, chunks_per_question=4, max_filler_sentences=3
+)
 PLANNED_PROMPT = " <|assistant|>"  # the reference template's generation prompt (one token)
 SWAPPED_PROMPT = " <|user|>"  # one other token: the same count
 
@@ -142,6 +147,69 @@ def test_the_middleware_compares_vllms_prompt_ids(
     assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
 
 
+def _chain(server: VllmServer, record: EndpointRecord, *, clients: bool) -> Any:
+    """``PhaseAwarePrompt | llm.bind(**place.model_kwargs(llm))``: the LCEL path."""
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_phaseaware import PhaseAwarePrompt
+
+    place = PhaseAwarePrompt(
+        ChatPromptTemplate.from_messages([("human", "{context}\n\n{question}")]),
+        tokenizer="reference", chat_format="hf", endpoint=record, budget_tokens=400,
+    )  # fmt: skip
+    llm = _model(server, clients=clients)
+    return place | llm.bind(**place.model_kwargs(llm))
+
+
+def _usage_check(record: EndpointRecord, checks: list[Any], on_mismatch: Any = "raise") -> Any:
+    from langchain_phaseaware import PhaseAwareUsageCheck
+
+    return PhaseAwareUsageCheck(
+        tokenizer="reference", chat_format="hf", endpoint=record, on_mismatch=on_mismatch,
+        on_check=checks.append,
+    )  # fmt: skip
+
+
+def _inputs(question: Any = QUESTION) -> dict[str, Any]:
+    from langchain_core.documents import Document
+
+    docs = [Document(page_content=c.text, metadata={"score": c.score}) for c in question.chunks]
+    return {"question": question.question, "documents": docs}
+
+
+def test_a_chains_usage_check_compares_vllms_prompt_ids(
+    _one_at_a_time: _OneAtATime,
+    tmp_path_factory: pytest.TempPathFactory,
+    record: EndpointRecord,
+) -> None:
+    """``PhaseAwareUsageCheck`` on a chain: the model's hook keeps vLLM's reply by its
+    response id, the callback takes it by the id ``ChatOpenAI`` keeps, sync and async."""
+    server = _reference(_one_at_a_time, tmp_path_factory)
+    checks: list[Any] = []
+    _chain(server, record, clients=True).invoke(
+        _inputs(), config={"callbacks": [_usage_check(record, checks)]}
+    )
+    assert len(checks) == 1 and checks[0].ids_compared and checks[0].first_difference is None
+    assert checks[0].drift == 0 and checks[0].planned_tokens > 80
+
+    checks.clear()  # two async chains at once: each gets its own reply's ids
+    chain = _chain(server, record, clients=True)
+    config: Any = {"callbacks": [_usage_check(record, checks)]}
+
+    async def both() -> None:
+        runs = (chain.ainvoke(_inputs(q), config=config) for q in (QUESTION, OTHER_QUESTION))
+        await asyncio.gather(*runs)
+
+    asyncio.run(both())
+    assert len(checks) == 2 and all(c.ids_compared and c.first_difference is None for c in checks)
+    assert len({c.planned_tokens for c in checks}) == 2
+
+    checks.clear()  # a plain ChatOpenAI: nothing asked, the count checked
+    _chain(server, record, clients=False).invoke(
+        _inputs(), config={"callbacks": [_usage_check(record, checks)]}
+    )
+    assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
+
+
 def test_a_template_one_token_off_is_caught_by_position(
     record: EndpointRecord, vllm_swapped: VllmServer
 ) -> None:
@@ -167,6 +235,35 @@ def test_a_template_one_token_off_is_caught_by_position(
     )
     with pytest.raises(PromptTokenDriftError, match=f"at planned token {last} "):
         _agent(_model(vllm_swapped, clients=True), record, []).invoke(_state())
+
+
+def test_a_chains_usage_check_catches_a_template_one_token_off_by_position(
+    record: EndpointRecord, vllm_swapped: VllmServer
+) -> None:
+    """The chain path against the swapped template: the count passes it, the ids name the
+    position (the generation prompt, the plan's last token)."""
+    checks: list[Any] = []
+    with pytest.warns(PhaseawareWarning, match="served checkpoint changed"):
+        _chain(vllm_swapped, record, clients=False).invoke(
+            _inputs(), config={"callbacks": [_usage_check(record, checks)]}
+        )
+    assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
+    checks.clear()
+    with pytest.warns(PhaseawareWarning, match="differ from phaseaware's at planned token"):
+        _chain(vllm_swapped, record, clients=True).invoke(
+            _inputs(), config={"callbacks": [_usage_check(record, checks, "warn")]}
+        )
+    (check,) = checks
+    last = check.planned_tokens - 1
+    tok = load_tokenizer("reference")
+    assert check.ids_compared and check.drift == 0 and check.first_difference == last
+    assert check.difference == (
+        f"server id {tok.encode(SWAPPED_PROMPT)[0]}, phaseaware id {tok.encode(PLANNED_PROMPT)[0]}"
+    )
+    with pytest.raises(PromptTokenDriftError, match=f"at planned token {last} "):
+        _chain(vllm_swapped, record, clients=True).invoke(
+            _inputs(), config={"callbacks": [_usage_check(record, [])]}
+        )
 
 
 def test_deepseek_v4_with_thinking_and_a_bound_tool_is_checked_id_for_id(

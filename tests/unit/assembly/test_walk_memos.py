@@ -25,6 +25,37 @@ def test_capability_is_decided_once_per_object_and_as_isinstance_says() -> None:
     assert windowed.windowed_support(plain) == NOT_WINDOWED  # type: ignore[arg-type]
 
 
+class _NoWeakref:
+    """A windowed tokenizer stand-in without weak-reference support (``__slots__``)."""
+
+    __slots__ = ("_tok",)
+
+    def __init__(self, tok: object) -> None:
+        self._tok = tok
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._tok, name)
+
+
+def test_capability_memo_is_bounded_listed_and_holds_objects_without_weakrefs() -> None:
+    from phaseaware.caches import clear_caches, list_caches
+
+    tok = load_tokenizer("tiktoken:cl100k_base")
+    wrapped = _NoWeakref(tok)
+    assert windowed.windowed_support(wrapped) == tok.window_support()  # type: ignore[arg-type]
+    recipe = windowed._family(wrapped)  # type: ignore[arg-type]
+    assert recipe is not None and windowed._family(wrapped) is recipe  # type: ignore[arg-type]
+    windowed._family(tok)
+    listed = {c.name: c for c in list_caches()}["assembly.windowed_capabilities"]
+    assert 1 <= listed.entries <= 64 and listed.bound == "LRU, 64 entries"
+    for _ in range(100):  # many short-lived objects: the memo stays within its bound
+        assert windowed._family(_Plain()) is None  # type: ignore[arg-type]
+    assert len(windowed._DECIDED) <= 64
+    clear_caches()
+    assert len(windowed._DECIDED) == 0
+    assert windowed.windowed_support(tok) == tok.window_support()  # decided afresh
+
+
 def test_cut_encodes_equal_a_fresh_encode_per_object() -> None:
     a, b = load_tokenizer("tiktoken:cl100k_base"), load_tokenizer("tiktoken:o200k_base")
     for text in ("", "phase-aware assembly of 17 chunks", "x" * (prefix.MAX_CUT_CHARS + 5)):

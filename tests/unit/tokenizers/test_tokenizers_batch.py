@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phaseaware.tokenizers.offsets import char_starts, split_starts
+from phaseaware.tokenizers.offsets import char_starts, split_start_arrays, split_starts
 
 FIXTURES = ["cl100k", "o200k", "deepseek_v4"]  # shared session fixtures (conftest.py)
 PIECES = [" ", "\n\n", "\r\n", "🎉", "日本語", "e\u0301", "<|endoftext|>", "<｜User｜>", " 1234"]
@@ -65,3 +66,33 @@ def test_split_starts_matches_char_starts_per_text():
     got = split_starts(texts, raws, flat, [len(x) for x in per_text])
     assert got == [char_starts(r, x) for r, x in zip(raws, per_text, strict=True)]
     assert split_starts(texts, raws, [*flat[:-1], 2], [len(x) for x in per_text]) is None
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batch=st.lists(texts, max_size=6))
+def test_hf_token_starts_batch_equals_per_text_tokenize(deepseek_v4, batch):
+    """The byte-table route's starts arrays (one batch) equal each text's own ``tokenize``."""
+    batch = [t for t in batch if _valid(t)]
+    got = deepseek_v4.token_starts_batch(batch)
+    assert [tuple(a.tolist()) for a in got] == [deepseek_v4.tokenize(t).starts for t in batch]
+
+
+def test_split_start_arrays_checks_every_text_and_handles_one():
+    texts = ["aé", "", "日本 x", "z"]
+    raws = [t.encode() for t in texts]
+    per_text = [[1, 2], [], [3, 3, 1, 1], [1]]
+    flat = np.asarray([n for lengths in per_text for n in lengths], dtype=np.int64)
+    got = split_start_arrays(texts, raws, flat, [len(x) for x in per_text])
+    assert got is not None
+    assert [tuple(a.tolist()) for a in got] == [
+        char_starts(r, x) for r, x in zip(raws, per_text, strict=True)
+    ]
+    # the same total, but "aé" given no tokens and its bytes counted in the next text's
+    moved = [[], [1, 2], [3, 3, 1, 1], [1]]
+    assert split_start_arrays(texts, raws, flat, [len(x) for x in moved]) is None
+    one = split_start_arrays(["日本"], ["日本".encode()], np.asarray([3, 3]), [2])
+    assert one is not None and one[0].tolist() == [0, 1]
+    assert split_start_arrays(["日本"], ["日本".encode()], np.asarray([3, 2]), [2]) is None
+    assert split_start_arrays([], [], np.zeros(0, dtype=np.int64), []) == []

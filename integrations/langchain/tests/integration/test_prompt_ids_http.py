@@ -10,6 +10,7 @@ server. The real vLLM run of the same check is ``tests/e2e/vllm/test_langchain_p
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -22,7 +23,14 @@ from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
 from langchain_phaseaware import PhaseAwareMiddleware, prompt_ids_clients  # noqa: E402
-from langchain_phaseaware.served import capture, captured, record_reply  # noqa: E402
+from langchain_phaseaware.served import (  # noqa: E402
+    REPLIES,
+    capture,
+    captured,
+    delivers_replies,
+    record_reply,
+    take_reply,
+)
 
 from phaseaware.endpoints import EndpointRecord  # noqa: E402
 from phaseaware.errors import PromptTokenDriftError  # noqa: E402
@@ -65,6 +73,7 @@ def _run(
     clients: bool,
     template_edit: tuple[str, str] | None = None,
     check_usage: str = "raise",
+    run_async: bool = False,
     **model_args: Any,
 ) -> tuple[list[Any], list[dict[str, Any]]]:
     """One aligned agent call: the checks made, the request bodies the server got."""
@@ -88,7 +97,8 @@ def _run(
             base_url=running.base_url, api_key="x", model="sim-model", max_retries=0,
             **(prompt_ids_clients() if clients else {}), **model_args,
         )  # fmt: skip
-        state = create_agent(model=model, tools=[], middleware=[middleware]).invoke(_state())
+        agent = create_agent(model=model, tools=[], middleware=[middleware])
+        state = asyncio.run(agent.ainvoke(_state())) if run_async else agent.invoke(_state())
     assert "phaseaware" in state["messages"][2].response_metadata  # aligned
     return checks, bodies
 
@@ -100,12 +110,50 @@ def test_vllm_ids_are_asked_for_and_compared(deepseek: Any) -> None:
     assert check.ids_compared and check.first_difference is None and check.drift == 0
 
 
-def test_without_the_clients_the_count_is_checked(deepseek: Any) -> None:
-    """ChatOpenAI drops ``prompt_token_ids``: the count in ``usage_metadata`` is checked."""
+def test_without_the_clients_nothing_is_asked_and_the_count_is_checked(deepseek: Any) -> None:
+    """A plain ``ChatOpenAI`` would drop ``prompt_token_ids``: the request does not ask for
+    them (sync or async), and the count in ``usage_metadata`` is checked."""
     checks, bodies = _run(deepseek, server="vllm 0.32.0", clients=False)
-    assert bodies[-1]["return_token_ids"] is True
+    assert "return_token_ids" not in bodies[-1] and "prompt_token_ids" not in str(bodies[-1])
     (check,) = checks
     assert not check.ids_compared and check.drift == 0
+    checks, bodies = _run(deepseek, server="vllm 0.32.0", clients=False, run_async=True)
+    assert "return_token_ids" not in bodies[-1]
+    assert not checks[0].ids_compared and checks[0].drift == 0
+    checks, bodies = _run(deepseek, server="vllm 0.32.0", clients=True, run_async=True)
+    assert bodies[-1]["return_token_ids"] is True and checks[0].ids_compared
+
+
+def test_a_client_without_the_hook_for_the_path_asks_nothing(deepseek: Any) -> None:
+    """Only the sync client carries the hook: an async call (the default async client)
+    asks nothing."""
+    sync_only = {"http_client": prompt_ids_clients()["http_client"]}
+    checks, bodies = _run(
+        deepseek, server="vllm 0.32.0", clients=False, run_async=True, **sync_only
+    )
+    assert "return_token_ids" not in bodies[-1] and not checks[0].ids_compared
+    checks, bodies = _run(deepseek, server="vllm 0.32.0", clients=False, **sync_only)
+    assert bodies[-1]["return_token_ids"] is True and checks[0].ids_compared
+
+
+def test_delivers_replies_reads_only_public_fields() -> None:
+    clients = prompt_ids_clients()
+    model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="x", model="m", **clients)
+    assert delivers_replies(model, asynchronous=False)
+    assert delivers_replies(model, asynchronous=True)
+    plain = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="x", model="m")
+    assert not delivers_replies(plain, asynchronous=False)
+    assert not delivers_replies(plain, asynchronous=True)
+    swapped = SimpleNamespace(
+        http_client=clients["http_async_client"], http_async_client=clients["http_client"]
+    )
+    assert not delivers_replies(swapped, asynchronous=False)  # the wrong hook for the path
+    assert not delivers_replies(swapped, asynchronous=True)
+    assert not delivers_replies(object(), asynchronous=False)  # no client at all
+    streams = ChatOpenAI(
+        base_url="http://127.0.0.1:9/v1", api_key="x", model="m", streaming=True, **clients
+    )
+    assert not delivers_replies(streams, asynchronous=False)  # a stream is never read
 
 
 def test_sglang_ids_only_where_the_model_cannot_stream(deepseek: Any) -> None:
@@ -142,18 +190,25 @@ def test_one_token_off_is_caught_by_position_not_by_count(deepseek: Any) -> None
 _JSON = {"content-type": "application/json"}
 
 
-def test_the_hooks_keep_nothing_outside_a_call_and_never_read_a_stream() -> None:
+def test_the_hooks_never_read_a_stream_and_keep_a_reply_for_its_call_only() -> None:
+    """In a capture a reply goes to that capture; outside one to ``REPLIES``, by id."""
+    REPLIES.clear()
     sse = httpx.Response(
         200, headers={"content-type": "text/event-stream"}, stream=httpx.ByteStream(b"data: {}")
     )
+    body = b'{"id": "r1", "choices": [], "prompt_token_ids": [1, 2], "usage": {"prompt_tokens": 2}}'
     with capture():
         record_reply(sse)
         assert captured() == [] and not sse.is_stream_consumed  # the stream is the client's
-        body = b'{"id": "r1", "choices": [], "prompt_token_ids": [1, 2]}'
         record_reply(httpx.Response(200, content=body, headers=_JSON))
         assert [b["id"] for b in captured()] == ["r1"]
+    assert len(REPLIES) == 0  # a captured reply is the middleware's alone
     record_reply(httpx.Response(200, content=body, headers=_JSON))  # no call is capturing
-    assert captured() == []
+    assert captured() == [] and len(REPLIES) == 1
+    assert take_reply("r1", prompt_tokens=2) == {
+        "id": "r1", "usage": {"prompt_tokens": 2}, "prompt_token_ids": [1, 2]
+    }  # fmt: skip
+    assert take_reply("r1", prompt_tokens=2) is None  # taken once
 
 
 def test_the_async_hook_feeds_the_tasks_own_call(deepseek: Any) -> None:
