@@ -174,3 +174,25 @@ def test_refuse_policy_refuses_the_model_s_tool_calls(deepseek_v4, name, argumen
         with pytest.raises(ControlTokenError, match="control_tokens='neutralize'"):
             align_step(target, AgentPolicy(), messages=messages, index=3)
     assert not [w for w in caught if issubclass(w.category, UnalignedToolResultWarning)]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_an_unalignable_tool_result_is_sent_unaligned_with_one_warning(deepseek_v4, case):
+    made, cause = CASES[case]
+    messages = [*START, *made, RESULT]
+    target = resolve_target(
+        AssemblyRequest(tokenizer=deepseek_v4, chat_format="deepseek-v4", budget_tokens=3000)
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        step = align_step(target, AgentPolicy(), messages=messages, index=len(messages) - 1)
+    assert step is None
+    ours = [w for w in caught if issubclass(w.category, UnalignedToolResultWarning)]
+    assert len(ours) == 1 and cause in str(ours[0].message)
+
+
+@pytest.mark.parametrize("calls", [["junk"], [{"id": "c1", "function": "search"}], "junk"])
+def test_the_step_rule_reads_any_shape_of_tool_call(calls):
+    messages = [*START, {"role": "assistant", "content": "", "tool_calls": calls}, RESULT]
+    policy = AgentPolicy(tool_names=["search"])
+    assert step_index(messages, policy=policy, aligned=lambda i: False) is None

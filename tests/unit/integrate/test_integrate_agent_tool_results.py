@@ -319,6 +319,4 @@ def test_refuse_policy_refuses_a_hostile_tool_result_never_sends_it(
     assert messages == before
     clean = conversation("Page text.")
     out, _ = _align(_stepper(target, AgentPolicy(tool_names=names)), clean)  # clean: passes
-    assert [m["content"] for m in out[: len(clean) - 1]] == [
-        m["content"] for m in clean[:-1]
-    ]
+    assert [m["content"] for m in out[: len(clean) - 1]] == [m["content"] for m in clean[:-1]]

@@ -67,7 +67,9 @@ def test_refuse_raises_before_any_request_carries_it(
                 "function": {"name": name, "arguments": arguments}}  # fmt: skip
         return {"content": "", "tool_calls": [call]}
 
-    server, app = start_endpoint(tokenizer=deepseek_v4_tok, chat_format="deepseek-v4", answer=answer)
+    server, app = start_endpoint(
+        tokenizer=deepseek_v4_tok, chat_format="deepseek-v4", answer=answer
+    )
     with server:
         middleware = PhaseAwareMiddleware(
             tokenizer=deepseek_v4_tok, chat_format="deepseek-v4",
@@ -75,9 +77,7 @@ def test_refuse_raises_before_any_request_carries_it(
             tool_names=["search_notes"], options=AssemblyOptions(control_tokens="refuse"),
         )  # fmt: skip
         model = ChatOpenAI(base_url=server.base_url, api_key="x", model="sim", max_retries=0)
-        agent = create_agent(
-            model=model, tools=[search_notes, fetch_page], middleware=[middleware]
-        )
+        agent = create_agent(model=model, tools=[search_notes, fetch_page], middleware=[middleware])
         question = HumanMessage("What is the code of vault V0?")
         with pytest.raises(ControlTokenError) as refused:
             agent.invoke({"messages": [question]})
