@@ -13,9 +13,13 @@ below is policy, the same for every adapter:
   because of what the model made (a tool call that does not pair with its result, arguments
   that are not JSON) is sent unaligned too, with one :class:`UnalignedToolResultWarning`
   naming the cause. Control strings in any result sent unaligned are broken first, as in
-  any untrusted text (:mod:`.results`). Control strings the model copied into its tool calls are broken before
-  the step, as in any untrusted text (:mod:`.made`); any left (``control_tokens="refuse"``,
-  a dict-built conversation not passed through it) send the result unaligned the same way.
+  any untrusted text (:mod:`.results`). Control strings the model copied into its tool
+  calls are broken before the step, as in any untrusted text (:mod:`.made`); any left (a
+  dict-built conversation not passed through it) send the result unaligned the same way.
+  Under ``control_tokens="refuse"`` nothing is broken and nothing is sent raw: a control
+  string in what the model made or in a tool result raises
+  :class:`~phaseaware.errors.ControlTokenError` (from the kit, and from :func:`align_step`
+  for the history or the aligned result), before any request.
 - **Its documents.** The records the adapter found for it (a LangChain tool's ``artifact``,
   the nodes a LlamaIndex retriever tool registered), else its text split on
   :attr:`AgentPolicy.document_separator` (scoreless: retrieval order).
@@ -82,7 +86,8 @@ class ParallelToolResultsWarning(PhaseawareWarning):
 
 class UnalignedToolResultWarning(PhaseawareWarning):
     """A tool result the step cannot align (a malformed tool call the model made, a control
-    string left in its tool calls): sent unaligned, the cause named."""
+    string left in its tool calls under ``control_tokens="neutralize"``): sent unaligned,
+    the cause named."""
 
 
 @dataclass(frozen=True)
@@ -305,7 +310,11 @@ def align_step(
     before it (OpenAI-style dicts with their real roles). ``records`` and ``ids``: its
     documents and their framework ids (default: its text split, ids ``None``). ``tools``:
     the bound tool schemas; ``fix``: the adapter's own way out, added to a refusal.
-    ``None`` when there is nothing to place."""
+    ``None`` when there is nothing to place, or when the conversation holds what the
+    step cannot align (a malformed tool call, a control string left in the history: one
+    :class:`UnalignedToolResultWarning`, the result sent unaligned). Under
+    ``control_tokens="refuse"`` a control string there raises
+    :class:`~phaseaware.errors.ControlTokenError` instead (never sent raw)."""
     message = messages[index]
     text = str(message.get("content") or "")
     if records is None:
@@ -329,6 +338,13 @@ def align_step(
             question=question_of(messages[: index + 1]),
         )
     except (MessageError, ControlTokenError) as exc:
+        if isinstance(exc, ControlTokenError) and target.options.control_tokens == "refuse":
+            if "control_tokens='neutralize'" in str(exc):  # the fix named already
+                raise  # never sent as a control token: the caller chose "refuse"
+            raise ControlTokenError(
+                f"{exc}; under control_tokens='refuse' the agent step refuses it rather than "
+                "send it unaligned: use control_tokens='neutralize' (the default) to break it"
+            ) from exc
         # the conversation holds what the model made (its tool calls and their arguments):
         # untrusted text that must not stop the agent; this result goes out as it is
         warnings.warn(

@@ -18,14 +18,19 @@ reasoning) and one :class:`NeutralizedToolCallWarning` (tool calls) name what wa
 
 Left as they are (the step's own path then sends the tool result unaligned with one
 :class:`~phaseaware.integrate.UnalignedToolResultWarning`): a call whose arguments are
-not a JSON object, a call that is not a mapping, a call where a broken key would equal
-another key of the same object (``<think>`` beside ``<·think>``), and everything under
-``control_tokens="refuse"`` (the model's text is refused there as any other).
+not a JSON object, a call that is not a mapping, and a call where a broken key would equal
+another key of the same object (``<think>`` beside ``<·think>``).
+
+Under ``control_tokens="refuse"`` nothing is broken and nothing is sent raw: a control
+string in an assistant turn's text, reasoning, function name or arguments (JSON or not)
+raises :class:`~phaseaware.errors.ControlTokenError` naming the field
+(``messages[3].content``) and the fix (``control_tokens="neutralize"``, the default,
+breaks it), before any request, as for any other untrusted text.
 
 A tool result is untrusted text too: :func:`neutral_result` breaks its control strings the
-same way; :func:`neutral_messages` applies it to every tool message, and
-:class:`~phaseaware.integrate.results.ResultNeutralizer` to the results an adapter's step
-sends unaligned (:mod:`.results`).
+same way (under ``"refuse"``: refuses it); :func:`neutral_messages` applies it to every
+tool message, and :class:`~phaseaware.integrate.results.ResultNeutralizer` to the results
+an adapter's step sends unaligned (:mod:`.results`).
 """
 
 from __future__ import annotations
@@ -131,8 +136,10 @@ def neutral_text(
 ) -> tuple[NeutralText | None, tuple[Neutralized, ...]]:
     """The ``content`` and ``reasoning_content`` of ``message`` (an OpenAI-style assistant
     dict) with each control string broken, and what was broken (``(None, ())``: nothing to
-    change, not an assistant message, or ``control_tokens="refuse"``). Never raises."""
-    if scanner.policy != "neutralize" or message.get("role") != "assistant":
+    change, or not an assistant message). Under ``control_tokens="refuse"`` a control
+    string there raises :class:`~phaseaware.errors.ControlTokenError` naming the field
+    (``{where}.content``) and the fix; else never raises."""
+    if message.get("role") != "assistant":
         return None, ()
     fields: dict[str, str] = {}
     found: list[Neutralized] = []
@@ -151,9 +158,10 @@ def neutral_result(
 ) -> tuple[NeutralText | None, tuple[Neutralized, ...]]:
     """The ``content`` of ``message`` (an OpenAI-style ``tool`` dict: what a tool returned)
     with each control string broken, as :class:`NeutralText`, and what was broken (``(None,
-    ())``: nothing to change, not a tool result, or ``control_tokens="refuse"``). Never
-    raises."""
-    if scanner.policy != "neutralize" or message.get("role") != "tool":
+    ())``: nothing to change, or not a tool result). Under ``control_tokens="refuse"`` a
+    control string there raises :class:`~phaseaware.errors.ControlTokenError` naming the
+    field (``{where}.content``) and the fix; else never raises."""
+    if message.get("role") != "tool":
         return None, ()
     value = message.get("content")
     if not isinstance(value, str) or not value:
@@ -166,10 +174,13 @@ def neutral_calls(
     message: Mapping[str, Any], scanner: ControlScanner, *, where: str
 ) -> tuple[tuple[NeutralCall, ...], tuple[Neutralized, ...]]:
     """The tool calls of ``message`` (an OpenAI-style dict) that held a control string, with
-    each one broken, and what was broken (``((), ())``: nothing to change). Never raises
-    for what the model made; under ``control_tokens="refuse"`` it changes nothing."""
+    each one broken, and what was broken (``((), ())``: nothing to change). Under
+    ``control_tokens="refuse"`` a control string in a name or in the arguments (JSON or
+    not) raises :class:`~phaseaware.errors.ControlTokenError` naming the field
+    (``{where}.tool_calls[0].function.arguments``) and the fix; else never raises for what
+    the model made."""
     calls = message.get("tool_calls")
-    if scanner.policy != "neutralize" or not isinstance(calls, list | tuple):
+    if not isinstance(calls, list | tuple):
         return (), ()
     out: list[NeutralCall] = []
     found: list[Neutralized] = []
@@ -177,9 +188,11 @@ def neutral_calls(
         function = call.get("function") if isinstance(call, Mapping) else None
         name = function.get("name") if isinstance(function, Mapping) else None
         arguments = _decoded(function.get("arguments", "{}")) if function else None
-        if not isinstance(name, str) or arguments is None:
-            continue  # malformed: the step sends its result unaligned, naming the cause
         at = f"{where}.tool_calls[{k}]"
+        if not isinstance(name, str) or arguments is None:
+            if scanner.policy == "refuse":  # malformed, but never sent with a control string
+                _refuse_raw(scanner, function, at=at)
+            continue  # malformed: the step sends its result unaligned, naming the cause
         hits: list[Neutralized] = []
         clean_name = _clean(scanner, name, where=f"{at}.function.name", found=hits)
         try:
@@ -190,6 +203,15 @@ def neutral_calls(
             found.extend(hits)
             out.append(NeutralCall(index=k, name=clean_name, arguments=clean_args))
     return tuple(out), tuple(found)
+
+
+def _refuse_raw(scanner: ControlScanner, function: object, *, at: str) -> None:
+    """Under ``"refuse"``: raise for a control string in a malformed call's name or raw
+    arguments (``scanner.clean`` raises)."""
+    if not isinstance(function, Mapping):
+        return
+    for key in ("name", "arguments"):
+        _clean(scanner, function.get(key), where=f"{at}.function.{key}", found=[])
 
 
 def found_text(found: Sequence[Neutralized]) -> str:
@@ -216,7 +238,10 @@ def neutral_messages(
     reasoning and tool calls) and of their tool results broken (new dicts where something
     changed, arguments re-serialised with ``ensure_ascii=False``), and what was broken.
     Send these, not the originals: the server renders what it is sent. For an adapter (or
-    an agent loop) that sends dicts; warns nothing (the caller reports ``found``)."""
+    an agent loop) that sends dicts; warns nothing (the caller reports ``found``). Under
+    ``control_tokens="refuse"``: raises :class:`~phaseaware.errors.ControlTokenError` for
+    the first control string there, naming the message and field
+    (``messages[3].content``) and the fix; ``messages`` are never changed."""
     scanner = scanner_of(target)
     out: list[dict[str, Any]] = []
     found: list[Neutralized] = []
@@ -258,7 +283,8 @@ class CallNeutralizer(Generic[_M]):
     :class:`NeutralText` fields in place of its text and reasoning (``None``: that part is
     left as it is, and a step over it sends its tool result unaligned). Each rebuilt message
     is kept (bounded) while the framework resends the original, so every step sends the
-    same object, and warns once.
+    same object, and warns once. Under ``control_tokens="refuse"`` :meth:`neutral` raises
+    :class:`~phaseaware.errors.ControlTokenError` instead, naming the message and field.
     """
 
     def __init__(
@@ -302,11 +328,12 @@ class CallNeutralizer(Generic[_M]):
         where = f"messages[{index}]"
         text: NeutralText | None = None
         text_hits: tuple[Neutralized, ...] = ()
-        if self._rebuild_text is not None:
+        refuse = scanner.policy == "refuse"  # checked whatever the adapter rebuilds: raises
+        if self._rebuild_text is not None or refuse:
             text, text_hits = neutral_text(converted, scanner, where=where)
         calls: tuple[NeutralCall, ...] = ()
         call_hits: tuple[Neutralized, ...] = ()
-        if self._rebuild is not None:
+        if self._rebuild is not None or refuse:
             calls, call_hits = neutral_calls(converted, scanner, where=where)
         if text is None and not calls:
             return None

@@ -13,6 +13,12 @@ of the target), in a new message the adapter builds (the framework's own is neve
 changed) and sends, with one :class:`NeutralizedToolResultWarning` per message naming
 what was broken. The result the step aligns is left to assembly (``keep``), so an adapter
 finds its documents by the text the tool returned (LlamaIndex's ``NodeRegistry``).
+
+Under ``control_tokens="refuse"`` nothing is broken and nothing is sent raw: a control
+string in any tool result raises :class:`~phaseaware.errors.ControlTokenError` naming the
+field (``messages[3].content``) and the fix (``control_tokens="neutralize"``, the
+default, breaks it), before any request: here for a result sent unaligned, in assembly
+(re-raised by :func:`~phaseaware.integrate.align_step`) for the one the step aligns.
 """
 
 from __future__ import annotations
@@ -53,7 +59,8 @@ class ResultNeutralizer(Generic[_M]):
     ``rebuild(message, text)``: a NEW message whose text is ``text.content`` (the adapter's
     rebuild of an assistant turn's text serves). Each rebuilt message is kept (bounded)
     while the framework resends the original, so every step sends the same object, and
-    warns once.
+    warns once. Under ``control_tokens="refuse"`` :meth:`neutral` raises
+    :class:`~phaseaware.errors.ControlTokenError` instead, naming the message and field.
     """
 
     def __init__(

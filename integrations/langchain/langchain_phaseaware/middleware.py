@@ -139,8 +139,10 @@ class PhaseAwareMiddleware(AgentMiddleware):
         ``request`` and its messages are unchanged. Control strings the model wrote into
         its text or its tool calls are broken in what is sent, aligned or not (the kit's
         ``CallNeutralizer``), and so are those in every tool result sent unaligned (the
-        kit's ``ResultNeutralizer``). ``asynchronous``: the call goes through the model's
-        async client (whose hooks decide whether the prompt's ids are asked for)."""
+        kit's ``ResultNeutralizer``); under ``control_tokens="refuse"`` any of them raises
+        ``ControlTokenError`` (naming the field and the fix) before any request.
+        ``asynchronous``: the call goes through the model's async client (whose hooks
+        decide whether the prompt's ids are asked for)."""
         # the model's own reasoning_effort (bound or on the call) is planned with, or refused
         target = self.target.with_effort(
             kit.call_effort(request.model_settings, request.model),

@@ -141,16 +141,39 @@ def test_a_broken_key_that_would_merge_two_keys_leaves_the_call_as_it_is(deepsee
     assert found == () and neutral == [*START, *made, RESULT]
 
 
-def test_refuse_policy_neutralises_nothing(deepseek_v4):
+@pytest.mark.parametrize(
+    ("name", "arguments", "where"),
+    [
+        ("search", MADE, "messages[2].tool_calls[0].function.arguments.q"),
+        ("se<｜User｜>a", "{}", "messages[2].tool_calls[0].function.name"),
+        ("search", '{"q": "x<｜User｜>', "messages[2].tool_calls[0].function.arguments"),
+    ],
+    ids=["arguments", "name", "arguments that are not JSON"],
+)
+def test_refuse_policy_refuses_the_model_s_tool_calls(deepseek_v4, name, arguments, where):
+    """Under ``control_tokens="refuse"`` a control string the model wrote into a call is
+    refused (never sent raw), naming the field and the fix; the step re-raises too."""
     from phaseaware.assembly.inputs.options import AssemblyOptions
+    from phaseaware.errors import ControlTokenError
 
     target = resolve_target(
         AssemblyRequest(tokenizer=deepseek_v4, chat_format="deepseek-v4", budget_tokens=3000,
                         options=AssemblyOptions(control_tokens="refuse"))
     )  # fmt: skip
-    made = [{"role": "assistant", "content": "", "tool_calls": [_call("c1", MADE)]}]
-    neutral, found = neutral_messages(target, [*START, *made, RESULT])
-    assert found == () and neutral == [*START, *made, RESULT]
+    made = [{"role": "assistant", "content": "", "tool_calls": [_call("c1", arguments, name)]}]
+    messages = [*START, *made, RESULT]
+    with pytest.raises(ControlTokenError) as refused:
+        neutral_messages(target, messages)
+    assert str(refused.value).startswith(f"{where} holds the control token ")
+    assert "control_tokens='neutralize'" in str(refused.value)
+    assert messages == [*START, *made, RESULT]  # the caller's dicts, unchanged
+    if not arguments.endswith("}"):
+        return  # not JSON: the step's MessageError path (it sends nothing itself)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ControlTokenError, match="control_tokens='neutralize'"):
+            align_step(target, AgentPolicy(), messages=messages, index=3)
+    assert not [w for w in caught if issubclass(w.category, UnalignedToolResultWarning)]
 
 
 @pytest.mark.parametrize("case", CASES)

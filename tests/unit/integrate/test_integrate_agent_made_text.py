@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -189,21 +190,56 @@ def test_hf_chatml_template_breaks_im_end_in_the_text(tmp_path: Path) -> None:
     _aligned_and_exact(target, render, reasoning=False, policy=AgentPolicy(tool_role="user"))
 
 
-def test_refuse_policy_changes_nothing_and_the_step_degrades(deepseek_v4: Any) -> None:
+def _refusing(tokenizer: Any) -> Target:
     from phaseaware.assembly.inputs.options import AssemblyOptions
 
-    target = resolve_target(
-        AssemblyRequest(tokenizer=deepseek_v4, chat_format="deepseek-v4", budget_tokens=3000,
+    return resolve_target(
+        AssemblyRequest(tokenizer=tokenizer, chat_format="deepseek-v4", budget_tokens=3000,
                         options=AssemblyOptions(control_tokens="refuse"))
     )  # fmt: skip
-    messages = _conversation(CONTENT, None)
-    neutral, found = neutral_messages(target, messages)
-    assert found == () and neutral == messages
+
+
+@pytest.mark.parametrize(
+    ("content", "reasoning", "where"),
+    [
+        (CONTENT, None, "messages[1].content"),
+        ("fine", REASONING, "messages[1].reasoning_content"),
+    ],
+)
+def test_refuse_policy_refuses_the_model_s_text_never_sends_it(
+    deepseek_v4: Any, content: str, reasoning: str | None, where: str
+) -> None:
+    """Under ``control_tokens="refuse"`` the kit refuses (never sends a control string
+    raw): the error names the field and the fix; the step re-raises instead of sending
+    the result unaligned; the caller's messages are unchanged."""
+    target = _refusing(deepseek_v4)
+    messages = _conversation(content, reasoning)
+    before = copy.deepcopy(messages)
+    with pytest.raises(ControlTokenError) as refused:
+        neutral_messages(target, messages)
+    text = str(refused.value)
+    assert text.startswith(f"{where} holds the control token ")
+    assert "control_tokens='neutralize'" in text
+    scanner = scanner_of(target)
+    with pytest.raises(ControlTokenError, match=re.escape(where)):
+        neutral_text(messages[1], scanner, where="messages[1]")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert align_step(target, AgentPolicy(), messages=neutral, index=2) is None
-    ours = [w for w in caught if issubclass(w.category, UnalignedToolResultWarning)]
-    assert len(ours) == 1 and "neutral_messages" in str(ours[0].message)
+        with pytest.raises(ControlTokenError, match="control_tokens='neutralize'"):  # no degrading
+            align_step(target, AgentPolicy(), messages=messages, index=2)
+    assert not [w for w in caught if issubclass(w.category, UnalignedToolResultWarning)]
+    assert messages == before
+
+
+def test_refuse_policy_passes_clean_turns_and_the_step_aligns(deepseek_v4: Any) -> None:
+    target = _refusing(deepseek_v4)
+    messages = _conversation("Looking.", "plan it")
+    neutral, found = neutral_messages(target, messages)
+    assert found == () and neutral == messages
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        step = align_step(target, AgentPolicy(), messages=neutral, index=2)
+    assert step is not None
 
 
 def test_only_assistant_turns_are_the_model_s(deepseek_v4: Any) -> None:

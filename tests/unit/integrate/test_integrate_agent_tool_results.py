@@ -24,6 +24,7 @@ import pytest
 
 from phaseaware import AssemblyRequest
 from phaseaware.chat import ChatSettings
+from phaseaware.errors import ControlTokenError
 from phaseaware.integrate import (
     AgentPolicy,
     AgentStepper,
@@ -268,3 +269,54 @@ def test_neutral_messages_breaks_tool_results_too(deepseek_v4: Any) -> None:
     assert {h.where for h in found} == {"messages[3].content"}
     assert [h.text for h in found] == ["<｜end▁of▁sentence｜>", "<｜User｜>", "</think>"]
     assert neutral[:3] == messages[:3]
+
+
+def _refusing(tokenizer: Any) -> Target:
+    from phaseaware.assembly.inputs.options import AssemblyOptions
+
+    return resolve_target(
+        AssemblyRequest(tokenizer=tokenizer, chat_format="deepseek-v4", budget_tokens=3000,
+                        options=AssemblyOptions(control_tokens="refuse"))
+    )  # fmt: skip
+
+
+def _not_json(page: str) -> list[dict[str, Any]]:
+    messages = _unknown_tool(page)
+    messages[1] = {**messages[1], "tool_calls": [_call("c2", "search", "{not json")]}
+    return messages
+
+
+@pytest.mark.parametrize(
+    ("conversation", "where"),
+    [
+        (_parallel, "messages[3].content"),  # sent unaligned
+        (_unknown_tool, "messages[2].content"),  # another tool's, with tool_names
+        (_not_json, "messages[2].content"),  # the step cannot align it
+        (lambda page: _unknown_tool("alpha\n\n" + page), "chunk doc-1"),  # the aligned one
+    ],
+    ids=["parallel", "another tool", "the step cannot align it", "aligned"],
+)
+def test_refuse_policy_refuses_a_hostile_tool_result_never_sends_it(
+    deepseek_v4: Any, conversation: Callable[[str], list[dict[str, Any]]], where: str
+) -> None:
+    """Under ``control_tokens="refuse"`` a control string in any tool result, aligned or
+    not, raises ``ControlTokenError`` naming where and the fix, before anything is sent;
+    ``neutral_messages`` refuses it too; the caller's messages are unchanged."""
+    target = _refusing(deepseek_v4)
+    messages = conversation(HOSTILE)
+    before = copy.deepcopy(messages)
+    names = frozenset({"search"}) if where == "messages[2].content" else None
+    stepper = _stepper(target, AgentPolicy(tool_names=names))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ControlTokenError) as refused:
+            _align(stepper, messages)
+    text = str(refused.value)
+    assert where in text.split(" holds ")[0] and "control_tokens='neutralize'" in text
+    assert not [w for w in caught if issubclass(w.category, NeutralizedToolResultWarning)]
+    with pytest.raises(ControlTokenError, match="control_tokens='neutralize'"):
+        neutral_messages(target, messages)
+    assert messages == before
+    clean = conversation("Page text.")
+    out, _ = _align(_stepper(target, AgentPolicy(tool_names=names)), clean)  # clean: passes
+    assert [m["content"] for m in out[: len(clean) - 1]] == [m["content"] for m in clean[:-1]]

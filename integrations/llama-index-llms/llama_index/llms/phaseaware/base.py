@@ -256,7 +256,9 @@ class PhaseAwareAgentLLM(FunctionCallingLLM):
         control strings the model wrote into its text or tool calls broken: the kit's
         ``CallNeutralizer``; those in tool results sent unaligned too: ``ResultNeutralizer``;
         the aligned result's nodes are found by the text the tool returned) and the new
-        alignment (``None``: none); ``tools``: the bound OpenAI schemas."""
+        alignment (``None``: none); ``tools``: the bound OpenAI schemas. Under
+        ``control_tokens="refuse"`` a control string in any of them raises
+        ``ControlTokenError`` (naming the field and the fix) before any request."""
         out, step = self._step.align(
             messages, call_id=_tool_call_id, rebuild=_aligned, records=self._records, tools=tools,
             aligned=lambda m: AGENT_REPORT_KEY in m.additional_kwargs,
