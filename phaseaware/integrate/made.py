@@ -49,6 +49,7 @@ from phaseaware.tokenizers.control import ControlScanner, Neutralized, scanner_f
 
 __all__ = [
     "CallNeutralizer",
+    "Rebuilder",
     "NeutralCall",
     "NeutralText",
     "NeutralizedAssistantTextWarning",
@@ -274,7 +275,54 @@ def _text_fields(text: NeutralText) -> dict[str, str]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-class CallNeutralizer(Generic[_M]):
+class Rebuilder(Generic[_M]):
+    """The loop an adapter's neutralizers share: each framework message ``_M`` of one role
+    whose text holds a control string is replaced by a NEW message (``_made``), kept
+    (bounded) while the framework resends the original, so every step sends the same
+    object and warns once. Subclasses say how one message is made."""
+
+    def __init__(self, *, convert: Callable[[_M, int], dict[str, Any]], max_entries: int) -> None:
+        self._convert = convert
+        self._memory: SentMemory[_Made[_M]] = SentMemory(max_entries)
+
+    def _made(
+        self, scanner: ControlScanner, message: _M, converted: Mapping[str, Any], index: int
+    ) -> tuple[_M, dict[str, Any]] | None:
+        raise NotImplementedError
+
+    def _replaced(
+        self,
+        target: Target,
+        messages: Sequence[_M],
+        dicts: Sequence[dict[str, Any]],
+        *,
+        role: str,
+        keep: int | None,
+    ) -> tuple[list[_M], list[dict[str, Any]]]:
+        """``messages`` and ``dicts`` with every ``role`` message but ``keep`` replaced by its
+        made copy (and that copy's dict) where ``_made`` makes one."""
+        scanner = scanner_of(target)
+        out, out_dicts = list(messages), list(dicts)
+        for i, (message, converted) in enumerate(zip(messages, dicts, strict=True)):
+            if i == keep or converted.get("role") != role:
+                continue
+            key = str(id(message))
+            known = self._memory.get(key)
+            if not (
+                known is not None and known[0] is message
+                and known[1] is converted and known[2] is scanner
+            ):  # fmt: skip
+                known = (message, converted, scanner, self._made(scanner, message, converted, i))
+                self._memory.put(key, known)  # the message kept: its id stays unique
+            if known[3] is not None:
+                out[i], out_dicts[i] = known[3]
+        return out, out_dicts
+
+    def clear(self) -> None:
+        self._memory.clear()
+
+
+class CallNeutralizer(Rebuilder[_M]):
     """An adapter's framework messages ``_M`` with model-made control strings broken.
 
     ``convert(message, index)``: the adapter's OpenAI-style dict of a message;
@@ -295,32 +343,16 @@ class CallNeutralizer(Generic[_M]):
         rebuild_text: Callable[[_M, NeutralText], _M] | None = None,
         max_entries: int = 4096,
     ) -> None:
-        self._convert = convert
+        super().__init__(convert=convert, max_entries=max_entries)
         self._rebuild = rebuild
         self._rebuild_text = rebuild_text
-        self._memory: SentMemory[_Made[_M]] = SentMemory(max_entries)
 
     def neutral(
         self, target: Target, messages: Sequence[_M], dicts: Sequence[dict[str, Any]]
     ) -> tuple[list[_M], list[dict[str, Any]]]:
         """(``messages``, ``dicts``) with each assistant message whose text, reasoning or tool
         calls hold a control string replaced by its rebuilt copy (and that copy's dict)."""
-        scanner = scanner_of(target)
-        out, out_dicts = list(messages), list(dicts)
-        for i, (message, converted) in enumerate(zip(messages, dicts, strict=True)):
-            if converted.get("role") != "assistant":
-                continue
-            key = str(id(message))
-            known = self._memory.get(key)
-            if not (
-                known is not None and known[0] is message
-                and known[1] is converted and known[2] is scanner
-            ):  # fmt: skip
-                known = (message, converted, scanner, self._made(scanner, message, converted, i))
-                self._memory.put(key, known)  # the message kept: its id stays unique
-            if known[3] is not None:
-                out[i], out_dicts[i] = known[3]
-        return out, out_dicts
+        return self._replaced(target, messages, dicts, role="assistant", keep=None)
 
     def _made(
         self, scanner: ControlScanner, message: _M, converted: Mapping[str, Any], index: int
@@ -345,6 +377,3 @@ class CallNeutralizer(Generic[_M]):
             rebuilt = self._rebuild(rebuilt, calls)
             _warn(call_hits, calls=True)
         return rebuilt, self._convert(rebuilt, index)
-
-    def clear(self) -> None:
-        self._memory.clear()

@@ -25,18 +25,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from phaseaware.errors import PhaseawareWarning
-from phaseaware.integrate.agent import SentMemory
-from phaseaware.integrate.made import NeutralText, found_text, neutral_result, scanner_of
+from phaseaware.integrate.made import NeutralText, Rebuilder, found_text, neutral_result
 from phaseaware.integrate.target import Target
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
 
 __all__ = ["NeutralizedToolResultWarning", "ResultNeutralizer"]
 
 _M = TypeVar("_M")
-_Made = tuple[_M, object, ControlScanner, tuple[_M, dict[str, Any]] | None]
 
 
 class NeutralizedToolResultWarning(PhaseawareWarning):
@@ -52,7 +50,7 @@ def _warn(found: Sequence[Neutralized]) -> None:
     )
 
 
-class ResultNeutralizer(Generic[_M]):
+class ResultNeutralizer(Rebuilder[_M]):
     """An adapter's framework tool results ``_M`` with control strings broken.
 
     ``convert(message, index)``: the adapter's OpenAI-style dict of a message;
@@ -70,9 +68,8 @@ class ResultNeutralizer(Generic[_M]):
         rebuild: Callable[[_M, NeutralText], _M],
         max_entries: int = 4096,
     ) -> None:
-        self._convert = convert
+        super().__init__(convert=convert, max_entries=max_entries)
         self._rebuild = rebuild
-        self._memory: SentMemory[_Made[_M]] = SentMemory(max_entries)
 
     def neutral(
         self,
@@ -85,22 +82,7 @@ class ResultNeutralizer(Generic[_M]):
         """(``messages``, ``dicts``) with each tool result whose text holds a control string
         replaced by its rebuilt copy (and that copy's dict), but message ``keep`` (the one
         the step aligns: assembly breaks its documents)."""
-        scanner = scanner_of(target)
-        out, out_dicts = list(messages), list(dicts)
-        for i, (message, converted) in enumerate(zip(messages, dicts, strict=True)):
-            if i == keep or converted.get("role") != "tool":
-                continue
-            key = str(id(message))
-            known = self._memory.get(key)
-            if not (
-                known is not None and known[0] is message
-                and known[1] is converted and known[2] is scanner
-            ):  # fmt: skip
-                known = (message, converted, scanner, self._made(scanner, message, converted, i))
-                self._memory.put(key, known)  # the message kept: its id stays unique
-            if known[3] is not None:
-                out[i], out_dicts[i] = known[3]
-        return out, out_dicts
+        return self._replaced(target, messages, dicts, role="tool", keep=keep)
 
     def _made(
         self, scanner: ControlScanner, message: _M, converted: Mapping[str, Any], index: int
@@ -111,6 +93,3 @@ class ResultNeutralizer(Generic[_M]):
         rebuilt = self._rebuild(message, text)
         _warn(found)
         return rebuilt, self._convert(rebuilt, index)
-
-    def clear(self) -> None:
-        self._memory.clear()
