@@ -107,3 +107,34 @@ def test_evidence_on_good_residues_shows_no_significant_difference(
     rows = {row["arrangement"]: row for row in doc["rows"]}
     assert rows["naive"]["total"] == 60
     assert set(r for r, c in enumerate(rows["naive"]["evidence_residues"]) if c) <= good
+
+
+def test_the_docs_sample_command_prints_the_figures_the_docs_show(
+    served, demo_profile, tmp_path, capsys
+):
+    """docs/compare.md's command on ``examples/questions.jsonl`` (its own flags, the
+    defaults it leaves) prints the table and verdict the page shows, line for line."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "compare.md").read_text(encoding="utf-8")
+    command, shown = re.search(
+        r"```bash\n(phaseaware compare examples/questions\.jsonl.*?)```\n\n```\n(.*?)```",
+        page, re.S,
+    ).groups()  # fmt: skip
+    argv = command.replace("\\\n", " ").split()[1:]
+    server, engine = served
+    flags = {"--profile": str(demo_profile), "--base-url": server.base_url,
+             "--model": engine.model_name}  # fmt: skip
+    argv = [flags.get(prev, arg) for prev, arg in zip(["", *argv[:-1]], argv, strict=True)]
+    argv[argv.index("examples/questions.jsonl")] = str(root / "examples" / "questions.jsonl")
+    capsys.readouterr()
+    assert main([*argv, "--log", str(tmp_path / "docs.jsonl")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    lines = [line for line in shown.splitlines() if line.strip() and line.strip() != "..."]
+    assert len(lines) >= 9
+    for line in lines:
+        assert line in printed, f"docs/compare.md shows {line!r}; the command printed:\n" + (
+            "\n".join(printed)
+        )
