@@ -11,7 +11,6 @@ that BPE merges across it (letters, digits, spaces, newlines, accents, CJK).
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import pytest
@@ -26,8 +25,7 @@ from phaseaware.chat import conversation_layout, get_chat_format
 from phaseaware.chat.append import append_layout, sent_text
 from phaseaware.chat.messages import parse_messages
 from phaseaware.errors import PhaseawareError
-from phaseaware.tokenizers import load_tokenizer
-from phaseaware.tokenizers.base import Tokenizer
+from tests.support.prefix_oracle import oracle, tok
 
 SPECS = ("tiktoken:cl100k_base", "tiktoken:o200k_base", "deepseek-v4")
 FORMATS = ("none", "chatml", "deepseek-v4")
@@ -40,21 +38,6 @@ PIECES = st.sampled_from(
 )
 EDGE = st.lists(PIECES, min_size=0, max_size=6).map("".join)
 WORDS = st.lists(PIECES, min_size=1, max_size=10).map("".join)
-
-
-@cache
-def tok(spec: str) -> Tokenizer:
-    if spec == "deepseek-v4":
-        pytest.importorskip("transformers")
-    return load_tokenizer(spec)
-
-
-def oracle(t: Tokenizer, a: str, b: str) -> int:
-    x, y = t.encode(a), t.encode(b)
-    n = 0
-    while n < min(len(x), len(y)) and x[n] == y[n]:
-        n += 1
-    return n
 
 
 def chunk_texts(draw: st.DrawFn) -> list[str]:

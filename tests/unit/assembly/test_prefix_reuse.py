@@ -9,7 +9,6 @@ context slot as the prompt rendered without context has it.
 from __future__ import annotations
 
 import os
-from functools import cache
 from typing import Any
 
 import pytest
@@ -25,8 +24,8 @@ from phaseaware.assembly.report.prefix import (
 from phaseaware.assembly.retokenize.prefix import prefix_cut
 from phaseaware.assembly.retokenize.windowed import full_starts
 from phaseaware.chat import conversation_layout, get_chat_format
-from phaseaware.tokenizers import load_tokenizer
 from phaseaware.tokenizers.base import Tokenizer
+from tests.support.prefix_oracle import oracle, tok
 
 
 def assemble_conversation(messages: Any, chunks: Any, **kwargs: Any) -> Any:
@@ -47,21 +46,6 @@ PIECES = st.sampled_from(
     ["a", "b", " ", "  ", "\n", "\n\n", "1", "23", ".", "é", "中", "|", "<|", "|>", "ab", "Zorbia"]
 )
 TEXT = st.lists(PIECES, max_size=40).map("".join)
-
-
-@cache
-def tok(spec: str) -> Tokenizer:
-    if spec == "deepseek-v4":
-        pytest.importorskip("transformers")
-    return load_tokenizer(spec)
-
-
-def oracle(t: Tokenizer, a: str, b: str) -> int:
-    x, y = t.encode(a), t.encode(b)
-    n = 0
-    while n < min(len(x), len(y)) and x[n] == y[n]:
-        n += 1
-    return n
 
 
 @given(a=st.lists(st.integers(0, 3), max_size=20), b=st.lists(st.integers(0, 3), max_size=20))
