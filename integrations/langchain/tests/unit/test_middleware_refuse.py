@@ -41,13 +41,6 @@ def fetch_page(query: str) -> str:
     return PAGE
 
 
-@pytest.fixture(scope="module")
-def deepseek_v4_tok() -> Any:
-    from phaseaware.tokenizers import load_tokenizer
-
-    return load_tokenizer("deepseek-v4")
-
-
 @pytest.mark.parametrize(
     ("name", "query", "where"),
     [

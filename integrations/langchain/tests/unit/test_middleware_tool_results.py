@@ -72,13 +72,6 @@ def _middleware(tokenizer: Any, **kwargs: Any) -> PhaseAwareMiddleware:
     )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def deepseek_v4_tok() -> Any:
-    from phaseaware.tokenizers import load_tokenizer
-
-    return load_tokenizer("deepseek-v4")
-
-
 def _wire(request: ModelRequest) -> list[dict[str, Any]]:
     """The messages as ChatOpenAI puts them on the wire."""
     return [_convert_message_to_dict(m) for m in [request.system_message, *request.messages]]
