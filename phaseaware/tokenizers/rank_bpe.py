@@ -93,9 +93,9 @@ class RankTwin:
         """The ids ``tokenizers`` gives ``text``, or None where the twin does not apply."""
         if not text.isascii():
             return None
-        if self.added is not None and any(c in text for c in self.added_first):
-            if self.added.search(text) is not None:
-                return None
+        added = self.added
+        if added is not None and any(c in text for c in self.added_first) and added.search(text):
+            return None
         ids: list[int] = self.encoding.encode_ordinary(text)
         return ids
 
@@ -109,7 +109,9 @@ def model_digest(backend: Any) -> str:
     return hashlib.sha256(state if isinstance(state, bytes) else state.encode()).hexdigest()
 
 
-def rank_twin(backend: Any, pieces: Sequence[bytes | None], added_ids: frozenset[int]) -> RankTwin | None:
+def rank_twin(
+    backend: Any, pieces: Sequence[bytes | None], added_ids: frozenset[int]
+) -> RankTwin | None:
     """The twin of the Rust tokenizer ``backend`` (``pieces[i]``: the exact bytes of id
     ``i``; ``added_ids``: the added tokens' ids), or None unless facts 1-2 hold for it."""
     if hf_window_rule(backend)[0] is not None:  # not DeepSeek-V4's configuration
