@@ -51,6 +51,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from baselines import model_encode
+
 from phaseaware import AssemblyOptions, Chunk, assemble_append
 from phaseaware.assembly import default_cache
 from phaseaware.assembly.retokenize.prefix import default_prefix_cache
@@ -251,8 +253,8 @@ def run(
         if result.messages is not None:
             assert dict(result.messages[-1])["content"] == filled["content"]
         new_text = str(filled["content"])
-        _, row["encode_new"] = _timed(tokenizer.encode, new_text)
-        _, row["encode_all"] = _timed(tokenizer.encode, result.prompt)
+        _, row["encode_new"] = _timed(model_encode(tokenizer), new_text)
+        _, row["encode_all"] = _timed(model_encode(tokenizer), result.prompt)
         for name, path in paths.items():
             other, row[name] = path.step(n, question, chunks)
             assert other.prompt == result.prompt, f"{name} sent another prompt at step {n + 1}"

@@ -39,12 +39,13 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 
 import numpy as np
+from baselines import model_encode
 
 from phaseaware.assembly import AssemblyOptions, AssemblyResult, Chunk, assemble
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 from phaseaware.chat import get_chat_format
 from phaseaware.profiles.registry import get_profile, list_profiles
-from phaseaware.tokenizers import Tokenizer, load_tokenizer, registry
+from phaseaware.tokenizers import load_tokenizer, registry
 from phaseaware.tokenizers.hf import HFTokenizer, load_hf_tokenizer
 
 _WORD_TEXT = (
@@ -379,16 +380,6 @@ def _without_report() -> Iterator[None]:
         yield
     finally:
         setattr(build, _FIGURES, kept)
-
-
-def model_encode(tok: Tokenizer) -> Callable[[str], object]:
-    """One encode by the model's own tokenizer: the Rust ``tokenizers`` backend for a
-    Hugging Face tokenizer (what any pipeline counting tokens pays), whatever engine
-    phaseaware's ``encode`` uses; ``tok.encode`` for tiktoken."""
-    if isinstance(tok, HFTokenizer):
-        backend = tok.backend
-        return lambda text: backend.encode_batch_fast([text], add_special_tokens=False)
-    return tok.encode
 
 
 def _deepseek_v4(*, twin: bool) -> HFTokenizer:
