@@ -46,12 +46,11 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from baselines import model_encode
 
 from phaseaware import AssemblyOptions, Chunk, assemble_append
 from phaseaware.assembly import default_cache
@@ -59,6 +58,9 @@ from phaseaware.assembly.retokenize.prefix import default_prefix_cache
 from phaseaware.errors import PhaseawareError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.baselines import model_encode  # noqa: E402
 
 PROFILE = "deepseek-v4-flash-base"
 FORMATS = ("deepseek-v4", "deepseek-v4.1", "chatml", "none", "hf")

@@ -34,12 +34,13 @@ import dataclasses
 import json
 import os
 import statistics
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
-from baselines import model_encode
 
 from phaseaware.assembly import AssemblyOptions, AssemblyResult, Chunk, assemble
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
@@ -47,6 +48,9 @@ from phaseaware.chat import get_chat_format
 from phaseaware.profiles.registry import get_profile, list_profiles
 from phaseaware.tokenizers import load_tokenizer, registry
 from phaseaware.tokenizers.hf import HFTokenizer, load_hf_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.baselines import model_encode  # noqa: E402
 
 _WORD_TEXT = (
     "archive battery cable delta engine forest garden harbor island journal kernel ledger "
