@@ -24,7 +24,6 @@ be the same vocabulary, and the byte tables convert only the ids a text encodes 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,7 +47,7 @@ from phaseaware.tokenizers.hf_vocab import (
 )
 from phaseaware.tokenizers.hf_windowed import hf_window_rule
 from phaseaware.tokenizers.offsets import utf8_bytes
-from phaseaware.tokenizers.rank_bpe import BUILD_AFTER_CHARS, RankTwin, rank_twin
+from phaseaware.tokenizers.rank_bpe import RankTwin, TwinSlot, rank_twin
 from phaseaware.tokenizers.windowing import WindowRecipe
 
 __all__ = ["HFTokenizer", "load_hf_tokenizer", "byte_level_alphabet"]
@@ -94,8 +93,7 @@ class HFTokenizer:
         self._special: frozenset[str] | None = None
         self._unknown: str | None = None
         self._window: tuple[str | None, CutRule | None] | None = None
-        self._twin: RankTwin | None | bool = False  # False: not built yet
-        self._chars_seen = 0  # characters encoded before the twin is built
+        self._twins = TwinSlot(backend, self._new_twin)  # the rank-BPE engine, when built
 
     def __repr__(self) -> str:
         return f"HFTokenizer(spec={self._spec!r})"
@@ -162,45 +160,15 @@ class HFTokenizer:
         return self._tok
 
     def encode(self, text: str) -> list[int]:
-        return self._ids_batch([text])[0]
+        return self._twins.ids_batch([text])[0]
 
     def prepare_rank_engine(self) -> bool:
-        """Build the rank-BPE twin now (about 0.3 s) rather than after ``BUILD_AFTER_CHARS``
-        encoded characters; True where this tokenizer has one
-        (:mod:`phaseaware.tokenizers.rank_bpe`: the same ids, ~5x faster on ASCII text)."""
-        return self._rank_twin(BUILD_AFTER_CHARS) is not None
+        """Build the rank-BPE twin now (:mod:`~phaseaware.tokenizers.rank_bpe`); True if any."""
+        return self._twins.prepare()
 
-    def _ids_batch(self, texts: list[str]) -> list[list[int]]:
-        """The ids of each text (no special tokens added): the rank-BPE twin's where it
-        applies, the Rust backend's (one parallel batch) for the rest."""
-        twin = self._rank_twin(sum(map(len, texts)))
-        got = [None] * len(texts) if twin is None else [twin.ids(t) for t in texts]
-        rest = [k for k, ids in enumerate(got) if ids is None]
-        if rest:
-            batch = [texts[k] for k in rest]
-            encodings = self._backend.encode_batch_fast(batch, add_special_tokens=False)
-            for k, encoding in zip(rest, encodings, strict=True):
-                got[k] = encoding.ids
-        return got  # type: ignore[return-value]
-
-    def _rank_twin(self, chars: int) -> RankTwin | None:
-        """The twin once built (after ``BUILD_AFTER_CHARS`` characters, counting ``chars``)."""
-        if self._twin is False:
-            self._chars_seen += chars
-            if self._chars_seen < BUILD_AFTER_CHARS:
-                return None
-            with self._lock:
-                if self._twin is False:
-                    self._twin = self._new_twin()
-        return self._twin  # type: ignore[return-value]
-
-    def _new_twin(self) -> RankTwin | None:  # caller holds _lock
-        if os.environ.get("PHASEAWARE_RANK_BPE", "").lower() in ("0", "off", "no"):
-            return None
-        if self._tables is False:
-            self._tables = self._new_byte_table()
-        tables = self._tables
-        if not isinstance(tables, ByteTable):
+    def _new_twin(self) -> RankTwin | None:
+        tables = self._byte_tables()
+        if tables is None:
             return None
         tables.fill(np.arange(tables.size, dtype=np.int64))
         added = frozenset(self._backend.get_added_tokens_decoder())
@@ -269,7 +237,7 @@ class HFTokenizer:
         text_bytes = [utf8_bytes(t) for t in texts]
         table = self._byte_tables()
         assert table is not None
-        ids_list = self._ids_batch(texts)
+        ids_list = self._twins.ids_batch(texts)
         starts = table.starts(texts, text_bytes, ids_list)
         return None if starts is None else (ids_list, starts)
 

@@ -51,14 +51,18 @@ Building the twin reads every token's bytes and costs about 0.3 s, so
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from phaseaware.tokenizers.hf_windowed import hf_window_rule
 
-__all__ = ["ASCII_PATTERN", "BUILD_AFTER_CHARS", "PROVEN", "RankTwin", "model_digest", "rank_twin"]
+__all__ = [
+    "ASCII_PATTERN", "BUILD_AFTER_CHARS", "PROVEN", "RankTwin", "TwinSlot", "model_digest", "rank_twin",
+]  # fmt: skip
 
 BUILD_AFTER_CHARS = 1_000_000  # ~0.3 s to build; saves ~0.17 µs per character after
 
@@ -155,18 +159,18 @@ def model_digest(backend: Any) -> str:
 
 
 def rank_twin(
-    backend: Any, pieces: Sequence[bytes | None], added_ids: frozenset[int]
+    backend: Any, pieces: Sequence[bytes | None], skip: frozenset[int]
 ) -> RankTwin | None:
     """The twin of the Rust tokenizer ``backend`` (``pieces[i]``: the exact bytes of id
-    ``i``; ``added_ids``: the added tokens' ids), or None unless facts 1-2 hold for it."""
+    ``i``; ``skip``: the added tokens' ids), or None unless facts 1-4 hold for it."""
     if hf_window_rule(backend)[0] is not None:  # not DeepSeek-V4's configuration
         return None
     if model_digest(backend) not in PROVEN:
         return None
     import tiktoken  # a core dependency; imported here to keep module import light
 
-    ranks = {p: i for i, p in enumerate(pieces) if p and i not in added_ids}
-    if len(ranks) != len({i for i, p in enumerate(pieces) if p and i not in added_ids}):
+    ranks = {p: i for i, p in enumerate(pieces) if p and i not in skip}
+    if len(ranks) != len({i for i, p in enumerate(pieces) if p and i not in skip}):
         return None  # two ids spell the same bytes: tiktoken could not say which
     if any(bytes([b]) not in ranks for b in range(256)):
         return None
@@ -188,3 +192,53 @@ def rank_twin(
         frozenset(c[0] for c in added_ids),
         added_ids,
     )
+
+
+class TwinSlot:
+    """One tokenizer object's ids: by its twin, built by ``build`` (None: it has none) once
+    ``BUILD_AFTER_CHARS`` characters went through :meth:`ids_batch` or at :meth:`prepare`,
+    and by ``backend`` (the Rust ``tokenizers.Tokenizer``) wherever the twin does not apply.
+    ``PHASEAWARE_RANK_BPE=off`` (or ``0``, ``no``) at build time keeps it from being built."""
+
+    def __init__(self, backend: Any, build: Callable[[], RankTwin | None]) -> None:
+        self._backend = backend
+        self._build = build
+        self._lock = threading.Lock()
+        self._twin: RankTwin | None | bool = False  # False: not built yet
+        self._seen = 0  # characters encoded before it is built
+
+    @property
+    def built(self) -> bool:
+        return self._twin is not False
+
+    def current(self) -> RankTwin | None:
+        """The twin if it is built, else None (nothing is built here)."""
+        return self._twin if isinstance(self._twin, RankTwin) else None
+
+    def prepare(self) -> bool:
+        """Build the twin now; True where the tokenizer has one."""
+        return self._get(BUILD_AFTER_CHARS) is not None
+
+    def ids_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """The ids of each text (no special tokens added): the twin's where it applies, the
+        backend's (one parallel batch) for the rest."""
+        twin = self._get(sum(map(len, texts)))
+        got = [None] * len(texts) if twin is None else [twin.ids(t) for t in texts]
+        rest = [k for k, ids in enumerate(got) if ids is None]
+        if rest:
+            batch = [texts[k] for k in rest]
+            encodings = self._backend.encode_batch_fast(batch, add_special_tokens=False)
+            for k, encoding in zip(rest, encodings, strict=True):
+                got[k] = encoding.ids
+        return got  # type: ignore[return-value]
+
+    def _get(self, chars: int) -> RankTwin | None:
+        if self._twin is False:
+            self._seen += chars
+            if self._seen < BUILD_AFTER_CHARS:
+                return None
+            with self._lock:
+                if self._twin is False:
+                    off = os.environ.get("PHASEAWARE_RANK_BPE", "").lower() in ("0", "off", "no")
+                    self._twin = None if off else self._build()
+        return self.current()

@@ -34,7 +34,7 @@ def tok() -> HFTokenizer:
 
 @pytest.fixture(scope="module")
 def twin(tok: HFTokenizer) -> RankTwin:
-    got = tok._rank_twin(0)
+    got = tok._twins.current()
     assert got is not None
     return got
 
@@ -164,16 +164,16 @@ def test_the_twin_steps_aside_where_it_may_differ(tok: HFTokenizer, twin: RankTw
 def test_the_tokenizer_builds_the_twin_after_enough_text_or_when_asked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from phaseaware.tokenizers import hf
+    from phaseaware.tokenizers import rank_bpe
 
-    monkeypatch.setattr(hf, "BUILD_AFTER_CHARS", 1000)
+    monkeypatch.setattr(rank_bpe, "BUILD_AFTER_CHARS", 1000)
     fresh = fresh_deepseek_v4()
     text = "The vault code is 4242. " * 20
     first = fresh.encode(text)  # 480 characters: not yet
-    assert fresh._twin is False
+    assert not fresh._twins.built
     assert first == hf_ids(fresh, [text])[0]
     assert fresh.encode(text + text) == hf_ids(fresh, [text + text])[0]  # 1,440: built, used
-    assert isinstance(fresh._twin, RankTwin)
+    assert isinstance(fresh._twins.current(), RankTwin)
     assert fresh.tokenize_batch([text])[0].ids == tuple(first)
 
 
@@ -188,3 +188,11 @@ def test_other_tokenizers_get_no_twin() -> None:
     reference = load_tokenizer("reference")
     assert isinstance(reference, HFTokenizer)
     assert reference.prepare_rank_engine() is False
+
+
+def test_long_pieces_encode_the_same(tok: HFTokenizer, twin: RankTwin) -> None:
+    """Pieces thousands of bytes long (tiktoken merges those by another loop)."""
+    letters = "".join("abcdefghij"[(i * 7 + i // 3) % 10] for i in range(20_000))
+    texts = [" " * 5000, "a" * 10_000, "ab" * 4000, "!" * 3000, "-=" * 2000, "\n" * 1000 + "x"]
+    texts += ["\t \t" * 500, letters, "9" * 4000]
+    assert [twin.ids(t) for t in texts] == hf_ids(tok, texts)
