@@ -120,9 +120,11 @@ from phaseaware.integrate.inputs import (
 )
 from phaseaware.integrate.made import (
     CallNeutralizer,
-    NeutralCall,
     NeutralizedAssistantTextWarning,
     NeutralizedToolCallWarning,
+)
+from phaseaware.integrate.neutral import (
+    NeutralCall,
     NeutralText,
     neutral_calls,
     neutral_messages,
