@@ -14,12 +14,13 @@ below is policy, the same for every adapter:
   that are not JSON) is sent unaligned too, with one :class:`UnalignedToolResultWarning`
   naming the cause. Control strings in any result sent unaligned are broken first, as in
   any untrusted text (:mod:`.results`). Control strings the model copied into its tool
-  calls are broken before the step, as in any untrusted text (:mod:`.made`); any left (a
-  dict-built conversation not passed through it) send the result unaligned the same way.
-  Under ``control_tokens="refuse"`` nothing is broken and nothing is sent raw: a control
-  string in what the model made or in a tool result raises
-  :class:`~phaseaware.errors.ControlTokenError` (from the kit, and from :func:`align_step`
-  for the history or the aligned result), before any request.
+  calls are broken before the step, as in any untrusted text (:mod:`.neutral`,
+  :mod:`.made`); any left (a dict-built conversation not passed through it) send the result
+  unaligned the same way. Under ``control_tokens="refuse"`` nothing is broken and nothing
+  is sent raw: a control string in what the model made (well formed or not) or in a tool
+  result raises :class:`~phaseaware.errors.ControlTokenError` (from the kit, and from
+  :func:`align_step` for the history or the aligned result, also when the history does
+  not parse), before any request.
 - **Its documents.** The records the adapter found for it (a LangChain tool's ``artifact``,
   the nodes a LlamaIndex retriever tool registered), else its text split on
   :attr:`AgentPolicy.document_separator` (scoreless: retrieval order).
@@ -315,7 +316,8 @@ def align_step(
     step cannot align (a malformed tool call, a control string left in the history: one
     :class:`UnalignedToolResultWarning`, the result sent unaligned). Under
     ``control_tokens="refuse"`` a control string there raises
-    :class:`~phaseaware.errors.ControlTokenError` instead (never sent raw)."""
+    :class:`~phaseaware.errors.ControlTokenError` instead (never sent raw), also in a
+    conversation it cannot parse (scanned as :func:`neutral_messages` scans it)."""
     message = messages[index]
     text = str(message.get("content") or "")
     if records is None:
@@ -330,6 +332,7 @@ def align_step(
         new = {"role": "user", "content": policy.message_template}
     else:
         new["tool_call_id"] = message.get("tool_call_id")
+    failed: MessageError | ControlTokenError | None = None
     try:
         result = append_records(
             records,
@@ -340,8 +343,6 @@ def align_step(
         )
     except (MessageError, ControlTokenError) as exc:
         failed = exc
-    else:
-        failed = None
     if failed is not None:  # outside the handler: a refusal raised here chains nothing
         _unaligned(target, messages[: index + 1], failed)
         return None
