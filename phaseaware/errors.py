@@ -41,7 +41,15 @@ class InputError(PhaseawareError, ValueError):
 
 
 class ControlTokenError(InputError):
-    """A user string holds a special/chat-control token and the policy is ``"refuse"``."""
+    """A user string holds a special/chat-control token and the policy is ``"refuse"``.
+
+    ``suggests_neutralize``: the message already names ``control_tokens='neutralize'`` as
+    the fix (set where it is raised), so a caller that would add that fix does not.
+    """
+
+    def __init__(self, message: str, *, suggests_neutralize: bool = False) -> None:
+        super().__init__(message)
+        self.suggests_neutralize = suggests_neutralize
 
 
 class TokenizerError(PhaseawareError):

@@ -12,8 +12,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    :class:`AgentPolicy` (see :mod:`.agent`: the whole agent-step policy);
    :class:`AgentStepper` holds one adapter's step state (:mod:`.stepper`); before the
    step, :class:`CallNeutralizer` breaks the control strings the model wrote into its
-   text, reasoning and tool calls, as in any untrusted text (:mod:`.made`; the adapter
-   rebuilds the message and sends the rebuilt one), and :class:`ResultNeutralizer` those
+   text, reasoning and tool calls, as in any untrusted text (the rule: :mod:`.neutral`;
+   :mod:`.made`: the adapter rebuilds the message and sends the rebuilt one), and :class:`ResultNeutralizer` those
    in the tool results the step sends unaligned (:mod:`.results`).
 3. per call, its retrieved items as :class:`SourceRecord` values (text, score or
    ``None``, its own id, evidence), then :func:`conversation` (its messages as a
@@ -120,9 +120,11 @@ from phaseaware.integrate.inputs import (
 )
 from phaseaware.integrate.made import (
     CallNeutralizer,
-    NeutralCall,
     NeutralizedAssistantTextWarning,
     NeutralizedToolCallWarning,
+)
+from phaseaware.integrate.neutral import (
+    NeutralCall,
     NeutralText,
     neutral_calls,
     neutral_messages,

@@ -14,12 +14,13 @@ below is policy, the same for every adapter:
   that are not JSON) is sent unaligned too, with one :class:`UnalignedToolResultWarning`
   naming the cause. Control strings in any result sent unaligned are broken first, as in
   any untrusted text (:mod:`.results`). Control strings the model copied into its tool
-  calls are broken before the step, as in any untrusted text (:mod:`.made`); any left (a
-  dict-built conversation not passed through it) send the result unaligned the same way.
-  Under ``control_tokens="refuse"`` nothing is broken and nothing is sent raw: a control
-  string in what the model made or in a tool result raises
-  :class:`~phaseaware.errors.ControlTokenError` (from the kit, and from :func:`align_step`
-  for the history or the aligned result), before any request.
+  calls are broken before the step, as in any untrusted text (:mod:`.neutral`,
+  :mod:`.made`); any left (a dict-built conversation not passed through it) send the result
+  unaligned the same way. Under ``control_tokens="refuse"`` nothing is broken and nothing
+  is sent raw: a control string in what the model made (well formed or not) or in a tool
+  result raises :class:`~phaseaware.errors.ControlTokenError` (from the kit, and from
+  :func:`align_step` for the history or the aligned result, also when the history does
+  not parse), before any request.
 - **Its documents.** The records the adapter found for it (a LangChain tool's ``artifact``,
   the nodes a LlamaIndex retriever tool registered), else its text split on
   :attr:`AgentPolicy.document_separator` (scoreless: retrieval order).
@@ -51,6 +52,7 @@ from phaseaware.assembly.report.result import AssemblyResult
 from phaseaware.chat.errors import MessageError
 from phaseaware.errors import ControlTokenError, InputError, PhaseawareWarning
 from phaseaware.integrate.calls import append_records
+from phaseaware.integrate.neutral import neutral_messages
 from phaseaware.integrate.records import SourceRecord
 from phaseaware.integrate.report import placement_report
 from phaseaware.integrate.target import Target
@@ -314,7 +316,8 @@ def align_step(
     step cannot align (a malformed tool call, a control string left in the history: one
     :class:`UnalignedToolResultWarning`, the result sent unaligned). Under
     ``control_tokens="refuse"`` a control string there raises
-    :class:`~phaseaware.errors.ControlTokenError` instead (never sent raw)."""
+    :class:`~phaseaware.errors.ControlTokenError` instead (never sent raw), also in a
+    conversation it cannot parse (scanned as :func:`neutral_messages` scans it)."""
     message = messages[index]
     text = str(message.get("content") or "")
     if records is None:
@@ -329,6 +332,7 @@ def align_step(
         new = {"role": "user", "content": policy.message_template}
     else:
         new["tool_call_id"] = message.get("tool_call_id")
+    failed: MessageError | ControlTokenError | None = None
     try:
         result = append_records(
             records,
@@ -338,22 +342,43 @@ def align_step(
             question=question_of(messages[: index + 1]),
         )
     except (MessageError, ControlTokenError) as exc:
-        if isinstance(exc, ControlTokenError) and target.options.control_tokens == "refuse":
-            if "control_tokens='neutralize'" in str(exc):  # the fix named already
-                raise  # never sent as a control token: the caller chose "refuse"
-            raise ControlTokenError(
-                f"{exc}; under control_tokens='refuse' the agent step refuses it rather than "
-                "send it unaligned: use control_tokens='neutralize' (the default) to break it"
-            ) from exc
-        # the conversation holds what the model made (its tool calls and their arguments):
-        # untrusted text that must not stop the agent; this result goes out as it is
-        warnings.warn(
-            f"a tool result is sent unaligned: {exc}",
-            UnalignedToolResultWarning,
-            stacklevel=3,
-        )
+        failed = exc
+    if failed is not None:  # outside the handler: a refusal raised here chains nothing
+        _unaligned(target, messages[: index + 1], failed)
         return None
     if result is None or result.messages is None:
         return None
     content = str(result.messages[-1]["content"])
     return AgentStep(index=index, content=content, result=result, report=step_report(result, ids))
+
+
+def _unaligned(
+    target: Target, messages: Sequence[Mapping[str, Any]], exc: MessageError | ControlTokenError
+) -> None:
+    """Warn that the step's result goes out unaligned because of ``exc``, or, under
+    ``control_tokens="refuse"``, raise instead when a control string would go out with it.
+
+    Under refuse a :class:`ControlTokenError` is raised as it is when it names the fix
+    itself (``suggests_neutralize``), else completed with the policy's. A conversation the
+    step cannot parse (a ``MessageError``: a malformed tool call) was never scanned by the
+    core, so it is scanned here as the adapters scan it (:func:`neutral_messages`: what
+    the model made, malformed calls as they came, and every tool result): a control string
+    there raises that path's refusal, naming the field and the fix."""
+    refuse = target.options.control_tokens == "refuse"
+    if refuse and isinstance(exc, ControlTokenError):
+        if exc.suggests_neutralize:
+            raise exc  # never sent as a control token: the caller chose "refuse"
+        raise ControlTokenError(
+            f"{exc}; under control_tokens='refuse' the agent step refuses it rather than "
+            "send it unaligned: use control_tokens='neutralize' (the default) to break it",
+            suggests_neutralize=True,
+        ) from exc
+    if refuse:
+        neutral_messages(target, messages)  # raises for a control string; else: unaligned
+    # the conversation holds what the model made (its tool calls and their arguments):
+    # untrusted text that must not stop the agent; this result goes out as it is
+    warnings.warn(
+        f"a tool result is sent unaligned: {exc}",
+        UnalignedToolResultWarning,
+        stacklevel=4,
+    )

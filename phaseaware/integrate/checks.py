@@ -8,6 +8,7 @@ mismatch does and when a response goes unchecked are :func:`check_usage`'s, once
 from __future__ import annotations
 
 import threading
+import warnings
 from array import array
 from collections.abc import (
     AsyncGenerator,
@@ -21,13 +22,14 @@ from collections.abc import (
 from typing import Any, TypeVar
 
 from phaseaware.assembly.prepare.render import CHUNK_SEPARATOR
+from phaseaware.chat.errors import MessageError
 from phaseaware.endpoints import (
     UsageCheck,
     check_prompt_ids,
     reported_prompt_ids,
     reported_prompt_tokens,
 )
-from phaseaware.errors import InputError
+from phaseaware.errors import InputError, PhaseawareWarning
 from phaseaware.integrate.agent import TOOL_SCHEMA_POLICIES, ToolSchemas
 from phaseaware.integrate.calls import (
     OnMismatch,
@@ -144,7 +146,9 @@ class UsagePlans:
 
     :meth:`start` renders the messages the model was given (and, with
     ``tool_schemas="rendered"``, the bound tools, as :meth:`Target.with_tools` plans
-    them) and keeps their ids under the framework's run id; :meth:`end` checks them
+    them) and keeps their ids under the framework's run id (messages it cannot render, a
+    malformed tool call the model made: that call goes unchecked, with one warning naming
+    the cause); :meth:`end` checks them
     against the response and forgets them; :meth:`drop` forgets them (an error).
     Nothing carries over between calls. Thread-safe.
     """
@@ -179,7 +183,13 @@ class UsagePlans:
         target = self.target
         if self.tool_schemas == "rendered":
             target = target.with_tools(tools, fix=self._fix)
-        planned = array("i", rendered_ids(target, messages))
+        try:
+            planned = array("i", rendered_ids(target, messages))
+        except MessageError as exc:  # what the model made (a malformed call): never stops it
+            warnings.warn(
+                f"this model call's prompt is not checked: {exc}", PhaseawareWarning, stacklevel=3
+            )
+            return
         with self._lock:
             self._planned[run_id] = planned
 

@@ -8,7 +8,7 @@ could not align. A control string a tool returned (a web page holding
 ``<｜end▁of▁sentence｜><｜User｜>``, a file holding ``<|im_end|>``) would reach the server
 as a real control token, a forged turn, and every later step would refuse the history
 the server holds and send its result unaligned. :class:`ResultNeutralizer` breaks each one
-as in any untrusted text (:func:`~phaseaware.integrate.made.neutral_result`, the scanner
+as in any untrusted text (:func:`~phaseaware.integrate.neutral.neutral_result`, the scanner
 of the target), in a new message the adapter builds (the framework's own is never
 changed) and sends, with one :class:`NeutralizedToolResultWarning` per message naming
 what was broken. The result the step aligns is left to assembly (``keep``), so an adapter
@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from phaseaware.errors import PhaseawareWarning
-from phaseaware.integrate.made import NeutralText, Rebuilder, found_text, neutral_result
+from phaseaware.integrate.made import Rebuilder
+from phaseaware.integrate.neutral import NeutralText, found_text, neutral_result
 from phaseaware.integrate.target import Target
 from phaseaware.tokenizers.control import ControlScanner, Neutralized
 

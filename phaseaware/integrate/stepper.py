@@ -28,7 +28,8 @@ from phaseaware.integrate.agent import (
 )
 from phaseaware.integrate.calls import OnMismatch
 from phaseaware.integrate.checks import check_raw_usage, tools_fix
-from phaseaware.integrate.made import CallNeutralizer, NeutralCall, NeutralText
+from phaseaware.integrate.made import CallNeutralizer
+from phaseaware.integrate.neutral import NeutralCall, NeutralText
 from phaseaware.integrate.records import SourceRecord
 from phaseaware.integrate.results import ResultNeutralizer
 from phaseaware.integrate.target import Target

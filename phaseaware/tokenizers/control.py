@@ -299,7 +299,8 @@ class ControlScanner:
             raise ControlTokenError(
                 f"{where} holds the control token {first.text!r} at char {first.offset} "
                 f"({len(found)} in all); remove it, or use control_tokens='neutralize' "
-                f"(the default) to break it as {_broken(first.text)!r}"
+                f"(the default) to break it as {_broken(first.text)!r}",
+                suggests_neutralize=True,
             )
         pieces.append(text[last:])
         return "".join(pieces), tuple(found)

@@ -86,11 +86,11 @@ def message_dict(message: BaseMessage, index: int = 0) -> dict[str, Any]:
         return {"role": "user", "content": text}
     if isinstance(message, AIMessage):
         out: dict[str, Any] = {"role": "assistant", "content": text}
-        if message.tool_calls:  # arguments serialized as ChatOpenAI sends them
+        if message.tool_calls or message.invalid_tool_calls:  # as ChatOpenAI sends them
             out["tool_calls"] = [
                 kit.tool_call_dict(c.get("id"), c["name"], c.get("args", {}), ensure_ascii=False)
                 for c in message.tool_calls
-            ]
+            ] + [_invalid_call_dict(c) for c in message.invalid_tool_calls]
         return out
     if isinstance(message, ToolMessage):
         return {"role": "tool", "content": text, "tool_call_id": message.tool_call_id}
@@ -100,6 +100,15 @@ def message_dict(message: BaseMessage, index: int = 0) -> dict[str, Any]:
         f"message {index} is a {type(message).__name__} (type {message.type!r}); use system, "
         "human, ai or tool messages"
     )
+
+
+def _invalid_call_dict(call: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``invalid_tool_call`` (arguments that are not JSON, as the model wrote them) as
+    ``ChatOpenAI`` sends it, after the valid calls: the kit judges it as any malformed call
+    (its result unaligned; under ``control_tokens="refuse"``, refused if it holds a control
+    string)."""
+    function = {"name": call.get("name"), "arguments": call.get("args")}
+    return {"id": call.get("id"), "type": "function", "function": function}
 
 
 def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]]:

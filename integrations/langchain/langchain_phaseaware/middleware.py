@@ -13,6 +13,7 @@ chat model has ``disable_streaming=True`` (SGLang refuses the field on a stream)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Unpack, cast
 
@@ -52,7 +53,7 @@ def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[AnyMess
     for index, message in enumerate(messages):
         if isinstance(message, ToolMessage):
             view.append(HumanMessage(content=message_text(message, index), id=message.id))
-        elif isinstance(message, AIMessage) and message.tool_calls:
+        elif isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
             view.append(AIMessage(content=message_text(message, index), id=message.id))
         else:
             view.append(cast(AnyMessage, message))
@@ -62,10 +63,17 @@ def _model_view(messages: Sequence[BaseMessage], tool_role: str) -> list[AnyMess
 def _neutral_calls(message: BaseMessage, calls: Sequence[kit.NeutralCall]) -> BaseMessage:
     """A new ``message`` (an ``AIMessage``) with the kit's neutralised tool calls in place
     of its own; ``message`` is not changed."""
-    made = [dict(c) for c in cast(AIMessage, message).tool_calls]
+    ai = cast(AIMessage, message)
+    made = [dict(c) for c in ai.tool_calls]
+    invalid = [dict(c) for c in ai.invalid_tool_calls]  # after the valid ones (message_dict)
     for call in calls:
-        made[call.index] = {**made[call.index], "name": call.name, "args": call.arguments}
-    return message.model_copy(update={"tool_calls": made})
+        if call.index < len(made):
+            made[call.index] = {**made[call.index], "name": call.name, "args": call.arguments}
+        else:  # an invalid call whose arguments the kit could read: kept as text
+            k = call.index - len(made)
+            arguments = json.dumps(call.arguments, ensure_ascii=False)
+            invalid[k] = {**invalid[k], "name": call.name, "args": arguments}
+    return message.model_copy(update={"tool_calls": made, "invalid_tool_calls": invalid})
 
 
 def _neutral_text(message: BaseMessage, text: kit.NeutralText) -> BaseMessage:

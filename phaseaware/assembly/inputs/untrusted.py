@@ -72,7 +72,8 @@ def confirm(scanner: ControlScanner, *, frame: str, prompt: str) -> None:
             f"the assembled prompt holds {actual} control tokens where its template has "
             f"{expected}: a control string forms where a chunk meets the text around the "
             "context slot or another chunk; remove the partial control string at that edge, "
-            "or use control_tokens='neutralize' (the default) to break it"
+            "or use control_tokens='neutralize' (the default) to break it",
+            suggests_neutralize=True,
         )
     if actual > expected:
         raise VerificationError(

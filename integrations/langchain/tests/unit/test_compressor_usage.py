@@ -156,3 +156,22 @@ def test_usage_check_plans_bound_tools(o200k):
         )
     with_tools, without, ignored = (c.planned_tokens for c in seen[-3:])
     assert with_tools > without == ignored
+
+
+def test_usage_check_skips_a_call_it_cannot_render(o200k):
+    """A model-made call with arguments that are not JSON (``invalid_tool_calls``, which
+    ``ChatOpenAI`` sends): the prompt cannot be planned, so this call goes unchecked with
+    one warning naming the cause; the model call itself is never stopped, and a mismatch
+    is never claimed (before: planned without that call)."""
+    from langchain_core.messages import InvalidToolCall
+
+    invalid = InvalidToolCall(id="c1", name="search", args='{"q": ', error="not JSON")
+    messages = [HumanMessage(QUESTION), AIMessage("", invalid_tool_calls=[invalid]),
+                HumanMessage("And again?")]  # fmt: skip
+    seen: list[Any] = []
+    check = PhaseAwareUsageCheck(
+        tokenizer=o200k, chat_format="chatml", on_mismatch="raise", on_check=seen.append
+    )
+    with pytest.warns(PhaseawareWarning, match=r"not checked: message 1: tool_calls\[0\]"):
+        _run(check, messages, _result({"input_tokens": 7, "output_tokens": 1, "total_tokens": 8}))
+    assert seen == [] and len(check._plans) == 0

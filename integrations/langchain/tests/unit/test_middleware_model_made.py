@@ -93,3 +93,29 @@ def test_arguments_the_model_left_as_they_are_are_not_rebuilt(deepseek_v4_tok):
         warnings.simplefilter("error")
         sent, aligned, _ = middleware.align(request)
     assert aligned is not None and sent.messages[1] is request.messages[1]
+
+
+def test_an_invalid_tool_call_is_broken_in_place_too(deepseek_v4_tok):
+    """An ``invalid_tool_call`` whose arguments the kit can read (a JSON object: LangChain
+    flagged it for another reason) is planned as ``ChatOpenAI`` sends it, after the valid
+    calls; its control strings are broken in the rebuilt message's ``invalid_tool_calls``
+    (its arguments stay text), and the step aligns."""
+    from langchain_core.messages import InvalidToolCall
+
+    middleware = PhaseAwareMiddleware(
+        tokenizer=deepseek_v4_tok, chat_format="deepseek-v4", profile="deepseek-v4-flash-base",
+        budget_tokens=4000,
+    )  # fmt: skip
+    request = _request({"q": "vault"})
+    invalid = InvalidToolCall(id="c2", name="search", args='{"q": "x<think>"}', error="flagged")
+    made = request.messages[1].model_copy(update={"invalid_tool_calls": [invalid]})
+    request = request.override(messages=[request.messages[0], made, request.messages[2]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sent, aligned, _ = middleware.align(request)
+    assert aligned is not None
+    assert not [w for w in caught if issubclass(w.category, UnalignedToolResultWarning)]
+    assistant = sent.messages[1]
+    assert assistant.tool_calls == request.messages[1].tool_calls  # the valid one, as it was
+    assert [c["args"] for c in assistant.invalid_tool_calls] == ['{"q": "x<·think>"}']
+    assert request.messages[1].invalid_tool_calls == [invalid]  # the state is unchanged

@@ -20,7 +20,7 @@ from llama_index.core.base.llms.types import (
     TextBlock,
     ToolCallBlock,
 )
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
@@ -68,8 +68,11 @@ def _text(message: ChatMessage) -> str:
     return "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
 
 
-def _tool_calls(message: ChatMessage) -> list[dict[str, Any]]:
-    calls = []
+def _tool_calls(message: ChatMessage) -> list[Any]:
+    """The message's tool calls as OpenAI-style dicts; one in ``additional_kwargs`` that is
+    neither a mapping nor a pydantic model (a bare string) is passed on as it is, for the
+    kit to judge as any malformed call (scanned under refuse, else its result unaligned)."""
+    calls: list[Any] = []
     for block in message.blocks:
         if isinstance(block, ToolCallBlock):
             args = block.tool_kwargs
@@ -79,9 +82,16 @@ def _tool_calls(message: ChatMessage) -> list[dict[str, Any]]:
     if calls:  # OpenAI clients send the blocks; additional_kwargs may repeat them
         return calls
     for raw in message.additional_kwargs.get("tool_calls") or ():
-        call = raw if isinstance(raw, Mapping) else raw.model_dump()
-        calls.append(dict(call))
+        calls.append(_raw_call(raw))
     return calls
+
+
+def _raw_call(raw: object) -> Any:
+    """One ``additional_kwargs`` tool call as a dict (a mapping, a pydantic model such as
+    OpenAI's ``ChatCompletionMessageToolCall``), else as it came."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    return raw.model_dump() if isinstance(raw, BaseModel) else raw
 
 
 def _tool_call_id(message: ChatMessage) -> object:
@@ -103,11 +113,7 @@ def _neutral_calls(message: ChatMessage, calls: Sequence[integrate.NeutralCall])
                 new = {"tool_name": by_index[k].name, "tool_kwargs": by_index[k].arguments}
                 blocks[i] = blocks[i].model_copy(update=new)
         return message.model_copy(update={"blocks": blocks})
-    raw = [
-        c if isinstance(c, Mapping) else c.model_dump()
-        for c in message.additional_kwargs.get("tool_calls") or ()
-    ]
-    made = [dict(c) for c in raw]
+    made = [_raw_call(c) for c in message.additional_kwargs.get("tool_calls") or ()]
     for k, call in by_index.items():
         arguments = json.dumps(call.arguments, ensure_ascii=False)
         made[k] = {**made[k], "function": {"name": call.name, "arguments": arguments}}
