@@ -43,10 +43,15 @@ that ``ChatOpenAI`` keeps in ``response_metadata``. A stream has no such ``id`` 
 callback, and a reply inside the middleware's capture is the middleware's: the callback
 then takes the one reply of its own context that arrived after its call started
 (:func:`reply_mark`, :func:`take_reply`): in the capture, or among the last
-:data:`STREAMS_KEPT` streams the context received outside one. Calls of one context run
-one after another; concurrent calls (``asyncio.gather``, ``batch``, parallel branches)
-each run in a context of their own. Two replies after the mark (streams interleaved by
-hand in one task) are handed to nobody, and the count is checked.
+:data:`STREAMS_KEPT` streams the context received outside one; only where its call asked
+for the ids, and only with the call's own prompt token count. Calls of one context run
+one after another; concurrent calls (``asyncio.gather``, ``batch``, parallel branches,
+each step of a streamed chain) each run in a context of their own. Two replies after the
+mark (model streams read in turns by hand in one task) are handed to nobody, and the
+count is checked. What this cannot rule out: a call that asks for the ids through a client
+without the hooks, read in turns with a hooked one in one task, started before the other's
+reply came, and of the same prompt token count; it would compare the other's ids (and
+report them as differing, never pass a wrong prompt).
 
 **Asking only where it helps.** :func:`delivers_replies` says whether a chat model's
 client carries these hooks (the marker is the hook itself, in httpx's public

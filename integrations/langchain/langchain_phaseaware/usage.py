@@ -109,7 +109,8 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         reply_id = next((m.get("id") for m in found if m and isinstance(m.get("id"), str)), None)
         reported = reported_prompt_tokens(response)
         since, asked = self._marks.pop(run_id, (None, False))
-        raw = take_reply(reply_id, prompt_tokens=reported, since=since)  # None: the count
+        # a call that did not ask takes no reply of its context (one is not its own)
+        raw = take_reply(reply_id, prompt_tokens=reported, since=since if asked else None)
         check = self._plans.end(
             run_id, reported_tokens=reported, served_model=model, system_fingerprint=fingerprint,
             raw=raw, count_only_reason=self._count_only(asked=asked, found=raw is not None),
