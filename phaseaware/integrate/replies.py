@@ -110,10 +110,8 @@ class ReplyStore:
             return False
         with self._lock:
             old = self._kept.get(reply_id)
-            if old is None:
-                kept = _Kept(reply, 1)
-            else:  # the same id again before it was taken: neither copy is handed over
-                kept = _Kept(None, old.waiting + 1)
+            # the same id again before it was taken: neither copy is handed over
+            kept = _Kept(reply, 1) if old is None else _Kept(None, old.waiting + 1)
             self._kept.put(reply_id, kept)
         return True
 

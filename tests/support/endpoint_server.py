@@ -220,7 +220,6 @@ class EndpointApp:
                                 (b"content-length", str(len(data)).encode())]})  # fmt: skip
         await send({"type": "http.response.body", "body": data})
 
-
     async def _stream(self, send: Send, status: int, reply: dict[str, Any], body: Any) -> None:
         """``reply`` (a chat completion) as vLLM's event stream, in pieces."""
         data = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in _chunks(reply, body))

@@ -50,8 +50,8 @@ each step of a streamed chain) each run in a context of their own. Two replies a
 mark (model streams read in turns by hand in one task) are handed to nobody, and the
 count is checked. What this cannot rule out: a call that asks for the ids through a client
 without the hooks, read in turns with a hooked one in one task, started before the other's
-reply came, and of the same prompt token count; it would compare the other's ids (and
-report them as differing, never pass a wrong prompt).
+reply came, and of the same prompt token count; it would compare the other call's ids
+with its plan.
 
 **Asking only where it helps.** :func:`delivers_replies` says whether a chat model's
 client carries these hooks (the marker is the hook itself, in httpx's public

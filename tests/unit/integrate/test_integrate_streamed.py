@@ -45,9 +45,7 @@ def _reference(data: bytes) -> KeptReply | None:
     body: dict[str, Any] = {}
     text = data.decode().replace("\r\n", "\n")
     chunks = [
-        json.loads(e.removeprefix("data: "))
-        for e in text.split("\n\n")
-        if e.startswith("data: {")
+        json.loads(e.removeprefix("data: ")) for e in text.split("\n\n") if e.startswith("data: {")
     ]
     if not chunks:
         return None

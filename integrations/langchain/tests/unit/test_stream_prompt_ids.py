@@ -167,12 +167,17 @@ def test_a_stream_one_token_off_is_caught_by_position(deepseek_v4_tok: Any) -> N
             agent.invoke(_state())
         (check,) = checks
         assert check.ids_compared and check.drift == 0 and check.first_difference is not None
-        think, end_think = deepseek_v4_tok.encode("<think>")[0], deepseek_v4_tok.encode("</think>")[0]
+        think, end_think = (
+            deepseek_v4_tok.encode("<think>")[0],
+            deepseek_v4_tok.encode("</think>")[0],
+        )
         assert check.difference == f"server id {think}, phaseaware id {end_think}"
         raising = create_agent(
             served.model(streaming=True), tools=[], middleware=[_middleware(deepseek_v4_tok, [])]
         )
-        with pytest.raises(PromptTokenDriftError, match=f"at planned token {check.first_difference} "):
+        with pytest.raises(
+            PromptTokenDriftError, match=f"at planned token {check.first_difference} "
+        ):
             asyncio.run(raising.ainvoke(_state()))
 
 
@@ -312,7 +317,9 @@ def test_sglang_chain_streams_are_counted_and_say_why(deepseek_v4_tok: Any) -> N
     checks: list[Any] = []
     with Served(deepseek_v4_tok) as served:
         chain = _chain(deepseek_v4_tok, served.model(stream_usage=True), SGLANG)
-        list(chain.stream(_inputs(), config={"callbacks": [_usage(deepseek_v4_tok, checks, SGLANG)]}))
+        list(
+            chain.stream(_inputs(), config={"callbacks": [_usage(deepseek_v4_tok, checks, SGLANG)]})
+        )
         assert "return_prompt_token_ids" not in served.bodies[-1]
         no_stream = served.model(disable_streaming=True)
         chain = _chain(deepseek_v4_tok, no_stream, SGLANG)
