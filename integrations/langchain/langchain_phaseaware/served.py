@@ -104,8 +104,10 @@ class _Reply:
     __slots__ = ("arrival", "kept", "read", "taken")
 
     def __init__(self, kept: kit.KeptReply | None = None) -> None:
-        self.arrival = next(_ARRIVALS)
-        self.kept, self.read, self.taken = kept, kept is not None, False
+        self.arrival: int = next(_ARRIVALS)
+        self.kept: kit.KeptReply | None = kept
+        self.read: bool = kept is not None
+        self.taken: bool = False
 
     def finish(self, reader: kit.StreamedReply) -> None:
         with _LOCK:
@@ -264,13 +266,13 @@ def take_reply(
     body = REPLIES.take(reply_id, prompt_tokens=prompt_tokens)
     if body is not None or since is None:
         return body
-    replies = [*(_CAPTURE.get() or ()), *_STREAMS.get()]
+    replies: list[_Reply] = [*(_CAPTURE.get() or ()), *_STREAMS.get()]
     mine = [r for r in replies if r.arrival > since and _is(r, reply_id)]
     if len(mine) != 1:
         return None
     (reply,) = mine
     with _LOCK:
-        kept = reply.kept if not reply.taken else None
+        kept: kit.KeptReply | None = reply.kept if not reply.taken else None
         reply.taken = True
     if kept is None or kept.ids is None or kept.prompt_tokens != prompt_tokens:
         return None
