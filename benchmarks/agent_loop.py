@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,6 +58,9 @@ from phaseaware.assembly.retokenize.prefix import default_prefix_cache
 from phaseaware.errors import PhaseawareError
 from phaseaware.profiles.registry import get_profile
 from phaseaware.tokenizers import load_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.baselines import model_encode  # noqa: E402
 
 PROFILE = "deepseek-v4-flash-base"
 FORMATS = ("deepseek-v4", "deepseek-v4.1", "chatml", "none", "hf")
@@ -251,8 +255,8 @@ def run(
         if result.messages is not None:
             assert dict(result.messages[-1])["content"] == filled["content"]
         new_text = str(filled["content"])
-        _, row["encode_new"] = _timed(tokenizer.encode, new_text)
-        _, row["encode_all"] = _timed(tokenizer.encode, result.prompt)
+        _, row["encode_new"] = _timed(model_encode(tokenizer), new_text)
+        _, row["encode_all"] = _timed(model_encode(tokenizer), result.prompt)
         for name, path in paths.items():
             other, row[name] = path.step(n, question, chunks)
             assert other.prompt == result.prompt, f"{name} sent another prompt at step {n + 1}"

@@ -32,10 +32,13 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import os
 import statistics
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 
@@ -43,7 +46,11 @@ from phaseaware.assembly import AssemblyOptions, AssemblyResult, Chunk, assemble
 from phaseaware.assembly.retokenize.windowed import ChunkTokenCache
 from phaseaware.chat import get_chat_format
 from phaseaware.profiles.registry import get_profile, list_profiles
-from phaseaware.tokenizers import load_tokenizer
+from phaseaware.tokenizers import load_tokenizer, registry
+from phaseaware.tokenizers.hf import HFTokenizer, load_hf_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.baselines import model_encode  # noqa: E402
 
 _WORD_TEXT = (
     "archive battery cable delta engine forest garden harbor island journal kernel ledger "
@@ -326,6 +333,8 @@ def case_rows(repeats: int, quick: bool) -> list[str]:
     lc, li = _langchain_reorder(), _llamaindex_reorder()
     for spec, layout_name in TOKENIZERS:
         tok = load_tokenizer(spec)
+        if isinstance(tok, HFTokenizer):  # as in a process past its first 1M characters
+            tok.prepare_rank_engine()
         fmt = get_chat_format(layout_name, tok)
         for label, make, budget in suite(quick):
             chunks = make()
@@ -341,7 +350,8 @@ def case_rows(repeats: int, quick: bool) -> list[str]:
             cold = run(warm_cache)
             warm = run(warm_cache)
             assert _doc(plain) == _doc(cold) == _doc(warm), f"cache changed {spec} {label}"
-            t_encode = _median_cpu(lambda p=plain.prompt, tok=tok: tok.encode(p), repeats)
+            encode = model_encode(tok)
+            t_encode = _median_cpu(lambda p=plain.prompt, enc=encode: enc(p), repeats)
             t_cold = _median_cpu(lambda: run(ChunkTokenCache()), repeats)
             t_warm = _median_cpu(lambda c=warm_cache: run(c), repeats)
             t_lc = _median_cpu(lambda c=chunks: lc(c), repeats)
@@ -376,60 +386,82 @@ def _without_report() -> Iterator[None]:
         setattr(build, _FIGURES, kept)
 
 
+def _deepseek_v4(*, twin: bool) -> HFTokenizer:
+    """A new DeepSeek-V4 tokenizer object: with its rank-BPE twin built, or without any."""
+    kept = os.environ.get("PHASEAWARE_RANK_BPE")
+    os.environ["PHASEAWARE_RANK_BPE"] = "on" if twin else "off"
+    try:
+        tok = load_hf_tokenizer(
+            str(registry.deepseek_v4_dir()), spec="deepseek-v4", bos_text=registry.DEEPSEEK_V4_BOS
+        )
+        assert tok.prepare_rank_engine() is twin
+    finally:
+        if kept is None:
+            del os.environ["PHASEAWARE_RANK_BPE"]
+        else:
+            os.environ["PHASEAWARE_RANK_BPE"] = kept
+    return tok
+
+
 def report_rows(repeats: int) -> list[str]:
     """DeepSeek-V4 dense 20 x 300, chat format none: with and without the cache-aware report,
-    in CPU and wall-clock time, and the floor (batch-encoding the chunk texts alone)."""
-    tok = load_tokenizer("deepseek-v4")
-    fmt = get_chat_format("none", tok)
+    with the rank-BPE twin (a process past its first 1M characters) and with Hugging Face
+    ``tokenizers`` alone (before that), in CPU and wall-clock time, each with its floor
+    (batch-encoding the chunk texts alone). Ratios: to one encode of the prompt by the
+    model's own tokenizer (Hugging Face ``tokenizers``)."""
+    engines = {"twin": _deepseek_v4(twin=True), "HF": _deepseek_v4(twin=False)}
     profile = get_profile("deepseek-v4-flash-base")
     options = AssemblyOptions(allow_tokenizer_mismatch=True)
     chunks = make_dense(20, 300, seed=3)
     texts = [c.text for c in chunks]
     lc, li = _langchain_reorder(), _llamaindex_reorder()
+    timed: dict[tuple[str, str], tuple[tuple[float, float], tuple[float, float] | None]] = {}
+    docs = []
+    for engine, tok in engines.items():
+        fmt = get_chat_format("none", tok)
 
-    def run(cache: ChunkTokenCache | None) -> AssemblyResult:
-        return assemble(
-            chunks, tokenizer=tok, chat_format=fmt, question=QUESTION, profile=profile,
-            budget_tokens=8_000, options=options, cache=cache,
-        )  # fmt: skip
+        def run(cache: ChunkTokenCache | None, tok=tok, fmt=fmt) -> AssemblyResult:  # type: ignore[no-untyped-def]
+            return assemble(
+                chunks, tokenizer=tok, chat_format=fmt, question=QUESTION, profile=profile,
+                budget_tokens=8_000, options=options, cache=cache,
+            )  # fmt: skip
 
-    def floor() -> object:  # the chunks' own encode: one batch, the backend call encode makes
-        return tok.backend.encode_batch_fast(texts, add_special_tokens=False)
-
-    plain = run(None)
-    warm_cache = ChunkTokenCache()
-    cold = run(warm_cache)
-    warm = run(warm_cache)
-    assert _doc(plain) == _doc(cold) == _doc(warm), "the cache changed the dense result"
-    encode = _median_times(lambda: tok.encode(plain.prompt), repeats)
+        plain = run(None)
+        warm_cache = ChunkTokenCache()
+        cold = run(warm_cache)
+        warm = run(warm_cache)
+        docs += [_doc(plain), _doc(cold), _doc(warm)]
+        for label in ("with", "without"):
+            with _without_report() if label == "without" else contextlib.nullcontext():
+                timed[engine, label] = (
+                    _median_times(lambda run=run: run(ChunkTokenCache()), repeats),
+                    _median_times(lambda run=run, c=warm_cache: run(c), repeats),
+                )
+        floor = lambda tok=tok: tok.token_starts_batch(texts)  # noqa: E731
+        timed[engine, "floor"] = (_median_times(floor, repeats), None)
+    assert len(set(docs)) == 1, "the engine or the cache changed the dense result"
+    encode = _median_times(lambda: model_encode(engines["HF"])(plain.prompt), repeats)
+    own = _median_times(lambda: engines["twin"].encode(plain.prompt), repeats)
     lc_t = _median_times(lambda: lc(chunks), repeats)
     li_t = _median_times(lambda: li(chunks), repeats)
-    floor_t = _median_times(floor, repeats)
-    timed = {}
-    for label in ("with", "without"):
-        with _without_report() if label == "without" else contextlib.nullcontext():
-            timed[label] = (
-                _median_times(lambda: run(ChunkTokenCache()), repeats),
-                _median_times(lambda: run(warm_cache), repeats),
-            )
     rows = [
         f"DeepSeek-V4 dense 20 x 300, chat_format none: {plain.token_count} tokens, "
-        f"unchanged_prefix_tokens {plain.unchanged_prefix_tokens}, one encode "
-        f"{encode[0] * 1e3:.1f} ms CPU, {encode[1] * 1e3:.1f} ms wall",
-        f"{'clock':<5} {'report':<8} {'cold ms':>8} {'cold x':>7} {'warm ms':>8} {'warm x':>7} "
-        f"{'LC x':>6} {'LI x':>6}",
+        f"unchanged_prefix_tokens {plain.unchanged_prefix_tokens}; one encode of the prompt "
+        f"by Hugging Face tokenizers {encode[0] * 1e3:.1f} ms CPU, {encode[1] * 1e3:.1f} ms "
+        f"wall (by the twin: {own[0] * 1e3:.1f} ms CPU, {own[0] / encode[0]:.2f}x)",
+        f"{'clock':<5} {'engine':<6} {'report':<8} {'cold ms':>8} {'cold x':>7} {'warm ms':>8} "
+        f"{'warm x':>7} {'LC x':>6} {'LI x':>6}",
     ]
     for k, clock in enumerate(("CPU", "wall")):
-        for label, (t_cold, t_warm) in timed.items():
-            rows.append(
-                f"{clock:<5} {label:<8} {t_cold[k] * 1e3:>8.1f} {t_cold[k] / encode[k]:>7.2f} "
-                f"{t_warm[k] * 1e3:>8.1f} {t_warm[k] / encode[k]:>7.2f} "
-                f"{lc_t[k] / encode[k]:>6.3f} {li_t[k] / encode[k]:>6.3f}"
-            )
-        rows.append(
-            f"{clock:<5} {'floor':<8} {floor_t[k] * 1e3:>8.1f} {floor_t[k] / encode[k]:>7.2f}"
-            f"{'':>17}  (one batch encode of the {len(texts)} chunk texts)"
-        )
+        for (engine, label), (t_cold, t_warm) in timed.items():
+            row = f"{clock:<5} {engine:<6} {label:<8} {t_cold[k] * 1e3:>8.1f} {t_cold[k] / encode[k]:>7.2f}"
+            if t_warm is None:
+                rows.append(f"{row}{'':>17}  (tokenizing the {len(texts)} chunk texts alone)")
+            else:
+                rows.append(
+                    f"{row} {t_warm[k] * 1e3:>8.1f} {t_warm[k] / encode[k]:>7.2f} "
+                    f"{lc_t[k] / encode[k]:>6.3f} {li_t[k] / encode[k]:>6.3f}"
+                )
     return rows
 
 

@@ -197,9 +197,10 @@ class HFTokenizer:
     def _new_twin(self) -> RankTwin | None:  # caller holds _lock
         if os.environ.get("PHASEAWARE_RANK_BPE", "").lower() in ("0", "off", "no"):
             return None
-        tables = self._tables if self._tables is not False else self._new_byte_table()
-        self._tables = tables
-        if tables is None:
+        if self._tables is False:
+            self._tables = self._new_byte_table()
+        tables = self._tables
+        if not isinstance(tables, ByteTable):
             return None
         tables.fill(np.arange(tables.size, dtype=np.int64))
         added = frozenset(self._backend.get_added_tokens_decoder())

@@ -31,11 +31,16 @@ text with tiktoken wherever that gives exactly the ids ``tokenizers`` gives, and
    before a letter is ``M``'s optional prefix), kept as one piece as ``Isolated``
    keeps them. ``\s`` is ``[\t\n\x0b\x0c\r ]`` there (onig's White_Space; checked for
    every ASCII character in the tests).
-3. **No added token.** ``tokenizers`` first splits out added-token contents; a text
-   holding none of the ASCII ones (the others cannot occur in ASCII text) is not
-   split, whatever their strip flags.
-4. **ASCII only**: every other text goes to ``tokenizers``, so nothing depends on
-   the Unicode tables of onig against Rust's ``regex``.
+3. **The same added tokens.** ``tokenizers`` first splits out added-token contents
+   (Aho-Corasick, leftmost longest: first the contents matched on the raw text, then,
+   in what is left, the normalized ones; the normalizer is the identity and no added
+   token strips or matches single words, as the configuration check requires) and
+   encodes each stretch between them alone. :meth:`RankTwin.ids` splits the same way
+   (a regex alternation, longest first, is leftmost longest) and encodes the stretches
+   with tiktoken, each content becoming its own id.
+4. **ASCII stretches only**: a stretch holding any other character sends the whole
+   text to ``tokenizers``, so nothing depends on the Unicode tables of onig against
+   Rust's ``regex``.
 
 Building the twin reads every token's bytes and costs about 0.3 s, so
 :class:`~phaseaware.tokenizers.hf.HFTokenizer` builds it only once it has encoded
@@ -86,21 +91,61 @@ class RankTwin:
     """tiktoken's encoder of the same vocabulary; ``ids`` gives None where it may differ."""
 
     encoding: Any  # tiktoken.Encoding
-    added: re.Pattern[str] | None  # the ASCII added-token contents, longest first
-    added_first: frozenset[str]  # their first characters (a quick test before ``added``)
+    raw: re.Pattern[str] | None  # the added contents matched on the raw text, longest first
+    normalized: re.Pattern[str] | None  # those matched after it (the normalizer is the identity)
+    first: frozenset[str]  # every added content's first character (a quick test)
+    added_ids: dict[str, int]  # added content -> its id
 
     def ids(self, text: str) -> list[int] | None:
         """The ids ``tokenizers`` gives ``text``, or None where the twin does not apply."""
-        if not text.isascii():
-            return None
-        if self.added is not None and any(c in text for c in self.added_first):
-            if self.added.search(text) is not None:
+        if text.isascii() and not any(c in text for c in self.first):
+            ids: list[int] = self.encoding.encode_ordinary(text)
+            return ids
+        out: list[int] = []
+        for piece, added in self._split(text):
+            if added:
+                out.append(self.added_ids[piece])
+            elif not piece.isascii():
                 return None
-        ids: list[int] = self.encoding.encode_ordinary(text)
-        return ids
+            else:
+                out += self.encoding.encode_ordinary(piece)
+        return out
+
+    def _split(self, text: str) -> list[tuple[str, bool]]:
+        """``(piece, is an added token)`` as ``tokenizers`` splits added tokens out: leftmost
+        longest, first the raw-matched contents, then the normalized ones in what is left."""
+        pieces = _split_by(self.raw, text)
+        if self.normalized is None:
+            return pieces
+        return [
+            got for piece, added in pieces
+            for got in ([(piece, True)] if added else _split_by(self.normalized, piece))
+        ]  # fmt: skip
 
     def ids_batch(self, texts: Sequence[str]) -> list[list[int] | None]:
         return [self.ids(t) for t in texts]
+
+
+def _split_by(pattern: re.Pattern[str] | None, text: str) -> list[tuple[str, bool]]:
+    """``text`` cut around ``pattern``'s matches (an alternation, longest first: leftmost
+    longest), each piece with whether it is a match; empty gaps left out."""
+    if pattern is None:
+        return [(text, False)] if text else []
+    out: list[tuple[str, bool]] = []
+    at = 0
+    for match in pattern.finditer(text):
+        if match.start() > at:
+            out.append((text[at : match.start()], False))
+        out.append((match.group(), True))
+        at = match.end()
+    if at < len(text):
+        out.append((text[at:], False))
+    return out
+
+
+def _alternation(contents: Sequence[str]) -> re.Pattern[str] | None:
+    ordered = sorted(set(contents), key=len, reverse=True)  # longest first: leftmost longest
+    return re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
 
 def model_digest(backend: Any) -> str:
@@ -109,7 +154,9 @@ def model_digest(backend: Any) -> str:
     return hashlib.sha256(state if isinstance(state, bytes) else state.encode()).hexdigest()
 
 
-def rank_twin(backend: Any, pieces: Sequence[bytes | None], added_ids: frozenset[int]) -> RankTwin | None:
+def rank_twin(
+    backend: Any, pieces: Sequence[bytes | None], added_ids: frozenset[int]
+) -> RankTwin | None:
     """The twin of the Rust tokenizer ``backend`` (``pieces[i]``: the exact bytes of id
     ``i``; ``added_ids``: the added tokens' ids), or None unless facts 1-2 hold for it."""
     if hf_window_rule(backend)[0] is not None:  # not DeepSeek-V4's configuration
@@ -126,11 +173,18 @@ def rank_twin(backend: Any, pieces: Sequence[bytes | None], added_ids: frozenset
     encoding = tiktoken.Encoding(
         "phaseaware-rank-twin", pat_str=ASCII_PATTERN, mergeable_ranks=ranks, special_tokens={}
     )
-    contents = sorted(
-        {str(t.content) for t in backend.get_added_tokens_decoder().values()},
-        key=len,
-        reverse=True,
+    tokens = backend.get_added_tokens_decoder()
+    if getattr(backend, "encode_special_tokens", False):
+        return None  # special tokens are then encoded as text: not modelled here
+    if any(t.lstrip or t.rstrip or t.single_word or not t.content for t in tokens.values()):
+        return None
+    added_ids = {str(t.content): i for i, t in tokens.items()}
+    if len(added_ids) != len(tokens):
+        return None  # two ids share one content
+    return RankTwin(
+        encoding,
+        _alternation([str(t.content) for t in tokens.values() if not t.normalized]),
+        _alternation([str(t.content) for t in tokens.values() if t.normalized]),
+        frozenset(c[0] for c in added_ids),
+        added_ids,
     )
-    ascii_added = [c for c in contents if c and c.isascii()]
-    added = re.compile("|".join(map(re.escape, ascii_added))) if ascii_added else None
-    return RankTwin(encoding, added, frozenset(c[0] for c in ascii_added))
