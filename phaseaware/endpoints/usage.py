@@ -75,6 +75,9 @@ class UsageCheck:
     ids_compared: bool = False
     first_difference: int | None = None
     difference: str = field(default="", compare=False)  # the two tokens there, for the message
+    # a count-only check: why the ids were not compared ("": they were, or no reason given),
+    # so a check that compares less says so (in the result and in its message)
+    count_only_reason: str = field(default="", compare=False)
 
     @property
     def expected_tokens(self) -> int:
@@ -127,6 +130,7 @@ class UsageCheck:
             f"run `phaseaware probe-endpoint` and pass its record, or set {self.offset_name}="
             f"{self.observed_offset}"
             + ("" if self.observed_offset >= 0 else " (impossible: check the chat format)")
+            + (f" (count only: {self.count_only_reason})" if self.count_only_reason else "")
         )
 
 
@@ -144,6 +148,7 @@ def check_prompt_tokens(
     on_mismatch: Literal["warn", "raise", "ignore"] = "warn",
     offsets: Sequence[int] | None = None,
     offset_name: str = "position_offset",
+    count_only_reason: str = "",
 ) -> UsageCheck:
     """Compare ``reported_tokens`` (usage.prompt_tokens) with ``planned_tokens + offset``.
 
@@ -154,6 +159,8 @@ def check_prompt_tokens(
     ``on_mismatch``: ``"warn"`` issues a :class:`PhaseawareWarning`, ``"raise"``
     raises :class:`PromptTokenDriftError`, ``"ignore"`` only returns the check.
     ``offset_name``: the caller's parameter for the offset, named in the message's fix.
+    ``count_only_reason``: why the server's ids were not compared, where they were wanted
+    (kept on the check, and named in its message).
     """
     if on_mismatch not in ON_MISMATCH:
         raise InputError(
@@ -167,6 +174,7 @@ def check_prompt_tokens(
             sorted({_count("offsets[]", d, minimum=0) for d in offsets}) if offsets else ()
         ),
         offset_name=offset_name,
+        count_only_reason=count_only_reason,
     )
     if not check.ok:
         if on_mismatch == "raise":

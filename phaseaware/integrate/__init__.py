@@ -32,7 +32,8 @@ An adapter (LangChain, LlamaIndex, ...) calls, in order:
    :meth:`FixedPrompt.compress` per call instead (:mod:`.compress`).
 5. after the model call, :func:`check_usage` (or :func:`check_raw_usage` on a raw
    OpenAI-style response, :class:`UsagePlans` for a callback, :class:`ReplyStore` for the
-   reply bodies a callback never sees; see :mod:`.checks`, :mod:`.replies`) (planned vs reported prompt tokens; the
+   reply bodies a callback never sees, :class:`StreamedReply` for a streamed reply's;
+   see :mod:`.checks`, :mod:`.replies`, :mod:`.streamed`) (planned vs reported prompt tokens; the
    fix names the adapter's own parameter) and :func:`rendered_tokens` for messages
    it did not plan; ``Target.with_tools`` for a request that binds tools (the format
    renders their schemas, or refuses them with ``UnsupportedSettingError``).
@@ -150,7 +151,7 @@ from phaseaware.integrate.records import (
     relevance_scores,
 )
 from phaseaware.integrate.reorder import UnusableScoreWarning, reorder_profile, reorder_records
-from phaseaware.integrate.replies import ReplyStore
+from phaseaware.integrate.replies import KeptReply, ReplyStore
 from phaseaware.integrate.report import (
     PlacedRecord,
     placed_records,
@@ -161,6 +162,7 @@ from phaseaware.integrate.results import NeutralizedToolResultWarning, ResultNeu
 from phaseaware.integrate.sent import PlanSent, carried_plan, replan_warning
 from phaseaware.integrate.slot import FilledSlot, fill_slot, slot_marker
 from phaseaware.integrate.stepper import AgentStepper
+from phaseaware.integrate.streamed import StreamedReply
 from phaseaware.integrate.synthesis import (
     ASSEMBLY_KEY,
     CARRIED_KEYS,
@@ -244,7 +246,9 @@ __all__ = [
     "relevance_scores",
     "rendered_ids",
     "rendered_tokens",
+    "KeptReply",
     "ReplyStore",
+    "StreamedReply",
     "check_limit",
     "rank_records",
     "reorder_profile",

@@ -197,6 +197,7 @@ def check_usage(
     offset_name: str = "position_offset",
     served_model: str | None = None,
     system_fingerprint: str | None = None,
+    count_only_reason: str = "",
 ) -> UsageCheck | None:
     """Planned vs reported prompt tokens (``None`` when the server reported none).
 
@@ -206,7 +207,8 @@ def check_usage(
     ``served_model`` / ``system_fingerprint``: what the response reports (its
     ``model`` and ``system_fingerprint``); one that differs from the endpoint record's
     warns that the served checkpoint changed (:func:`phaseaware.endpoints.check_identity`;
-    not with ``on_mismatch="ignore"``).
+    not with ``on_mismatch="ignore"``). ``count_only_reason``: why the prompt's ids were
+    not compared, where the caller wanted them (on the check and in its message).
     """
     record = target.endpoint
     if record is not None and on_mismatch != "ignore":
@@ -227,6 +229,7 @@ def check_usage(
         offsets=offsets,
         on_mismatch=on_mismatch,
         offset_name=offset_name,
+        count_only_reason=count_only_reason,
     )
 
 

@@ -112,12 +112,15 @@ def check_raw_usage(
     on_mismatch: OnMismatch,
     reported_tokens: int | None = None,
     planned_ids: Callable[[], Sequence[int]] | None = None,
+    count_only_reason: str = "",
 ) -> UsageCheck | None:
     """:func:`check_usage` on an OpenAI-style raw response (an ``openai`` object or a
     mapping): its ``usage.prompt_tokens`` (else ``reported_tokens``), model and fingerprint.
     Where the response carries the prompt's ids (the request asked: :meth:`Target.
     request_kwargs` with ``prompt_ids=True``) they are compared with ``planned_ids()``
-    (called only then), id for id: a mismatch names the first differing position."""
+    (called only then), id for id: a mismatch names the first differing position.
+    ``count_only_reason``: why the ids could not be compared, for a check that falls back
+    to the count (:attr:`UsageCheck.count_only_reason`; ignored where ids are compared)."""
     served_model, fingerprint = reported_identity(raw)
     server_ids = reported_prompt_ids(raw) if planned_ids is not None else None
     if planned_ids is not None and server_ids is not None:
@@ -138,6 +141,7 @@ def check_raw_usage(
         on_mismatch=on_mismatch,
         served_model=served_model,
         system_fingerprint=fingerprint,
+        count_only_reason=count_only_reason,
     )
 
 
@@ -205,11 +209,13 @@ class UsagePlans:
         served_model: str | None = None,
         system_fingerprint: str | None = None,
         raw: Any = None,
+        count_only_reason: str = "",
     ) -> UsageCheck | None:
         """The check of call ``run_id`` (``None``: not started, or nothing reported).
         ``raw``: the reply's OpenAI-style body where the caller has it (e.g. from a
         :class:`~phaseaware.integrate.replies.ReplyStore`); where it carries the prompt's
-        ids they are compared id for id (:func:`check_raw_usage`), else the counts."""
+        ids they are compared id for id (:func:`check_raw_usage`), else the counts.
+        ``count_only_reason``: why no ids could be compared (on the check, in its message)."""
         with self._lock:
             planned = self._planned.pop(run_id, None)
         if planned is None:
@@ -218,13 +224,13 @@ class UsagePlans:
             check = check_raw_usage(
                 self.target, planned_tokens=len(planned), raw=raw,
                 on_mismatch=self.on_mismatch, reported_tokens=reported_tokens,
-                planned_ids=planned.tolist,
+                planned_ids=planned.tolist, count_only_reason=count_only_reason,
             )  # fmt: skip
         else:
             check = check_usage(
                 self.target, planned_tokens=len(planned), reported_tokens=reported_tokens,
                 on_mismatch=self.on_mismatch, served_model=served_model,
-                system_fingerprint=system_fingerprint,
+                system_fingerprint=system_fingerprint, count_only_reason=count_only_reason,
             )  # fmt: skip
         if check is not None and self.on_check is not None:
             self.on_check(check)

@@ -33,21 +33,57 @@ from typing import Any
 from phaseaware.caches import BoundedCache
 from phaseaware.endpoints import reported_prompt_ids, reported_prompt_tokens
 
-__all__ = ["ReplyStore"]
+__all__ = ["KeptReply", "ReplyStore"]
 
 _HEAD = ("id", "model", "system_fingerprint", "usage")  # what a check reads besides the ids
 _ENTRY_BYTES = 512  # an entry's own overhead, roughly (its head, the record)
 
 
 @dataclass(frozen=True)
+class KeptReply:
+    """What a usage check reads of one reply body: its head (``id``, ``model``,
+    ``system_fingerprint``, ``usage``) and the prompt's ids (4 bytes each; ``None``: the
+    body carried none), wherever the server put them (vLLM: the response, SGLang: the
+    first choice)."""
+
+    head: Mapping[str, Any]
+    ids: array[int] | None
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> KeptReply:
+        ids = reported_prompt_ids(body)
+        head = {key: body[key] for key in _HEAD if key in body}
+        return cls(head, array("i", ids) if ids is not None else None)
+
+    @property
+    def reply_id(self) -> str | None:
+        value = self.head.get("id")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """The body's own ``usage.prompt_tokens`` (``None``: it has none)."""
+        return reported_prompt_tokens(self.head)
+
+    @property
+    def nbytes(self) -> int:
+        return _ENTRY_BYTES + (self.ids.itemsize * len(self.ids) if self.ids is not None else 0)
+
+    def body(self) -> dict[str, Any]:
+        """The head, with ``prompt_token_ids`` where the body carried them: what
+        :func:`~phaseaware.integrate.check_raw_usage` reads."""
+        ids = {"prompt_token_ids": self.ids.tolist()} if self.ids is not None else {}
+        return {**self.head, **ids}
+
+
+@dataclass(frozen=True)
 class _Kept:
-    head: Mapping[str, Any] | None  # None: ambiguous (the id came again before it was taken)
-    ids: array[int] | None  # None: the body carried none
+    reply: KeptReply | None  # None: ambiguous (the id came again before it was taken)
     waiting: int  # copies kept under this id and not yet taken
 
 
 def _size(_key: str, kept: _Kept) -> int:
-    return _ENTRY_BYTES + (kept.ids.itemsize * len(kept.ids) if kept.ids is not None else 0)
+    return kept.reply.nbytes if kept.reply is not None else _ENTRY_BYTES
 
 
 class ReplyStore:
@@ -68,17 +104,14 @@ class ReplyStore:
     def keep(self, body: Mapping[str, Any]) -> bool:
         """Keep a chat-completion reply ``body`` (a JSON mapping) under its ``id``;
         ``False``: it has no id (nothing could find it)."""
-        reply_id = body.get("id")
-        if not isinstance(reply_id, str) or not reply_id:
+        reply = KeptReply.of(body)
+        reply_id = reply.reply_id
+        if reply_id is None:
             return False
-        ids = reported_prompt_ids(body)
-        head = {key: body[key] for key in _HEAD if key in body}
         with self._lock:
             old = self._kept.get(reply_id)
-            if old is None:
-                kept = _Kept(head, array("i", ids) if ids is not None else None, 1)
-            else:  # the same id again before it was taken: neither copy is handed over
-                kept = _Kept(None, None, old.waiting + 1)
+            # the same id again before it was taken: neither copy is handed over
+            kept = _Kept(reply, 1) if old is None else _Kept(None, old.waiting + 1)
             self._kept.put(reply_id, kept)
         return True
 
@@ -91,13 +124,13 @@ class ReplyStore:
         with self._lock:
             kept = self._kept.pop(reply_id)
             if kept is not None and kept.waiting > 1:  # the other copies still wait
-                self._kept.put(reply_id, _Kept(None, None, kept.waiting - 1))
-        if kept is None or kept.head is None or kept.ids is None:
+                self._kept.put(reply_id, _Kept(None, kept.waiting - 1))
+        reply = kept.reply if kept is not None else None
+        if reply is None or reply.ids is None:
             return None
-        body = {**kept.head, "prompt_token_ids": kept.ids.tolist()}
-        if prompt_tokens is None or reported_prompt_tokens(body) != prompt_tokens:
+        if prompt_tokens is None or reply.prompt_tokens != prompt_tokens:
             return None
-        return body
+        return reply.body()
 
     def clear(self) -> None:
         """Forget every kept body."""

@@ -107,9 +107,18 @@ class Target:
         """Whether a call asks for the prompt's ids: the server returns them
         (:attr:`prompt_ids_field`) and, for a call that may stream, also accepts the field
         there (vLLM does; SGLang refuses it: ``PROMPT_IDS_NOT_STREAMED``)."""
-        if self.prompt_ids_field is None:
-            return False
-        return not may_stream or self._server_name not in PROMPT_IDS_NOT_STREAMED
+        return not self.prompt_ids_unasked(may_stream=may_stream)
+
+    def prompt_ids_unasked(self, *, may_stream: bool) -> str:
+        """Why a call cannot ask for the prompt's ids, in words for a count-only check's
+        ``count_only_reason`` (``""``: it can, :meth:`asks_prompt_ids`)."""
+        server, field = self._server_name, self.prompt_ids_field
+        if field is None:
+            named = f"names {server}, which" if server else "names no server that"
+            return f"the endpoint record {named} returns no prompt ids (vLLM and SGLang do)"
+        if may_stream and server in PROMPT_IDS_NOT_STREAMED:
+            return f"{server} refuses {field} on a streamed request, so no ids were asked for"
+        return ""
 
     def request_kwargs(self, *, prompt_ids: bool = False) -> dict[str, Any]:
         """Keyword arguments for an OpenAI-compatible client call (``openai``,

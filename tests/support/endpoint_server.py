@@ -17,6 +17,11 @@ a hosted endpoint's positions differ from the caller's rendering:
 * ``get_routes``: ``GET`` paths and the JSON they answer (a server's info routes);
 * the prompt's ids come back where the request asks: ``return_token_ids`` (vLLM: on
   the response), ``return_prompt_token_ids`` (SGLang: on the choice);
+* ``stream: true`` on chat answers with server-sent events as vLLM 0.32 writes them: the
+  first chunk (the role; ``prompt_token_ids`` where ``return_token_ids`` asks), the
+  content, the finish, the usage chunk for ``stream_options.include_usage``, then
+  ``data: [DONE]``, sent in pieces of ``stream_piece`` bytes (an event spans pieces).
+  ``return_prompt_token_ids`` on a stream is refused with SGLang's 400;
 * ``tokenize_route``: vLLM's ``POST /tokenize`` (``messages`` or ``prompt`` in,
   ``{"count", "max_model_len", "tokens"}`` out; no hidden prefix: it shows the
   template only, as a gateway's preamble would not appear there either).
@@ -73,7 +78,9 @@ class EndpointApp:
         renderer: Callable[[list[dict[str, Any]], dict[str, Any] | None], str] | None = None,
         prompt_ids: Callable[[dict[str, Any]], list[int]] | None = None,
         get_routes: dict[str, Any] | None = None,
+        stream_piece: int = 1000,
     ) -> None:
+        self.stream_piece = stream_piece
         self.prompt_ids = prompt_ids
         self.get_routes = dict(get_routes or {})
         self.renderer = renderer
@@ -191,6 +198,12 @@ class EndpointApp:
         body = json.loads(raw) if raw else {}
         if scope.get("method") == "GET" and path in self.get_routes:
             status, payload = 200, self.get_routes[path]
+        elif path == "/v1/chat/completions" and body.get("stream"):
+            if not body.get("return_prompt_token_ids"):
+                await self._stream(send, *self._generate(path, body), body)
+                return
+            status, payload = 400, {"error": {"message": SGLANG_STREAM_REFUSAL,
+                                              "type": "BadRequestError"}}  # fmt: skip
         elif path in ("/v1/chat/completions", "/v1/completions"):
             status, payload = self._generate(path, body)
         elif path == "/tokenize" and self.tokenize_route:
@@ -206,6 +219,46 @@ class EndpointApp:
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(data)).encode())]})  # fmt: skip
         await send({"type": "http.response.body", "body": data})
+
+    async def _stream(self, send: Send, status: int, reply: dict[str, Any], body: Any) -> None:
+        """``reply`` (a chat completion) as vLLM's event stream, in pieces."""
+        data = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in _chunks(reply, body))
+        data += b"data: [DONE]\n\n"
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"text/event-stream; charset=utf-8")]})  # fmt: skip
+        for start in range(0, len(data), self.stream_piece):
+            piece = data[start : start + self.stream_piece]
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+#: SGLang 0.5.23's refusal of the ids field on a stream (``serving_chat.py``)
+SGLANG_STREAM_REFUSAL = "Please set stream=false when using return_prompt_token_ids=true"
+
+
+def _chunks(reply: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stream chunks of one chat completion as vLLM 0.32 sends them: the prompt's ids
+    on the first chunk only, the usage chunk (no choices) last."""
+    head = {k: reply[k] for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+    choice = reply["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                     "finish_reason": finish}]}  # fmt: skip
+
+    first = chunk({"role": "assistant", "content": ""})
+    if "prompt_token_ids" in reply:
+        first["prompt_token_ids"] = reply["prompt_token_ids"]
+    text = message.get("content") or ""
+    out = [first, *(chunk({"content": text[i : i + 3]}) for i in range(0, len(text), 3))]
+    calls = message.get("tool_calls") or []
+    out += [chunk({"tool_calls": [{"index": i, **c}]}) for i, c in enumerate(calls)]
+    out.append(chunk({}, choice["finish_reason"]))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        out.append({**head, "choices": [], "usage": reply["usage"]})
+    return out
 
 
 def start_endpoint(**kwargs: Any) -> tuple[RunningServer, EndpointApp]:

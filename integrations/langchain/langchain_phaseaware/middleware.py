@@ -2,13 +2,14 @@
 
 After an aligned call the prompt is checked at the server. Where the endpoint record names
 a server that returns the prompt's ids (vLLM, SGLang) and the chat model was built with
-:func:`~langchain_phaseaware.served.prompt_ids_clients`, which keeps the reply body (why:
-:mod:`langchain_phaseaware.served`), the request asks for them and the check is id for id:
-a mismatch names the first differing position. Otherwise the request asks for nothing
-(nothing would read the ids) and the check is the count (``usage_metadata
-["input_tokens"]``). The count is also what a streamed call gets, and SGLang unless the
-chat model has ``disable_streaming=True`` (SGLang refuses the field on a stream).
-``on_check`` receives each check, and its ``ids_compared`` says which was made.
+:func:`~langchain_phaseaware.served.prompt_ids_clients`, which keeps the reply body, streamed
+or not (why and how: :mod:`langchain_phaseaware.served`), the request asks for them and the
+check is id for id: a mismatch names the first differing position. Otherwise the request
+asks for nothing (nothing would read the ids) and the check is the count (``usage_metadata
+["input_tokens"]``; a stream's from its usage chunk, ``stream_usage``). So is SGLang's
+unless the chat model has ``disable_streaming=True``: SGLang refuses the field on a stream.
+``on_check`` receives each check: its ``ids_compared`` says which was made, and a count-only
+check's ``count_only_reason`` why (also in its warning).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from langchain.agents.middleware import (
     ModelResponse,
 )
 from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import run_in_executor
 from langgraph.types import Command
@@ -156,12 +158,7 @@ class PhaseAwareMiddleware(AgentMiddleware):
             kit.call_effort(request.model_settings, request.model),
             fix=" (PhaseAwareMiddleware(settings=ChatSettings(reasoning_effort=...)))",
         )
-        # the prompt's ids, where the server returns them and the model's client hands the
-        # body over: SGLang refuses the field on a stream, and only a model with streaming
-        # disabled is sure not to stream
-        asks = delivers_replies(request.model, asynchronous=asynchronous) and (
-            target.asks_prompt_ids(may_stream=request.model.disable_streaming is not True)
-        )
+        asks = not self.ids_unasked(request.model, asynchronous=asynchronous)
         settings = target.merged_kwargs(request.model_settings, prompt_ids=asks)
         system = [request.system_message] if request.system_message is not None else []
         made = [*system, *request.messages]  # the model's turns: control strings broken
@@ -190,10 +187,26 @@ class PhaseAwareMiddleware(AgentMiddleware):
         view = _model_view([*messages[:-1], aligned], self.policy.tool_role)
         return request.override(messages=view, model_settings=settings), aligned, step.result
 
-    def _check(self, reply: AIMessage, result: AssemblyResult) -> None:
+    def ids_unasked(self, model: BaseChatModel, *, asynchronous: bool) -> str:
+        """Why a call of ``model`` does not ask for the prompt's ids (``""``: it asks): the
+        server returns none, or refuses the field on a stream that the model may send
+        (SGLang; only a model with streaming disabled is sure not to stream), or the
+        model's client hands no reply body over. A count-only check names it."""
+        unasked = self.target.prompt_ids_unasked(may_stream=model.disable_streaming is not True)
+        if unasked and not self.target.prompt_ids_unasked(may_stream=False):
+            return f"{unasked} (a chat model with disable_streaming=True asks)"
+        if unasked or delivers_replies(model, asynchronous=asynchronous):
+            return unasked
+        return (
+            "the chat model's client hands no reply body over (build it with "
+            "ChatOpenAI(**prompt_ids_clients()))"
+        )
+
+    def _check(self, reply: AIMessage, result: AssemblyResult, unasked: str) -> None:
         """The prompt at the server: id for id from the reply's body (kept by the model's
-        clients in this call's :func:`capture`) when it carries the ids, else the count in
-        ``usage_metadata``; nothing without either."""
+        clients in this call's :func:`capture`, a stream's once read) when it carries the
+        ids, else the count in ``usage_metadata``, naming why (``unasked``: why the call
+        did not ask); nothing without either."""
         usage = reply.usage_metadata
         count = int(usage["input_tokens"]) if usage and "input_tokens" in usage else None
         body = reply_body(captured(), reply.response_metadata.get("id"))
@@ -203,12 +216,14 @@ class PhaseAwareMiddleware(AgentMiddleware):
                 self.target, planned_tokens=result.token_count, raw=body,
                 on_mismatch=self.check_usage, reported_tokens=count,
                 planned_ids=lambda: tokenizer.encode(result.prompt),  # only where ids came back
+                count_only_reason=unasked or "the server's reply carried no prompt ids",
             )  # fmt: skip
         elif count is not None:
             model, fingerprint = served_identity(reply.response_metadata)
             check = kit.check_usage(
                 self.target, planned_tokens=result.token_count, reported_tokens=count,
                 on_mismatch=self.check_usage, served_model=model, system_fingerprint=fingerprint,
+                count_only_reason=unasked or "no reply body was kept for this call",
             )  # fmt: skip
         else:
             return
@@ -216,13 +231,20 @@ class PhaseAwareMiddleware(AgentMiddleware):
             self.on_check(check)
 
     def _finish(
-        self, response: ModelResponse, aligned: ToolMessage | None, result: AssemblyResult | None
+        self,
+        response: ModelResponse,
+        sent: ModelRequest,
+        aligned: ToolMessage | None,
+        result: AssemblyResult | None,
+        *,
+        asynchronous: bool,
     ) -> ModelResponse | ExtendedModelResponse:
         if aligned is None or result is None:
             return response
         reply = next((m for m in response.result if isinstance(m, AIMessage)), None)
         if reply is not None:
-            self._check(reply, result)
+            unasked = self.ids_unasked(sent.model, asynchronous=asynchronous)
+            self._check(reply, result, unasked)
         return ExtendedModelResponse(
             model_response=response, command=Command(update={"messages": [aligned]})
         )
@@ -231,8 +253,8 @@ class PhaseAwareMiddleware(AgentMiddleware):
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
         sent, aligned, result = self.align(request)
-        with capture():  # the reply bodies, where the model's clients keep them
-            return self._finish(handler(sent), aligned, result)
+        with capture():  # the replies, where the model's clients keep them (streams too)
+            return self._finish(handler(sent), sent, aligned, result, asynchronous=False)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -240,4 +262,4 @@ class PhaseAwareMiddleware(AgentMiddleware):
         """As ``wrap_model_call``; the CPU-bound assembly runs in the default executor."""
         sent, aligned, result = await run_in_executor(None, self.align, request, asynchronous=True)
         with capture():
-            return self._finish(await handler(sent), aligned, result)
+            return self._finish(await handler(sent), sent, aligned, result, asynchronous=True)

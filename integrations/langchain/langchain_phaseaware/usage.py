@@ -1,12 +1,16 @@
 """``PhaseAwareUsageCheck``: the server's prompt against the rendered one, count or id for id.
 
-Id for id where the reply's body carries the prompt's ids: the chat model was built with
+Id for id where the reply carries the prompt's ids: the chat model was built with
 :func:`~langchain_phaseaware.served.prompt_ids_clients` and asks for them (``llm.bind(
-**place.model_kwargs(llm))``, with an endpoint record naming vLLM or SGLang). The
-callback never sees that body: ``ChatOpenAI`` keeps only its ``id``. It takes the body the
-model's hook kept under that ``id`` (:data:`~langchain_phaseaware.served.REPLIES`, a
-bounded store; why no other call's body can come back: :mod:`phaseaware.integrate.replies`).
-Without one the count is checked (``usage.prompt_tokens``)."""
+**place.model_kwargs(llm))``, with an endpoint record naming vLLM or SGLang), streamed or
+not. The callback never sees the body: ``ChatOpenAI`` keeps only its ``id`` (and of a
+stream not even that). It takes what the model's hook kept
+(:func:`~langchain_phaseaware.served.take_reply`): by that ``id`` from a bounded store, or
+the one reply of its call's context that arrived after the call started (a stream; a call
+the ``PhaseAwareMiddleware`` captures). Why no other call's body can come back:
+:mod:`langchain_phaseaware.served`, :mod:`phaseaware.integrate.replies`. Without one the
+count is checked (``usage.prompt_tokens``), and the check says why
+(``UsageCheck.count_only_reason``)."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 
 import phaseaware.integrate as kit
 from langchain_phaseaware.convert import message_dicts, served_identity, tool_schemas
-from langchain_phaseaware.served import take_reply
+from langchain_phaseaware.served import reply_mark, take_reply
 
 __all__ = ["PhaseAwareUsageCheck", "reported_prompt_tokens", "planned_prompt_tokens"]
 
@@ -84,26 +88,59 @@ class PhaseAwareUsageCheck(BaseCallbackHandler):
         self.on_check = on_check  # called with each UsageCheck (settable after construction)
         self.on_mismatch, self.tool_schemas = self._plans.on_mismatch, self._plans.tool_schemas
         self.position_offset, self.offsets = self.target.usage_offsets
+        self._marks: dict[UUID, tuple[int, bool]] = {}  # run: (reply mark, asked for ids)
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID,
         **kwargs: Any,
     ) -> None:  # fmt: skip
         if len(messages) == 1:  # one prompt per run is what a chat model call sends
-            tools = tool_schemas((kwargs.get("invocation_params") or {}).get("tools"))
-            self._plans.start(run_id, message_dicts(messages[0]), tools)
+            params = kwargs.get("invocation_params") or {}
+            self._plans.start(run_id, message_dicts(messages[0]), tool_schemas(params.get("tools")))
+            self._marks[run_id] = (reply_mark(), _asks(params, self.target.prompt_ids_field))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._plans.drop(run_id)
+        self._marks.pop(run_id, None)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         found = [*(m.response_metadata for m in _messages(response)), response.llm_output]
         model, fingerprint = next((i for i in map(served_identity, found) if any(i)), (None, None))
         reply_id = next((m.get("id") for m in found if m and isinstance(m.get("id"), str)), None)
         reported = reported_prompt_tokens(response)
+        since, asked = self._marks.pop(run_id, (None, False))
+        # a call that did not ask takes no reply of its context (one is not its own)
+        raw = take_reply(reply_id, prompt_tokens=reported, since=since if asked else None)
         check = self._plans.end(
             run_id, reported_tokens=reported, served_model=model, system_fingerprint=fingerprint,
-            raw=take_reply(reply_id, prompt_tokens=reported),  # None: the count is checked
+            raw=raw, count_only_reason=self._count_only(asked=asked, found=raw is not None),
         )  # fmt: skip
         if check is not None and self.on_check is not None:
             self.on_check(check)
+
+    def _count_only(self, *, asked: bool, found: bool) -> str:
+        """Why a check of this call compares counts only (``""``: the ids were found)."""
+        field = self.target.prompt_ids_field
+        if found:
+            return ""
+        if field is None:
+            return self.target.prompt_ids_unasked(may_stream=False)
+        if asked:
+            return (
+                "the request asked for them, but no reply carrying them was kept for this "
+                "call (build the model with ChatOpenAI(**prompt_ids_clients()))"
+            )
+        bind = (
+            "bind the model with PhaseAwarePrompt.model_kwargs(llm), llm built with "
+            "ChatOpenAI(**prompt_ids_clients())"
+        )
+        streamed = self.target.prompt_ids_unasked(may_stream=True)
+        if streamed:
+            return f"{streamed} ({bind} and disable_streaming=True)"
+        return f"the request did not ask for them ({field}): {bind}"
+
+
+def _asks(params: Mapping[str, Any], field: str | None) -> bool:
+    """Whether a call's invocation params ask for the prompt's ids (``extra_body[field]``)."""
+    extra = params.get("extra_body")
+    return field is not None and isinstance(extra, Mapping) and extra.get(field) is True

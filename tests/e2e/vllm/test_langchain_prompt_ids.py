@@ -134,12 +134,13 @@ def test_the_middleware_compares_vllms_prompt_ids(
     asyncio.run(_agent(_model(server, clients=True), record, checks).ainvoke(_state()))
     assert len(checks) == 1 and checks[0].ids_compared and checks[0].first_difference is None
 
-    # a streamed call: vLLM takes the field there too, but the hooks never read a stream,
-    # so the count from the usage chunk is checked
+    # a streamed call: vLLM takes the field there too and sends the ids on the first chunk,
+    # which the hooks read as the client reads the stream (more: test_langchain_stream_ids.py)
     checks.clear()
     streamed = _model(server, clients=True, streaming=True, stream_usage=True)
     _agent(streamed, record, checks).invoke(_state())
-    assert len(checks) == 1 and not checks[0].ids_compared and checks[0].drift == 0
+    assert len(checks) == 1 and checks[0].ids_compared and checks[0].first_difference is None
+    assert checks[0].drift == 0
 
     # without the clients ChatOpenAI drops the ids: the count is checked, as before
     checks.clear()

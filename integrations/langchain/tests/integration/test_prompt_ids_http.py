@@ -153,7 +153,8 @@ def test_delivers_replies_reads_only_public_fields() -> None:
     streams = ChatOpenAI(
         base_url="http://127.0.0.1:9/v1", api_key="x", model="m", streaming=True, **clients
     )
-    assert not delivers_replies(streams, asynchronous=False)  # a stream is never read
+    assert delivers_replies(streams, asynchronous=False)  # a stream is read as it passes
+    assert delivers_replies(streams, asynchronous=True)
 
 
 def test_sglang_ids_only_where_the_model_cannot_stream(deepseek: Any) -> None:
@@ -190,8 +191,10 @@ def test_one_token_off_is_caught_by_position_not_by_count(deepseek: Any) -> None
 _JSON = {"content-type": "application/json"}
 
 
-def test_the_hooks_never_read_a_stream_and_keep_a_reply_for_its_call_only() -> None:
-    """In a capture a reply goes to that capture; outside one to ``REPLIES``, by id."""
+def test_the_hooks_leave_a_stream_to_the_client_and_keep_a_reply_for_its_call_only() -> None:
+    """In a capture a reply goes to that capture; outside one to ``REPLIES``, by id. The
+    hook reads no stream itself: it is read as the client reads it (``data: {}`` is no
+    chunk, so nothing is kept of it)."""
     REPLIES.clear()
     sse = httpx.Response(
         200, headers={"content-type": "text/event-stream"}, stream=httpx.ByteStream(b"data: {}")
@@ -200,6 +203,7 @@ def test_the_hooks_never_read_a_stream_and_keep_a_reply_for_its_call_only() -> N
     with capture():
         record_reply(sse)
         assert captured() == [] and not sse.is_stream_consumed  # the stream is the client's
+        assert sse.read() == b"data: {}" and captured() == []  # unchanged, and no chunk
         record_reply(httpx.Response(200, content=body, headers=_JSON))
         assert [b["id"] for b in captured()] == ["r1"]
     assert len(REPLIES) == 0  # a captured reply is the middleware's alone
