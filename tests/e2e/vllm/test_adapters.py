@@ -21,6 +21,7 @@ import pytest
 from phaseaware.assembly.conversation import PrefixRewriteWarning
 from phaseaware.chat import ChatSettings
 from phaseaware.endpoints import EndpointRecord, probe_endpoint
+from phaseaware.endpoints.usage import UsageCheck
 from phaseaware.errors import PhaseawareWarning
 from tests.support.vllm_server import VllmServer
 
@@ -212,20 +213,16 @@ def test_langchain_agent_middleware_states_its_settings(
         """The current weather of a city."""
         return "clear"
 
-    middleware = PhaseAwareMiddleware(**{**COMMON, **_how(way, v4_record)}, check_usage="raise")
-    seen: list[Any] = []
-    real_finish = middleware._finish
-
-    def finish(response: Any, aligned: Any, result: Any) -> Any:
-        seen.append(result)
-        return real_finish(response, aligned, result)
-
-    middleware._finish = finish  # type: ignore[method-assign]
+    checks: list[UsageCheck] = []  # one per aligned call: made only after a tool result aligned
+    middleware = PhaseAwareMiddleware(
+        **{**COMMON, **_how(way, v4_record)}, check_usage="raise", on_check=checks.append
+    )
     agent = create_agent(_plain_chat_openai(vllm_v4), tools=[get_weather], middleware=[middleware])
     with warnings.catch_warnings():
         warnings.simplefilter("error", PhaseawareWarning)
         state = agent.invoke(_agent_state())
-    assert seen and seen[0] is not None  # the tool result was aligned, the usage checked
+    assert checks and all(c.ok for c in checks)  # the tool result was aligned, the usage checked
+    assert all(c.count_only_reason for c in checks)  # a plain ChatOpenAI keeps no body: says so
     assert "phaseaware" in state["messages"][2].response_metadata
 
 
