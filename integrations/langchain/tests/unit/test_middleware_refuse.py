@@ -41,6 +41,17 @@ def fetch_page(query: str) -> str:
     return PAGE
 
 
+def _refusing_agent(tok: Any, base_url: str, tools: list[Any], **extra: Any) -> Any:
+    """An agent of ``ChatOpenAI`` at ``base_url`` with the middleware under refuse."""
+    middleware = PhaseAwareMiddleware(
+        tokenizer=tok, chat_format="deepseek-v4", profile="deepseek-v4-flash-base",
+        budget_tokens=8000, tool_schemas="not_rendered",
+        options=AssemblyOptions(control_tokens="refuse"), **extra,
+    )  # fmt: skip
+    model = ChatOpenAI(base_url=base_url, api_key="x", model="sim", max_retries=0)
+    return create_agent(model=model, tools=tools, middleware=[middleware])
+
+
 @pytest.mark.parametrize(
     ("name", "query", "where"),
     [
@@ -64,13 +75,12 @@ def test_refuse_raises_before_any_request_carries_it(
         tokenizer=deepseek_v4_tok, chat_format="deepseek-v4", answer=answer
     )
     with server:
-        middleware = PhaseAwareMiddleware(
-            tokenizer=deepseek_v4_tok, chat_format="deepseek-v4",
-            profile="deepseek-v4-flash-base", budget_tokens=8000, tool_schemas="not_rendered",
-            tool_names=["search_notes"], options=AssemblyOptions(control_tokens="refuse"),
-        )  # fmt: skip
-        model = ChatOpenAI(base_url=server.base_url, api_key="x", model="sim", max_retries=0)
-        agent = create_agent(model=model, tools=[search_notes, fetch_page], middleware=[middleware])
+        agent = _refusing_agent(
+            deepseek_v4_tok,
+            server.base_url,
+            [search_notes, fetch_page],
+            tool_names=["search_notes"],
+        )
         question = HumanMessage("What is the code of vault V0?")
         with pytest.raises(ControlTokenError) as refused:
             agent.invoke({"messages": [question]})
@@ -101,13 +111,7 @@ def test_refuse_raises_for_arguments_that_are_not_json(deepseek_v4_tok: Any) -> 
         tokenizer=deepseek_v4_tok, chat_format="deepseek-v4", answer=answer
     )
     with server:
-        middleware = PhaseAwareMiddleware(
-            tokenizer=deepseek_v4_tok, chat_format="deepseek-v4",
-            profile="deepseek-v4-flash-base", budget_tokens=8000, tool_schemas="not_rendered",
-            options=AssemblyOptions(control_tokens="refuse"),
-        )  # fmt: skip
-        model = ChatOpenAI(base_url=server.base_url, api_key="x", model="sim", max_retries=0)
-        agent = create_agent(model=model, tools=[search_notes], middleware=[middleware])
+        agent = _refusing_agent(deepseek_v4_tok, server.base_url, [search_notes])
         first = agent.invoke({"messages": [HumanMessage("What is the code of vault V0?")]})
         made = first["messages"][-1]
         assert made.invalid_tool_calls and not made.tool_calls  # LangChain's reading of it
