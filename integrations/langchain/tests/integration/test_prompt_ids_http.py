@@ -20,7 +20,6 @@ pytest.importorskip("langchain.agents")
 pytest.importorskip("langchain_openai")
 
 from langchain.agents import create_agent  # noqa: E402
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
 from langchain_phaseaware import PhaseAwareMiddleware, prompt_ids_clients  # noqa: E402
 from langchain_phaseaware.served import (  # noqa: E402
@@ -35,10 +34,8 @@ from langchain_phaseaware.served import (  # noqa: E402
 from phaseaware.endpoints import EndpointRecord  # noqa: E402
 from phaseaware.errors import PromptTokenDriftError  # noqa: E402
 from phaseaware.tokenizers import load_tokenizer  # noqa: E402
+from tests.support.agent_states import loopback_record, tool_result_state  # noqa: E402
 from tests.support.endpoint_server import start_endpoint  # noqa: E402
-
-FILLER = "The harbor ledger lists amber crates and timber in the valley warehouse. "
-NOTES = "\n\n".join(f"{FILLER * 3}The code of vault V{k} is {4000 + k}-A." for k in range(3))
 
 
 @pytest.fixture(scope="module")
@@ -47,23 +44,11 @@ def deepseek() -> Any:
 
 
 def _record(tok: Any, server: str) -> EndpointRecord:
-    return EndpointRecord(
-        base_url="http://127.0.0.1:9/v1", model="sim-model", offset=0, offsets=(0,),
-        mode="count", stability="constant", date="2026-12-05T00:00:00Z", tokenizer_spec=tok.spec,
-        tokenizer_fingerprint=tok.fingerprint(), chat_format="deepseek-v4", probes=3,
-        tool_version="test", server=server,
-    )  # fmt: skip
+    return loopback_record(tok, server)
 
 
 def _state() -> dict[str, Any]:
-    call = {"name": "search", "args": {"q": "V0"}, "id": "call_1", "type": "tool_call"}
-    return {
-        "messages": [
-            HumanMessage("What is the code of vault V0?", id="h1"),
-            AIMessage(content="", tool_calls=[call], id="a1"),
-            ToolMessage(content=NOTES, tool_call_id="call_1", id="t1"),
-        ]
-    }
+    return tool_result_state()
 
 
 def _run(
