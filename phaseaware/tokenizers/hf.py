@@ -171,8 +171,7 @@ class HFTokenizer:
         if tables is None:
             return None
         tables.fill(np.arange(tables.size, dtype=np.int64))
-        added = frozenset(self._backend.get_added_tokens_decoder())
-        return rank_twin(self._backend, tables.pieces, added)
+        return rank_twin(self._backend, tables.pieces)
 
     def decode(self, ids: list[int]) -> str:
         text: str = self._backend.decode(list(ids), skip_special_tokens=False)

@@ -126,9 +126,6 @@ class RankTwin:
             for got in ([(piece, True)] if added else _split_by(self.normalized, piece))
         ]  # fmt: skip
 
-    def ids_batch(self, texts: Sequence[str]) -> list[list[int] | None]:
-        return [self.ids(t) for t in texts]
-
 
 def _split_by(pattern: re.Pattern[str] | None, text: str) -> list[tuple[str, bool]]:
     """``text`` cut around ``pattern``'s matches (an alternation, longest first: leftmost
@@ -158,33 +155,32 @@ def model_digest(backend: Any) -> str:
     return hashlib.sha256(state if isinstance(state, bytes) else state.encode()).hexdigest()
 
 
-def rank_twin(
-    backend: Any, pieces: Sequence[bytes | None], skip: frozenset[int]
-) -> RankTwin | None:
+def rank_twin(backend: Any, pieces: Sequence[bytes | None]) -> RankTwin | None:
     """The twin of the Rust tokenizer ``backend`` (``pieces[i]``: the exact bytes of id
-    ``i``; ``skip``: the added tokens' ids), or None unless facts 1-4 hold for it."""
+    ``i``), or None unless facts 1-4 hold for it."""
     if hf_window_rule(backend)[0] is not None:  # not DeepSeek-V4's configuration
         return None
-    if model_digest(backend) not in PROVEN:
-        return None
-    import tiktoken  # a core dependency; imported here to keep module import light
-
-    ranks = {p: i for i, p in enumerate(pieces) if p and i not in skip}
-    if len(ranks) != len({i for i, p in enumerate(pieces) if p and i not in skip}):
-        return None  # two ids spell the same bytes: tiktoken could not say which
-    if any(bytes([b]) not in ranks for b in range(256)):
-        return None
-    encoding = tiktoken.Encoding(
-        "phaseaware-rank-twin", pat_str=ASCII_PATTERN, mergeable_ranks=ranks, special_tokens={}
-    )
-    tokens = backend.get_added_tokens_decoder()
     if getattr(backend, "encode_special_tokens", False):
         return None  # special tokens are then encoded as text: not modelled here
+    tokens = backend.get_added_tokens_decoder()
     if any(t.lstrip or t.rstrip or t.single_word or not t.content for t in tokens.values()):
         return None
     added_ids = {str(t.content): i for i, t in tokens.items()}
     if len(added_ids) != len(tokens):
         return None  # two ids share one content
+    if model_digest(backend) not in PROVEN:
+        return None
+    spelled = [(p, i) for i, p in enumerate(pieces) if p and i not in tokens]
+    ranks = dict(spelled)
+    if len(ranks) != len(spelled):
+        return None  # two ids spell the same bytes: tiktoken could not say which
+    if any(bytes([b]) not in ranks for b in range(256)):
+        return None
+    import tiktoken  # a core dependency; imported here to keep module import light
+
+    encoding = tiktoken.Encoding(
+        "phaseaware-rank-twin", pat_str=ASCII_PATTERN, mergeable_ranks=ranks, special_tokens={}
+    )
     return RankTwin(
         encoding,
         _alternation([str(t.content) for t in tokens.values() if not t.normalized]),
